@@ -1,0 +1,35 @@
+"""sqlgate: SQL over one SQLite file for coding agents, with the safety in the server."""
+
+from __future__ import annotations
+
+from sqlgate.config import Settings, load_settings
+from sqlgate.errors import (
+    InvalidArgument,
+    LimitExceeded,
+    MassRewrite,
+    NotFound,
+    PolicyDenied,
+    QueryTimeout,
+    SnapshotError,
+    SqlError,
+    SqlgateError,
+    StartupError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "InvalidArgument",
+    "LimitExceeded",
+    "MassRewrite",
+    "NotFound",
+    "PolicyDenied",
+    "QueryTimeout",
+    "Settings",
+    "SnapshotError",
+    "SqlError",
+    "SqlgateError",
+    "StartupError",
+    "__version__",
+    "load_settings",
+]

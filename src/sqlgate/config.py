@@ -1,0 +1,177 @@
+"""Settings: every flag, its environment variable and its default, in one table.
+
+| flag                  | env var                       | default                          |
+|-----------------------|-------------------------------|----------------------------------|
+| --db                  | SQLGATE_DB                    | <user data dir>/sqlgate/memory.db|
+| --tools               | SQLGATE_TOOLS                 | sql,memory,claims                |
+| --query-timeout       | SQLGATE_QUERY_TIMEOUT         | 10 (seconds)                     |
+| --default-limit       | SQLGATE_DEFAULT_LIMIT         | 100 rows                         |
+| --max-rows            | SQLGATE_MAX_ROWS              | 1000 rows                        |
+| --max-result-bytes    | SQLGATE_MAX_RESULT_BYTES      | 32768 bytes                      |
+| --max-cell-chars      | SQLGATE_MAX_CELL_CHARS        | 2000 characters                  |
+| --max-update-rows     | SQLGATE_MAX_UPDATE_ROWS       | 500 rows                         |
+| --snapshots-keep      | SQLGATE_SNAPSHOTS_KEEP        | 5 snapshots                      |
+| --max-value-bytes     | SQLGATE_MAX_VALUE_BYTES       | 1000000 bytes                    |
+| --heap-limit-mb       | SQLGATE_HEAP_LIMIT_MB         | 64 MiB                           |
+| --busy-timeout        | SQLGATE_BUSY_TIMEOUT          | 5 (seconds)                      |
+| --audit / --no-audit  | SQLGATE_AUDIT                 | on                               |
+
+The CLI builds its options from `FLAGS`; `load_settings` applies, in order of strength,
+explicit values, then `SQLGATE_*` environment variables, then the defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from sqlgate.errors import InvalidArgument
+
+__all__ = ["FLAGS", "TOOL_GROUPS", "Flag", "Settings", "default_db_path", "load_settings"]
+
+TOOL_GROUPS = ("sql", "memory", "claims")
+
+
+def default_db_path() -> Path:
+    """The database used when no --db is given: the platform's per-user data folder."""
+    return Path(platformdirs.user_data_dir("sqlgate", appauthor=False)) / "memory.db"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything that shapes one server or CLI run. Immutable once loaded."""
+
+    db: Path
+    tools: tuple[str, ...] = TOOL_GROUPS
+    query_timeout: float = 10.0
+    default_limit: int = 100
+    max_rows: int = 1000
+    max_result_bytes: int = 32768
+    max_cell_chars: int = 2000
+    max_update_rows: int = 500
+    snapshots_keep: int = 5
+    max_value_bytes: int = 1_000_000
+    heap_limit_mb: int = 64
+    busy_timeout: float = 5.0
+    audit: bool = True
+
+    @property
+    def snapshot_dir(self) -> Path:
+        """Where snapshots of this database live: `<db>.snapshots/` beside it."""
+        return self.db.with_name(self.db.name + ".snapshots")
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One setting as the CLI and the environment see it."""
+
+    name: str
+    help: str
+    parse: Callable[[str], Any]
+
+    @property
+    def option(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def env_var(self) -> str:
+        return "SQLGATE_" + self.name.upper()
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError("must be 1 or more")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError("must be 0 or more")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0 or value == float("inf"):
+        raise ValueError("must be a positive number of seconds")
+    return value
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("must be one of on/off, true/false, 1/0")
+
+
+def _tools(text: str) -> tuple[str, ...]:
+    chosen = tuple(dict.fromkeys(part.strip().lower() for part in text.split(",") if part.strip()))
+    unknown = [name for name in chosen if name not in TOOL_GROUPS]
+    if unknown or not chosen:
+        raise ValueError(f"choose from {','.join(TOOL_GROUPS)} (comma-separated)")
+    return chosen
+
+
+def _path(text: str) -> Path:
+    if not text.strip():
+        raise ValueError("must not be empty")
+    return Path(text).expanduser()
+
+
+FLAGS: tuple[Flag, ...] = (
+    Flag("db", "SQLite database file (created if missing)", _path),
+    Flag("tools", "tool groups to announce: sql,memory,claims", _tools),
+    Flag("query_timeout", "seconds a statement may run", _positive_float),
+    Flag("default_limit", "rows read_query returns when no limit is given", _positive_int),
+    Flag("max_rows", "most rows any result may hold", _positive_int),
+    Flag("max_result_bytes", "most bytes of CSV a result may hold", _positive_int),
+    Flag("max_cell_chars", "characters shown of one cell before it is cut", _positive_int),
+    Flag("max_update_rows", "existing rows write_query may change in one call", _non_negative_int),
+    Flag("snapshots_keep", "newest snapshots kept per database", _positive_int),
+    Flag("max_value_bytes", "largest string or blob SQLite may build", _positive_int),
+    Flag("heap_limit_mb", "SQLite heap limit for the whole process, MiB", _positive_int),
+    Flag("busy_timeout", "seconds to wait for another writer's lock", _positive_float),
+    Flag("audit", "record every call in query_log", _bool),
+)
+
+_FLAG_BY_NAME = {flag.name: flag for flag in FLAGS}
+
+
+def load_settings(
+    explicit: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Settings:
+    """Build Settings from explicit values (already typed), then env vars, then defaults.
+
+    Raises InvalidArgument naming the flag and its environment variable when a value is bad.
+    """
+    environ = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    for flag in FLAGS:
+        given = (explicit or {}).get(flag.name)
+        if given is not None:
+            values[flag.name] = given
+            continue
+        raw = environ.get(flag.env_var)
+        if raw is None:
+            continue
+        try:
+            values[flag.name] = flag.parse(raw)
+        except ValueError as exc:
+            raise InvalidArgument(f"{flag.env_var}={raw!r} is invalid: {exc}") from None
+    unknown = set(explicit or {}) - set(_FLAG_BY_NAME)
+    if unknown:
+        raise InvalidArgument(f"unknown setting(s): {', '.join(sorted(unknown))}")
+    db = values.pop("db", None) or default_db_path()
+    settings = Settings(db=Path(db))
+    known = {f.name for f in fields(Settings)}
+    return replace(settings, **{k: v for k, v in values.items() if k in known})

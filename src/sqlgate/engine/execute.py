@@ -1,0 +1,216 @@
+"""Running agent SQL: one statement, prepared uncached under the tier's authorizer.
+
+    run_statement   preflight -> authorizer installed -> deadline/cancel watched
+                    -> SQLite's own split proves there is one statement -> rows streamed
+    the write path  BEGIN IMMEDIATE (by the server) -> statement -> rewrite guard -> COMMIT
+                    (ROLLBACK on any failure: a refused or failed call changes nothing)
+
+Errors leave here as `SqlgateError`s whose message tells the agent what to do next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import apsw
+
+from sqlgate.engine.authorizer import PolicyRecorder, recording
+from sqlgate.engine.limits import CallControl, Deadline, watched
+from sqlgate.engine.policy import Tier
+from sqlgate.engine.preflight import has_more_statements
+from sqlgate.errors import (
+    InvalidArgument,
+    LimitExceeded,
+    MassRewrite,
+    PolicyDenied,
+    QueryTimeout,
+    SqlError,
+)
+
+__all__ = ["Bindings", "RewriteCounter", "RunContext", "normalize_params", "run_statement"]
+
+Bindings = Sequence[Any] | Mapping[str, Any] | None
+T = TypeVar("T")
+
+_SCALARS = (str, int, float, type(None))
+_SQLITE_HINTS = (
+    ("no such table", "call list_tables to see which tables exist"),
+    ("no such column", "call describe_table to see the columns"),
+    ("syntax error", "check the SQL; sqlgate speaks SQLite's dialect"),
+    ("readonly database", "read_query is read-only; use write_query to change data"),
+    ("query_only", "read_query is read-only; use write_query to change data"),
+    ("UNIQUE constraint failed", "the row already exists; use an upsert (ON CONFLICT) to update"),
+)
+
+
+def normalize_params(params: object) -> Bindings:
+    """Validate `params`: a JSON list for `?`, or an object for `:name` (prefix optional)."""
+    if params is None:
+        return None
+    if isinstance(params, (list, tuple)):
+        values: Sequence[Any] = list(params)
+        for index, value in enumerate(values):
+            _check_param(value, f"params[{index}]")
+        return [int(v) if isinstance(v, bool) else v for v in values]
+    if isinstance(params, Mapping):
+        named: dict[str, Any] = {}
+        for key, value in params.items():
+            if not isinstance(key, str) or not key.lstrip(":@$"):
+                raise InvalidArgument(f"params key {key!r} must be a parameter name like 'id'")
+            _check_param(value, f"params[{key!r}]")
+            named[key.lstrip(":@$")] = int(value) if isinstance(value, bool) else value
+        return named
+    raise InvalidArgument("params must be a list (for ? placeholders) or an object (for :name)")
+
+
+def _check_param(value: object, where: str) -> None:
+    if not isinstance(value, (*_SCALARS, bool)):
+        raise InvalidArgument(
+            f"{where} is a {type(value).__name__}; bound values must be strings, numbers, "
+            "booleans or null"
+        )
+
+
+@dataclass
+class RewriteCounter:
+    """Counts existing rows an agent statement updates or deletes (REPLACE deletes too).
+
+    Installed as a preupdate hook on the write connection. Once the count passes the
+    limit it interrupts the statement, so a runaway rewrite stops early.
+    Caution: never create an apsw.Session while this hook is installed (apsw crashes).
+    """
+
+    limit: int
+    conn: apsw.Connection
+    shadow_tables: frozenset[str] = frozenset()
+    count: int = 0
+    exceeded: bool = False
+
+    def __call__(self, change: apsw.PreUpdate) -> None:
+        if change.op == "INSERT" or change.table_name.lower() in self.shadow_tables:
+            return
+        self.count += 1
+        if self.count > self.limit and not self.exceeded:
+            self.exceeded = True
+            self.conn.interrupt()
+
+
+@dataclass
+class RunContext:
+    """Everything one statement run needs besides its text."""
+
+    conn: apsw.Connection
+    tier: Tier
+    protected: frozenset[str]
+    deadline: Deadline
+    control: CallControl
+    rewrite: RewriteCounter | None = None
+    recorder: PolicyRecorder = field(init=False)
+    columns: list[str] = field(default_factory=list)  # result columns, known once prepared
+
+    def __post_init__(self) -> None:
+        self.recorder = PolicyRecorder(self.tier, self.protected)
+
+
+def _sqlite_message(exc: apsw.Error) -> str:
+    text = str(exc)
+    for prefix in ("SQLError: ", "ConstraintError: ", "Error: "):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+    return text
+
+
+def _translate(exc: apsw.Error, ctx: RunContext) -> Exception:
+    if isinstance(exc, apsw.AuthError):
+        refusal = ctx.recorder.refusal
+        reason = refusal.reason if refusal else "not authorized"
+        return PolicyDenied(f"refused: {reason}")
+    if isinstance(exc, apsw.ExecTraceAbort):
+        return PolicyDenied(
+            "one statement per call: the text holds more than one; send each in its own call"
+        )
+    if isinstance(exc, apsw.BindingsError):
+        return InvalidArgument(f"params do not match the placeholders: {exc}")
+    if isinstance(exc, apsw.TooBigError):
+        return LimitExceeded(
+            "a string or blob grew past the size limit (--max-value-bytes); nothing was changed"
+        )
+    if isinstance(exc, (apsw.NoMemError, apsw.FullError)):
+        return LimitExceeded(
+            "the statement needed more memory or disk than sqlgate allows (--heap-limit-mb); "
+            "nothing was changed. Narrow the query"
+        )
+    message = _sqlite_message(exc)
+    for needle, hint in _SQLITE_HINTS:
+        if needle in message:
+            return SqlError(f"SQLite error: {message}. Next: {hint}")
+    return SqlError(f"SQLite error: {message}")
+
+
+@contextmanager
+def _rewrite_watch(ctx: RunContext) -> Iterator[None]:
+    if ctx.rewrite is None:
+        yield
+        return
+    ctx.conn.preupdate_hook(ctx.rewrite, id="sqlgate-rewrite-guard")
+    try:
+        yield
+    finally:
+        ctx.conn.preupdate_hook(None, id="sqlgate-rewrite-guard")
+
+
+def _mass_rewrite(counter: RewriteCounter) -> MassRewrite:
+    return MassRewrite(
+        f"refused and rolled back: the statement changes more than {counter.limit} existing "
+        "rows (--max-update-rows). Mass rewrites belong in destructive_query, which snapshots "
+        "first; or narrow the WHERE clause"
+    )
+
+
+def run_statement(
+    ctx: RunContext,
+    sql: str,
+    bindings: Bindings,
+    consume: Callable[[apsw.Cursor], T],
+) -> T:
+    """Prepare and run `sql` under the tier's policy and budgets; `consume` reads the cursor.
+
+    `consume` runs while the authorizer and the deadline are still installed, since fetching
+    rows is where nested statements and long scans actually happen.
+    """
+    recorder = ctx.recorder
+    cursor = ctx.conn.cursor()
+
+    def only_one_statement(cursor: apsw.Cursor, first: str, __: apsw.Bindings | None) -> bool:
+        if has_more_statements(sql[len(first) :]):
+            return False
+        recorder.running = True
+        try:
+            ctx.columns = [name for name, _ in cursor.get_description()]
+        except apsw.ExecutionCompleteError:
+            ctx.columns = []
+        return True
+
+    cursor.exec_trace = only_one_statement
+    try:
+        with (
+            recording(ctx.conn, recorder),
+            watched(ctx.conn, ctx.deadline, ctx.control),
+            _rewrite_watch(ctx),
+        ):
+            cursor.execute(sql, bindings, can_cache=False)
+            result = consume(cursor)
+    except (apsw.Error, QueryTimeout) as exc:
+        if ctx.rewrite is not None and ctx.rewrite.exceeded:
+            raise _mass_rewrite(ctx.rewrite) from None
+        if isinstance(exc, QueryTimeout):
+            raise
+        raise _translate(exc, ctx) from None
+    finally:
+        cursor.close(True)
+    if ctx.rewrite is not None and ctx.rewrite.count > ctx.rewrite.limit:
+        raise _mass_rewrite(ctx.rewrite)
+    return result

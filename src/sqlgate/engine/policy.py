@@ -1,0 +1,243 @@
+"""The safety policy as data: which tier may do what, to which objects.
+
+The authorizer (`engine.authorizer`) only records what a statement does as `Operation`
+facts; `decide` is a pure function of (tier, operation, protected names) -> `Verdict`.
+
+    action          read  write  destr.  view   target rule
+    SELECT/RECURSIVE  x     x      x      x     -
+    READ              x     x      x      x     any table, server tables included
+    FUNCTION          x     x      x      x     not load_extension & co.
+    PRAGMA            x     x      x      x     introspection only, never a write
+    INSERT/UPDATE     .     x      x      .     user tables
+    catalog writes    .     x      x      x     sqlite_master rows written by allowed DDL
+    DELETE            .     .      x      .     user tables; nested module bookkeeping: write
+    CREATE TABLE/IDX  .     x      x      .     new user names; index on a user table
+    CREATE VTABLE     .     x      x      .     modules fts5, rtree
+    ANALYZE           .     x      x      .     -
+    CREATE VIEW       .     .      .      x     new user name (create_view only)
+    DROP VIEW         .     .      x      x     user views
+    DROP/ALTER/REIDX  .     .      x      .     user objects
+    CREATE TRIGGER    .     .      x      .     on user tables
+    everything else   .     .      .      .     ATTACH, DETACH, transactions, savepoints,
+                                                temp objects, unknown action codes
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+__all__ = ["Operation", "Tier", "Verdict", "decide"]
+
+
+class Tier(enum.Enum):
+    """What the calling tool is allowed to do; `VIEW` is create_view's narrow tier."""
+
+    READ = "read_query"
+    WRITE = "write_query"
+    DESTRUCTIVE = "destructive_query"
+    VIEW = "create_view"
+
+
+R, W, D, V = Tier.READ, Tier.WRITE, Tier.DESTRUCTIVE, Tier.VIEW
+ALL = frozenset({R, W, D, V})
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One fact the authorizer saw: SQLite's action code and its arguments.
+
+    `nested` is true when SQLite asked while the statement was running rather than while it
+    was being prepared: statements that a virtual table module (fts5, pragma functions)
+    prepares for its own bookkeeping, never text the agent wrote.
+    """
+
+    action: str  # SQLite's name without the SQLITE_ prefix, e.g. "DROP_TABLE"
+    target: str | None = None  # the object acted on (table, index, view, pragma, function)
+    detail: str | None = None  # second argument: column, table of an index, pragma argument
+    database: str | None = None
+    inside: str | None = None  # trigger or view whose body caused this
+    nested: bool = False
+
+
+@dataclass(frozen=True)
+class Verdict:
+    allowed: bool
+    reason: str = ""
+
+
+ALLOW = Verdict(True)
+
+# Schema tables SQLite itself writes while running DDL; direct DML on them is refused by
+# SQLite in defensive mode, so letting the authorizer pass them is not an opening.
+CATALOG = frozenset({"sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"})
+# SQLite's own bookkeeping tables that an agent could write to bend autoincrement or plans.
+INTERNAL_PREFIX = "sqlite_"
+
+VTABLE_MODULES = frozenset({"fts5", "rtree", "rtree_i32"})
+FORBIDDEN_FUNCTIONS = frozenset(
+    {"load_extension", "fts3_tokenizer", "readfile", "writefile", "edit"}
+)
+
+# Pragmas that only describe; their argument (if any) names an object, never a new value.
+INTROSPECTION_PRAGMAS = frozenset(
+    {
+        "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
+        "foreign_key_list", "foreign_key_check", "collation_list", "function_list",
+        "module_list", "pragma_list", "database_list", "compile_options", "integrity_check",
+        "quick_check",
+    }
+)  # fmt: skip
+# Settings pragmas that may be read (no argument) but never set.
+READABLE_SETTINGS = frozenset(
+    {
+        "user_version", "application_id", "schema_version", "data_version", "page_size",
+        "page_count", "freelist_count", "max_page_count", "journal_mode", "encoding",
+        "foreign_keys", "auto_vacuum", "cache_size", "synchronous", "busy_timeout",
+        "query_only", "recursive_triggers", "case_sensitive_like", "secure_delete",
+        "temp_store", "locking_mode", "wal_autocheckpoint", "automatic_index", "defer_foreign_keys",
+    }
+)  # fmt: skip
+
+# action -> (tiers allowed, what to tell the agent when its tier is not among them)
+TIER_RULES: dict[str, tuple[frozenset[Tier], str]] = {
+    "SELECT":         (ALL, ""),
+    "RECURSIVE":      (ALL, ""),
+    "READ":           (ALL, ""),
+    "FUNCTION":       (ALL, ""),
+    "PRAGMA":         (ALL, ""),
+    "INSERT":         (frozenset({W, D}), "INSERT needs write_query"),
+    "UPDATE":         (frozenset({W, D}), "UPDATE needs write_query"),
+    "DELETE":         (frozenset({D}), "DELETE needs destructive_query (it snapshots first)"),
+    "CREATE_TABLE":   (frozenset({W, D}), "CREATE TABLE needs write_query"),
+    "CREATE_INDEX":   (frozenset({W, D}), "CREATE INDEX needs write_query"),
+    "CREATE_VTABLE":  (frozenset({W, D}), "CREATE VIRTUAL TABLE needs write_query"),
+    "ANALYZE":        (frozenset({W, D}), "ANALYZE needs write_query"),
+    "CREATE_VIEW":    (frozenset({V}), "CREATE VIEW is done by create_view"),
+    "DROP_VIEW":      (frozenset({D, V}), "DROP VIEW needs destructive_query"),
+    "DROP_TABLE":     (frozenset({D}), "DROP TABLE needs destructive_query"),
+    "DROP_INDEX":     (frozenset({D}), "DROP INDEX needs destructive_query"),
+    "DROP_TRIGGER":   (frozenset({D}), "DROP TRIGGER needs destructive_query"),
+    "DROP_VTABLE":    (frozenset({D}), "DROP TABLE needs destructive_query"),
+    "ALTER_TABLE":    (frozenset({D}), "ALTER TABLE needs destructive_query"),
+    "REINDEX":        (frozenset({D}), "REINDEX needs destructive_query"),
+    "CREATE_TRIGGER": (frozenset({D}), "CREATE TRIGGER needs destructive_query"),
+}  # fmt: skip
+
+NEVER: dict[str, str] = {
+    "ATTACH": "ATTACH (and VACUUM, which attaches) is never allowed: sqlgate serves one file",
+    "DETACH": "DETACH is never allowed",
+    "TRANSACTION": "transaction control is never allowed: each call is its own transaction",
+    "SAVEPOINT": "SAVEPOINT/RELEASE are never allowed: each call is its own transaction",
+    "CREATE_TEMP_TABLE": "TEMP tables are not allowed: create a regular table with write_query",
+    "CREATE_TEMP_INDEX": "TEMP objects are not allowed",
+    "CREATE_TEMP_TRIGGER": "TEMP triggers are not allowed",
+    "CREATE_TEMP_VIEW": "TEMP views are not allowed: save a view with create_view",
+    "DROP_TEMP_TABLE": "TEMP objects are not allowed",
+    "DROP_TEMP_INDEX": "TEMP objects are not allowed",
+    "DROP_TEMP_TRIGGER": "TEMP objects are not allowed",
+    "DROP_TEMP_VIEW": "TEMP objects are not allowed",
+    "COPY": "COPY is not allowed",
+}
+
+WRITE_ACTIONS = frozenset({"INSERT", "UPDATE", "DELETE"})
+# actions whose first argument names the object acted on
+NAMED_OBJECT_ACTIONS = frozenset(
+    {
+        "CREATE_TABLE", "CREATE_VTABLE", "CREATE_VIEW", "DROP_VIEW", "DROP_TABLE",
+        "DROP_VTABLE", "DROP_INDEX", "DROP_TRIGGER", "REINDEX",
+    }
+)  # fmt: skip
+
+
+def _is_protected(name: str | None, protected: frozenset[str]) -> bool:
+    return name is not None and name.lower() in protected
+
+
+def _protected_message(name: str) -> str:
+    return (
+        f"{name} is a sqlgate server object: agents may read it, but only the server writes, "
+        "alters, drops, indexes or attaches triggers to it"
+    )
+
+
+def _check_pragma(op: Operation) -> Verdict:
+    name = (op.target or "").lower()
+    if name in INTROSPECTION_PRAGMAS:
+        return ALLOW
+    if name in READABLE_SETTINGS and op.detail is None:
+        return ALLOW
+    if name in READABLE_SETTINGS:
+        return Verdict(False, f"PRAGMA {name} may be read but never set through sqlgate")
+    return Verdict(False, f"PRAGMA {name} is not allowed; only introspection pragmas are")
+
+
+def _check_target(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdict:
+    """Rules about which object an allowed action may touch."""
+    action, target = op.action, (op.target or "")
+    lowered = target.lower()
+    if action in WRITE_ACTIONS:
+        if lowered in CATALOG:
+            return ALLOW
+        if _is_protected(target, protected):
+            return Verdict(False, _protected_message(target))
+        if lowered.startswith(INTERNAL_PREFIX) and tier is not Tier.DESTRUCTIVE:
+            return Verdict(False, f"{target} is SQLite's own bookkeeping; use destructive_query")
+        return ALLOW
+    if action == "CREATE_INDEX":  # target: index name, detail: table
+        if _is_protected(op.detail, protected):
+            return Verdict(False, _protected_message(op.detail or ""))
+        if _is_protected(target, protected):
+            return Verdict(False, _protected_message(target))
+        return ALLOW
+    if action == "CREATE_TRIGGER":  # target: trigger name, detail: table
+        table = op.detail or ""
+        if _is_protected(table, protected) or table.lower().startswith(INTERNAL_PREFIX):
+            return Verdict(False, _protected_message(table))
+        if _is_protected(target, protected):
+            return Verdict(False, _protected_message(target))
+        return ALLOW
+    if action == "ALTER_TABLE":  # target: database, detail: table
+        if _is_protected(op.detail, protected):
+            return Verdict(False, _protected_message(op.detail or ""))
+        return ALLOW
+    if action == "CREATE_VTABLE" and (op.detail or "").lower() not in VTABLE_MODULES:
+        modules = ", ".join(sorted(VTABLE_MODULES))
+        return Verdict(
+            False, f"virtual table module {op.detail!r} is not allowed; use one of {modules}"
+        )
+    if action in NAMED_OBJECT_ACTIONS and _is_protected(target, protected):
+        return Verdict(False, _protected_message(target))
+    if action == "FUNCTION" and (op.detail or "").lower() in FORBIDDEN_FUNCTIONS:
+        return Verdict(False, f"function {op.detail}() is never allowed")
+    if action == "PRAGMA":
+        return _check_pragma(op)
+    return ALLOW
+
+
+def decide(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdict:
+    """Allow or deny one operation for one tier. Pure: same facts, same verdict.
+
+    `protected` holds the lower-cased names of server objects (tables, their FTS shadow
+    tables, views, triggers, indexes).
+    """
+    if op.action in NEVER:
+        return Verdict(False, NEVER[op.action])
+    if op.database not in (None, "main"):
+        return Verdict(False, f"only the main database may be used, not {op.database!r}")
+    if (
+        op.action in WRITE_ACTIONS
+        and (op.target or "").lower() in CATALOG
+        and tier is not Tier.READ
+    ):
+        return ALLOW  # SQLite's own catalog rows written by DDL the tier already allowed
+    rule = TIER_RULES.get(op.action)
+    if rule is None:
+        return Verdict(False, f"SQLite action {op.action} is not known to sqlgate's policy")
+    tiers, hint = rule
+    bookkeeping = op.nested and op.action in WRITE_ACTIONS and tier is Tier.WRITE
+    if tier not in tiers and not bookkeeping:
+        if op.inside:
+            hint = f"{hint} (done by trigger or view {op.inside})"
+        return Verdict(False, f"{hint}; {tier.value} does not allow it")
+    return _check_target(tier, op, protected)

@@ -1,0 +1,158 @@
+"""Server objects: the registry of what the server owns, and migrations by `user_version`.
+
+Every object listed here is protected: agents may read the tables and views, but no tool
+may write, drop, alter, rename, replace, index or attach a trigger to any of them. Later
+features add their objects by appending a `Migration` and its `ServerObject`s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import apsw
+
+from sqlgate.engine.connect import immediate_transaction
+from sqlgate.errors import StartupError
+
+__all__ = [
+    "APPLICATION_ID",
+    "MIGRATIONS",
+    "REGISTRY",
+    "Migration",
+    "ServerObject",
+    "migrate",
+    "protected_names",
+]
+
+# "SQGT": marks a file whose user_version is sqlgate's schema version
+APPLICATION_ID = 0x53514754
+FTS5_SHADOW_SUFFIXES = ("_data", "_idx", "_content", "_docsize", "_config")
+
+
+@dataclass(frozen=True)
+class ServerObject:
+    name: str
+    kind: str  # table, view, trigger, index, fts5
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    summary: str
+    statements: tuple[str, ...]
+    objects: tuple[ServerObject, ...]
+
+
+def _append_only(table: str) -> tuple[tuple[str, ...], tuple[ServerObject, ...]]:
+    statements = tuple(
+        f"CREATE TRIGGER {table}_no_{verb.lower()} BEFORE {verb} ON {table} "
+        f"BEGIN SELECT RAISE(ABORT, '{table} is append-only'); END"
+        for verb in ("UPDATE", "DELETE")
+    )
+    objects = tuple(ServerObject(f"{table}_no_{verb}", "trigger") for verb in ("update", "delete"))
+    return statements, objects
+
+
+_LOG_TRIGGERS, _LOG_TRIGGER_OBJECTS = _append_only("query_log")
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "audit log: query_log with its views query_errors and query_patterns",
+        (
+            """CREATE TABLE query_log (
+                id INTEGER PRIMARY KEY,
+                ts TEXT NOT NULL,
+                session TEXT NOT NULL,
+                tool TEXT NOT NULL,
+                query TEXT,
+                ok INTEGER NOT NULL CHECK (ok IN (0, 1)),
+                rows INTEGER,
+                error TEXT,
+                duration_ms REAL,
+                detail TEXT
+            )""",
+            *_LOG_TRIGGERS,
+            """CREATE VIEW query_errors AS
+                SELECT id, ts, session, tool, query, error, duration_ms
+                FROM query_log WHERE ok = 0 ORDER BY id DESC""",
+            """CREATE VIEW query_patterns AS
+                SELECT json_extract(detail, '$.fingerprint') AS fingerprint,
+                       count(*) AS calls,
+                       sum(ok = 0) AS failures,
+                       max(ts) AS last_used,
+                       query AS example
+                FROM query_log
+                WHERE json_extract(detail, '$.fingerprint') IS NOT NULL
+                GROUP BY 1
+                ORDER BY calls DESC, last_used DESC""",
+        ),
+        (
+            ServerObject("query_log", "table"),
+            *_LOG_TRIGGER_OBJECTS,
+            ServerObject("query_errors", "view"),
+            ServerObject("query_patterns", "view"),
+        ),
+    ),
+)
+
+# Names later features will create; reserved now so an agent's table cannot take them first.
+RESERVED: tuple[ServerObject, ...] = (
+    ServerObject("memory_events", "table"),
+    ServerObject("memory_events_fts", "fts5"),
+    ServerObject("memory_checkpoints", "table"),
+    ServerObject("claims", "table"),
+    ServerObject("claims_history", "table"),
+)
+
+REGISTRY: tuple[ServerObject, ...] = (
+    *(obj for migration in MIGRATIONS for obj in migration.objects),
+    *RESERVED,
+)
+
+
+def protected_names() -> frozenset[str]:
+    """Lower-cased names of every server object, FTS5 shadow tables included."""
+    names: set[str] = set()
+    for obj in REGISTRY:
+        names.add(obj.name.lower())
+        if obj.kind == "fts5":
+            names.update(f"{obj.name}{suffix}".lower() for suffix in FTS5_SHADOW_SUFFIXES)
+    return frozenset(names)
+
+
+def _current_version(conn: apsw.Connection) -> int:
+    version = int(conn.pragma("user_version"))
+    app_id = int(conn.pragma("application_id"))
+    if version and app_id != APPLICATION_ID:
+        raise StartupError(
+            f"this database belongs to another application (user_version={version}, "
+            f"application_id={app_id}); sqlgate keeps its schema version in user_version, so "
+            "point --db at a new or sqlgate-owned file"
+        )
+    return version
+
+
+def migrate(conn: apsw.Connection) -> int:
+    """Bring the server objects up to the newest version; returns that version.
+
+    Each migration runs in its own IMMEDIATE transaction, so two servers starting together
+    apply it once.
+    """
+    newest = MIGRATIONS[-1].version
+    for migration in MIGRATIONS:
+        if _current_version(conn) >= migration.version:
+            continue
+        with immediate_transaction(conn):
+            if _current_version(conn) >= migration.version:
+                continue
+            for statement in migration.statements:
+                conn.execute(statement)
+            conn.pragma("application_id", APPLICATION_ID)
+            conn.pragma("user_version", migration.version)
+    if _current_version(conn) > newest:
+        raise StartupError(
+            f"this database was written by a newer sqlgate (schema {_current_version(conn)}, "
+            f"this one knows {newest}); upgrade sqlgate"
+        )
+    return newest

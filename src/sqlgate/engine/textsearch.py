@@ -1,0 +1,176 @@
+"""search_text: SQL narrows the rows (under the read policy), RE2 finds the matches.
+
+RE2 runs in time linear in the text, so no pattern can hang the server, and the scan
+itself runs under the same deadline and cancellation as any read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+import re2
+
+from sqlgate.engine.csvout import csv_line
+from sqlgate.engine.execute import Bindings, RunContext, run_statement
+from sqlgate.engine.introspect import find_object
+from sqlgate.engine.limits import CallControl, Deadline
+from sqlgate.engine.policy import Tier
+from sqlgate.engine.preflight import quote_identifier
+from sqlgate.engine.queries import Outcome, SqlTiers
+from sqlgate.errors import InvalidArgument
+
+__all__ = ["SearchRequest", "TextSearch"]
+
+MAX_PATTERN_CHARS = 1000
+MAX_CONTEXT_CHARS = 1000
+RE2_MAX_MEM = 8 << 20
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    pattern: str
+    table: str
+    columns: Sequence[str] | None = None
+    where: str | None = None
+    key_column: str | None = None
+    limit: int = 100
+    ignore_case: bool = False
+    fixed_strings: bool = False
+    context_chars: int = 80
+
+
+def _compile(request: SearchRequest) -> Any:
+    if not isinstance(request.pattern, str) or not request.pattern:
+        raise InvalidArgument("pattern is empty: pass the text or RE2 regular expression to find")
+    if len(request.pattern) > MAX_PATTERN_CHARS:
+        raise InvalidArgument(f"pattern is longer than {MAX_PATTERN_CHARS} characters")
+    options = re2.Options()
+    options.case_sensitive = not request.ignore_case
+    options.log_errors = False
+    options.max_mem = RE2_MAX_MEM
+    options.literal = request.fixed_strings
+    try:
+        return re2.compile(request.pattern, options)
+    except re2.error as exc:
+        message = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise InvalidArgument(
+            f"pattern is not a valid RE2 expression ({message}); pass fixed_strings=true to "
+            "search for the text literally"
+        ) from None
+
+
+def _snippet(text: str, start: int, end: int, context: int) -> str:
+    left = max(0, start - context)
+    right = min(len(text), end + context)
+    shown = " ".join(text[left:right].split())
+    return ("…" if left else "") + shown + ("…" if right < len(text) else "")
+
+
+class TextSearch:
+    def __init__(self, tiers: SqlTiers) -> None:
+        self.tiers = tiers
+        self.db = tiers.db
+
+    def _columns(self, conn: apsw.Connection, table: str) -> list[str]:
+        return [
+            str(row[0])
+            for row in conn.execute("SELECT name FROM pragma_table_info(?) ORDER BY cid", (table,))
+        ]
+
+    def _resolve(self, request: SearchRequest) -> tuple[str, list[str], str]:
+        with self.db.reading() as conn:
+            obj = find_object(conn, request.table, self.db.protected)
+            available = self._columns(conn, obj.name)
+        lookup = {name.lower(): name for name in available}
+        if request.columns is None:
+            chosen = available
+        else:
+            if isinstance(request.columns, str) or not all(
+                isinstance(c, str) for c in request.columns
+            ):
+                raise InvalidArgument("columns must be a list of column names")
+            missing = [c for c in request.columns if c.lower() not in lookup]
+            if missing:
+                raise InvalidArgument(
+                    f"no column {', '.join(map(repr, missing))} in {obj.name}; it has: "
+                    f"{', '.join(available)}"
+                )
+            chosen = [lookup[c.lower()] for c in request.columns]
+        if not chosen:
+            raise InvalidArgument(f"{obj.name} has no columns to search")
+        if request.key_column is None:
+            key = "rowid" if obj.type == "table" else chosen[0]
+        elif request.key_column.lower() in lookup:
+            key = lookup[request.key_column.lower()]
+        elif request.key_column.lower() == "rowid" and obj.type != "view":
+            key = "rowid"
+        else:
+            raise InvalidArgument(
+                f"key_column {request.key_column!r} is not a column of {obj.name}; it has: "
+                f"{', '.join(available)}"
+            )
+        return obj.name, chosen, key
+
+    def search(self, request: SearchRequest, bindings: Bindings, control: CallControl) -> Outcome:
+        caps = self.tiers.caps
+        limit = request.limit
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= caps.rows:
+            raise InvalidArgument(f"limit must be a whole number from 1 to {caps.rows}")
+        if not 0 <= request.context_chars <= MAX_CONTEXT_CHARS:
+            raise InvalidArgument(f"context_chars must be from 0 to {MAX_CONTEXT_CHARS}")
+        regex = _compile(request)
+        table, columns, key = self._resolve(request)
+        selected = ", ".join(quote_identifier(c) for c in [key, *columns])
+        sql = f"SELECT {selected} FROM {quote_identifier(table)}"
+        if request.where is not None:
+            if not isinstance(request.where, str) or not request.where.strip():
+                raise InvalidArgument("where must be an SQL condition, e.g. \"status = 'open'\"")
+            # the agent's condition runs as agent SQL: read policy, one statement, read-only
+            sql += f" WHERE (\n{request.where}\n)"
+        header = csv_line(("key", "column", "snippet"), caps.cell_chars)
+        state = {"matches": 0, "rows": 0, "scanned": 0, "bytes": len(header.encode())}
+        lines = [header]
+        truncated: list[str] = []
+
+        def consume(cursor: apsw.Cursor) -> None:
+            for row in cursor:
+                state["scanned"] += 1
+                row_matched = False
+                for column, value in zip(columns, row[1:], strict=False):
+                    if not isinstance(value, str):
+                        if value is None or isinstance(value, bytes):
+                            continue
+                        value = str(value)
+                    for match in regex.finditer(value):
+                        row_matched = True
+                        state["matches"] += 1
+                        if truncated:
+                            continue
+                        start, end = match.span()
+                        snippet = _snippet(value, start, end, request.context_chars)
+                        line = csv_line((row[0], column, snippet), caps.cell_chars)
+                        if len(lines) - 1 >= limit:
+                            truncated.append(f"row limit {limit}")
+                        elif state["bytes"] + len(line.encode()) > caps.bytes:
+                            truncated.append(f"{caps.bytes} bytes")
+                        else:
+                            lines.append(line)
+                            state["bytes"] += len(line.encode())
+                state["rows"] += int(row_matched)
+
+        with self.db.reading() as conn:
+            deadline = Deadline(self.tiers.settings.query_timeout, self.tiers.clock)
+            ctx = RunContext(conn, Tier.READ, self.db.protected, deadline, control)
+            run_statement(ctx, sql, bindings, consume)
+        shown = len(lines) - 1
+        trailer = (
+            f"# {shown} matches shown; {state['matches']} matches in {state['rows']} rows "
+            f"of {state['scanned']} scanned"
+        )
+        if truncated:
+            trailer += f" (truncated: {truncated[0]})"
+        detail = {"matches": state["matches"], "scanned": state["scanned"]}
+        return Outcome("".join(lines) + trailer, shown, detail)

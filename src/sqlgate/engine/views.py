@@ -1,0 +1,105 @@
+"""Saved views: a SELECT kept under a name, with its description, as a reusable skill.
+
+The description is stored inside the view's own SQL as `--` comment lines right after
+`AS`, so it travels with the view (get_schema shows it, a copied file keeps it) and can
+never end the comment early: every line break in it starts a new `--` line.
+"""
+
+from __future__ import annotations
+
+import re
+
+import apsw
+
+from sqlgate.engine.connect import immediate_transaction
+from sqlgate.engine.execute import RunContext, run_statement
+from sqlgate.engine.introspect import find_object
+from sqlgate.engine.limits import CallControl, Deadline
+from sqlgate.engine.policy import Tier
+from sqlgate.engine.preflight import (
+    check_tier,
+    inspect_statement,
+    quote_identifier,
+    validate_new_name,
+)
+from sqlgate.engine.queries import SqlTiers
+from sqlgate.errors import InvalidArgument, NotFound, PolicyDenied
+
+__all__ = ["MAX_DESCRIPTION_CHARS", "ViewSaver", "description_comment"]
+
+MAX_DESCRIPTION_CHARS = 2000
+_LINE_BREAKS = re.compile(r"\r\n|[\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+_FORBIDDEN_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+
+
+def description_comment(description: str) -> str:
+    """The description as `-- ` lines, each ending in a newline; empty when there is none."""
+    if not isinstance(description, str):
+        raise InvalidArgument("description must be text")
+    if len(description) > MAX_DESCRIPTION_CHARS:
+        raise InvalidArgument(f"description is longer than {MAX_DESCRIPTION_CHARS} characters")
+    if _FORBIDDEN_CONTROL.search(description):
+        raise InvalidArgument("description contains control characters; use plain text")
+    lines = [line.rstrip() for line in _LINE_BREAKS.split(description.strip())]
+    return "".join(f"-- {line}\n" if line else "--\n" for line in lines if description.strip())
+
+
+def _strip_terminators(sql: str) -> str:
+    text = sql.strip()
+    while text.endswith(";"):
+        text = text[:-1].rstrip()
+    return text
+
+
+class ViewSaver:
+    def __init__(self, tiers: SqlTiers) -> None:
+        self.tiers = tiers
+        self.db = tiers.db
+
+    def create_view(
+        self,
+        name: object,
+        select_sql: object,
+        description: object,
+        replace: bool,
+        control: CallControl,
+    ) -> str:
+        view = validate_new_name(name, "view", self.db.protected)  # type: ignore[arg-type]
+        comment = description_comment(description if description is not None else "")  # type: ignore[arg-type]
+        body, statement = self.tiers.preflight(select_sql, Tier.VIEW)
+        check_tier(statement, Tier.VIEW)
+        body = _strip_terminators(body)
+        # the SELECT must stand on its own under the read policy before it is saved
+        with self.db.reading() as reader:
+            ctx = RunContext(reader, Tier.READ, self.db.protected, self._deadline(), control)
+            run_statement(ctx, f"EXPLAIN {body}", None, lambda cursor: None)
+        create = f"CREATE VIEW {quote_identifier(view)} AS\n{comment}{body}"
+        if inspect_statement(create).kind != "CREATE VIEW":
+            raise InvalidArgument("select_sql must be a single SELECT")
+        with self.db.writing() as conn:
+            existing = self._existing(conn, view, replace)
+            ctx = RunContext(conn, Tier.VIEW, self.db.protected, self._deadline(), control)
+            with immediate_transaction(conn):
+                if existing is not None:
+                    drop = RunContext(conn, Tier.VIEW, self.db.protected, self._deadline(), control)
+                    run_statement(drop, f"DROP VIEW {quote_identifier(existing)}", None, list)
+                run_statement(ctx, create, None, list)
+        verb = "replaced" if existing is not None else "created"
+        return f"ok: view {view} {verb}"
+
+    def _deadline(self) -> Deadline:
+        return Deadline(self.tiers.settings.query_timeout, self.tiers.clock)
+
+    def _existing(self, conn: apsw.Connection, view: str, replace: bool) -> str | None:
+        """Name of the view to replace, or None when the name is free."""
+        try:
+            obj = find_object(conn, view, self.db.protected)
+        except NotFound:
+            return None
+        if obj.type != "view":
+            raise PolicyDenied(f"{obj.name} is a {obj.type}, not a view; choose another name")
+        if not replace:
+            raise InvalidArgument(
+                f"view {obj.name} already exists; pass replace=true to replace it"
+            )
+        return obj.name

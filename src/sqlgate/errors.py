@@ -1,0 +1,88 @@
+"""Every error sqlgate raises on purpose.
+
+    SqlgateError                 the one root; surfaces translate it at the edge
+    ├── InvalidArgument          a tool argument or CLI option is malformed
+    ├── NotFound                 a table, view, snapshot or id does not exist
+    ├── PolicyDenied             the statement is not allowed in this tool's tier
+    │   └── MassRewrite          it changed more existing rows than --max-update-rows
+    ├── LimitExceeded            a time, size or memory budget ran out
+    │   └── QueryTimeout         the wall-clock budget ran out or the call was cancelled
+    ├── SqlError                 SQLite refused or failed the statement (its words verbatim)
+    ├── SnapshotError            a snapshot could not be taken, listed or restored
+    └── StartupError             the database cannot be opened as configured
+
+Each message is written for the one who must act on it: it says what happened and
+what to do next (which tool to use instead, which limit to raise, what to fix).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "InvalidArgument",
+    "LimitExceeded",
+    "MassRewrite",
+    "NotFound",
+    "PolicyDenied",
+    "QueryTimeout",
+    "SnapshotError",
+    "SqlError",
+    "SqlgateError",
+    "StartupError",
+]
+
+
+class SqlgateError(Exception):
+    """Root of every error sqlgate raises deliberately."""
+
+    #: exit code the CLI uses when this error ends a command
+    exit_code: int = 1
+
+
+class InvalidArgument(SqlgateError):
+    """A tool argument or option is malformed; the message names it and the fix."""
+
+    exit_code = 2
+
+
+class NotFound(SqlgateError):
+    """The named object (table, view, snapshot, id) does not exist."""
+
+    exit_code = 3
+
+
+class PolicyDenied(SqlgateError):
+    """The statement does something this tool's tier does not allow."""
+
+    exit_code = 4
+
+
+class MassRewrite(PolicyDenied):
+    """An UPDATE, upsert or REPLACE changed more existing rows than allowed; rolled back."""
+
+
+class LimitExceeded(SqlgateError):
+    """A budget (time, bytes, memory, length) ran out; nothing was changed."""
+
+    exit_code = 5
+
+
+class QueryTimeout(LimitExceeded):
+    """The statement ran past its wall-clock budget or its caller went away."""
+
+
+class SqlError(SqlgateError):
+    """SQLite refused or failed the statement; the message carries its words."""
+
+    exit_code = 6
+
+
+class SnapshotError(SqlgateError):
+    """A snapshot could not be taken, listed or restored."""
+
+    exit_code = 7
+
+
+class StartupError(SqlgateError):
+    """The database cannot be opened as configured (bad path, not SQLite, unwritable)."""
+
+    exit_code = 8

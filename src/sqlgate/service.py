@@ -1,0 +1,210 @@
+"""The one thing surfaces import: sqlgate's features composed from Settings.
+
+Every tool call goes through `Service.call`, which times it, audits it in a `finally`
+(successful or not; a failed audit write never loses the result) and lets only
+`SqlgateError`s out.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, TypeVar
+
+from sqlgate.config import Settings
+from sqlgate.engine.audit import AuditEntry, AuditLog
+from sqlgate.engine.database import Database
+from sqlgate.engine.execute import normalize_params
+from sqlgate.engine.introspect import Introspection
+from sqlgate.engine.limits import CallControl, Clock
+from sqlgate.engine.preflight import fingerprint
+from sqlgate.engine.queries import Outcome, SqlTiers
+from sqlgate.engine.textsearch import SearchRequest, TextSearch
+from sqlgate.engine.views import ViewSaver
+from sqlgate.errors import SqlgateError
+
+__all__ = ["Service", "new_session_id"]
+
+log = logging.getLogger("sqlgate")
+T = TypeVar("T")
+
+
+def new_session_id(now: datetime | None = None) -> str:
+    """`s-<UTC date and time>-<random>`: sortable, and unique across concurrent servers."""
+    moment = now or datetime.now(timezone.utc)
+    return f"s-{moment.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
+
+
+@dataclass
+class _Call:
+    entry: AuditEntry
+    control: CallControl
+
+
+class Service:
+    """sqlgate's features over one database. Open with `Service.open(settings)`."""
+
+    def __init__(self, db: Database, session: str, clock: Clock) -> None:
+        self.db = db
+        self.settings = db.settings
+        self.session = session
+        self.clock = clock
+        self.audit = AuditLog(db.server, session, db.server_lock, enabled=db.settings.audit)
+        self.sql = SqlTiers(db, clock)
+        self.introspection = Introspection(db, db.settings.query_timeout)
+        self.views = ViewSaver(self.sql)
+        self.text_search = TextSearch(self.sql)
+        self._closed = threading.Event()
+
+    @classmethod
+    def open(
+        cls,
+        settings: Settings,
+        *,
+        clock: Clock = time.monotonic,
+        session: str | None = None,
+        create_parent: bool = False,
+    ) -> Service:
+        db = Database.open(settings, create_parent=create_parent)
+        return cls(db, session or new_session_id(), clock)
+
+    def close(self) -> None:
+        if not self._closed.is_set():
+            self._closed.set()
+            self.db.close()
+
+    def __enter__(self) -> Service:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the audited call ---------------------------------------------------------------
+    def call(
+        self,
+        tool: str,
+        work: Callable[[_Call], Outcome],
+        *,
+        query: str | None = None,
+        control: CallControl | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> str:
+        entry = AuditEntry(tool=tool, query=query if isinstance(query, str) else None)
+        entry.detail = dict(detail or {})
+        if entry.query:
+            entry.detail["fingerprint"] = fingerprint(entry.query)
+        started = time.perf_counter()
+        try:
+            outcome = work(_Call(entry, control or CallControl()))
+            entry.ok = True
+            entry.rows = outcome.rows
+            entry.detail.update(outcome.detail)
+            return outcome.text
+        except SqlgateError as exc:
+            entry.error = str(exc)
+            raise
+        except Exception as exc:
+            entry.error = f"internal error: {type(exc).__name__}"
+            log.exception("tool %s failed unexpectedly", tool)
+            raise
+        finally:
+            self.audit.write(entry, (time.perf_counter() - started) * 1000)
+
+    # -- the SQL tools ------------------------------------------------------------------
+    def read_query(
+        self,
+        query: str,
+        limit: int | None = None,
+        params: object = None,
+        control: CallControl | None = None,
+    ) -> str:
+        return self.call(
+            "read_query",
+            lambda c: self.sql.read(query, limit, normalize_params(params), c.control),
+            query=query,
+            control=control,
+        )
+
+    def write_query(
+        self, query: str, params: object = None, control: CallControl | None = None
+    ) -> str:
+        return self.call(
+            "write_query",
+            lambda c: self.sql.write(query, normalize_params(params), c.control),
+            query=query,
+            control=control,
+        )
+
+    def destructive_query(
+        self,
+        query: str,
+        reason: str,
+        params: object = None,
+        control: CallControl | None = None,
+        confirm: Callable[[], None] | None = None,
+    ) -> str:
+        return self.call(
+            "destructive_query",
+            lambda c: self.sql.destructive(
+                query, reason, normalize_params(params), c.control, confirm
+            ),
+            query=query,
+            control=control,
+            detail={"reason": reason},
+        )
+
+    def list_tables(
+        self, include_row_counts: bool = True, control: CallControl | None = None
+    ) -> str:
+        def work(c: _Call) -> Outcome:
+            text, count = self.introspection.list_tables(include_row_counts, c.control)
+            return Outcome(text, count)
+
+        return self.call("list_tables", work, control=control)
+
+    def describe_table(self, table: str) -> str:
+        def work(_: _Call) -> Outcome:
+            text, count = self.introspection.describe_table(table)
+            return Outcome(text, count)
+
+        return self.call("describe_table", work, detail={"table": table})
+
+    def get_schema(self, include_system: bool = False) -> str:
+        def work(_: _Call) -> Outcome:
+            text, count = self.introspection.get_schema(include_system)
+            return Outcome(text, count)
+
+        return self.call("get_schema", work)
+
+    def create_view(
+        self,
+        name: str,
+        select_sql: str,
+        description: str = "",
+        replace: bool = False,
+        control: CallControl | None = None,
+    ) -> str:
+        def work(c: _Call) -> Outcome:
+            text = self.views.create_view(name, select_sql, description, replace, c.control)
+            return Outcome(text, 0, {"view": name})
+
+        return self.call("create_view", work, query=select_sql, control=control)
+
+    def search_text(
+        self,
+        request: SearchRequest,
+        params: object = None,
+        control: CallControl | None = None,
+    ) -> str:
+        return self.call(
+            "search_text",
+            lambda c: self.text_search.search(request, normalize_params(params), c.control),
+            query=request.where,
+            control=control,
+            detail={"pattern": request.pattern, "table": request.table},
+        )
