@@ -1,0 +1,65 @@
+"""Shared fixtures: a fresh database per test, small budgets, and clocks driven by hand."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sqlgate.config import Settings
+from sqlgate.service import Service
+
+
+class FakeClock:
+    """A monotonic clock that only moves when told, or by `step` on every reading."""
+
+    def __init__(self, start: float = 1000.0, step: float = 0.0) -> None:
+        self.now = start
+        self.step = step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "agent.db"
+
+
+@pytest.fixture
+def settings(db_path: Path) -> Settings:
+    return Settings(db=db_path)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def make_service(settings: Settings, clock: FakeClock) -> Iterator[Callable[..., Service]]:
+    """Open a Service on the test's database; `make_service(max_rows=5)` overrides settings."""
+    opened: list[Service] = []
+
+    def make(clock_: Callable[[], float] | None = None, **overrides: Any) -> Service:
+        service = Service.open(
+            replace(settings, **overrides), clock=clock_ or clock, session="s-test"
+        )
+        opened.append(service)
+        return service
+
+    yield make
+    for service in opened:
+        service.close()
+
+
+@pytest.fixture
+def service(make_service: Callable[..., Service]) -> Service:
+    return make_service()
