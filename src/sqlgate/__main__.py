@@ -2,4 +2,5 @@
 
 from sqlgate.surfaces.cli import main
 
-main(prog_name="sqlgate")
+if __name__ == "__main__":
+    main(prog_name="sqlgate")

@@ -22,8 +22,8 @@ from sqlgate.engine.database import Database
 from sqlgate.engine.execute import normalize_params
 from sqlgate.engine.introspect import Introspection
 from sqlgate.engine.limits import CallControl, Clock
-from sqlgate.engine.preflight import fingerprint
 from sqlgate.engine.queries import Outcome, SqlTiers
+from sqlgate.engine.sqltext import fingerprint
 from sqlgate.engine.textsearch import SearchRequest, TextSearch
 from sqlgate.engine.views import ViewSaver
 from sqlgate.errors import SqlgateError
@@ -38,6 +38,14 @@ def new_session_id(now: datetime | None = None) -> str:
     """`s-<UTC date and time>-<random>`: sortable, and unique across concurrent servers."""
     moment = now or datetime.now(timezone.utc)
     return f"s-{moment.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
+
+
+def _safe_fingerprint(query: str) -> str:
+    """The statement's shape for query_patterns; its folded text when it has no clean shape."""
+    try:
+        return fingerprint(query)
+    except SqlgateError:
+        return " ".join(query.split())[:500]
 
 
 @dataclass
@@ -56,7 +64,7 @@ class Service:
         self.clock = clock
         self.audit = AuditLog(db.server, session, db.server_lock, enabled=db.settings.audit)
         self.sql = SqlTiers(db, clock)
-        self.introspection = Introspection(db, db.settings.query_timeout)
+        self.introspection = Introspection(db, db.settings.query_timeout, clock)
         self.views = ViewSaver(self.sql)
         self.text_search = TextSearch(self.sql)
         self._closed = threading.Event()
@@ -96,10 +104,10 @@ class Service:
     ) -> str:
         entry = AuditEntry(tool=tool, query=query if isinstance(query, str) else None)
         entry.detail = dict(detail or {})
-        if entry.query:
-            entry.detail["fingerprint"] = fingerprint(entry.query)
         started = time.perf_counter()
         try:
+            if entry.query:
+                entry.detail["fingerprint"] = _safe_fingerprint(entry.query)
             outcome = work(_Call(entry, control or CallControl()))
             entry.ok = True
             entry.rows = outcome.rows
@@ -111,7 +119,10 @@ class Service:
         except Exception as exc:
             entry.error = f"internal error: {type(exc).__name__}"
             log.exception("tool %s failed unexpectedly", tool)
-            raise
+            raise SqlgateError(
+                f"{tool} failed with an internal error ({type(exc).__name__}); the server log "
+                "has the details"
+            ) from exc
         finally:
             self.audit.write(entry, (time.perf_counter() - started) * 1000)
 

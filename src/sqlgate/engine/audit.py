@@ -67,9 +67,9 @@ class AuditLog:
         """Record one call; returns its id. Never raises: a failed write is logged instead."""
         if not self._enabled:
             return None
-        detail: Mapping[str, Any] = {k: _bounded(v) for k, v in (entry.detail or {}).items()}
-        query = entry.query[:MAX_QUERY_CHARS] if entry.query else entry.query
         try:
+            detail: Mapping[str, Any] = {k: _bounded(v) for k, v in (entry.detail or {}).items()}
+            query = entry.query[:MAX_QUERY_CHARS] if entry.query else entry.query
             with self._lock:
                 self._conn.execute(
                     "INSERT INTO query_log "
@@ -88,6 +88,6 @@ class AuditLog:
                     ),
                 )
                 return int(self._conn.last_insert_rowid())
-        except apsw.Error as exc:
+        except Exception as exc:  # the tool's result matters more than its audit row
             log.warning("audit row for %s not written: %s", entry.tool, exc)
             return None

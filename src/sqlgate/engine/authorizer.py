@@ -5,20 +5,30 @@ so the caller can say exactly why the statement was refused. SQLite consults the
 only while it prepares a statement, so agent SQL is always prepared uncached, and the
 recorder stays installed while the statement runs, when virtual table modules (fts5, pragma
 functions) prepare nested statements of their own.
+
+One fact the authorizer cannot see is what a module's nested statement does to its rows:
+FTS5's 'delete-all' and 'rebuild' commands prepare `DELETE FROM <shadow table>` without a
+WHERE, whatever way the command value was written (literal, bound, computed). A statement
+tracer reports each nested statement's text while the recorder is installed, and a DELETE
+without WHERE becomes an `EMPTY_TABLE` fact for the policy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 import apsw
 
-from sqlgate.engine.policy import Operation, Tier, Verdict, decide
+from sqlgate.engine.policy import WRITE_ACTIONS, Operation, Tier, Verdict, decide
+from sqlgate.engine.preflight import emptied_table
 
 __all__ = ["PolicyRecorder", "recording"]
 
 _PREFIX = "SQLITE_"
+_TRACER_ID = "sqlgate-policy-tracer"
+_SHADOW_TABLES = "SELECT name FROM pragma_table_list WHERE type = 'shadow'"
 
 
 def _action_name(code: int) -> str:
@@ -29,7 +39,7 @@ def _action_name(code: int) -> str:
 
 
 class PolicyRecorder:
-    """Authorizer callback for one statement in one tier."""
+    """Authorizer callback (and statement tracer) for one statement in one tier."""
 
     def __init__(self, tier: Tier, protected: frozenset[str]) -> None:
         self.tier = tier
@@ -37,6 +47,14 @@ class PolicyRecorder:
         self.operations: list[Operation] = []
         self.refusal: Verdict | None = None
         self.running = False  # set once preparation is over: later facts are nested
+        self.shadow_tables: frozenset[str] = frozenset()  # lower-cased; set by `recording`
+
+    def _allowed(self, op: Operation) -> bool:
+        self.operations.append(op)
+        verdict = decide(self.tier, op, self.protected)
+        if not verdict.allowed and self.refusal is None:
+            self.refusal = verdict
+        return verdict.allowed
 
     def __call__(
         self,
@@ -46,21 +64,43 @@ class PolicyRecorder:
         database: str | None,
         inside: str | None,
     ) -> int:
-        op = Operation(_action_name(code), arg1, arg2, database, inside, nested=self.running)
-        self.operations.append(op)
-        verdict = decide(self.tier, op, self.protected)
-        if verdict.allowed:
-            return int(apsw.SQLITE_OK)
-        if self.refusal is None:
-            self.refusal = verdict
-        return int(apsw.SQLITE_DENY)
+        action = _action_name(code)
+        # rtree prepares the writes to its shadow tables while it connects, inside the
+        # preparation of the agent's statement: module bookkeeping all the same
+        module_write = (
+            inside is None
+            and action in WRITE_ACTIONS
+            and (arg1 or "").lower() in self.shadow_tables
+        )
+        nested = self.running or module_write
+        op = Operation(action, arg1, arg2, database, inside, nested=nested)
+        return int(apsw.SQLITE_OK if self._allowed(op) else apsw.SQLITE_DENY)
+
+    def statement_started(self, event: Mapping[str, Any]) -> None:
+        """SQLITE_TRACE_STMT callback; `trigger` marks trigger and virtual table statements.
+
+        A refusal raises: apsw hands the exception to the running statement, which stops
+        and fails (its transaction is rolled back by the caller).
+        """
+        if not event.get("trigger"):
+            return
+        table = emptied_table(str(event.get("sql") or ""))
+        if table is None:
+            return
+        if not self._allowed(Operation("EMPTY_TABLE", table, nested=True)):
+            raise apsw.AuthError(self.refusal.reason if self.refusal else "not authorized")
 
 
 @contextmanager
 def recording(conn: apsw.Connection, recorder: PolicyRecorder) -> Iterator[PolicyRecorder]:
-    """Install `recorder` as the connection's authorizer for the duration of the block."""
+    """Install `recorder` as the connection's authorizer and tracer for the block."""
+    recorder.shadow_tables = frozenset(
+        str(name).lower() for (name,) in conn.execute(_SHADOW_TABLES)
+    )
     conn.authorizer = recorder
+    conn.trace_v2(apsw.SQLITE_TRACE_STMT, recorder.statement_started, id=_TRACER_ID)
     try:
         yield recorder
     finally:
+        conn.trace_v2(0, None, id=_TRACER_ID)
         conn.authorizer = None

@@ -47,9 +47,26 @@ def no_extensions(conn: apsw.Connection, _: Settings) -> None:
     conn.enable_load_extension(False)
 
 
+def no_attached_files(conn: apsw.Connection, _: Settings) -> None:
+    """Should an ATTACH ever get past the policy, it can neither create nor write a file."""
+    conn.config(apsw.SQLITE_DBCONFIG_ENABLE_ATTACH_CREATE, 0)
+    conn.config(apsw.SQLITE_DBCONFIG_ENABLE_ATTACH_WRITE, 0)
+
+
 def no_double_quoted_ddl(conn: apsw.Connection, _: Settings) -> None:
     """Schema text must not turn a misspelt identifier into a string."""
     conn.config(apsw.SQLITE_DBCONFIG_DQS_DDL, 0)
+
+
+def no_double_quoted_strings(conn: apsw.Connection, _: Settings) -> None:
+    """`"name"` is always a column: a misspelt one is an error, never a silent string."""
+    conn.config(apsw.SQLITE_DBCONFIG_DQS_DML, 0)
+
+
+def sorts_in_memory(conn: apsw.Connection, _: Settings) -> None:
+    """Sorts and temporary b-trees of reads stay on the heap, under --heap-limit-mb, so a
+    huge ORDER BY fails cleanly instead of filling the disk with temporary files."""
+    conn.pragma("temp_store", "memory")
 
 
 def size_limits(conn: apsw.Connection, settings: Settings) -> None:
@@ -93,9 +110,10 @@ def no_mmap(conn: apsw.Connection, _: Settings) -> None:
 
 
 COMMON: tuple[Step, ...] = (defensive, untrusted_schema, no_extensions, busy_timeout, no_mmap)
+AGENT: tuple[Step, ...] = (*COMMON, no_attached_files, no_double_quoted_strings, size_limits)
 SERVER_STEPS: tuple[Step, ...] = (*COMMON, no_double_quoted_ddl, wal)
-WRITE_STEPS: tuple[Step, ...] = (*COMMON, no_double_quoted_ddl, size_limits, foreign_keys)
-READ_STEPS: tuple[Step, ...] = (*COMMON, size_limits, query_only)
+WRITE_STEPS: tuple[Step, ...] = (*AGENT, no_double_quoted_ddl, foreign_keys)
+READ_STEPS: tuple[Step, ...] = (*AGENT, sorts_in_memory, query_only)
 
 
 def apply_process_limits(settings: Settings) -> None:

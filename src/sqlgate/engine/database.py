@@ -20,10 +20,26 @@ from sqlgate.engine.connect import (
     open_agent_connection,
     open_server_connection,
 )
-from sqlgate.engine.schema import migrate, protected_names
+from sqlgate.engine.schema import check_owner, migrate, protected_names
 from sqlgate.errors import StartupError
 
 __all__ = ["Database"]
+
+
+def _check_owner_read_only(path: Path) -> None:
+    """Refuse another application's file before the server connection switches it to WAL."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    try:
+        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.Error as exc:
+        raise StartupError(f"cannot open {path}: {exc}") from None
+    try:
+        check_owner(conn)
+    except apsw.Error as exc:
+        raise StartupError(f"cannot read {path} as a SQLite database: {exc}") from None
+    finally:
+        conn.close()
 
 
 class Database:
@@ -59,17 +75,20 @@ class Database:
             except OSError as exc:
                 raise StartupError(f"cannot create {settings.db.parent}: {exc.strerror}") from None
         check_database_file(settings.db)
+        _check_owner_read_only(settings.db)
         apply_process_limits(settings)
         server = open_server_connection(settings)
+        opened = [server]
         try:
             try:
                 version = migrate(server)
             except apsw.Error as exc:
                 raise StartupError(f"cannot prepare {settings.db}: {exc}") from None
-            writer = open_agent_connection(settings, readonly=False)
-            reader = open_agent_connection(settings, readonly=True)
+            opened.append(writer := open_agent_connection(settings, readonly=False))
+            opened.append(reader := open_agent_connection(settings, readonly=True))
         except BaseException:
-            server.close()
+            for conn in reversed(opened):
+                conn.close()
             raise
         db = cls(settings, server, reader, writer)
         db.schema_version = version

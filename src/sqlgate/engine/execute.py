@@ -20,7 +20,7 @@ import apsw
 from sqlgate.engine.authorizer import PolicyRecorder, recording
 from sqlgate.engine.limits import CallControl, Deadline, watched
 from sqlgate.engine.policy import Tier
-from sqlgate.engine.preflight import has_more_statements
+from sqlgate.engine.sqltext import has_more_statements
 from sqlgate.errors import (
     InvalidArgument,
     LimitExceeded,
@@ -30,20 +30,37 @@ from sqlgate.errors import (
     SqlError,
 )
 
-__all__ = ["Bindings", "RewriteCounter", "RunContext", "normalize_params", "run_statement"]
+__all__ = [
+    "Bindings",
+    "RewriteCounter",
+    "RunContext",
+    "normalize_params",
+    "row_shadow",
+    "run_statement",
+]
 
 Bindings = Sequence[Any] | Mapping[str, Any] | None
 T = TypeVar("T")
 
 _SCALARS = (str, int, float, type(None))
+# (words in SQLite's message, the next step to suggest): the first match wins
 _SQLITE_HINTS = (
     ("no such table", "call list_tables to see which tables exist"),
-    ("no such column", "call describe_table to see the columns"),
+    (
+        "no such column",
+        "call describe_table to see the columns; write text values in 'single quotes' "
+        "(double quotes name a column)",
+    ),
+    ("has no column named", "call describe_table to see the columns"),
+    ("values were supplied", "give one value per column, or name the columns you fill"),
     ("syntax error", "check the SQL; sqlgate speaks SQLite's dialect"),
     ("readonly database", "read_query is read-only; use write_query to change data"),
     ("query_only", "read_query is read-only; use write_query to change data"),
     ("UNIQUE constraint failed", "the row already exists; use an upsert (ON CONFLICT) to update"),
+    ("constraint failed", "call describe_table to see the table's constraints and foreign keys"),
+    ("datatype mismatch", "call describe_table to see the column types"),
 )
+_DEFAULT_HINT = "fix the statement and call again; get_schema shows every definition"
 
 
 def normalize_params(params: object) -> Bindings:
@@ -74,6 +91,18 @@ def _check_param(value: object, where: str) -> None:
         )
 
 
+def row_shadow(table: str, shadows: frozenset[str]) -> bool:
+    """Whether `table` is the shadow table holding one row per row of its virtual table.
+
+    Virtual tables never fire the preupdate hook themselves; their modules' writes to this
+    shadow table stand in for them: fts5's `_docsize` (or `_content` when built without
+    column sizes) and rtree's `_rowid`.
+    """
+    if table.endswith(("_docsize", "_rowid")):
+        return True
+    return table.endswith("_content") and table[: -len("_content")] + "_docsize" not in shadows
+
+
 @dataclass
 class RewriteCounter:
     """Counts existing rows an agent statement updates or deletes (REPLACE deletes too).
@@ -90,7 +119,10 @@ class RewriteCounter:
     exceeded: bool = False
 
     def __call__(self, change: apsw.PreUpdate) -> None:
-        if change.op == "INSERT" or change.table_name.lower() in self.shadow_tables:
+        table = change.table_name.lower()
+        if change.op == "INSERT":
+            return
+        if table in self.shadow_tables and not row_shadow(table, self.shadow_tables):
             return
         self.count += 1
         if self.count > self.limit and not self.exceeded:
@@ -124,7 +156,9 @@ def _sqlite_message(exc: apsw.Error) -> str:
 
 
 def _translate(exc: apsw.Error, ctx: RunContext) -> Exception:
-    if isinstance(exc, apsw.AuthError):
+    # a denied function comes back from SQLite as a plain SQLError ("not authorized to use
+    # function"), so the recorder's refusal, not the exception class, says it was the policy
+    if isinstance(exc, apsw.AuthError) or ctx.recorder.refusal is not None:
         refusal = ctx.recorder.refusal
         reason = refusal.reason if refusal else "not authorized"
         return PolicyDenied(f"refused: {reason}")
@@ -144,10 +178,8 @@ def _translate(exc: apsw.Error, ctx: RunContext) -> Exception:
             "nothing was changed. Narrow the query"
         )
     message = _sqlite_message(exc)
-    for needle, hint in _SQLITE_HINTS:
-        if needle in message:
-            return SqlError(f"SQLite error: {message}. Next: {hint}")
-    return SqlError(f"SQLite error: {message}")
+    hint = next((hint for needle, hint in _SQLITE_HINTS if needle in message), _DEFAULT_HINT)
+    return SqlError(f"SQLite error: {message}. Next: {hint}")
 
 
 @contextmanager
@@ -183,9 +215,14 @@ def run_statement(
     """
     recorder = ctx.recorder
     cursor = ctx.conn.cursor()
+    traced: list[str] = []
 
-    def only_one_statement(cursor: apsw.Cursor, first: str, __: apsw.Bindings | None) -> bool:
-        if has_more_statements(sql[len(first) :]):
+    def only_one_statement(cursor: apsw.Cursor, text: str, __: apsw.Bindings | None) -> bool:
+        traced.append(text)
+        if len(traced) > 1:
+            # apsw also traces a tail that holds only comments ("SELECT 1; -- done")
+            return not has_more_statements(text)
+        if has_more_statements(sql[len(text) :]):
             return False
         recorder.running = True
         try:
@@ -201,7 +238,12 @@ def run_statement(
             watched(ctx.conn, ctx.deadline, ctx.control),
             _rewrite_watch(ctx),
         ):
-            cursor.execute(sql, bindings, can_cache=False)
+            try:
+                cursor.execute(sql, bindings, can_cache=False)
+            except KeyError as exc:  # apsw: a :name placeholder missing from the params object
+                raise InvalidArgument(
+                    f"params has no value for :{exc.args[0]}; add it to the params object"
+                ) from None
             result = consume(cursor)
     except (apsw.Error, QueryTimeout) as exc:
         if ctx.rewrite is not None and ctx.rewrite.exceeded:

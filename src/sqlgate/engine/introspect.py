@@ -7,14 +7,15 @@ module's bookkeeping, not the agent's data.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import apsw
 
 from sqlgate.engine.csvout import csv_line
 from sqlgate.engine.database import Database
-from sqlgate.engine.limits import CallControl, Deadline, watched
-from sqlgate.engine.preflight import quote_identifier
+from sqlgate.engine.limits import CallControl, Clock, Deadline, watched
+from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.errors import InvalidArgument, NotFound, QueryTimeout
 
 __all__ = ["Introspection", "SchemaObject", "find_object"]
@@ -58,9 +59,12 @@ ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 WHEN 'view' THEN 2 EL
 
 
 class Introspection:
-    def __init__(self, db: Database, deadline_seconds: float) -> None:
+    def __init__(
+        self, db: Database, deadline_seconds: float, clock: Clock = time.monotonic
+    ) -> None:
         self.db = db
         self.deadline_seconds = deadline_seconds
+        self.clock = clock
 
     def list_tables(self, include_row_counts: bool, control: CallControl) -> tuple[str, int]:
         cells = self.db.settings.max_cell_chars
@@ -76,7 +80,7 @@ class Introspection:
 
     def _count(self, conn: apsw.Connection, name: str, control: CallControl) -> int | None:
         try:
-            with watched(conn, Deadline(self.deadline_seconds), control):
+            with watched(conn, Deadline(self.deadline_seconds, self.clock), control):
                 (count,) = next(conn.execute(f"SELECT count(*) FROM {quote_identifier(name)}"))
             return int(count)
         except QueryTimeout:
@@ -100,7 +104,7 @@ class Introspection:
             indexes = list(conn.execute(f"PRAGMA index_list({quoted})"))
             index_columns = {
                 str(idx[1]): ",".join(
-                    str(c[2])
+                    "<expression>" if c[2] is None else str(c[2])
                     for c in conn.execute(f"PRAGMA index_info({quote_identifier(idx[1])})")
                 )
                 for idx in indexes

@@ -10,16 +10,28 @@ facts; `decide` is a pure function of (tier, operation, protected names) -> `Ver
     PRAGMA            x     x      x      x     introspection only, never a write
     INSERT/UPDATE     .     x      x      .     user tables
     catalog writes    .     x      x      x     sqlite_master rows written by allowed DDL
-    DELETE            .     .      x      .     user tables; nested module bookkeeping: write
+    DELETE            .     .      x      .     user tables
+    module writes     x     x      x      .     nested bookkeeping of a virtual table module,
+                                                never to server objects (read: prepared only,
+                                                the read connection is read-only)
+    EMPTY_TABLE       .     .      x      .     a module's DELETE without WHERE (FTS5
+                                                'delete-all', 'rebuild'): user tables
     CREATE TABLE/IDX  .     x      x      .     new user names; index on a user table
     CREATE VTABLE     .     x      x      .     modules fts5, rtree
-    ANALYZE           .     x      x      .     -
+    ANALYZE           .     x      x      .     -; it may delete old sqlite_stat1/4 rows
     CREATE VIEW       .     .      .      x     new user name (create_view only)
     DROP VIEW         .     .      x      x     user views
-    DROP/ALTER/REIDX  .     .      x      .     user objects
+    DROP/ALTER        .     .      x      .     user objects
+    REINDEX           .     x      x      .     user indexes (write: CREATE INDEX fills one)
     CREATE TRIGGER    .     .      x      .     on user tables
     everything else   .     .      .      .     ATTACH, DETACH, transactions, savepoints,
                                                 temp objects, unknown action codes
+
+Every fact is about the main database, except the temp catalog's rows: ALTER TABLE ...
+RENAME reads and rewrites them to fix temp triggers, and since temp objects are never
+allowed it is always empty (direct DML on any catalog is refused by defensive mode).
+EMPTY_TABLE is the one fact not from SQLite's authorizer: the statement tracer reports a
+DELETE without WHERE that a virtual table module runs (see `engine.authorizer`).
 """
 
 from __future__ import annotations
@@ -47,9 +59,10 @@ ALL = frozenset({R, W, D, V})
 class Operation:
     """One fact the authorizer saw: SQLite's action code and its arguments.
 
-    `nested` is true when SQLite asked while the statement was running rather than while it
-    was being prepared: statements that a virtual table module (fts5, pragma functions)
-    prepares for its own bookkeeping, never text the agent wrote.
+    `nested` marks a virtual table module's own bookkeeping, never text the agent wrote:
+    facts SQLite reports while the statement runs (fts5 and pragma functions prepare their
+    statements then), and writes to shadow tables outside any trigger, which rtree prepares
+    while the agent's statement is being prepared (when it connects to its table).
     """
 
     action: str  # SQLite's name without the SQLITE_ prefix, e.g. "DROP_TABLE"
@@ -73,6 +86,9 @@ ALLOW = Verdict(True)
 CATALOG = frozenset({"sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"})
 # SQLite's own bookkeeping tables that an agent could write to bend autoincrement or plans.
 INTERNAL_PREFIX = "sqlite_"
+# ANALYZE's statistics: it deletes a table's old rows before it writes new ones. A DELETE
+# statement of the agent's own never reaches the write tier (preflight sends it on).
+STATISTICS = frozenset({"sqlite_stat1", "sqlite_stat4"})
 
 VTABLE_MODULES = frozenset({"fts5", "rtree", "rtree_i32"})
 FORBIDDEN_FUNCTIONS = frozenset(
@@ -109,6 +125,8 @@ TIER_RULES: dict[str, tuple[frozenset[Tier], str]] = {
     "INSERT":         (frozenset({W, D}), "INSERT needs write_query"),
     "UPDATE":         (frozenset({W, D}), "UPDATE needs write_query"),
     "DELETE":         (frozenset({D}), "DELETE needs destructive_query (it snapshots first)"),
+    "EMPTY_TABLE":    (frozenset({D}), "emptying a table (the FTS5 'delete-all' and 'rebuild' "
+                                       "commands do) needs destructive_query"),
     "CREATE_TABLE":   (frozenset({W, D}), "CREATE TABLE needs write_query"),
     "CREATE_INDEX":   (frozenset({W, D}), "CREATE INDEX needs write_query"),
     "CREATE_VTABLE":  (frozenset({W, D}), "CREATE VIRTUAL TABLE needs write_query"),
@@ -120,7 +138,9 @@ TIER_RULES: dict[str, tuple[frozenset[Tier], str]] = {
     "DROP_TRIGGER":   (frozenset({D}), "DROP TRIGGER needs destructive_query"),
     "DROP_VTABLE":    (frozenset({D}), "DROP TABLE needs destructive_query"),
     "ALTER_TABLE":    (frozenset({D}), "ALTER TABLE needs destructive_query"),
-    "REINDEX":        (frozenset({D}), "REINDEX needs destructive_query"),
+    # CREATE INDEX reports filling its new index as a REINDEX of it; preflight sends the
+    # REINDEX statement itself to destructive_query
+    "REINDEX":        (frozenset({W, D}), "REINDEX needs destructive_query"),
     "CREATE_TRIGGER": (frozenset({D}), "CREATE TRIGGER needs destructive_query"),
 }  # fmt: skip
 
@@ -141,6 +161,8 @@ NEVER: dict[str, str] = {
 }
 
 WRITE_ACTIONS = frozenset({"INSERT", "UPDATE", "DELETE"})
+# facts whose target is a table whose rows change
+ROW_ACTIONS = WRITE_ACTIONS | {"EMPTY_TABLE"}
 # actions whose first argument names the object acted on
 NAMED_OBJECT_ACTIONS = frozenset(
     {
@@ -176,7 +198,7 @@ def _check_target(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdi
     """Rules about which object an allowed action may touch."""
     action, target = op.action, (op.target or "")
     lowered = target.lower()
-    if action in WRITE_ACTIONS:
+    if action in ROW_ACTIONS:
         if lowered in CATALOG:
             return ALLOW
         if _is_protected(target, protected):
@@ -215,6 +237,12 @@ def _check_target(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdi
     return ALLOW
 
 
+def _database_of(op: Operation) -> str | None:
+    # ALTER_TABLE names (database, table) first; its fourth argument holds the column that
+    # ALTER TABLE ... DROP COLUMN drops, not a database
+    return op.target if op.action == "ALTER_TABLE" else op.database
+
+
 def decide(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdict:
     """Allow or deny one operation for one tier. Pure: same facts, same verdict.
 
@@ -223,19 +251,33 @@ def decide(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdict:
     """
     if op.action in NEVER:
         return Verdict(False, NEVER[op.action])
-    if op.database not in (None, "main"):
-        return Verdict(False, f"only the main database may be used, not {op.database!r}")
+    database = _database_of(op)
+    temp_catalog = (
+        database == "temp"
+        and op.action in WRITE_ACTIONS | {"READ"}
+        and (op.target or "").lower() in CATALOG
+    )
+    if database not in (None, "main") and not temp_catalog:
+        return Verdict(False, f"only the main database may be used, not {database!r}")
     if (
         op.action in WRITE_ACTIONS
         and (op.target or "").lower() in CATALOG
         and tier is not Tier.READ
     ):
         return ALLOW  # SQLite's own catalog rows written by DDL the tier already allowed
+    if (
+        op.action == "DELETE"
+        and (op.target or "").lower() in STATISTICS
+        and op.inside is None
+        and tier is Tier.WRITE
+    ):
+        return ALLOW  # ANALYZE replacing its statistics
     rule = TIER_RULES.get(op.action)
     if rule is None:
         return Verdict(False, f"SQLite action {op.action} is not known to sqlgate's policy")
     tiers, hint = rule
-    bookkeeping = op.nested and op.action in WRITE_ACTIONS and tier is Tier.WRITE
+    # the read connection is opened read-only, so a module's writes there are only prepared
+    bookkeeping = op.nested and op.action in WRITE_ACTIONS and tier in (Tier.READ, Tier.WRITE)
     if tier not in tiers and not bookkeeping:
         if op.inside:
             hint = f"{hint} (done by trigger or view {op.inside})"

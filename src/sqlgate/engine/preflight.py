@@ -4,34 +4,49 @@ Preflight gives early, specific answers (which tool a statement belongs to, an U
 DELETE without WHERE, one statement per call) and a fingerprint for the audit log. It
 never has the last word on safety: the authorizer does. Tokens, not a full parse, so SQL
 that sqlglot cannot parse (fts5 MATCH syntax, new SQLite features) is never refused here.
+
+Preflight also reports the names a statement writes that SQLite's authorizer is never told
+about: the new name in `ALTER TABLE ... RENAME TO`, and the tables a trigger's body writes
+(SQLite compiles a trigger body only when it fires). Those are checked against the server's
+protected names here.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 
-import sqlglot
-from sqlglot.errors import SqlglotError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from sqlgate.engine.policy import Tier
+from sqlgate.engine.schema import protected_names
+from sqlgate.engine.sqltext import (
+    bounded_cache,
+    sqlite_tokens,
+    word,
+)
 from sqlgate.errors import InvalidArgument, PolicyDenied
 
 __all__ = [
     "Statement",
     "check_tier",
-    "fingerprint",
-    "has_more_statements",
+    "emptied_table",
     "inspect_statement",
-    "quote_identifier",
     "validate_new_name",
 ]
 
-_LITERALS = {TokenType.STRING, TokenType.NUMBER, TokenType.HEX_STRING, TokenType.BIT_STRING}
-_NOT_KEYWORDS = {TokenType.STRING, TokenType.IDENTIFIER, TokenType.HEX_STRING}
-_MAIN_VERBS = {"SELECT", "VALUES", "INSERT", "REPLACE", "UPDATE", "DELETE"}
+_PUNCTUATION = {
+    TokenType.L_PAREN, TokenType.R_PAREN, TokenType.COMMA, TokenType.DOT, TokenType.SEMICOLON,
+}  # fmt: skip
+# every verb a SQLite statement can start with; anything else is a syntax error
+_VERBS = frozenset(
+    {
+        "SELECT", "VALUES", "WITH", "INSERT", "REPLACE", "UPDATE", "DELETE", "CREATE", "DROP",
+        "ALTER", "ANALYZE", "REINDEX", "PRAGMA", "EXPLAIN", "VACUUM", "ATTACH", "DETACH",
+        "BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE",
+    }
+)  # fmt: skip
+_DML_KINDS = frozenset({"INSERT", "REPLACE", "UPDATE", "DELETE"})
 _FTS_DESTRUCTIVE_COMMANDS = {"delete-all", "delete"}
 
 
@@ -42,37 +57,57 @@ class Statement:
     kind: str
     has_where: bool = True
     fts_delete: bool = False  # INSERT INTO t(t) VALUES('delete-all'): a delete in disguise
+    # names the statement creates or writes that the authorizer may never be asked about:
+    # a new object's name, a trigger body's tables, the new name of a renamed table
+    writes: tuple[str, ...] = ()
+    target: str | None = None  # the table an INSERT, REPLACE, UPDATE or DELETE writes
+    has_nul: bool = False  # SQLite would stop reading at a NUL; apsw refuses the text
 
 
-def _tokens(sql: str) -> list[Token] | None:
-    try:
-        return list(sqlglot.tokenize(sql, read="sqlite"))
-    except (SqlglotError, ValueError, IndexError):
-        return None
-
-
-def _word(token: Token) -> str:
-    return "" if token.token_type in _NOT_KEYWORDS else token.text.upper()
+def _after_parens(tokens: list[Token], at: int) -> int:
+    """Index just after the parenthesised group that opens at `at`."""
+    depth = 0
+    for index in range(at, len(tokens)):
+        if tokens[index].token_type == TokenType.L_PAREN:
+            depth += 1
+        elif tokens[index].token_type == TokenType.R_PAREN:
+            depth -= 1
+            if depth == 0:
+                return index + 1
+    return len(tokens)
 
 
 def _main_verb_index(tokens: list[Token]) -> int:
-    """Index of the statement's verb, skipping a leading WITH clause."""
-    if not tokens or _word(tokens[0]) != "WITH":
+    """Index of the statement's verb, after a leading WITH clause.
+
+    The clause is walked by its grammar (`name [(columns)] AS [NOT] [MATERIALIZED] (select)`,
+    comma-separated), not searched for a verb: a CTE may be called `replace`.
+    """
+    if not tokens or word(tokens[0]) != "WITH":
         return 0
-    depth = 0
-    for index, token in enumerate(tokens[1:], start=1):
-        if token.token_type == TokenType.L_PAREN:
-            depth += 1
-        elif token.token_type == TokenType.R_PAREN:
-            depth -= 1
-        elif depth == 0 and _word(token) in _MAIN_VERBS:
-            return index
-    return 0
+    at = 2 if len(tokens) > 1 and word(tokens[1]) == "RECURSIVE" else 1
+    while at < len(tokens):
+        at += 1  # the CTE's name
+        if at < len(tokens) and tokens[at].token_type == TokenType.L_PAREN:
+            at = _after_parens(tokens, at)
+        if at < len(tokens) and word(tokens[at]) == "AS":
+            at += 1
+        while at < len(tokens) and word(tokens[at]) in ("NOT", "MATERIALIZED"):
+            at += 1
+        if at < len(tokens) and tokens[at].token_type == TokenType.L_PAREN:
+            at = _after_parens(tokens, at)
+        if at < len(tokens) and tokens[at].token_type == TokenType.COMMA:
+            at += 1
+            continue
+        break
+    return at if at < len(tokens) else 0
 
 
 def _kind(tokens: list[Token], verb_at: int) -> str:
-    words = [_word(token) for token in tokens[verb_at : verb_at + 5]]
+    words = [word(token) for token in tokens[verb_at : verb_at + 5]]
     first = words[0] if words else ""
+    if first not in _VERBS:
+        return "UNKNOWN"
     if first in ("CREATE", "DROP"):
         rest = [w for w in words[1:] if w not in ("TEMP", "TEMPORARY", "UNIQUE")]
         temp = any(w in ("TEMP", "TEMPORARY") for w in words[1:3])
@@ -86,7 +121,7 @@ def _kind(tokens: list[Token], verb_at: int) -> str:
         return "COMMIT"
     if first == "INSERT" and len(words) > 2 and words[1] == "OR" and words[2] == "REPLACE":
         return "REPLACE"
-    return first or "UNKNOWN"
+    return first
 
 
 def _has_top_level_where(tokens: list[Token], verb_at: int) -> bool:
@@ -96,31 +131,104 @@ def _has_top_level_where(tokens: list[Token], verb_at: int) -> bool:
             depth += 1
         elif token.token_type == TokenType.R_PAREN:
             depth -= 1
-        elif depth == 0 and _word(token) == "WHERE":
+        elif depth == 0 and word(token) == "WHERE":
             return True
-        elif depth == 0 and _word(token) == "RETURNING":
+        elif depth == 0 and word(token) == "RETURNING":
             return False
     return False
 
 
-def _is_fts_delete(tokens: list[Token], verb_at: int) -> bool:
-    """INSERT INTO t(t) VALUES('delete-all'): the FTS5 command that empties an index."""
-    words = [token.text.lower() for token in tokens[verb_at : verb_at + 10]]
-    strings = [t.text.lower() for t in tokens[verb_at:] if t.token_type == TokenType.STRING]
-    if len(words) < 6 or "into" not in words[:4]:
-        return False
-    at = words.index("into")
-    if len(words) < at + 5:
-        return False
-    table, paren, column = words[at + 1], words[at + 2], words[at + 3]
-    if paren != "(" or table != column:
-        return False
-    return bool(strings) and strings[0] in _FTS_DESTRUCTIVE_COMMANDS
+def _name_at(tokens: list[Token], at: int) -> tuple[str | None, int]:
+    """The object named at `at` (`schema.name` gives `name`) and the index after it."""
+    if at >= len(tokens) or tokens[at].token_type in _PUNCTUATION:
+        return None, at
+    if at + 2 < len(tokens) and tokens[at + 1].token_type == TokenType.DOT:
+        return tokens[at + 2].text, at + 3
+    return tokens[at].text, at + 1
 
 
-@functools.lru_cache(maxsize=1024)
+def _dml_target(tokens: list[Token], verb_at: int, kind: str) -> tuple[str | None, int]:
+    """The table an INSERT/REPLACE (after INTO), UPDATE [OR x] or DELETE FROM writes."""
+    at = verb_at + 1
+    if kind in ("INSERT", "REPLACE"):
+        into = [i for i in range(at, min(at + 3, len(tokens))) if word(tokens[i]) == "INTO"]
+        if not into:
+            return None, at
+        at = into[0] + 1
+    elif at < len(tokens) and word(tokens[at]) in ("OR", "FROM"):
+        at += 2 if word(tokens[at]) == "OR" else 1
+    return _name_at(tokens, at)
+
+
+def _is_fts_delete(tokens: list[Token], table: str | None, after: int) -> bool:
+    """INSERT INTO t(..., t, ...) ... 'delete-all': a command to FTS5's hidden column `t`.
+
+    Any string literal naming a removing command counts, wherever it stands; commands built
+    at run time (bound, computed) are caught while running (see `emptied_table`).
+    """
+    at = after
+    if at < len(tokens) and word(tokens[at]) == "AS":
+        at += 2  # INSERT INTO t AS alias(...)
+    if table is None or at >= len(tokens) or tokens[at].token_type != TokenType.L_PAREN:
+        return False
+    end = _after_parens(tokens, at)
+    columns = {t.text.lower() for t in tokens[at + 1 : end - 1] if t.token_type not in _PUNCTUATION}
+    if table.lower() not in columns:
+        return False
+    return any(
+        token.token_type == TokenType.STRING and token.text.lower() in _FTS_DESTRUCTIVE_COMMANDS
+        for token in tokens[end:]
+    )
+
+
+def _trigger_writes(tokens: list[Token], verb_at: int) -> tuple[str, ...]:
+    """Tables the statements of a CREATE TRIGGER body (after BEGIN) insert, update or delete."""
+    words = [word(token) for token in tokens]
+    if "BEGIN" not in words[verb_at:]:
+        return ()
+    names: list[str] = []
+    for index in range(words.index("BEGIN", verb_at) + 1, len(tokens)):
+        if words[index] not in ("INTO", "UPDATE", "DELETE"):
+            continue
+        at = index + 1
+        if at < len(tokens) and words[at] in ("OR", "FROM"):
+            at += 2 if words[at] == "OR" else 1
+        name, _ = _name_at(tokens, at)
+        if name is not None:
+            names.append(name)
+    return tuple(names)
+
+
+def _created_name(tokens: list[Token], verb_at: int) -> tuple[str, ...]:
+    """The name a CREATE ... [IF NOT EXISTS] name gives its new object."""
+    skipped = {"TEMP", "TEMPORARY", "UNIQUE", "VIRTUAL", "TABLE", "INDEX", "VIEW", "TRIGGER"}
+    at = verb_at + 1
+    while at < len(tokens) and word(tokens[at]) in skipped:
+        at += 1
+    if [word(token) for token in tokens[at : at + 3]] == ["IF", "NOT", "EXISTS"]:
+        at += 3
+    name, _ = _name_at(tokens, at)
+    return () if name is None else (name,)
+
+
+def _renamed_to(tokens: list[Token], verb_at: int) -> tuple[str, ...]:
+    """The new name in ALTER TABLE ... RENAME TO name (not RENAME [COLUMN] a TO b)."""
+    words = [word(token) for token in tokens]
+    for index in range(verb_at, len(tokens) - 2):
+        if words[index] == "RENAME" and words[index + 1] == "TO":
+            return (tokens[index + 2].text,)
+    return ()
+
+
+@bounded_cache
 def inspect_statement(sql: str) -> Statement:
-    tokens = _tokens(sql)
+    if "\x00" in sql:
+        return Statement("UNKNOWN", has_nul=True)
+    tokens = sqlite_tokens(sql)
+    if tokens is None:
+        return Statement("UNKNOWN")  # an unterminated string or quoted name
+    while tokens and tokens[0].token_type == TokenType.SEMICOLON:
+        tokens = tokens[1:]  # SQLite skips empty statements before the first one
     if not tokens:
         return Statement("UNKNOWN")
     verb_at = _main_verb_index(tokens)
@@ -128,8 +236,25 @@ def inspect_statement(sql: str) -> Statement:
     has_where = True
     if kind in ("UPDATE", "DELETE"):
         has_where = _has_top_level_where(tokens, verb_at)
-    fts_delete = kind == "INSERT" and _is_fts_delete(tokens, verb_at)
-    return Statement(kind, has_where, fts_delete)
+    target, after = _dml_target(tokens, verb_at, kind) if kind in _DML_KINDS else (None, 0)
+    fts_delete = kind in ("INSERT", "REPLACE") and _is_fts_delete(tokens, target, after)
+    writes: tuple[str, ...] = ()
+    if kind.startswith("CREATE "):
+        # IF NOT EXISTS on an existing server object would succeed without asking the policy
+        writes = _created_name(tokens, verb_at)
+    if kind == "CREATE TRIGGER":
+        writes += _trigger_writes(tokens, verb_at)
+    elif kind == "ALTER TABLE":
+        writes = _renamed_to(tokens, verb_at)
+    return Statement(kind, has_where, fts_delete, writes, target)
+
+
+def emptied_table(sql: str) -> str | None:
+    """The table a DELETE without WHERE empties; None for any other statement."""
+    statement = inspect_statement(sql)
+    if statement.kind == "DELETE" and not statement.has_where:
+        return statement.target
+    return None
 
 
 # kinds each tier accepts at preflight; the authorizer checks every object they touch
@@ -165,14 +290,32 @@ def _home_tool(statement: Statement) -> str:
     return "destructive_query"
 
 
-def check_tier(statement: Statement, tier: Tier) -> None:
-    """Refuse early, naming the right tool, a statement this tier never takes."""
+def check_tier(statement: Statement, tier: Tier, protected: frozenset[str] | None = None) -> None:
+    """Refuse early, naming the right tool, a statement this tier never takes.
+
+    `protected` (lower-cased server object names) defaults to the schema's registry.
+    """
     kind = statement.kind
+    if statement.has_nul:
+        raise InvalidArgument("the query contains a NUL character; remove it")
     if kind in NEVER_KINDS:
         raise PolicyDenied(NEVER_KINDS[kind])
     if " TEMP " in f" {kind} ":
         raise PolicyDenied(f"{kind} is not allowed: TEMP objects vanish and escape the audit")
+    server_names = protected_names() if protected is None else protected
+    for name in statement.writes:
+        if name.lower() in server_names:
+            raise PolicyDenied(
+                f"{name} is a sqlgate server object: no object may take its name and no "
+                "trigger may write it; agents may only read it"
+            )
     if kind == "UNKNOWN":
+        if tier is Tier.WRITE:
+            # its WHERE and FTS5 checks cannot be made on text preflight cannot read
+            raise InvalidArgument(
+                "write_query cannot read this statement: it does not start with an SQL verb, "
+                "or a string, quoted name or comment is not closed; check the SQL"
+            )
         return  # let SQLite report the syntax error in its own words
     allowed = {
         Tier.READ: READ_KINDS,
@@ -192,47 +335,6 @@ def check_tier(statement: Statement, tier: Tier) -> None:
     if kind not in allowed:
         home = _home_tool(statement)
         raise PolicyDenied(f"{kind} is not allowed in {tier.value}; use {home}")
-
-
-def has_more_statements(rest: str) -> bool:
-    """True when text after the first statement holds anything but `;`, space and comments."""
-    if not rest.strip():
-        return False
-    tokens = _tokens(rest)
-    if tokens is None:
-        return True
-    return any(token.token_type != TokenType.SEMICOLON for token in tokens)
-
-
-@functools.lru_cache(maxsize=2048)
-def fingerprint(sql: str) -> str:
-    """The statement's shape: keywords upper-cased, literals replaced by `?`, space folded."""
-    tokens = _tokens(sql)
-    if tokens is None:
-        return " ".join(sql.split())[:500]
-    parts: list[str] = []
-    for token in tokens:
-        if token.token_type in _LITERALS:
-            parts.append("?")
-        elif token.token_type == TokenType.IDENTIFIER:
-            parts.append(quote_identifier(token.text))
-        elif token.token_type == TokenType.VAR:
-            parts.append(token.text)
-        else:
-            parts.append(token.text.upper())
-    text = " ".join(parts)
-    text = re.sub(r"\s+([,)])", r"\1", text)
-    text = re.sub(r"\(\s+", "(", text)
-    text = re.sub(r"(\w) \(", r"\1(", text)
-    text = re.sub(r"\?(?:, \?)+", "?+", text)  # IN (1, 2, 3) and IN (4, 5) group together
-    return text.rstrip("; ")
-
-
-def quote_identifier(name: str) -> str:
-    """Quote any identifier for SQLite: wrap in double quotes, double the inner ones."""
-    if "\x00" in name:
-        raise InvalidArgument("identifiers cannot contain NUL characters")
-    return '"' + name.replace('"', '""') + '"'
 
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")

@@ -16,7 +16,8 @@ from sqlgate.engine.execute import Bindings, RewriteCounter, RunContext, run_sta
 from sqlgate.engine.limits import CallControl, Clock, Deadline, ResultCaps
 from sqlgate.engine.policy import Tier
 from sqlgate.engine.preflight import Statement, check_tier, inspect_statement
-from sqlgate.engine.snapshots import take_snapshot
+from sqlgate.engine.snapshots import rotate_snapshots, take_snapshot
+from sqlgate.engine.sqltext import has_more_statements
 from sqlgate.errors import InvalidArgument
 
 __all__ = ["Outcome", "SqlTiers"]
@@ -36,16 +37,10 @@ class Outcome:
 
 
 def _require_sql(sql: object) -> str:
-    if not isinstance(sql, str) or not sql.strip():
+    # has_more_statements(text) is false when text holds only space, `;` and comments
+    if not isinstance(sql, str) or not has_more_statements(sql):
         raise InvalidArgument("query is empty: pass one SQL statement")
     return sql
-
-
-@dataclass
-class _Written:
-    columns: list[str]
-    rows: list[Sequence[Any]]
-    extra_rows: int
 
 
 class SqlTiers:
@@ -104,16 +99,14 @@ class SqlTiers:
         return Outcome(result.text, result.rows, detail)
 
     # -- write and destructive ----------------------------------------------------------
-    def _collect(self, ctx: RunContext, cursor: apsw.Cursor) -> _Written:
-        """Run the statement to the end; keep RETURNING rows up to the row cap."""
-        kept: list[Sequence[Any]] = []
-        extra = 0
-        for row in cursor:
-            if len(kept) <= self.caps.rows:
-                kept.append(row)
-            else:
-                extra += 1
-        return _Written(ctx.columns, kept, extra)
+    def _collect(self, ctx: RunContext, cursor: apsw.Cursor) -> CsvResult | None:
+        """Run the statement to its end; RETURNING rows are rendered as they stream past,
+        so only what fits the caps is ever held, however many rows the statement returns."""
+        rows: Iterator[Sequence[Any]] = iter(cursor)
+        result = render_csv(ctx.columns, rows, self.caps, self.caps.rows) if ctx.columns else None
+        for _ in rows:
+            pass  # the rest of a RETURNING statement's rows: run to the end, keep nothing
+        return result
 
     def _apply(
         self,
@@ -121,31 +114,32 @@ class SqlTiers:
         text: str,
         bindings: Bindings,
         ctx: RunContext,
-    ) -> tuple[_Written, int, int]:
+    ) -> tuple[CsvResult | None, int, int]:
         with immediate_transaction(conn):
-            written = run_statement(ctx, text, bindings, lambda cur: self._collect(ctx, cur))
-            return written, conn.changes(), conn.last_insert_rowid()
+            returned = run_statement(ctx, text, bindings, lambda cur: self._collect(ctx, cur))
+            return returned, conn.changes(), conn.last_insert_rowid()
 
-    def _summary(self, statement: Statement, written: _Written, changes: int, rowid: int) -> str:
+    def _summary(
+        self, statement: Statement, returned: CsvResult | None, changes: int, rowid: int
+    ) -> str:
         if statement.kind in DML_KINDS:
             line = f"ok: {changes} rows affected"
             if statement.kind in INSERT_KINDS and changes:
                 line += f" (last_insert_rowid={rowid})"
         else:
             line = f"ok: {statement.kind} done"
-        if written.columns:
-            csv = render_csv(written.columns, iter(written.rows), self.caps, self.caps.rows)
-            line = f"{line}\n{csv.text}"
+        if returned is not None:
+            line = f"{line}\n{returned.text}"
         return line
 
     def write(self, sql: object, bindings: Bindings, control: CallControl) -> Outcome:
         text, statement = self.preflight(sql, Tier.WRITE)
         with self.db.writing() as conn:
             ctx = self._context(conn, Tier.WRITE, control, guard=True)
-            written, changes, rowid = self._apply(conn, text, bindings, ctx)
+            returned, changes, rowid = self._apply(conn, text, bindings, ctx)
         rows = changes if statement.kind in DML_KINDS else 0
         detail = {"kind": statement.kind, "changes": rows}
-        return Outcome(self._summary(statement, written, changes, rowid), rows, detail)
+        return Outcome(self._summary(statement, returned, changes, rowid), rows, detail)
 
     def destructive(
         self,
@@ -167,15 +161,17 @@ class SqlTiers:
             run_statement(dry, f"EXPLAIN {text}", bindings, lambda cursor: None)
             if confirm is not None:
                 confirm()
-            snapshot = self.snapshot()
+            # one spare place, so a failed call (whose copy is dropped) evicts no older snapshot
+            snapshot = self.snapshot(spare=1)
             ctx = self._context(conn, Tier.DESTRUCTIVE, control)
             try:
-                written, changes, rowid = self._apply(conn, text, bindings, ctx)
+                returned, changes, rowid = self._apply(conn, text, bindings, ctx)
             except BaseException:
                 snapshot.unlink(missing_ok=True)  # nothing changed: the copy is redundant
                 raise
+            rotate_snapshots(self.settings.snapshot_dir, self.settings.snapshots_keep)
         rows = changes if statement.kind in DML_KINDS else 0
-        summary = self._summary(statement, written, changes, rowid)
+        summary = self._summary(statement, returned, changes, rowid)
         first, _, rest = summary.partition("\n")
         text_out = f"{first}; snapshot: {snapshot}" + (f"\n{rest}" if rest else "")
         detail = {
@@ -186,8 +182,9 @@ class SqlTiers:
         }
         return Outcome(text_out, rows, detail)
 
-    def snapshot(self) -> Path:
+    def snapshot(self, spare: int = 0) -> Path:
+        """Snapshot the database now, keeping the newest `--snapshots-keep` (plus `spare`)."""
         with self.db.server_lock:
             return take_snapshot(
-                self.db.server, self.settings.snapshot_dir, self.settings.snapshots_keep
+                self.db.server, self.settings.snapshot_dir, self.settings.snapshots_keep + spare
             )

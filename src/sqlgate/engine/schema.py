@@ -20,6 +20,7 @@ __all__ = [
     "REGISTRY",
     "Migration",
     "ServerObject",
+    "check_owner",
     "migrate",
     "protected_names",
 ]
@@ -44,12 +45,21 @@ class Migration:
 
 
 def _append_only(table: str) -> tuple[tuple[str, ...], tuple[ServerObject, ...]]:
-    statements = tuple(
-        f"CREATE TRIGGER {table}_no_{verb.lower()} BEFORE {verb} ON {table} "
-        f"BEGIN SELECT RAISE(ABORT, '{table} is append-only'); END"
-        for verb in ("UPDATE", "DELETE")
+    """Triggers refusing UPDATE, DELETE and REPLACE of existing rows, from any connection.
+
+    REPLACE deletes the old row without firing DELETE triggers (unless recursive_triggers
+    is on), so an INSERT that would hit an existing id is refused before it runs.
+    """
+    refuse = f"BEGIN SELECT RAISE(ABORT, '{table} is append-only'); END"
+    statements = (
+        f"CREATE TRIGGER {table}_no_update BEFORE UPDATE ON {table} {refuse}",
+        f"CREATE TRIGGER {table}_no_delete BEFORE DELETE ON {table} {refuse}",
+        f"CREATE TRIGGER {table}_no_replace BEFORE INSERT ON {table} "
+        f"WHEN EXISTS (SELECT 1 FROM {table} WHERE id = NEW.id) {refuse}",
     )
-    objects = tuple(ServerObject(f"{table}_no_{verb}", "trigger") for verb in ("update", "delete"))
+    objects = tuple(
+        ServerObject(f"{table}_no_{verb}", "trigger") for verb in ("update", "delete", "replace")
+    )
     return statements, objects
 
 
@@ -122,15 +132,31 @@ def protected_names() -> frozenset[str]:
 
 
 def _current_version(conn: apsw.Connection) -> int:
+    """sqlgate's schema version of this file; StartupError when the file is not sqlgate's."""
     version = int(conn.pragma("user_version"))
     app_id = int(conn.pragma("application_id"))
-    if version and app_id != APPLICATION_ID:
+    if app_id not in (0, APPLICATION_ID) or (version and app_id != APPLICATION_ID):
         raise StartupError(
             f"this database belongs to another application (user_version={version}, "
             f"application_id={app_id}); sqlgate keeps its schema version in user_version, so "
-            "point --db at a new or sqlgate-owned file"
+            "point --db at a new or sqlgate-owned file; it was left untouched"
+        )
+    newest = MIGRATIONS[-1].version
+    if version > newest:
+        raise StartupError(
+            f"this database was written by a newer sqlgate (schema {version}, this one knows "
+            f"{newest}); upgrade sqlgate. It was left untouched"
         )
     return version
+
+
+def check_owner(conn: apsw.Connection) -> int:
+    """Refuse, before anything is written, a file of another application or a newer sqlgate.
+
+    Run it on a read-only connection: a refused file must stay byte for byte as it was.
+    Returns the file's schema version (0 for a new or foreign-free file).
+    """
+    return _current_version(conn)
 
 
 def migrate(conn: apsw.Connection) -> int:
@@ -139,7 +165,6 @@ def migrate(conn: apsw.Connection) -> int:
     Each migration runs in its own IMMEDIATE transaction, so two servers starting together
     apply it once.
     """
-    newest = MIGRATIONS[-1].version
     for migration in MIGRATIONS:
         if _current_version(conn) >= migration.version:
             continue
@@ -150,9 +175,4 @@ def migrate(conn: apsw.Connection) -> int:
                 conn.execute(statement)
             conn.pragma("application_id", APPLICATION_ID)
             conn.pragma("user_version", migration.version)
-    if _current_version(conn) > newest:
-        raise StartupError(
-            f"this database was written by a newer sqlgate (schema {_current_version(conn)}, "
-            f"this one knows {newest}); upgrade sqlgate"
-        )
-    return newest
+    return _current_version(conn)

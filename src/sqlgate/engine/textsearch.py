@@ -15,11 +15,11 @@ import re2
 
 from sqlgate.engine.csvout import csv_line
 from sqlgate.engine.execute import Bindings, RunContext, run_statement
-from sqlgate.engine.introspect import find_object
+from sqlgate.engine.introspect import SchemaObject, find_object
 from sqlgate.engine.limits import CallControl, Deadline
 from sqlgate.engine.policy import Tier
-from sqlgate.engine.preflight import quote_identifier
 from sqlgate.engine.queries import Outcome, SqlTiers
+from sqlgate.engine.sqltext import check_condition, quote_identifier
 from sqlgate.errors import InvalidArgument
 
 __all__ = ["SearchRequest", "TextSearch"]
@@ -80,10 +80,28 @@ class TextSearch:
             for row in conn.execute("SELECT name FROM pragma_table_info(?) ORDER BY cid", (table,))
         ]
 
+    def _has_rowid(self, conn: apsw.Connection, obj: SchemaObject) -> bool:
+        """Tables have a rowid unless WITHOUT ROWID; fts5 and rtree tables have one too."""
+        if obj.type == "view":
+            return False
+        rows = conn.execute(
+            "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?", (obj.name,)
+        )
+        return not any(wr for (wr,) in rows)
+
+    def _primary_key(self, conn: apsw.Connection, table: str) -> list[str]:
+        rows = conn.execute(
+            "SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk", (table,)
+        )
+        return [str(name) for (name,) in rows]
+
     def _resolve(self, request: SearchRequest) -> tuple[str, list[str], str]:
+        """(table, columns to search, key expression already quoted)."""
         with self.db.reading() as conn:
             obj = find_object(conn, request.table, self.db.protected)
             available = self._columns(conn, obj.name)
+            has_rowid = self._has_rowid(conn, obj)
+            primary_key = self._primary_key(conn, obj.name)
         lookup = {name.lower(): name for name in available}
         if request.columns is None:
             chosen = available
@@ -101,11 +119,14 @@ class TextSearch:
             chosen = [lookup[c.lower()] for c in request.columns]
         if not chosen:
             raise InvalidArgument(f"{obj.name} has no columns to search")
+        # `rowid` stays bare: quoted, SQLite would read it as a string where there is no rowid
         if request.key_column is None:
-            key = "rowid" if obj.type == "table" else chosen[0]
+            key = "rowid" if has_rowid else quote_identifier((primary_key or chosen)[0])
+        elif not isinstance(request.key_column, str):
+            raise InvalidArgument("key_column must be a column name")
         elif request.key_column.lower() in lookup:
-            key = lookup[request.key_column.lower()]
-        elif request.key_column.lower() == "rowid" and obj.type != "view":
+            key = quote_identifier(lookup[request.key_column.lower()])
+        elif request.key_column.lower() == "rowid" and has_rowid:
             key = "rowid"
         else:
             raise InvalidArgument(
@@ -119,17 +140,22 @@ class TextSearch:
         limit = request.limit
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= caps.rows:
             raise InvalidArgument(f"limit must be a whole number from 1 to {caps.rows}")
-        if not 0 <= request.context_chars <= MAX_CONTEXT_CHARS:
+        context = request.context_chars
+        if (
+            not isinstance(context, int)
+            or isinstance(context, bool)
+            or not 0 <= context <= MAX_CONTEXT_CHARS
+        ):
             raise InvalidArgument(f"context_chars must be from 0 to {MAX_CONTEXT_CHARS}")
         regex = _compile(request)
         table, columns, key = self._resolve(request)
-        selected = ", ".join(quote_identifier(c) for c in [key, *columns])
+        selected = ", ".join([key, *(quote_identifier(c) for c in columns)])
         sql = f"SELECT {selected} FROM {quote_identifier(table)}"
         if request.where is not None:
             if not isinstance(request.where, str) or not request.where.strip():
                 raise InvalidArgument("where must be an SQL condition, e.g. \"status = 'open'\"")
             # the agent's condition runs as agent SQL: read policy, one statement, read-only
-            sql += f" WHERE (\n{request.where}\n)"
+            sql += f" WHERE (\n{check_condition(request.where)}\n)"
         header = csv_line(("key", "column", "snippet"), caps.cell_chars)
         state = {"matches": 0, "rows": 0, "scanned": 0, "bytes": len(header.encode())}
         lines = [header]

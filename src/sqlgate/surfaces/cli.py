@@ -11,20 +11,26 @@ import functools
 import json
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from sqlgate import __version__
 from sqlgate.config import FLAGS, Flag, Settings, default_db_path, load_settings
-from sqlgate.errors import InvalidArgument, SqlgateError
+from sqlgate.errors import SqlgateError
 
 __all__ = ["main"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# ParamType is generic only in recent click; subscripting it at runtime breaks older ones
+if TYPE_CHECKING:
+    _ParamType = click.ParamType[Any]
+else:
+    _ParamType = click.ParamType
 
-class _FlagType(click.ParamType[Any]):
+
+class _FlagType(_ParamType):
     """A click type that parses with the same function as the environment variable."""
 
     def __init__(self, flag: Flag) -> None:
@@ -94,14 +100,21 @@ def main() -> None:
 )  # fmt: skip
 @reports_errors
 def serve(transport: str, **values: Any) -> None:
-    """Serve MCP on stdio for one client (what MCP clients launch)."""
+    """Serve MCP on stdio for one client (what MCP clients launch).
+
+    Only protocol messages go to stdout; errors and logs go to stderr.
+    """
     from sqlgate.service import Service
-    from sqlgate.surfaces.mcp_server import build_server
 
     settings = _settings(values)
     service = Service.open(settings, create_parent=settings.db == default_db_path())
     try:
+        # imported after the database opened: a start-up error does not pay for the SDK
+        from sqlgate.surfaces.mcp_server import build_server
+
         build_server(service).run("stdio")
+    except KeyboardInterrupt:
+        sys.exit(130)
     finally:
         service.close()
 
@@ -157,8 +170,6 @@ def snapshots_restore(name: str, **values: Any) -> None:
     from sqlgate.engine.snapshots import restore_snapshot
 
     settings = _settings(values)
-    if not settings.db.exists():
-        raise InvalidArgument(f"database {settings.db} does not exist")
     source, before = restore_snapshot(
         settings.db, settings.snapshot_dir, name, settings.snapshots_keep
     )

@@ -3,10 +3,15 @@
 Each tool is a few lines: run the service call in a worker thread, and translate. Tools
 are `async` so that a cancelled or timed-out request is abandoned at once and the running
 statement interrupted (`CallControl.cancel`), freeing the server for the next call.
+
+Tools return plain text (CSV, SQL, `ok: ...`) as unstructured content only, so the agent
+is not sent every result twice. Nothing here writes to stdout: on stdio that is the
+protocol's channel; the SDK's log handler writes to stderr.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -55,34 +60,67 @@ Params = Annotated[
     list[Scalar] | dict[str, Scalar] | None,
     Field(description="values for ? (a list) or :name (an object) placeholders"),
 ]
-READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
-WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False)
-DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True)
+# one local file: no tool reaches outside it (open_world_hint=False)
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+
+# after a cancellation, how long the handler waits for the interrupted statement to stop
+CANCEL_GRACE_SECONDS = 1.0
+
+INTERNAL_ERROR = (
+    "sqlgate failed internally ({kind}) and the call did not complete. Retry once; if it "
+    "fails again, tell the user instead of working around it"
+)
 
 
 async def run_tool(work: Callable[[CallControl], str]) -> str:
-    """Run `work` in a thread; on cancellation stop its statement; errors become ToolError."""
+    """Run `work` in a thread; on cancellation stop its statement; errors become ToolError.
+
+    A cancelled call interrupts its statement and waits (briefly, shielded) for the worker
+    to finish, so its audit row is written and its connection free before the handler ends.
+    Exceptions other than SqlgateError reach the agent as their type only, never their text.
+    """
     control = CallControl()
+    stopped = threading.Event()
+
+    def run() -> str:
+        try:
+            return work(control)
+        finally:
+            stopped.set()
+
     try:
-        return await anyio.to_thread.run_sync(lambda: work(control), abandon_on_cancel=True)
+        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
     except anyio.get_cancelled_exc_class():
         control.cancel()
+        # bounded as a whole: even waiting for a free worker thread cannot hang the handler
+        with anyio.move_on_after(CANCEL_GRACE_SECONDS, shield=True):
+            await anyio.to_thread.run_sync(
+                stopped.wait, CANCEL_GRACE_SECONDS, abandon_on_cancel=True
+            )
         raise
     except SqlgateError as exc:
         raise ToolError(str(exc)) from None
+    except Exception as exc:
+        raise ToolError(INTERNAL_ERROR.format(kind=type(exc).__name__)) from None
 
 
 def _register_sql_tools(server: MCPServer, service: Service) -> None:
-    @server.tool(annotations=READ_ONLY)
+    @server.tool(annotations=READ_ONLY, structured_output=False)
     async def read_query(
         query: Annotated[str, Field(description="one SELECT/WITH/EXPLAIN/PRAGMA statement")],
-        limit: Annotated[int, Field(ge=1, description="rows to return at most")] = 100,
+        limit: Annotated[
+            int | None, Field(ge=1, description="rows to return at most (default: --default-limit)")
+        ] = None,
         params: Params = None,
     ) -> str:
         """Run a read-only query; returns CSV and a `# N rows` trailer."""
         return await run_tool(lambda c: service.read_query(query, limit, params, c))
 
-    @server.tool(annotations=WRITES)
+    @server.tool(annotations=WRITES, structured_output=False)
     async def write_query(
         query: Annotated[str, Field(description="one INSERT/UPDATE…WHERE/upsert/CREATE statement")],
         params: Params = None,
@@ -90,7 +128,7 @@ def _register_sql_tools(server: MCPServer, service: Service) -> None:
         """Insert or update rows, or create tables and indexes. Returns rows affected."""
         return await run_tool(lambda c: service.write_query(query, params, c))
 
-    @server.tool(annotations=DESTRUCTIVE)
+    @server.tool(annotations=DESTRUCTIVE, structured_output=False)
     async def destructive_query(
         query: Annotated[str, Field(description="one DELETE/DROP/ALTER/trigger/UPDATE statement")],
         reason: Annotated[str, Field(description="why this change is needed, in a sentence")],
@@ -99,22 +137,22 @@ def _register_sql_tools(server: MCPServer, service: Service) -> None:
         """Delete, drop or alter, after a snapshot of the database is taken."""
         return await run_tool(lambda c: service.destructive_query(query, reason, params, c))
 
-    @server.tool(annotations=READ_ONLY)
+    @server.tool(annotations=READ_ONLY, structured_output=False)
     async def list_tables(include_row_counts: bool = True) -> str:
         """Tables and views as CSV: name,type,system,rows."""
         return await run_tool(lambda c: service.list_tables(include_row_counts, c))
 
-    @server.tool(annotations=READ_ONLY)
+    @server.tool(annotations=READ_ONLY, structured_output=False)
     async def describe_table(table: str) -> str:
         """Columns, foreign keys and indexes of one table or view, as CSV sections."""
         return await run_tool(lambda c: service.describe_table(table))
 
-    @server.tool(annotations=READ_ONLY)
+    @server.tool(annotations=READ_ONLY, structured_output=False)
     async def get_schema(include_system: bool = False) -> str:
         """Every CREATE statement; saved views carry their descriptions as comments."""
         return await run_tool(lambda c: service.get_schema(include_system))
 
-    @server.tool(annotations=WRITES)
+    @server.tool(annotations=WRITES, structured_output=False)
     async def create_view(
         name: Annotated[str, Field(description="letters, digits and _")],
         select_sql: Annotated[str, Field(description="one SELECT to save")],
@@ -126,7 +164,7 @@ def _register_sql_tools(server: MCPServer, service: Service) -> None:
             lambda c: service.create_view(name, select_sql, description, replace, c)
         )
 
-    @server.tool(annotations=READ_ONLY)
+    @server.tool(annotations=READ_ONLY, structured_output=False)
     async def search_text(
         pattern: Annotated[str, Field(description="RE2 regular expression (or text)")],
         table: str,

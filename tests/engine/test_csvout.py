@@ -1,0 +1,209 @@
+"""CSV output: RFC 4180 quoting, NULL vs empty, blobs, caps and the trailer line."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sqlgate.engine.csvout import csv_cell, csv_line, render_csv
+from sqlgate.engine.limits import ResultCaps
+
+CELL = 2000
+CAPS = ResultCaps(rows=1000, bytes=32768, cell_chars=CELL)
+
+
+@pytest.mark.parametrize(
+    ("value", "cell"),
+    [
+        pytest.param(None, "", id="null-is-empty"),
+        pytest.param("", '""', id="empty-string-is-quoted"),
+        pytest.param("plain", "plain", id="plain"),
+        pytest.param("a,b", '"a,b"', id="comma"),
+        pytest.param('say "hi"', '"say ""hi"""', id="quotes-doubled"),
+        pytest.param('"', '""""', id="only-a-quote"),
+        pytest.param("two\nlines", '"two\nlines"', id="newline"),
+        pytest.param("carriage\rreturn", '"carriage\rreturn"', id="carriage-return"),
+        pytest.param("crlf\r\n", '"crlf\r\n"', id="crlf"),
+        pytest.param(" lead", '" lead"', id="leading-space"),
+        pytest.param("trail ", '"trail "', id="trailing-space"),
+        pytest.param(" ", '" "', id="only-space"),
+        pytest.param("in side", "in side", id="inner-space-unquoted"),
+        pytest.param("tab\there", "tab\there", id="tab-unquoted"),
+        pytest.param("héllo wörld ✓ 🙂", "héllo wörld ✓ 🙂", id="unicode"),
+        pytest.param(0, "0", id="zero"),
+        pytest.param(-42, "-42", id="negative-int"),
+        pytest.param(2**63 - 1, "9223372036854775807", id="big-int"),
+        pytest.param(1.5, "1.5", id="float"),
+        pytest.param(0.1, "0.1", id="float-repr-shortest"),
+        pytest.param(1e20, "1e+20", id="float-exponent"),
+        pytest.param(2.0, "2.0", id="float-whole"),
+        pytest.param(-0.0, "-0.0", id="negative-zero"),
+        pytest.param(b"", "x''", id="empty-blob"),
+        pytest.param(b"\x00\xff\x10", "x'00ff10'", id="blob-hex"),
+        pytest.param("x'00'", "x'00'", id="text-that-looks-like-a-blob"),
+    ],
+)
+def test_csv_cell(value: object, cell: str) -> None:
+    assert csv_cell(value, CELL) == cell
+
+
+@pytest.mark.parametrize(
+    ("value", "cell_chars", "cell"),
+    [
+        pytest.param("abcdef", 6, "abcdef", id="at-the-cap-untouched"),
+        pytest.param("abcdefg", 6, "abcdef…[+1 chars]", id="one-over"),
+        pytest.param("x" * 2500, 2000, "x" * 2000 + "…[+500 chars]", id="default-cap"),
+        pytest.param("éééé", 2, "éé…[+2 chars]", id="counted-in-characters"),
+        pytest.param("a,bcdef", 3, '"a,b…[+4 chars]"', id="cut-then-quoted"),
+        pytest.param("abc,def", 3, "abc…[+4 chars]", id="cut-away-comma-not-quoted"),
+        pytest.param(123456789, 4, "1234…[+5 chars]", id="long-number"),
+        pytest.param(bytes(range(10)), 9, "x'000102'…[+7 bytes]", id="blob-truncated"),
+        pytest.param(bytes(3), 9, "x'000000'", id="blob-fits"),
+        pytest.param(b"\xff" * 5, 1, "x''…[+5 bytes]", id="blob-tiny-cap"),
+    ],
+)
+def test_long_cells_are_cut_with_a_marker(value: object, cell_chars: int, cell: str) -> None:
+    assert csv_cell(value, cell_chars) == cell
+
+
+def test_csv_line_joins_cells_and_ends_with_newline() -> None:
+    assert csv_line([1, None, "", "a,b", b"\x01"], CELL) == '1,,"","a,b",x\'01\'\n'
+
+
+def counted(rows: Sequence[Sequence[Any]], taken: list[int]) -> Iterator[Sequence[Any]]:
+    """Yield `rows`, recording in `taken` how many were pulled."""
+    for row in rows:
+        taken[0] += 1
+        yield row
+
+
+def test_render_csv_has_header_rows_and_trailer() -> None:
+    result = render_csv(["id", "name"], iter([(1, "a"), (2, None)]), CAPS, limit=100)
+    assert result.text == "id,name\n1,a\n2,\n# 2 rows"
+    assert result.rows == 2
+    assert result.truncated is None
+
+
+def test_render_csv_empty_result_keeps_the_header() -> None:
+    result = render_csv(["id", "name"], iter([]), CAPS, limit=100)
+    assert result.text == "id,name\n# 0 rows"
+
+
+def test_render_csv_one_column_null_is_a_blank_line() -> None:
+    result = render_csv(["n"], iter([(None,), ("",)]), CAPS, limit=100)
+    assert result.text == 'n\n\n""\n# 2 rows'
+
+
+def test_render_csv_quotes_header_names_too() -> None:
+    result = render_csv(["a,b", 'say "x"', ""], iter([]), CAPS, limit=10)
+    assert result.text.splitlines()[0] == '"a,b","say ""x""",""'
+
+
+def test_render_csv_cut_at_row_limit_says_so() -> None:
+    rows = [(n,) for n in range(10)]
+    result = render_csv(["n"], iter(rows), CAPS, limit=3)
+    assert result.text == "n\n0\n1\n2\n# 3 rows (truncated: row limit 3)"
+    assert result.truncated == "row limit 3"
+
+
+def test_render_csv_exactly_limit_rows_is_not_truncated() -> None:
+    result = render_csv(["n"], iter([(1,), (2,), (3,)]), CAPS, limit=3)
+    assert result.text.endswith("\n# 3 rows")
+    assert result.truncated is None
+
+
+def test_render_csv_limit_is_capped_at_max_rows() -> None:
+    caps = ResultCaps(rows=2, bytes=32768, cell_chars=CELL)
+    result = render_csv(["n"], iter([(n,) for n in range(5)]), caps, limit=100)
+    assert result.text.endswith("# 2 rows (truncated: row limit 2)")
+
+
+@pytest.mark.parametrize(
+    ("limit", "available", "pulled"),
+    [
+        pytest.param(3, 100, 4, id="limit-plus-one"),
+        pytest.param(3, 3, 3, id="exactly-limit"),
+        pytest.param(1, 10_000, 2, id="limit-one"),
+        pytest.param(5, 2, 2, id="fewer-than-limit"),
+    ],
+)
+def test_render_csv_reads_at_most_limit_plus_one_rows(
+    limit: int, available: int, pulled: int
+) -> None:
+    taken = [0]
+    render_csv(["n"], counted([(n,) for n in range(available)], taken), CAPS, limit)
+    assert taken[0] == pulled
+
+
+def test_render_csv_stops_reading_at_the_byte_cap() -> None:
+    caps = ResultCaps(rows=1000, bytes=20, cell_chars=CELL)
+    taken = [0]
+    result = render_csv(["n"], counted([("abcdefghi",)] * 100, taken), caps, limit=1000)
+    # header "n\n" (2 bytes) + one row of 10 bytes fits; the second would reach 22
+    assert result.text == "n\nabcdefghi\n# 1 rows (truncated: 20 bytes)"
+    assert result.truncated == "20 bytes"
+    assert taken[0] == 2
+
+
+def test_render_csv_rows_filling_the_byte_cap_exactly_fit() -> None:
+    caps = ResultCaps(rows=1000, bytes=12, cell_chars=CELL)
+    result = render_csv(["n"], iter([("abcdefghi",)]), caps, limit=10)
+    assert result.text == "n\nabcdefghi\n# 1 rows"
+
+
+def test_render_csv_byte_cap_counts_utf8_bytes_not_characters() -> None:
+    # "é" is 2 bytes: header "c\n" (2) + "éééé\n" (9) = 11 bytes > 10, although 7 characters
+    caps = ResultCaps(rows=1000, bytes=10, cell_chars=CELL)
+    result = render_csv(["c"], iter([("éééé",)]), caps, limit=10)
+    assert result.text == "c\n# 0 rows (truncated: 10 bytes)"
+    roomy = ResultCaps(rows=1000, bytes=11, cell_chars=CELL)
+    assert render_csv(["c"], iter([("éééé",)]), roomy, limit=10).rows == 1
+
+
+def test_render_csv_body_never_exceeds_the_byte_cap() -> None:
+    caps = ResultCaps(rows=1000, bytes=100, cell_chars=CELL)
+    rows = [('ünïcødé, quoted "text"', n, None) for n in range(50)]
+    result = render_csv(["text", "n", "nothing"], iter(rows), caps, limit=1000)
+    body, _, trailer = result.text.rpartition("\n")
+    assert len((body + "\n").encode()) <= 100
+    assert trailer == f"# {result.rows} rows (truncated: 100 bytes)"
+
+
+def test_render_csv_applies_the_cell_cap() -> None:
+    caps = ResultCaps(rows=10, bytes=32768, cell_chars=5)
+    result = render_csv(["v"], iter([("abcdefgh",)]), caps, limit=10)
+    assert result.text == "v\nabcde…[+3 chars]\n# 1 rows"
+
+
+def parse(text: str) -> list[list[str]]:
+    """Rows of the CSV minus its trailer; a blank line is one empty cell (a one-column NULL)."""
+    body = text.rpartition("\n")[0] + "\n"
+    return [record or [""] for record in csv.reader(io.StringIO(body, newline=""))]
+
+
+# cells short enough never to be cut; NUL is left out (Python 3.10's csv reader refuses it)
+cell_text = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=30)
+cells = st.one_of(st.none(), st.integers(min_value=-(2**63), max_value=2**63 - 1), cell_text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    columns=st.lists(cell_text.filter(bool), min_size=1, max_size=4),
+    data=st.data(),
+)
+def test_csv_round_trips_through_pythons_csv_reader(
+    columns: list[str], data: st.DataObject
+) -> None:
+    rows = data.draw(
+        st.lists(st.lists(cells, min_size=len(columns), max_size=len(columns)), max_size=8)
+    )
+    result = render_csv(columns, iter(rows), CAPS, limit=100)
+    expected = [columns] + [["" if v is None else str(v) for v in row] for row in rows]
+    assert parse(result.text) == expected
+    assert result.text.endswith(f"\n# {len(rows)} rows")

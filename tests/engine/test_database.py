@@ -1,0 +1,265 @@
+"""Opening the database: clear start-up errors, files left untouched, three connections."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import apsw
+import pytest
+
+from sqlgate.config import Settings
+from sqlgate.engine import database as database_module
+from sqlgate.engine.database import Database
+from sqlgate.engine.schema import APPLICATION_ID, MIGRATIONS
+from sqlgate.errors import StartupError
+
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def unprivileged_user() -> int | None:
+    """The uid of `nobody` when tests run as root on POSIX; root could write anything."""
+    if not IS_ROOT:
+        return None
+    import pwd
+
+    try:
+        return pwd.getpwnam("nobody").pw_uid
+    except KeyError:
+        pytest.skip("running as root with no unprivileged user to test permissions")
+
+
+def open_here(path: Path) -> str:
+    try:
+        Database.open(Settings(db=path)).close()
+    except StartupError as exc:
+        return f"StartupError: {exc}"
+    return "opened"
+
+
+def open_as(uid: int, path: Path) -> str:
+    """`open_here` in a forked child that has dropped root for `uid` (POSIX, root only)."""
+    read_end, write_end = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork in a threaded process
+        pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        outcome = "child failed"
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            outcome = open_here(path)
+        except BaseException as exc:
+            outcome = f"child failed: {exc!r}"
+        finally:
+            os.write(write_end, outcome.encode())
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        outcome = pipe.read().decode()
+    os.waitpid(pid, 0)
+    return outcome
+
+
+def open_outcome(path: Path) -> str:
+    """Open `path` as a user who lacks write permission; 'opened' or the StartupError line."""
+    uid = unprivileged_user()
+    return open_here(path) if uid is None else open_as(uid, path)
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A folder others may read but not write (tmp_path's parents are private to root)."""
+    folder = Path(tempfile.mkdtemp(prefix="sqlgate-perm-"))
+    folder.chmod(0o755)
+    yield folder
+    for path in (folder, *folder.iterdir()):
+        path.chmod(stat.S_IRWXU | (path.stat().st_mode & 0o777))
+    shutil.rmtree(folder)
+
+
+def snapshot_bytes(path: Path) -> bytes:
+    return path.read_bytes()
+
+
+# -- start-up errors ------------------------------------------------------------------------
+
+
+def test_a_non_sqlite_file_is_refused_and_left_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"my precious notes\n" * 100)
+    before = snapshot_bytes(path)
+    with pytest.raises(StartupError, match="not a SQLite database") as caught:
+        Database.open(Settings(db=path))
+    assert "\n" not in str(caught.value)
+    assert snapshot_bytes(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db"]
+
+
+def test_a_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(StartupError, match="directory") as caught:
+        Database.open(Settings(db=tmp_path))
+    assert "\n" not in str(caught.value)
+
+
+def test_a_missing_parent_folder_is_refused_and_not_created(tmp_path: Path) -> None:
+    path = tmp_path / "missing" / "agent.db"
+    with pytest.raises(StartupError, match="does not exist") as caught:
+        Database.open(Settings(db=path))
+    assert "\n" not in str(caught.value)
+    assert not path.parent.exists()
+
+
+def test_create_parent_makes_the_missing_folder(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "b" / "agent.db"
+    Database.open(Settings(db=path), create_parent=True).close()
+    assert path.is_file()
+
+
+def test_a_parent_that_is_a_file_is_refused_even_with_create_parent(tmp_path: Path) -> None:
+    (tmp_path / "a").write_text("a file, not a folder")
+    with pytest.raises(StartupError):
+        Database.open(Settings(db=tmp_path / "a" / "agent.db"), create_parent=True)
+
+
+def test_an_unwritable_file_is_refused_and_left_untouched(shared_dir: Path) -> None:
+    path = shared_dir / "agent.db"
+    Database.open(Settings(db=path)).close()
+    path.chmod(0o444 if not IS_ROOT else 0o644)  # as root, `nobody` may read but not write
+    before = snapshot_bytes(path)
+    outcome = open_outcome(path)
+    assert outcome.startswith("StartupError:")
+    assert "not writable" in outcome
+    assert snapshot_bytes(path) == before
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="folder permissions differ on Windows")
+def test_an_unwritable_folder_is_refused(shared_dir: Path) -> None:
+    folder = shared_dir / "locked"
+    folder.mkdir()
+    folder.chmod(0o555)
+    outcome = open_outcome(folder / "agent.db")
+    assert outcome.startswith("StartupError:")
+    assert "not writable" in outcome
+    assert list(folder.iterdir()) == []
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="folder permissions differ on Windows")
+def test_the_same_user_opens_a_folder_it_may_write(shared_dir: Path) -> None:
+    """Control for the two tests above: the unprivileged open itself works."""
+    folder = shared_dir / "open"
+    folder.mkdir()
+    folder.chmod(0o777)
+    assert open_outcome(folder / "agent.db") == "opened"
+
+
+def test_a_corrupt_sqlite_file_is_a_startup_error(tmp_path: Path) -> None:
+    path = tmp_path / "corrupt.db"
+    conn = apsw.Connection(str(path))
+    conn.execute("CREATE TABLE t(a); INSERT INTO t VALUES (1)")
+    conn.close()
+    data = bytearray(path.read_bytes())
+    data[16:100] = b"\xff" * 84  # header says SQLite; the rest is garbage
+    path.write_bytes(bytes(data))
+    with pytest.raises(StartupError) as caught:
+        Database.open(Settings(db=path))
+    assert "\n" not in str(caught.value)
+
+
+# -- what an open Database holds --------------------------------------------------------------
+
+
+def test_open_migrates_and_records_the_schema_version(settings: Settings) -> None:
+    db = Database.open(settings)
+    try:
+        assert db.schema_version == MIGRATIONS[-1].version
+        assert db.server.pragma("application_id") == APPLICATION_ID
+        assert "query_log" in db.protected
+        assert db.path == settings.db
+    finally:
+        db.close()
+
+
+def test_an_existing_user_database_is_adopted_with_its_data(tmp_path: Path) -> None:
+    path = tmp_path / "existing.db"
+    conn = apsw.Connection(str(path))
+    conn.execute("CREATE TABLE mine(x); INSERT INTO mine VALUES ('kept')")
+    conn.close()
+    db = Database.open(Settings(db=path))
+    try:
+        with db.reading() as reader:
+            assert reader.execute("SELECT x FROM mine").fetchall() == [("kept",)]
+    finally:
+        db.close()
+
+
+def test_reading_and_writing_hand_out_their_own_connections(settings: Settings) -> None:
+    db = Database.open(settings)
+    try:
+        with db.reading() as reader:
+            assert reader is db.reader
+            assert db.read_lock.locked()
+        with db.writing() as writer:
+            assert writer is db.writer
+            assert db.write_lock.locked()
+        assert not db.read_lock.locked()
+        assert not db.write_lock.locked()
+    finally:
+        db.close()
+
+
+def test_shadow_tables_are_listed(settings: Settings) -> None:
+    db = Database.open(settings)
+    try:
+        db.writer.execute("CREATE VIRTUAL TABLE docs USING fts5(body)")
+        assert db.shadow_tables(db.reader) == frozenset(
+            {"docs_data", "docs_idx", "docs_content", "docs_docsize", "docs_config"}
+        )
+    finally:
+        db.close()
+
+
+def test_close_closes_every_connection(settings: Settings) -> None:
+    db = Database.open(settings)
+    db.close()
+    for conn in (db.server, db.reader, db.writer):
+        with pytest.raises(apsw.ConnectionClosedError):
+            conn.execute("SELECT 1")
+
+
+def test_a_failed_open_closes_what_it_opened(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[apsw.Connection] = []
+    real: Callable[..., apsw.Connection] = database_module.open_agent_connection
+
+    def open_then_fail_on_reader(settings: Settings, *, readonly: bool) -> apsw.Connection:
+        if readonly:
+            raise StartupError("simulated: the reader cannot be opened")
+        conn = real(settings, readonly=readonly)
+        opened.append(conn)
+        return conn
+
+    real_server: Callable[..., apsw.Connection] = database_module.open_server_connection
+
+    def recording_server(settings: Settings) -> apsw.Connection:
+        conn = real_server(settings)
+        opened.append(conn)
+        return conn
+
+    monkeypatch.setattr(database_module, "open_agent_connection", open_then_fail_on_reader)
+    monkeypatch.setattr(database_module, "open_server_connection", recording_server)
+    with pytest.raises(StartupError, match="simulated"):
+        Database.open(settings)
+    assert len(opened) == 2
+    for conn in opened:
+        with pytest.raises(apsw.ConnectionClosedError):
+            conn.execute("SELECT 1")

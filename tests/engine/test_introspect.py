@@ -1,0 +1,205 @@
+"""list_tables, describe_table and get_schema: what exists, without the server's bookkeeping."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import apsw
+import pytest
+
+from sqlgate.errors import InvalidArgument, NotFound
+from sqlgate.service import Service
+from tests.conftest import FakeClock
+
+
+def setup_sql(db: Path, sql: str) -> None:
+    """Build fixtures through a direct connection: the tests are about reading, not policy."""
+    conn = apsw.Connection(str(db))
+    try:
+        conn.execute(sql)
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def shop(service: Service, db_path: Path) -> Service:
+    setup_sql(
+        db_path,
+        """
+        CREATE TABLE customer(id INTEGER PRIMARY KEY, name TEXT NOT NULL DEFAULT 'anon');
+        CREATE TABLE orders(
+            id INTEGER PRIMARY KEY,
+            customer_id INTEGER REFERENCES customer(id) ON DELETE CASCADE,
+            note TEXT
+        );
+        CREATE UNIQUE INDEX orders_note ON orders(note, customer_id);
+        CREATE INDEX orders_lower ON orders(lower(note)) WHERE note IS NOT NULL;
+        INSERT INTO customer(name) VALUES ('ann'), ('bob'), ('cy');
+        INSERT INTO orders(customer_id, note) VALUES (1, 'first');
+        CREATE VIRTUAL TABLE docs USING fts5(body);
+        INSERT INTO docs VALUES ('hello'), ('world');
+        """,
+    )
+    service.create_view("big_customers", "SELECT name FROM customer", description="Who buys.")
+    return service
+
+
+def csv_rows(text: str) -> list[str]:
+    return text.splitlines()
+
+
+# -- list_tables ---------------------------------------------------------------------------
+
+
+def test_list_tables_shows_user_and_server_objects_with_row_counts(shop: Service) -> None:
+    lines = csv_rows(shop.list_tables())
+    assert lines[0] == "name,type,system,rows"
+    assert lines[-1] == "# 7 tables and views"
+    rows = lines[1:-1]
+    assert rows[:4] == [
+        "big_customers,view,0,",
+        "customer,table,0,3",
+        "docs,virtual,0,2",
+        "orders,table,0,1",
+    ]
+    assert rows[4] == "query_errors,view,1,"
+    name, kind, system, count = rows[5].split(",")
+    assert (name, kind, system) == ("query_log", "table", "1")
+    assert int(count) >= 1  # the create_view call is already logged
+    assert rows[6] == "query_patterns,view,1,"
+
+
+def test_list_tables_hides_shadow_and_sqlite_tables(shop: Service, db_path: Path) -> None:
+    setup_sql(db_path, "CREATE TABLE seq(id INTEGER PRIMARY KEY AUTOINCREMENT); ANALYZE;")
+    names = [line.split(",")[0] for line in csv_rows(shop.list_tables())[1:-1]]
+    assert "seq" in names
+    assert not [n for n in names if n.startswith(("docs_", "sqlite_"))]
+
+
+def test_list_tables_without_row_counts_leaves_rows_empty(shop: Service) -> None:
+    rows = csv_rows(shop.list_tables(include_row_counts=False))[1:-1]
+    assert all(row.endswith(",") for row in rows)
+    assert "customer,table,0," in rows
+
+
+def test_list_tables_of_a_new_database_shows_only_server_objects(service: Service) -> None:
+    rows = csv_rows(service.list_tables())[1:-1]
+    assert [r.split(",")[0] for r in rows] == ["query_errors", "query_log", "query_patterns"]
+    assert all(r.split(",")[2] == "1" for r in rows)
+
+
+def test_a_count_past_the_deadline_leaves_the_cell_empty(
+    make_service: Callable[..., Service], db_path: Path
+) -> None:
+    clock = FakeClock()
+    service = make_service(clock_=clock, query_timeout=5.0)
+    setup_sql(
+        db_path,
+        # count(*) of a plain table is one VM step; an fts5 table is scanned row by row
+        "CREATE VIRTUAL TABLE big USING fts5(x);"
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000) "
+        "INSERT INTO big SELECT 'row ' || i FROM n;"
+        "CREATE TABLE small(x); INSERT INTO small VALUES (1);",
+    )
+    clock.step = 1.0  # every reading of the clock now costs a second
+    rows = csv_rows(service.list_tables())[1:-1]
+    assert "big,virtual,0," in rows
+    assert "small,table,0,1" in rows
+
+
+def test_list_tables_quotes_odd_names(service: Service, db_path: Path) -> None:
+    setup_sql(db_path, 'CREATE TABLE "odd ""name"", x"(a)')
+    assert '"odd ""name"", x",table,0,0' in csv_rows(service.list_tables())
+
+
+# -- describe_table ---------------------------------------------------------------------------
+
+
+def test_describe_table_lists_columns_foreign_keys_and_indexes(shop: Service) -> None:
+    assert shop.describe_table("orders") == "\n".join(
+        [
+            "# table orders",
+            "# columns",
+            "cid,name,type,notnull,default,pk",
+            "0,id,INTEGER,0,,1",
+            "1,customer_id,INTEGER,0,,0",
+            "2,note,TEXT,0,,0",
+            "# foreign keys",
+            "id,seq,table,from,to,on_update,on_delete",
+            "0,0,customer,customer_id,id,NO ACTION,CASCADE",
+            "# indexes",
+            "name,unique,origin,partial,columns",
+            "orders_lower,0,c,1,<expression>",
+            'orders_note,1,c,0,"note,customer_id"',
+        ]
+    )
+
+
+def test_describe_table_shows_defaults_and_not_null(shop: Service) -> None:
+    text = shop.describe_table("customer")
+    assert "1,name,TEXT,1,'anon',0" in text
+    assert "# foreign keys" not in text
+    assert "# indexes" not in text
+
+
+def test_describe_a_view_and_a_server_table(shop: Service) -> None:
+    assert shop.describe_table("big_customers").splitlines()[0] == "# view big_customers"
+    server = shop.describe_table("query_log").splitlines()
+    assert server[0] == "# table query_log (server object, read-only)"
+    assert "1,ts,TEXT,1,,0" in server
+
+
+def test_describe_table_finds_names_case_insensitively(shop: Service) -> None:
+    assert shop.describe_table("ORDERS").startswith("# table orders")
+
+
+def test_describe_an_unknown_table_is_not_found_with_a_hint(shop: Service) -> None:
+    with pytest.raises(NotFound, match="list_tables"):
+        shop.describe_table("nope")
+
+
+def test_shadow_tables_cannot_be_described(shop: Service) -> None:
+    with pytest.raises(NotFound):
+        shop.describe_table("docs_data")
+
+
+@pytest.mark.parametrize("table", [pytest.param("", id="empty"), pytest.param("  ", id="blank")])
+def test_describe_table_needs_a_name(shop: Service, table: str) -> None:
+    with pytest.raises(InvalidArgument):
+        shop.describe_table(table)
+
+
+# -- get_schema -------------------------------------------------------------------------------
+
+
+def test_get_schema_shows_user_objects_only_by_default(shop: Service) -> None:
+    schema = shop.get_schema()
+    assert "CREATE TABLE customer(" in schema
+    assert "CREATE VIRTUAL TABLE docs USING fts5(body);" in schema
+    assert "CREATE UNIQUE INDEX orders_note ON orders(note, customer_id);" in schema
+    assert 'CREATE VIEW "big_customers" AS\n-- Who buys.\nSELECT name FROM customer;' in schema
+    assert "query_log" not in schema
+    assert "docs_data" not in schema
+    assert "sqlite_" not in schema
+
+
+def test_get_schema_with_system_shows_server_objects(shop: Service) -> None:
+    schema = shop.get_schema(include_system=True)
+    for name in ("query_log", "query_errors", "query_patterns", "query_log_no_update"):
+        assert name in schema
+    assert "docs_data" not in schema
+    assert "CREATE TABLE customer(" in schema
+
+
+def test_get_schema_orders_tables_before_indexes_before_views(shop: Service) -> None:
+    schema = shop.get_schema()
+    assert schema.index("CREATE TABLE") < schema.index("CREATE UNIQUE INDEX")
+    assert schema.index("CREATE UNIQUE INDEX") < schema.index("CREATE VIEW")
+
+
+def test_get_schema_of_an_empty_database_says_so(service: Service) -> None:
+    assert service.get_schema() == (
+        "-- the database has no tables or views yet; create one with write_query"
+    )
+    assert "CREATE TABLE query_log" in service.get_schema(include_system=True)

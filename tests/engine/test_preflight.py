@@ -1,0 +1,331 @@
+"""Preflight: the statement's kind, WHERE checks, the right tool, fingerprints and names."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sqlgate.engine.policy import Tier
+from sqlgate.engine.preflight import (
+    Statement,
+    check_tier,
+    inspect_statement,
+    validate_new_name,
+)
+from sqlgate.errors import InvalidArgument, PolicyDenied
+
+R, W, D, V = Tier.READ, Tier.WRITE, Tier.DESTRUCTIVE, Tier.VIEW
+
+
+@pytest.mark.parametrize(
+    ("sql", "kind"),
+    [
+        pytest.param("SELECT 1", "SELECT", id="select"),
+        pytest.param("select 1", "SELECT", id="select-lower"),
+        pytest.param("VALUES (1), (2)", "VALUES", id="values"),
+        pytest.param("WITH x AS (SELECT 1) SELECT * FROM x", "SELECT", id="with-select"),
+        pytest.param(
+            "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 3) "
+            "SELECT n FROM c",
+            "SELECT",
+            id="with-recursive-select",
+        ),
+        pytest.param(
+            "WITH a AS (SELECT 1), b AS (SELECT 2) SELECT * FROM a, b", "SELECT", id="two-ctes"
+        ),
+        pytest.param("WITH x AS (SELECT 1) INSERT INTO t SELECT * FROM x", "INSERT", id="w-ins"),
+        pytest.param("WITH x AS (SELECT 1) UPDATE t SET a = 1 WHERE a IN x", "UPDATE", id="w-up"),
+        pytest.param("WITH x AS (SELECT 1) DELETE FROM t WHERE a IN x", "DELETE", id="w-del"),
+        pytest.param("INSERT INTO t VALUES (1)", "INSERT", id="insert"),
+        pytest.param("INSERT OR IGNORE INTO t VALUES (1)", "INSERT", id="insert-or-ignore"),
+        pytest.param("INSERT OR REPLACE INTO t VALUES (1)", "REPLACE", id="insert-or-replace"),
+        pytest.param("REPLACE INTO t VALUES (1)", "REPLACE", id="replace"),
+        pytest.param("UPDATE t SET a = 1 WHERE b = 2", "UPDATE", id="update"),
+        pytest.param("DELETE FROM t WHERE b = 2", "DELETE", id="delete"),
+        pytest.param("CREATE TABLE t (x)", "CREATE TABLE", id="create-table"),
+        pytest.param("CREATE TABLE IF NOT EXISTS t (x)", "CREATE TABLE", id="create-if-not"),
+        pytest.param("CREATE TEMP TABLE t (x)", "CREATE TEMP TABLE", id="create-temp"),
+        pytest.param("CREATE TEMPORARY TABLE t (x)", "CREATE TEMP TABLE", id="create-temporary"),
+        pytest.param("CREATE TEMP VIEW v AS SELECT 1", "CREATE TEMP VIEW", id="temp-view"),
+        pytest.param(
+            "CREATE TEMP TRIGGER g AFTER INSERT ON t BEGIN SELECT 1; END",
+            "CREATE TEMP TRIGGER",
+            id="temp-trigger",
+        ),
+        pytest.param("CREATE INDEX i ON t (x)", "CREATE INDEX", id="create-index"),
+        pytest.param("CREATE UNIQUE INDEX i ON t (x)", "CREATE INDEX", id="create-unique-index"),
+        pytest.param(
+            "CREATE VIRTUAL TABLE f USING fts5(body)", "CREATE VIRTUAL TABLE", id="create-virtual"
+        ),
+        pytest.param("CREATE VIEW v AS SELECT 1", "CREATE VIEW", id="create-view"),
+        pytest.param(
+            "CREATE TRIGGER g AFTER INSERT ON t BEGIN SELECT 1; END",
+            "CREATE TRIGGER",
+            id="create-trigger",
+        ),
+        pytest.param("DROP TABLE t", "DROP TABLE", id="drop-table"),
+        pytest.param("DROP TABLE IF EXISTS t", "DROP TABLE", id="drop-table-if-exists"),
+        pytest.param("DROP VIEW v", "DROP VIEW", id="drop-view"),
+        pytest.param("DROP INDEX i", "DROP INDEX", id="drop-index"),
+        pytest.param("DROP TRIGGER g", "DROP TRIGGER", id="drop-trigger"),
+        pytest.param("ALTER TABLE t RENAME TO u", "ALTER TABLE", id="alter"),
+        pytest.param("EXPLAIN SELECT 1", "EXPLAIN", id="explain"),
+        pytest.param("EXPLAIN QUERY PLAN SELECT 1", "EXPLAIN", id="explain-query-plan"),
+        pytest.param("PRAGMA table_info(t)", "PRAGMA", id="pragma"),
+        pytest.param("ANALYZE", "ANALYZE", id="analyze"),
+        pytest.param("REINDEX", "REINDEX", id="reindex"),
+        pytest.param("VACUUM", "VACUUM", id="vacuum"),
+        pytest.param("VACUUM INTO 'copy.db'", "VACUUM", id="vacuum-into"),
+        pytest.param("ATTACH 'x.db' AS x", "ATTACH", id="attach"),
+        pytest.param("DETACH x", "DETACH", id="detach"),
+        pytest.param("BEGIN IMMEDIATE", "BEGIN", id="begin"),
+        pytest.param("COMMIT", "COMMIT", id="commit"),
+        pytest.param("END", "COMMIT", id="end-is-commit"),
+        pytest.param("ROLLBACK", "ROLLBACK", id="rollback"),
+        pytest.param("SAVEPOINT a", "SAVEPOINT", id="savepoint"),
+        pytest.param("RELEASE a", "RELEASE", id="release"),
+        pytest.param("-- why\nSELECT 1", "SELECT", id="line-comment-first"),
+        pytest.param("/* why */ DELETE FROM t", "DELETE", id="block-comment-first"),
+        pytest.param("\n  /* a */ -- b\n  UPDATE t SET a = 1", "UPDATE", id="comments-and-space"),
+        pytest.param("", "UNKNOWN", id="empty"),
+        pytest.param("-- only a comment", "UNKNOWN", id="only-comment"),
+    ],
+)
+def test_inspect_statement_finds_the_kind(sql: str, kind: str) -> None:
+    assert inspect_statement(sql).kind == kind
+
+
+@pytest.mark.parametrize(
+    ("sql", "has_where"),
+    [
+        pytest.param("UPDATE t SET a = 1", False, id="update-no-where"),
+        pytest.param("UPDATE t SET a = 1 WHERE id = 1", True, id="update-where"),
+        pytest.param("update t set a = 1 where id = 1", True, id="update-where-lower"),
+        pytest.param(
+            "UPDATE t SET a = (SELECT b FROM u WHERE u.id = 1)", False, id="subquery-where"
+        ),
+        pytest.param(
+            "UPDATE t SET a = (SELECT b FROM u WHERE u.id = t.id) WHERE t.id > 3",
+            True,
+            id="subquery-and-where",
+        ),
+        pytest.param("UPDATE t SET a = 1 RETURNING a", False, id="returning-no-where"),
+        pytest.param("UPDATE t SET a = 1 WHERE id = 2 RETURNING a", True, id="where-returning"),
+        pytest.param(
+            "DELETE FROM t RETURNING (SELECT 1 FROM u WHERE u.x = 1)",
+            False,
+            id="where-only-in-returning",
+        ),
+        pytest.param("UPDATE t SET note = 'WHERE'", False, id="where-in-string"),
+        pytest.param('UPDATE t SET "where" = 1', False, id="where-as-identifier"),
+        pytest.param("UPDATE t SET a = 1 -- WHERE id = 1", False, id="where-in-comment"),
+        pytest.param(
+            "UPDATE t SET a = u.b FROM (SELECT * FROM u WHERE u.x) AS u", False, id="from-subquery"
+        ),
+        pytest.param("UPDATE t SET a = u.b FROM u WHERE t.id = u.id", True, id="update-from"),
+        pytest.param("DELETE FROM t", False, id="delete-no-where"),
+        pytest.param("DELETE FROM t WHERE id IN (SELECT id FROM u)", True, id="delete-where"),
+        pytest.param(
+            "WITH x AS (SELECT id FROM u WHERE u.gone) DELETE FROM t", False, id="cte-where"
+        ),
+        pytest.param(
+            "WITH x AS (SELECT id FROM u) DELETE FROM t WHERE id IN x", True, id="cte-and-where"
+        ),
+        pytest.param(
+            "WITH x AS (SELECT 1 WHERE 1) UPDATE t SET a = 1", False, id="cte-where-update"
+        ),
+    ],
+)
+def test_update_and_delete_where_detection(sql: str, has_where: bool) -> None:
+    assert inspect_statement(sql).has_where is has_where
+
+
+@pytest.mark.parametrize(
+    ("sql", "fts_delete"),
+    [
+        pytest.param("INSERT INTO docs(docs) VALUES ('delete-all')", True, id="delete-all"),
+        pytest.param(
+            "INSERT INTO docs(docs, rowid, body) VALUES ('delete', 1, 'x')", True, id="delete"
+        ),
+        pytest.param("insert into Docs(docs) values ('DELETE-ALL')", True, id="any-case"),
+        pytest.param('INSERT INTO "docs"("docs") VALUES (\'delete-all\')', True, id="quoted-names"),
+        pytest.param(
+            "WITH a AS (SELECT 1) INSERT INTO docs(docs) VALUES ('delete-all')", True, id="cte"
+        ),
+        pytest.param("INSERT INTO docs(docs) SELECT 'delete-all'", True, id="insert-select"),
+        pytest.param("INSERT INTO docs(docs) VALUES ('optimize')", False, id="optimize"),
+        pytest.param("INSERT INTO docs(docs) VALUES ('rebuild')", False, id="rebuild"),
+        pytest.param("INSERT INTO docs(body) VALUES ('delete-all')", False, id="other-column"),
+        pytest.param("INSERT INTO docs VALUES ('delete-all')", False, id="no-column-list"),
+        pytest.param("INSERT INTO notes(body) VALUES ('x')", False, id="plain-insert"),
+    ],
+)
+def test_fts_delete_commands_are_recognised(sql: str, fts_delete: bool) -> None:
+    assert inspect_statement(sql).fts_delete is fts_delete
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        pytest.param("INSERT INTO main.docs(docs) VALUES ('delete-all')", id="schema-prefix"),
+        pytest.param("INSERT INTO docs AS d(docs) VALUES ('delete-all')", id="alias"),
+    ],
+)
+def test_fts_delete_commands_are_recognised_in_any_spelling(sql: str) -> None:
+    assert inspect_statement(sql).fts_delete
+
+
+@pytest.mark.parametrize(
+    ("sql", "tier", "tool"),
+    [
+        pytest.param("INSERT INTO t VALUES (1)", R, "write_query", id="insert-in-read"),
+        pytest.param("CREATE TABLE t (x)", R, "write_query", id="create-in-read"),
+        pytest.param("UPDATE t SET a = 1 WHERE b", R, "write_query", id="update-in-read"),
+        pytest.param("DELETE FROM t WHERE b", R, "destructive_query", id="delete-in-read"),
+        pytest.param("DELETE FROM t WHERE b", W, "destructive_query", id="delete-in-write"),
+        pytest.param("DROP TABLE t", W, "destructive_query", id="drop-in-write"),
+        pytest.param("ALTER TABLE t ADD y", W, "destructive_query", id="alter-in-write"),
+        pytest.param("REINDEX", W, "destructive_query", id="reindex-in-write"),
+        pytest.param(
+            "CREATE TRIGGER g AFTER INSERT ON t BEGIN SELECT 1; END",
+            W,
+            "destructive_query",
+            id="trigger-in-write",
+        ),
+        pytest.param("UPDATE t SET a = 1", W, "destructive_query", id="update-no-where"),
+        pytest.param("UPDATE t SET a = 1", R, "destructive_query", id="update-no-where-read"),
+        pytest.param(
+            "INSERT INTO docs(docs) VALUES ('delete-all')", W, "destructive_query", id="fts-del"
+        ),
+        pytest.param("CREATE VIEW v AS SELECT 1", W, "create_view", id="view-in-write"),
+        pytest.param("CREATE VIEW v AS SELECT 1", D, "create_view", id="view-in-destructive"),
+        pytest.param("SELECT 1", W, "read_query", id="select-in-write"),
+        pytest.param("PRAGMA table_info(t)", D, "read_query", id="pragma-in-destructive"),
+        pytest.param("PRAGMA table_info(t)", V, "read_query", id="pragma-in-view"),
+        pytest.param("EXPLAIN SELECT 1", V, "read_query", id="explain-in-view"),
+    ],
+)
+def test_check_tier_names_the_right_tool(sql: str, tier: Tier, tool: str) -> None:
+    with pytest.raises(PolicyDenied) as caught:
+        check_tier(inspect_statement(sql), tier)
+    assert f"use {tool}" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("sql", "phrase"),
+    [
+        pytest.param("ATTACH 'x.db' AS x", "ATTACH is never allowed", id="attach"),
+        pytest.param("DETACH x", "DETACH is never allowed", id="detach"),
+        pytest.param("VACUUM", "VACUUM is never allowed", id="vacuum"),
+        pytest.param("VACUUM INTO 'x.db'", "VACUUM is never allowed", id="vacuum-into"),
+        pytest.param("BEGIN", "transaction control", id="begin"),
+        pytest.param("COMMIT", "transaction control", id="commit"),
+        pytest.param("END", "transaction control", id="end"),
+        pytest.param("ROLLBACK", "transaction control", id="rollback"),
+        pytest.param("SAVEPOINT a", "SAVEPOINT is never allowed", id="savepoint"),
+        pytest.param("RELEASE a", "RELEASE is never allowed", id="release"),
+        pytest.param("CREATE TEMP TABLE t (x)", "TEMP", id="temp-table"),
+        pytest.param("CREATE TEMPORARY VIEW v AS SELECT 1", "TEMP", id="temp-view"),
+    ],
+)
+@pytest.mark.parametrize("tier", list(Tier), ids=lambda tier: tier.value)
+def test_check_tier_refuses_never_kinds_in_every_tier(sql: str, phrase: str, tier: Tier) -> None:
+    with pytest.raises(PolicyDenied, match=phrase):
+        check_tier(inspect_statement(sql), tier)
+
+
+@pytest.mark.parametrize(
+    ("sql", "tier"),
+    [
+        pytest.param("SELECT 1", R, id="select-read"),
+        pytest.param("WITH x AS (SELECT 1) SELECT * FROM x", R, id="with-read"),
+        pytest.param("VALUES (1)", R, id="values-read"),
+        pytest.param("EXPLAIN SELECT 1", R, id="explain-read"),
+        pytest.param("PRAGMA table_info(t)", R, id="pragma-read"),
+        pytest.param("SELECT 1", V, id="select-view"),
+        pytest.param("INSERT INTO t VALUES (1)", W, id="insert-write"),
+        pytest.param("REPLACE INTO t VALUES (1)", W, id="replace-write"),
+        pytest.param("UPDATE t SET a = 1 WHERE b", W, id="update-where-write"),
+        pytest.param("CREATE TABLE t (x)", W, id="create-table-write"),
+        pytest.param("CREATE INDEX i ON t (x)", W, id="create-index-write"),
+        pytest.param("CREATE VIRTUAL TABLE f USING fts5(x)", W, id="create-vtable-write"),
+        pytest.param("ANALYZE", W, id="analyze-write"),
+        pytest.param("INSERT INTO t VALUES (1)", D, id="insert-destructive"),
+        pytest.param("UPDATE t SET a = 1", D, id="update-no-where-destructive"),
+        pytest.param("DELETE FROM t", D, id="delete-destructive"),
+        pytest.param("DROP TABLE t", D, id="drop-destructive"),
+        pytest.param("ALTER TABLE t ADD y", D, id="alter-destructive"),
+        pytest.param("INSERT INTO docs(docs) VALUES ('delete-all')", D, id="fts-del-destr"),
+    ],
+)
+def test_check_tier_accepts_what_the_tier_takes(sql: str, tier: Tier) -> None:
+    check_tier(inspect_statement(sql), tier)
+
+
+def test_check_tier_leaves_unknown_kinds_to_sqlite() -> None:
+    check_tier(Statement("UNKNOWN"), Tier.READ)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        pytest.param("SELEC 1", id="typo"),
+        pytest.param("this is not sql", id="prose"),
+        pytest.param("; SELECT 1", id="leading-semicolon"),
+    ],
+)
+def test_check_tier_leaves_unrecognised_verbs_to_sqlite(sql: str) -> None:
+    check_tier(inspect_statement(sql), Tier.READ)
+
+
+PROTECTED = frozenset({"query_log", "query_errors"})
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("my_view", id="snake"),
+        pytest.param("_private", id="underscore-first"),
+        pytest.param("A1", id="letters-digits"),
+        pytest.param("x" * 128, id="128-chars"),
+        pytest.param("query_log_extra", id="prefix-of-server-name"),
+    ],
+)
+def test_validate_new_name_accepts_plain_names(name: str) -> None:
+    assert validate_new_name(name, "view", PROTECTED) == name
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("", id="empty"),
+        pytest.param("1abc", id="digit-first"),
+        pytest.param("a-b", id="dash"),
+        pytest.param("a b", id="space"),
+        pytest.param("a.b", id="dot"),
+        pytest.param('a"b', id="quote"),
+        pytest.param("café", id="non-ascii"),
+        pytest.param("name\n", id="trailing-newline"),
+        pytest.param("x" * 129, id="129-chars"),
+        pytest.param("sqlite_stats", id="sqlite-prefix"),
+        pytest.param("SQLite_Stats", id="sqlite-prefix-any-case"),
+        pytest.param(123, id="not-a-string"),
+    ],
+)
+def test_validate_new_name_refuses_bad_names(name: object) -> None:
+    with pytest.raises(InvalidArgument, match="view name"):
+        validate_new_name(name, "view", PROTECTED)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["query_log", "Query_Log", "QUERY_ERRORS"])
+def test_validate_new_name_refuses_server_names_in_any_case(name: str) -> None:
+    with pytest.raises(PolicyDenied, match="server object"):
+        validate_new_name(name, "view", PROTECTED)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=200))
+def test_inspect_statement_never_raises_on_any_text(text: str) -> None:
+    statement = inspect_statement(text)
+    assert statement.kind

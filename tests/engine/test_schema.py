@@ -1,0 +1,175 @@
+"""Server objects: migrations by user_version, ownership checks, append-only triggers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import apsw
+import pytest
+
+from sqlgate.config import Settings
+from sqlgate.engine.database import Database
+from sqlgate.engine.schema import (
+    APPLICATION_ID,
+    FTS5_SHADOW_SUFFIXES,
+    MIGRATIONS,
+    REGISTRY,
+    migrate,
+    protected_names,
+)
+from sqlgate.errors import StartupError
+
+NEWEST = MIGRATIONS[-1].version
+
+
+@pytest.fixture
+def conn(tmp_path: Path) -> Iterator[apsw.Connection]:
+    connection = apsw.Connection(str(tmp_path / "schema.db"))
+    yield connection
+    connection.close()
+
+
+def objects(conn: apsw.Connection) -> dict[str, str]:
+    return {
+        str(name): str(kind)
+        for name, kind in conn.execute(
+            "SELECT name, type FROM sqlite_schema WHERE name NOT LIKE 'sqlite%'"
+        )
+    }
+
+
+def test_migrate_creates_the_log_its_triggers_and_views(conn: apsw.Connection) -> None:
+    assert migrate(conn) == NEWEST
+    assert objects(conn) == {
+        "query_log": "table",
+        "query_log_no_update": "trigger",
+        "query_log_no_delete": "trigger",
+        "query_log_no_replace": "trigger",
+        "query_errors": "view",
+        "query_patterns": "view",
+    }
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(query_log)")]
+    assert columns == [
+        "id", "ts", "session", "tool", "query", "ok", "rows", "error", "duration_ms", "detail",
+    ]  # fmt: skip
+
+
+def test_migrate_marks_the_file_as_sqlgates(conn: apsw.Connection) -> None:
+    migrate(conn)
+    assert conn.pragma("user_version") == NEWEST
+    assert conn.pragma("application_id") == APPLICATION_ID
+
+
+def test_migrating_twice_changes_nothing(conn: apsw.Connection) -> None:
+    migrate(conn)
+    schema_before = list(conn.execute("SELECT type, name, sql FROM sqlite_schema"))
+    version_before = conn.pragma("schema_version")
+    assert migrate(conn) == NEWEST
+    assert list(conn.execute("SELECT type, name, sql FROM sqlite_schema")) == schema_before
+    assert conn.pragma("schema_version") == version_before
+
+
+def test_migrate_keeps_user_tables_of_an_unmarked_database(conn: apsw.Connection) -> None:
+    conn.execute("CREATE TABLE mine(x); INSERT INTO mine VALUES (42)")
+    migrate(conn)
+    assert conn.execute("SELECT x FROM mine").fetchall() == [(42,)]
+
+
+@pytest.mark.parametrize(
+    ("user_version", "application_id"),
+    [
+        pytest.param(7, 0, id="foreign-user-version-no-app-id"),
+        pytest.param(7, 0x47504B47, id="foreign-user-version-and-app-id"),
+        pytest.param(0, 0x47504B47, id="foreign-app-id-only"),
+        pytest.param(NEWEST + 1, APPLICATION_ID, id="newer-sqlgate"),
+    ],
+)
+def test_a_database_sqlgate_does_not_own_is_refused_and_left_untouched(
+    tmp_path: Path, user_version: int, application_id: int
+) -> None:
+    path = tmp_path / "other.db"
+    other = apsw.Connection(str(path))
+    other.execute("CREATE TABLE theirs(x); INSERT INTO theirs VALUES (1)")
+    other.pragma("user_version", user_version)
+    other.pragma("application_id", application_id)
+    other.close()
+    before = path.read_bytes()
+    with pytest.raises(StartupError) as caught:
+        Database.open(Settings(db=path))
+    assert "\n" not in str(caught.value)
+    assert path.read_bytes() == before
+    assert not Path(f"{path}-wal").exists()
+
+
+def test_migrate_refuses_a_foreign_database_on_its_own(conn: apsw.Connection) -> None:
+    conn.pragma("user_version", 3)
+    with pytest.raises(StartupError, match="another application"):
+        migrate(conn)
+    assert objects(conn) == {}
+
+
+def test_migrate_refuses_a_newer_schema(conn: apsw.Connection) -> None:
+    migrate(conn)
+    conn.pragma("user_version", NEWEST + 1)
+    with pytest.raises(StartupError, match="newer sqlgate"):
+        migrate(conn)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        pytest.param("UPDATE query_log SET ok = 0", id="update"),
+        pytest.param("UPDATE query_log SET error = 'x' WHERE id = 1", id="update-one"),
+        pytest.param("DELETE FROM query_log", id="delete-all"),
+        pytest.param("DELETE FROM query_log WHERE id = 1", id="delete-one"),
+        pytest.param(
+            "INSERT OR REPLACE INTO query_log (id, ts, session, tool, ok) "
+            "VALUES (1, 'x', 's', 't', 1)",
+            id="replace",
+        ),
+        pytest.param(
+            "REPLACE INTO query_log (id, ts, session, tool, ok) VALUES (1, 'x', 's', 't', 1)",
+            id="replace-verb",
+        ),
+        pytest.param(
+            "INSERT INTO query_log (id, ts, session, tool, ok) VALUES (1, 'x', 's', 't', 1) "
+            "ON CONFLICT(id) DO UPDATE SET ok = 0",
+            id="upsert",
+        ),
+    ],
+)
+def test_query_log_is_append_only_for_direct_connections(
+    conn: apsw.Connection, statement: str
+) -> None:
+    migrate(conn)
+    conn.execute(
+        "INSERT INTO query_log (ts, session, tool, ok) VALUES ('2026-01-01', 's', 'read_query', 1)"
+    )
+    with pytest.raises(apsw.ConstraintError, match="append-only"):
+        conn.execute(statement)
+    assert conn.execute("SELECT ts, tool, ok FROM query_log").fetchall() == [
+        ("2026-01-01", "read_query", 1)
+    ]
+
+
+def test_protected_names_hold_the_registry_and_fts5_shadow_tables() -> None:
+    names = protected_names()
+    for obj in REGISTRY:
+        assert obj.name.lower() in names
+    fts5 = [obj.name for obj in REGISTRY if obj.kind == "fts5"]
+    assert fts5, "the registry reserves an fts5 index"
+    for name in fts5:
+        for suffix in FTS5_SHADOW_SUFFIXES:
+            assert f"{name}{suffix}".lower() in names
+    assert {"query_log", "query_errors", "query_patterns", "memory_events_fts_data"} <= names
+    assert all(name == name.lower() for name in names)
+
+
+def test_fts5_shadow_suffixes_match_what_sqlite_creates(conn: apsw.Connection) -> None:
+    conn.execute("CREATE VIRTUAL TABLE probe USING fts5(body)")
+    shadows = {
+        str(name)
+        for (name,) in conn.execute("SELECT name FROM pragma_table_list WHERE type = 'shadow'")
+    }
+    assert shadows == {f"probe{suffix}" for suffix in FTS5_SHADOW_SUFFIXES}

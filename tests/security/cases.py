@@ -1,0 +1,107 @@
+"""Building adversarial cases and checking them: one call, refused (or harmless), no change.
+
+A case is `pytest.param(tool, args, expected, phrase, id=...)`: `expected` is the exact
+`SqlgateError` class the call must raise, or `HARMLESS` when it must succeed; `phrase`, when
+given, must appear in the error message. `@OUTSIDE@` in a string argument becomes the watched
+folder that file-writing attacks point at.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sqlgate.engine.textsearch import SearchRequest
+from sqlgate.errors import SqlgateError
+from sqlgate.service import Service
+from tests.security.conftest import World
+from tests.security.fingerprint import appended_log_rows, assert_unchanged
+
+__all__ = [
+    "HARMLESS",
+    "Expected",
+    "call",
+    "case",
+    "check_refused_and_unchanged",
+    "destructive",
+    "read",
+    "write",
+]
+
+HARMLESS = None
+Expected = type[SqlgateError] | None
+OUTSIDE = "@OUTSIDE@"
+
+
+def case(
+    tool: str,
+    args: Mapping[str, Any],
+    expected: Expected,
+    id: str,
+    phrase: str = "",
+    xfail: str = "",
+) -> Any:
+    marks = [pytest.mark.xfail(strict=True, reason=xfail)] if xfail else []
+    return pytest.param(tool, dict(args), expected, phrase, id=f"{tool}-{id}", marks=marks)
+
+
+def read(query: str, expected: Expected, id: str, **kw: Any) -> Any:
+    return case("read_query", {"query": query}, expected, id, **kw)
+
+
+def write(query: str, expected: Expected, id: str, **kw: Any) -> Any:
+    params = kw.pop("params", None)
+    args: dict[str, Any] = {"query": query} | ({"params": params} if params is not None else {})
+    return case("write_query", args, expected, id, **kw)
+
+
+def destructive(query: str, expected: Expected, id: str, **kw: Any) -> Any:
+    return case("destructive_query", {"query": query}, expected, id, **kw)
+
+
+def _placed(value: Any, world: World) -> Any:
+    if isinstance(value, str):
+        return value.replace(OUTSIDE, str(world.outside))
+    return value
+
+
+def call(service: Service, tool: str, args: Mapping[str, Any]) -> str:
+    """Call one tool through its Service method, as a surface would."""
+    kwargs = dict(args)
+    if tool == "search_text":
+        params = kwargs.pop("params", None)
+        return service.search_text(SearchRequest(**kwargs), params=params)
+    if tool == "destructive_query":
+        kwargs.setdefault("reason", "security suite: this must be refused")
+    result = getattr(service, tool)(**kwargs)
+    assert isinstance(result, str)
+    return result
+
+
+def check_refused_and_unchanged(
+    world: World, tool: str, args: Mapping[str, Any], expected: Expected, phrase: str
+) -> None:
+    placed = {key: _placed(value, world) for key, value in args.items()}
+    before = world.state()
+    if expected is HARMLESS:
+        call(world.service, tool, placed)
+    else:
+        with pytest.raises(SqlgateError) as caught:
+            call(world.service, tool, placed)
+        assert type(caught.value) is expected, f"{type(caught.value).__name__}: {caught.value}"
+        assert phrase in str(caught.value)
+    after = world.state()
+    if tool == "destructive_query" and expected is HARMLESS:
+        # a destructive call that succeeds leaves its snapshot, and nothing else
+        folder = world.service.settings.snapshot_dir.relative_to(world.root)
+        (snapshot,) = after.files - before.files
+        assert Path(snapshot).parent == folder
+        after = dataclasses.replace(after, files=before.files)
+    assert_unchanged(before, after)
+    (audit,) = appended_log_rows(before, after)
+    assert audit["tool"] == tool
+    assert audit["ok"] == (expected is HARMLESS)

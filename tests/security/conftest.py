@@ -1,0 +1,106 @@
+"""The world adversarial calls run against: a seeded database, a watched folder, a fast clock.
+
+The database lives in `<tmp>/db/`; `<tmp>/outside/` is where ATTACH and VACUUM INTO attacks
+point, and the working directory during each test, so a relative file name lands there too.
+The whole `<tmp>` folder is watched for new files. The clock moves one second on every
+reading, so with a 500 s budget a statement gets ~500 progress checks (~100k VM steps):
+CPU bombs time out deterministically and at once, while real statements finish.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import apsw
+import pytest
+
+from sqlgate.config import Settings
+from sqlgate.errors import SqlError
+from sqlgate.service import Service
+from tests.conftest import FakeClock
+from tests.security.fingerprint import DatabaseState, capture
+
+MAX_UPDATE_ROWS = 5
+QUERY_TIMEOUT = 500.0
+
+SEED = """
+CREATE TABLE items(
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    qty INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO items(name, qty) VALUES
+    ('apple', 3), ('pear', 7), ('plum', 1), ('fig', 12), ('kiwi', 4), ('lime', 9),
+    ('date', 2), ('sloe', 5), ('yuzu', 8), ('quince', 6), ('delete-all', 0), ('rebuild', 0);
+CREATE INDEX items_name ON items(name);
+CREATE TABLE parents(id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+CREATE TABLE children(
+    id INTEGER PRIMARY KEY,
+    parent_id INTEGER NOT NULL REFERENCES parents(id) ON DELETE CASCADE ON UPDATE CASCADE,
+    label TEXT
+);
+INSERT INTO parents VALUES (1, 'ada'), (2, 'bo'), (3, 'cy');
+INSERT INTO children(parent_id, label) VALUES
+    (1, 'a1'), (1, 'a2'), (1, 'a3'), (2, 'b1'), (2, 'b2'), (2, 'b3'), (3, 'c1'), (3, 'c2'),
+    (3, 'c3');
+CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT);
+INSERT INTO notes(body) VALUES ('first note');
+CREATE VIEW cheap_items AS SELECT id, name FROM items WHERE qty < 5;
+CREATE VIRTUAL TABLE docs USING fts5(title, body);
+INSERT INTO docs(title, body) VALUES
+    ('alpha', 'the quick brown fox'), ('beta', 'jumps over the lazy dog'),
+    ('gamma', 'sphinx of black quartz'), ('delta', 'judge my vow'),
+    ('epsilon', 'pack my box'), ('zeta', 'with five dozen liquor jugs'),
+    ('eta', 'how vexingly quick'), ('theta', 'daft zebras jump');
+CREATE VIRTUAL TABLE tokens USING fts5(body, content='');
+INSERT INTO tokens(rowid, body) SELECT rowid, body FROM docs;
+CREATE VIRTUAL TABLE boxes USING rtree(id, minx, maxx, miny, maxy);
+INSERT INTO boxes VALUES
+    (1, 0, 1, 0, 1), (2, 1, 2, 1, 2), (3, 2, 3, 2, 3), (4, 3, 4, 3, 4),
+    (5, 4, 5, 4, 5), (6, 5, 6, 5, 6), (7, 6, 7, 6, 7), (8, 7, 8, 7, 8);
+"""
+
+
+@dataclass
+class World:
+    service: Service
+    root: Path  # watched for new files
+    outside: Path  # where file-writing attacks point
+    clock: FakeClock
+
+    def state(self) -> DatabaseState:
+        return capture(self.service, self.root)
+
+
+def seed(path: Path) -> None:
+    """User objects, written by a plain connection as any program could."""
+    conn = apsw.Connection(str(path))
+    try:
+        conn.execute(SEED)
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    (tmp_path / "db").mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    monkeypatch.chdir(outside)
+    clock = FakeClock(step=1.0)
+    settings = Settings(
+        db=tmp_path / "db" / "agent.db",
+        query_timeout=QUERY_TIMEOUT,
+        max_update_rows=MAX_UPDATE_ROWS,
+    )
+    service = Service.open(settings, clock=clock, session="s-security")
+    try:
+        seed(settings.db)
+        service.read_query("SELECT count(*) FROM items")  # older audit rows to keep intact
+        with pytest.raises(SqlError):
+            service.read_query("SELECT * FROM no_such_table")
+        yield World(service, tmp_path, outside, clock)
+    finally:
+        service.close()

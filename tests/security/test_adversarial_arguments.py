@@ -1,0 +1,225 @@
+"""Adversarial names, descriptions and fragments for the tools that are not plain SQL.
+
+create_view (name, select_sql, description, replace), describe_table, search_text (table,
+columns, where, key_column, pattern, limits), list_tables and get_schema: each case is
+refused with the named error, or is harmless; either way nothing changes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from sqlgate.errors import InvalidArgument, NotFound, PolicyDenied, SqlError
+from tests.security.cases import HARMLESS, Expected, case, check_refused_and_unchanged
+from tests.security.conftest import World
+from tests.security.fingerprint import assert_unchanged
+
+DENIED, SQL, BAD, MISSING = PolicyDenied, SqlError, InvalidArgument, NotFound
+ANSWER = "SELECT 42 AS answer"
+
+
+def view(name: Any, select_sql: Any, expected: Expected, id: str, **extra: Any) -> Any:
+    return case("create_view", {"name": name, "select_sql": select_sql, **extra}, expected, id)
+
+
+def describe(table: Any, expected: Expected, id: str) -> Any:
+    return case("describe_table", {"table": table}, expected, id)
+
+
+def search(expected: Expected, id: str, **request: Any) -> Any:
+    return case("search_text", {"pattern": "a", "table": "items", **request}, expected, id)
+
+
+VIEW_NAMES = [
+    view("v; DROP TABLE items", ANSWER, BAD, "name-with-statement"),
+    view('v" AS SELECT 1; DROP TABLE items; --', ANSWER, BAD, "name-with-quote"),
+    view("", ANSWER, BAD, "empty-name"),
+    view("1view", ANSWER, BAD, "name-starts-with-digit"),
+    view("sqlite_master", ANSWER, BAD, "sqlite-master"),
+    view("sqlite_view", ANSWER, BAD, "sqlite-prefix"),
+    view("v" * 129, ANSWER, BAD, "name-too-long"),
+    view("v\x00x", ANSWER, BAD, "name-with-nul"),
+    view("ｖｉｅｗ", ANSWER, BAD, "fullwidth-name"),
+    view("temp.v", ANSWER, BAD, "temp-qualified"),
+    view("main.v", ANSWER, BAD, "main-qualified"),
+    view(None, ANSWER, BAD, "none-name"),
+    view(42, ANSWER, BAD, "number-name"),
+    view("query_errors", ANSWER, DENIED, "replace-server-view", replace=True),
+    view("Query_Patterns", ANSWER, DENIED, "replace-server-view-mixed-case", replace=True),
+    view("query_log", ANSWER, DENIED, "server-table-name", replace=True),
+    view("QUERY_LOG", ANSWER, DENIED, "server-table-name-upper"),
+    view("memory_events", ANSWER, DENIED, "reserved-name"),
+    view("memory_events_fts_data", ANSWER, DENIED, "reserved-shadow-name"),
+    view("claims", ANSWER, DENIED, "reserved-claims"),
+    view("query_log_no_update", ANSWER, DENIED, "server-trigger-name"),
+    view("items", ANSWER, DENIED, "replace-user-table", replace=True),
+    view("docs", ANSWER, DENIED, "replace-virtual-table", replace=True),
+    view("items_name", ANSWER, SQL, "index-name"),
+    view("docs_data", ANSWER, SQL, "shadow-table-name"),
+    view("cheap_items", ANSWER, BAD, "existing-view-without-replace"),
+]
+
+VIEW_BODIES = [
+    view("v", "SELECT 1; DROP TABLE items", DENIED, "then-drop"),
+    view("v", "SELECT 1 --\n; DROP TABLE items", DENIED, "comment-then-drop"),
+    view("v", "SELECT 1 UNION SELECT 2; ATTACH 'evil.db' AS evil", DENIED, "then-attach"),
+    view("v", "SELECT * FROM items) ; DROP TABLE items; --", SQL, "close-paren-then-drop"),
+    view("v", "DELETE FROM items", DENIED, "delete"),
+    view("v", "WITH x AS (SELECT 1) DELETE FROM items", DENIED, "cte-delete"),
+    view("v", "INSERT INTO items(name) VALUES ('x') RETURNING *", DENIED, "insert-returning"),
+    view("v", "CREATE TABLE x(a)", DENIED, "create-table"),
+    view("v", "PRAGMA table_info(items)", DENIED, "pragma"),
+    view("v", "EXPLAIN SELECT 1", DENIED, "explain"),
+    view("v", "BEGIN", DENIED, "begin"),
+    view("v", "ATTACH 'evil.db' AS evil", DENIED, "attach"),
+    view("v", "VACUUM INTO '@OUTSIDE@/copy.db'", DENIED, "vacuum-into"),
+    view("v", "SELECT load_extension('evil')", DENIED, "load-extension"),
+    view("v", "SELECT * FROM temp.sqlite_master", SQL, "reads-temp"),
+    view("v", "SELECT * FROM no_such_table", SQL, "missing-table"),
+    view("v", "SELECT name FROM items WHERE name = ?", BAD, "parameter"),
+    view("v", "", BAD, "empty"),
+    view("v", "  ;  ", BAD, "only-semicolon"),
+    view("v", 42, BAD, "number"),
+    view("v", ANSWER, BAD, "description-with-nul", description="x\x00y"),
+    view("v", ANSWER, BAD, "description-with-escape", description="\x1b[31mred"),
+    view("v", ANSWER, BAD, "description-too-long", description="x" * 2001),
+    view("v", ANSWER, BAD, "description-number", description=42),
+]
+
+DESCRIBE = [
+    describe("items; DROP TABLE items", MISSING, "statement"),
+    describe('items"; DROP TABLE items; --', MISSING, "quote"),
+    describe("query_log' OR '1'='1", MISSING, "or-true"),
+    describe("sqlite_master", MISSING, "sqlite-master"),
+    describe("sqlite_schema", MISSING, "sqlite-schema"),
+    describe("sqlite_sequence", MISSING, "sqlite-sequence"),
+    describe("../db/agent.db", MISSING, "path"),
+    describe("main.items", MISSING, "qualified"),
+    describe("docs_data", MISSING, "shadow-table"),
+    describe("pragma_table_info", MISSING, "pragma-function"),
+    describe("memory_events", MISSING, "reserved-not-yet-created"),
+    describe("items\x00", MISSING, "nul"),
+    describe("", BAD, "empty"),
+    describe("   ", BAD, "blank"),
+    describe(None, BAD, "none"),
+    describe(42, BAD, "number"),
+    describe("query_log", HARMLESS, "server-table"),
+    describe("QUERY_LOG", HARMLESS, "server-table-upper"),
+    describe("query_errors", HARMLESS, "server-view"),
+    describe("docs", HARMLESS, "fts5-table"),
+    describe("boxes", HARMLESS, "rtree-table"),
+]
+
+SEARCH = [
+    search(MISSING, "table-with-statement", table="items; DROP TABLE items"),
+    search(MISSING, "table-sqlite-master", table="sqlite_master"),
+    search(MISSING, "table-shadow", table="docs_data"),
+    search(BAD, "column-with-statement", columns=["name; DROP TABLE items"]),
+    search(BAD, "column-with-quote", columns=['name" FROM items; --']),
+    search(BAD, "columns-as-string", columns="name"),
+    search(BAD, "columns-empty", columns=[]),
+    search(BAD, "column-number", columns=[1]),
+    search(BAD, "key-with-statement", key_column="id; DROP TABLE items"),
+    search(BAD, "key-rowid-of-view", table="cheap_items", key_column="rowid"),
+    search(BAD, "key-number", key_column=5),
+    search(BAD, "where-then-delete", where="1); DELETE FROM items; --"),
+    search(BAD, "where-then-attach", where="1\n) ; ATTACH 'evil.db' AS evil; --"),
+    search(BAD, "where-then-pragma", where="1) ; PRAGMA query_only = 0; --"),
+    search(DENIED, "where-load-extension", where="load_extension('evil') IS NULL"),
+    search(DENIED, "where-writable-schema", where="(SELECT * FROM pragma_writable_schema)"),
+    search(BAD, "where-unterminated-comment", where="1 /*"),
+    search(SQL, "where-with-delete-expression", where="(DELETE FROM items)"),
+    search(BAD, "where-empty", where=""),
+    search(BAD, "where-blank", where="   "),
+    search(BAD, "where-nul", where="1\x00) ; DELETE FROM items; --"),
+    search(
+        BAD,
+        "where-escapes-parens-reads",
+        columns=["name"],
+        where="1) UNION SELECT 1, sql FROM sqlite_schema /*",
+    ),
+    search(HARMLESS, "where-reads-log", where="(SELECT count(*) FROM query_log) > 0"),
+    search(HARMLESS, "where-bound-sql", where="name = ?", params=["x'; DROP TABLE items; --"]),
+    search(BAD, "pattern-empty", pattern=""),
+    search(BAD, "pattern-invalid", pattern="("),
+    search(BAD, "pattern-too-long", pattern="x" * 1001),
+    search(BAD, "pattern-backreference", pattern="(?P<n>a)(?P=n)"),
+    search(BAD, "pattern-huge-repetition", pattern="a{1000}{1000}"),
+    search(HARMLESS, "pattern-catastrophic-in-backtracking", pattern="(a+)+$"),
+    search(HARMLESS, "pattern-literal-sql", pattern="'; DROP TABLE items; --", fixed_strings=True),
+    search(BAD, "limit-zero", limit=0),
+    search(BAD, "limit-huge", limit=10**9),
+    search(BAD, "limit-bool", limit=True),
+    search(BAD, "context-negative", context_chars=-1),
+    search(BAD, "context-huge", context_chars=10**6),
+    search(HARMLESS, "server-table", table="query_log"),
+    search(HARMLESS, "fts5-table", table="docs"),
+    search(HARMLESS, "rtree-table", table="boxes", pattern="1"),
+    search(HARMLESS, "view", table="cheap_items"),
+]
+
+INTROSPECTION = [
+    case("list_tables", {"include_row_counts": True}, HARMLESS, "with-counts"),
+    case("list_tables", {"include_row_counts": False}, HARMLESS, "without-counts"),
+    case("get_schema", {"include_system": True}, HARMLESS, "with-system"),
+    case("get_schema", {"include_system": False}, HARMLESS, "without-system"),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "expected", "phrase"),
+    VIEW_NAMES + VIEW_BODIES + DESCRIBE + SEARCH + INTROSPECTION,
+)
+def test_adversarial_arguments_are_refused_and_change_nothing(
+    world: World, tool: str, args: dict[str, Any], expected: Expected, phrase: str
+) -> None:
+    check_refused_and_unchanged(world, tool, args, expected, phrase)
+
+
+INJECTED_DESCRIPTIONS = [
+    pytest.param("x\nDROP TABLE items", id="newline-then-statement"),
+    pytest.param("x\r\nDROP TABLE items; --", id="crlf-then-statement"),
+    pytest.param("x\rDROP TABLE items", id="carriage-return"),
+    pytest.param("x\u2028DROP TABLE items", id="line-separator"),
+    pytest.param("x\x85DROP TABLE items", id="next-line"),
+    pytest.param("x\v\fDROP TABLE items", id="vertical-tab-form-feed"),
+    pytest.param("x\n) ; DROP TABLE items; --", id="close-paren"),
+    pytest.param("ends */ here\n/* opens", id="block-comment-markers"),
+    pytest.param("'; DROP TABLE items; --", id="quote"),
+    pytest.param("-- already a comment\nSELECT 2", id="second-select"),
+    pytest.param("\n\n\n", id="only-newlines"),
+    pytest.param("SELECT 1;\nSELECT 2;", id="statements"),
+]
+
+
+@pytest.mark.parametrize("description", INJECTED_DESCRIPTIONS)
+def test_an_injected_description_stays_a_comment_in_the_view(
+    world: World, description: str
+) -> None:
+    before = world.state()
+    world.service.create_view("answer_view", ANSWER, description=description)
+    after = world.state()
+    new_schema = sorted(set(after.schema) - set(before.schema), key=repr)
+    assert [(row[0], row[1]) for row in new_schema] == [("view", "answer_view")]
+    assert set(before.schema) <= set(after.schema)
+    assert world.service.read_query("SELECT * FROM answer_view") == "answer\n42\n# 1 rows"
+    # the description changed nothing but the schema: the view row is the only difference
+    unchanged = dataclasses.replace(
+        after,
+        schema=before.schema,
+        pragmas={**after.pragmas, "schema_version": before.pragmas["schema_version"]},
+    )
+    assert_unchanged(before, unchanged)
+
+
+def test_a_view_over_a_refused_pragma_is_saved_but_never_read(world: World) -> None:
+    # EXPLAIN does not run the pragma function, so the body passes; with trusted_schema off
+    # SQLite itself refuses it inside a view, before the read policy would
+    world.service.create_view("schema_flag", "SELECT * FROM pragma_writable_schema")
+    before = world.state()
+    with pytest.raises(SqlError, match="unsafe use of virtual table"):
+        world.service.read_query("SELECT * FROM schema_flag")
+    assert_unchanged(before, world.state())

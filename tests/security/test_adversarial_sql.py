@@ -1,0 +1,670 @@
+"""Adversarial SQL for read_query, write_query and destructive_query.
+
+Each case is refused with the named error (or is harmless), and afterwards every table, the
+schema, the file-level pragmas, the connections' hardening and the watched folder are as they
+were; the audit log grew by the one row that records the call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sqlgate.errors import InvalidArgument, LimitExceeded, PolicyDenied, SqlError
+from tests.security.cases import HARMLESS, Expected, case, check_refused_and_unchanged
+from tests.security.cases import destructive as d
+from tests.security.cases import read as r
+from tests.security.cases import write as w
+from tests.security.conftest import World
+
+DENIED, SQL, BAD, BIG = PolicyDenied, SqlError, InvalidArgument, LimitExceeded
+FORGED = "INSERT INTO query_log(ts, session, tool, ok) VALUES ('t', 's', 'forged', 1)"
+NEW_ITEM = "INSERT INTO items(name) VALUES ('intruder')"
+
+COMMENT_AND_WHITESPACE = [
+    r("/* harmless */ DELETE FROM items", DENIED, "block-comment-then-delete"),
+    r("-- a comment\nDELETE FROM items WHERE id = 1", DENIED, "line-comment-then-delete"),
+    r("\n\t  DROP TABLE items", DENIED, "whitespace-then-drop"),
+    r("/* a */ -- b\n/* c */ UPDATE items SET qty = 0 WHERE id = 1", DENIED, "comment-pile"),
+    r("SELECT 1 /* unterminated", HARMLESS, "select-unterminated-comment"),
+    r("SELECT 1 -- ; DROP TABLE items", HARMLESS, "drop-inside-line-comment"),
+    r("SELECT 1 /* ; DROP TABLE items */", HARMLESS, "drop-inside-block-comment"),
+    r("SELECT '; DROP TABLE items; --'", HARMLESS, "drop-inside-string"),
+    r('SELECT 1 AS "; DROP TABLE items"', HARMLESS, "drop-inside-identifier"),
+    w("UPDATE items SET qty = 0 -- WHERE id = 1", DENIED, "where-in-line-comment"),
+    w("UPDATE items SET qty = 0 /* WHERE id = 1 */", DENIED, "where-in-block-comment"),
+    w("UPDATE items SET qty = 0 /* WHERE id = 1", DENIED, "where-in-unterminated-comment"),
+    w("update/**/items/**/set/**/qty=0", DENIED, "comments-as-spaces"),
+    w("UPDATE items SET name = 'x WHERE id = 1'", DENIED, "where-in-string"),
+    w('UPDATE items SET qty = 0, name = "WHERE"', DENIED, "where-as-quoted-name"),
+    w("UPDATE items SET qty = 0, name = [WHERE]", DENIED, "where-in-brackets"),
+    w("UPDATE items SET qty = 0, name = `WHERE`", DENIED, "where-in-backticks"),
+    w(
+        "UPDATE items SET name = '\\' , qty = 0 --' WHERE id = 1",
+        DENIED,
+        "backslash-is-no-escape-in-sqlite",
+    ),
+    w("UPDATE items SET qty = (SELECT 1 WHERE 1)", DENIED, "where-only-in-subquery"),
+    w("UPDATE items SET qty = 1 RETURNING (SELECT 1 WHERE 1)", DENIED, "where-only-in-returning"),
+    w(";; UPDATE items SET qty = 0", DENIED, "leading-semicolons"),
+    w(
+        "UPDATE items SET qty = $v::WHERE",
+        DENIED,
+        "where-inside-tcl-variable",
+        params={"v::WHERE": 0},
+    ),
+    w(
+        "UPDATE items SET qty = @v::WHERE",
+        DENIED,
+        "where-inside-at-variable",
+        params={"v::WHERE": 0},
+    ),
+    w(
+        "UPDATE items SET qty = :v::WHERE",
+        DENIED,
+        "where-inside-colon-variable",
+        params={"v::WHERE": 0},
+    ),
+    w(
+        "UPDATE items SET qty = $v\xa0WHERE\xa01",
+        DENIED,
+        "where-inside-nbsp-variable",
+        params={"v\xa0WHERE\xa01": 0},
+    ),
+    w(
+        "UPDATE items SET qty = $v\u2028WHERE\u20281",
+        DENIED,
+        "where-inside-line-separator",
+        params={"v\u2028WHERE\u20281": 0},
+    ),
+    w("UPDATE items SET qty = 0\u3000WHERE\u3000id = 1", DENIED, "ideographic-space"),
+    w("UPDATE items SET qty = 0 'unterminated", BAD, "unterminated-string"),
+    w('INSERT INTO items(name) VALUES ("unterminated)', BAD, "unterminated-identifier"),
+    w("INSRT INTO items(name) VALUES ('x')", BAD, "misspelt-verb"),
+    r("SELECT 1\x00; DELETE FROM items", BAD, "nul-then-delete"),
+    w("INSERT INTO items(name) VALUES ('x')\x00; DROP TABLE items", BAD, "nul-then-drop"),
+]
+
+MULTIPLE_STATEMENTS = [
+    r("SELECT 1; DELETE FROM items", DENIED, "select-then-delete"),
+    r("SELECT 1;DROP TABLE items", DENIED, "select-then-drop-no-space"),
+    r("SELECT 1;/**/DROP TABLE items", DENIED, "select-comment-drop"),
+    r("SELECT 1 -- c\n; DROP TABLE items", DENIED, "semicolon-after-comment"),
+    r("SELECT 1;\n\n-- later\nDROP TABLE items;", DENIED, "drop-on-a-later-line"),
+    r("SELECT 1; ; ; DELETE FROM items", DENIED, "empty-statements-then-delete"),
+    r("SELECT 1; ATTACH 'evil.db' AS evil", DENIED, "select-then-attach"),
+    r("SELECT 1; PRAGMA query_only = 0", DENIED, "select-then-pragma"),
+    w(f"{NEW_ITEM}; DELETE FROM items", DENIED, "insert-then-delete"),
+    w(f"{NEW_ITEM}; {FORGED}", DENIED, "insert-then-forge-log"),
+    w(f"{NEW_ITEM};\n-- more\nDROP TABLE items", DENIED, "insert-comment-drop"),
+    w(f"{NEW_ITEM}; COMMIT; DROP TABLE items", DENIED, "insert-commit-drop"),
+    w("CREATE TABLE t2(a); DROP TABLE items", DENIED, "create-then-drop"),
+    d("DELETE FROM items WHERE id = 1; DROP TABLE query_log", DENIED, "delete-then-drop-log"),
+    d("DROP TABLE notes; DELETE FROM query_log", DENIED, "drop-then-clear-log"),
+]
+
+CTE_WRAPPED_DML = [
+    r("WITH x AS (SELECT 1) DELETE FROM items", DENIED, "cte-delete"),
+    r("WITH x AS (SELECT 1) INSERT INTO items(name) SELECT 'x' FROM x", DENIED, "cte-insert"),
+    r("WITH x AS (SELECT 1) UPDATE items SET qty = 0 WHERE id = 1", DENIED, "cte-update"),
+    r("WITH x AS (SELECT 1) REPLACE INTO items(id, name) VALUES (1, 'x')", DENIED, "cte-replace"),
+    r("WITH RECURSIVE x(n) AS (SELECT 1) DELETE FROM items WHERE id IN x", DENIED, "cte-rec-del"),
+    r("WITH x AS (DELETE FROM items RETURNING id) SELECT * FROM x", SQL, "dml-inside-cte"),
+    w("WITH x AS (SELECT 1) UPDATE items SET qty = 0", DENIED, "cte-update-no-where"),
+    w("WITH replace AS (SELECT 1) UPDATE items SET qty = 0", DENIED, "cte-named-replace"),
+    w("WITH insert_ AS (SELECT 1), b AS (SELECT 2) UPDATE items SET qty = 0", DENIED, "two-ctes"),
+    w(
+        "WITH x(a) AS MATERIALIZED (SELECT 1 WHERE 1) UPDATE items SET qty = 0",
+        DENIED,
+        "materialized-cte-with-where",
+    ),
+    w("WITH x AS (SELECT 1) DELETE FROM items WHERE id = 1", DENIED, "cte-delete"),
+    w("WITH x AS (SELECT id FROM items) DELETE FROM items WHERE id IN x", DENIED, "cte-delete-in"),
+    w(f"WITH x AS (SELECT 1) {FORGED}", DENIED, "cte-forge-log"),
+    d("WITH x AS (SELECT 1) DELETE FROM query_log WHERE id IN x", DENIED, "cte-clear-log"),
+]
+
+TIER_CONFUSION = [
+    r(NEW_ITEM, DENIED, "insert"),
+    r("REPLACE INTO items(id, name) VALUES (1, 'x')", DENIED, "replace"),
+    r("UPDATE items SET qty = 0 WHERE id = 1", DENIED, "update"),
+    r("CREATE TABLE t2(a)", DENIED, "create-table"),
+    r("CREATE INDEX i2 ON items(qty)", DENIED, "create-index"),
+    r("ANALYZE", DENIED, "analyze"),
+    r("REINDEX", DENIED, "reindex"),
+    r("DROP VIEW cheap_items", DENIED, "drop-view"),
+    r("EXPLAIN DELETE FROM items", DENIED, "explain-delete"),
+    r("EXPLAIN QUERY PLAN DELETE FROM items", DENIED, "explain-query-plan-delete"),
+    r("EXPLAIN DROP TABLE items", DENIED, "explain-drop"),
+    r(f"EXPLAIN {FORGED}", DENIED, "explain-forge-log"),
+    w("SELECT 1", DENIED, "select"),
+    w("DELETE FROM items WHERE id = 1", DENIED, "delete"),
+    w("DROP TABLE items", DENIED, "drop-table"),
+    w("DROP INDEX items_name", DENIED, "drop-index"),
+    w("DROP VIEW cheap_items", DENIED, "drop-view"),
+    w("ALTER TABLE items ADD COLUMN extra TEXT", DENIED, "alter-add-column"),
+    w("ALTER TABLE items RENAME TO goods", DENIED, "alter-rename"),
+    w("REINDEX items", DENIED, "reindex"),
+    w("CREATE VIEW v2 AS SELECT 1", DENIED, "create-view"),
+    w("CREATE TRIGGER tg AFTER INSERT ON items BEGIN SELECT 1; END", DENIED, "create-trigger"),
+    w("EXPLAIN SELECT 1", DENIED, "explain"),
+    d("CREATE VIEW v2 AS SELECT 1", DENIED, "create-view"),
+    d("SELECT * FROM items", DENIED, "select"),
+    d("PRAGMA table_info(items)", DENIED, "pragma"),
+]
+
+TRANSACTIONS = [
+    r("BEGIN", DENIED, "begin"),
+    r("BEGIN IMMEDIATE", DENIED, "begin-immediate"),
+    r("/* x */ BEGIN EXCLUSIVE TRANSACTION", DENIED, "begin-exclusive"),
+    r("COMMIT", DENIED, "commit"),
+    r("END", DENIED, "end"),
+    r("ROLLBACK", DENIED, "rollback"),
+    w("SAVEPOINT sp", DENIED, "savepoint"),
+    w("RELEASE sp", DENIED, "release"),
+    w("ROLLBACK TO sp", DENIED, "rollback-to"),
+    w("COMMIT", DENIED, "commit"),
+    d("BEGIN", DENIED, "begin"),
+    d("END TRANSACTION", DENIED, "end-transaction"),
+    r("EXPLAIN BEGIN", DENIED, "explain-begin"),
+    r("EXPLAIN SAVEPOINT sp", DENIED, "explain-savepoint"),
+]
+
+FILE_WRITES = [
+    r("ATTACH 'evil.db' AS evil", DENIED, "attach-relative"),
+    r("ATTACH '@OUTSIDE@/evil.db' AS evil", DENIED, "attach-absolute"),
+    w("ATTACH DATABASE '@OUTSIDE@/evil.db' AS evil", DENIED, "attach-database"),
+    d("ATTACH 'file:@OUTSIDE@/evil.db?mode=rwc' AS evil", DENIED, "attach-uri"),
+    d("ATTACH ':memory:' AS scratch", DENIED, "attach-memory"),
+    d("ATTACH (SELECT '@OUTSIDE@/evil.db') AS evil", DENIED, "attach-expression"),
+    w("/* x */ ATTACH '@OUTSIDE@/evil.db' AS evil /* unterminated", DENIED, "attach-in-comments"),
+    r("EXPLAIN ATTACH '@OUTSIDE@/evil.db' AS evil", DENIED, "explain-attach"),
+    r("DETACH temp", DENIED, "detach-temp"),
+    d("DETACH DATABASE main", DENIED, "detach-main"),
+    r("VACUUM", DENIED, "vacuum"),
+    d("VACUUM", DENIED, "vacuum"),
+    r("VACUUM INTO '@OUTSIDE@/copy.db'", DENIED, "vacuum-into"),
+    w("VACUUM INTO 'copy.db'", DENIED, "vacuum-into-relative"),
+    d("VACUUM main INTO '@OUTSIDE@/copy.db'", DENIED, "vacuum-main-into"),
+    d("VACUUM INTO 'file:@OUTSIDE@/copy.db?mode=rwc'", DENIED, "vacuum-into-uri"),
+    w("-- x\nVACUUM INTO '@OUTSIDE@/copy.db' /* unterminated", DENIED, "vacuum-in-comments"),
+    r("EXPLAIN VACUUM INTO '@OUTSIDE@/copy.db'", HARMLESS, "explain-vacuum-into-runs-nothing"),
+    r("SELECT * FROM pragma_database_list", HARMLESS, "database-list"),
+]
+
+PRAGMA_WRITES = [
+    r("PRAGMA user_version = 7", DENIED, "user-version"),
+    r("PRAGMA main.user_version = 7", DENIED, "main-user-version"),
+    r("PRAGMA user_version(7)", DENIED, "user-version-call"),
+    r("PRAGMA application_id = 1", DENIED, "application-id"),
+    r("PRAGMA schema_version = 1", DENIED, "schema-version"),
+    r("PRAGMA query_only = 0", DENIED, "query-only-off"),
+    r("PRAGMA query_only = OFF", DENIED, "query-only-off-word"),
+    r("PRAGMA foreign_keys = OFF", DENIED, "foreign-keys-off"),
+    r("PRAGMA writable_schema = ON", DENIED, "writable-schema"),
+    r("PRAGMA trusted_schema = ON", DENIED, "trusted-schema"),
+    r("PRAGMA journal_mode = DELETE", DENIED, "journal-mode"),
+    r("PRAGMA journal_mode = OFF", DENIED, "journal-mode-off"),
+    r("PRAGMA synchronous = OFF", DENIED, "synchronous-off"),
+    r("PRAGMA locking_mode = EXCLUSIVE", DENIED, "locking-mode"),
+    r("PRAGMA recursive_triggers = ON", DENIED, "recursive-triggers"),
+    r("PRAGMA defer_foreign_keys = ON", DENIED, "defer-foreign-keys"),
+    r("PRAGMA ignore_check_constraints = ON", DENIED, "ignore-check-constraints"),
+    r("PRAGMA legacy_alter_table = ON", DENIED, "legacy-alter-table"),
+    r("PRAGMA cell_size_check = OFF", DENIED, "cell-size-check"),
+    r("PRAGMA secure_delete = OFF", DENIED, "secure-delete"),
+    r("PRAGMA max_page_count = 1", DENIED, "max-page-count"),
+    r("PRAGMA mmap_size = 268435456", DENIED, "mmap-size"),
+    r("PRAGMA cache_size = -1000000", DENIED, "cache-size"),
+    r("PRAGMA temp_store = MEMORY", DENIED, "temp-store"),
+    r("PRAGMA busy_timeout = 0", DENIED, "busy-timeout"),
+    r("PRAGMA hard_heap_limit = 1", DENIED, "hard-heap-limit"),
+    r("PRAGMA soft_heap_limit = 1", DENIED, "soft-heap-limit"),
+    r("PRAGMA threads = 8", DENIED, "threads"),
+    r("PRAGMA case_sensitive_like = ON", DENIED, "case-sensitive-like"),
+    r("PRAGMA reverse_unordered_selects = ON", DENIED, "reverse-unordered-selects"),
+    r("PRAGMA automatic_index = OFF", DENIED, "automatic-index"),
+    r("PRAGMA auto_vacuum = FULL", DENIED, "auto-vacuum"),
+    r("PRAGMA page_size = 512", DENIED, "page-size"),
+    r("PRAGMA encoding = 'UTF-16'", DENIED, "encoding"),
+    r("PRAGMA wal_checkpoint(TRUNCATE)", DENIED, "wal-checkpoint"),
+    r("PRAGMA optimize", DENIED, "optimize"),
+    r("PRAGMA incremental_vacuum", DENIED, "incremental-vacuum"),
+    r("PRAGMA shrink_memory", DENIED, "shrink-memory"),
+    r("PRAGMA analysis_limit = 1", DENIED, "analysis-limit"),
+    r("PRAGMA wal_autocheckpoint = 0", DENIED, "wal-autocheckpoint"),
+    r("EXPLAIN PRAGMA user_version = 7", DENIED, "explain-pragma-write"),
+    r("SELECT * FROM pragma_user_version(7)", SQL, "pragma-function-with-value"),
+    r("SELECT * FROM pragma_writable_schema", DENIED, "pragma-function-writable-schema"),
+    w("PRAGMA foreign_keys = OFF", DENIED, "foreign-keys-off"),
+    w("PRAGMA user_version = 7", DENIED, "user-version"),
+    d("PRAGMA writable_schema = ON", DENIED, "writable-schema"),
+    d("PRAGMA journal_mode = DELETE", DENIED, "journal-mode"),
+    r("PRAGMA user_version", HARMLESS, "user-version-read"),
+    r("PRAGMA foreign_key_check", HARMLESS, "foreign-key-check"),
+]
+
+EXTENSIONS_AND_FUNCTIONS = [
+    r("SELECT load_extension('@OUTSIDE@/evil.so')", DENIED, "load-extension"),
+    r("SELECT load_extension('evil', 'sqlite3_evil_init')", DENIED, "load-extension-entry"),
+    r("SELECT LOAD_EXTENSION('evil')", DENIED, "load-extension-upper"),
+    r("SELECT \"load_extension\"('evil')", DENIED, "load-extension-quoted"),
+    r("SELECT 1 WHERE load_extension('evil') IS NULL", DENIED, "load-extension-in-where"),
+    r("SELECT fts3_tokenizer('simple')", DENIED, "fts3-tokenizer-read"),
+    r("SELECT fts3_tokenizer('evil', x'0000000000000000')", DENIED, "fts3-tokenizer-write"),
+    r("SELECT readfile('/etc/hostname')", SQL, "readfile"),
+    r("SELECT writefile('@OUTSIDE@/out.txt', 'x')", SQL, "writefile"),
+    r("SELECT edit('text', 'vi')", SQL, "edit"),
+    w("INSERT INTO items(name) VALUES (load_extension('evil'))", DENIED, "load-extension"),
+    w("UPDATE items SET name = load_extension('evil') WHERE id = 1", DENIED, "load-ext-update"),
+    w("CREATE INDEX evil ON items(load_extension(name))", DENIED, "load-extension-index"),
+    d("DELETE FROM items WHERE load_extension('evil') IS NULL", DENIED, "load-extension"),
+    r("SELECT sqlite_compileoption_used('ENABLE_FTS5')", HARMLESS, "compileoption"),
+]
+
+TEMP_OBJECTS = [
+    w("CREATE TEMP TABLE scratch(a)", DENIED, "temp-table"),
+    w("CREATE TEMPORARY TABLE scratch(a)", DENIED, "temporary-table"),
+    w("CREATE TABLE temp.scratch(a)", DENIED, "temp-dot-table"),
+    w('CREATE TABLE "temp".scratch(a)', DENIED, "quoted-temp-dot-table"),
+    w("CREATE TABLE TEMP.scratch AS SELECT * FROM query_log", DENIED, "temp-copy-of-log"),
+    w("CREATE INDEX temp.i2 ON items(qty)", DENIED, "temp-index"),
+    w("CREATE VIRTUAL TABLE temp.f2 USING fts5(a)", DENIED, "temp-virtual-table"),
+    w(
+        "INSERT INTO temp.sqlite_master VALUES ('table', 'x', 'x', 0, 'CREATE TABLE x(a)')",
+        SQL,
+        "temp-catalog-insert",
+    ),
+    d("CREATE TEMP VIEW tv AS SELECT 1", DENIED, "temp-view"),
+    d("CREATE VIEW temp.tv AS SELECT 1", DENIED, "temp-dot-view"),
+    d("CREATE TEMP TRIGGER tt AFTER INSERT ON items BEGIN SELECT 1; END", DENIED, "temp-trigger"),
+    d(
+        "CREATE TRIGGER temp.tt AFTER INSERT ON main.items BEGIN SELECT 1; END",
+        DENIED,
+        "temp-dot-trigger",
+    ),
+    d(
+        "CREATE TEMP TRIGGER tt BEFORE INSERT ON query_log BEGIN SELECT RAISE(IGNORE); END",
+        DENIED,
+        "temp-trigger-silencing-log",
+    ),
+    d("DROP TABLE temp.scratch", DENIED, "drop-temp-table"),
+    r("SELECT * FROM temp.sqlite_master", HARMLESS, "read-temp-catalog-is-empty"),
+]
+
+TRIGGER_AND_VIEW_BODIES = [
+    d(
+        "CREATE TRIGGER tg AFTER INSERT ON items BEGIN DELETE FROM query_log; END",
+        DENIED,
+        "body-clears-log",
+    ),
+    d(f"CREATE TRIGGER tg AFTER INSERT ON items BEGIN {FORGED}; END", DENIED, "body-forges-log"),
+    d(
+        "CREATE TRIGGER tg AFTER INSERT ON items BEGIN "
+        "UPDATE query_log SET ok = 1 WHERE id > 0; END",
+        DENIED,
+        "body-rewrites-log",
+    ),
+    d(
+        "CREATE TRIGGER tg AFTER INSERT ON items BEGIN "
+        "REPLACE INTO query_log(id, ts, session, tool, ok) VALUES (1, 't', 's', 'x', 1); END",
+        DENIED,
+        "body-replaces-log",
+    ),
+    d(
+        'CREATE TRIGGER tg AFTER INSERT ON items BEGIN INSERT OR REPLACE INTO "query_log"(id, ts, '
+        "session, tool, ok) VALUES (1, 't', 's', 'x', 1); END",
+        DENIED,
+        "body-quoted-log",
+    ),
+    d(
+        "CREATE TRIGGER tg AFTER INSERT ON items BEGIN DELETE FROM [Query_Log] WHERE 1; END",
+        DENIED,
+        "body-bracketed-log",
+    ),
+    d(
+        "CREATE TRIGGER tg AFTER INSERT ON items BEGIN "
+        "UPDATE OR IGNORE `QUERY_LOG` SET ok = 0; END",
+        DENIED,
+        "body-backticked-log",
+    ),
+    d(
+        "CREATE TRIGGER tg AFTER INSERT ON items BEGIN INSERT INTO memory_events(content) "
+        "VALUES (new.name); END",
+        DENIED,
+        "body-writes-memory-events",
+    ),
+    d(
+        "CREATE TRIGGER tg AFTER UPDATE ON items BEGIN INSERT INTO memory_checkpoints "
+        "SELECT * FROM items; END",
+        DENIED,
+        "body-writes-checkpoints",
+    ),
+    d(
+        "CREATE TRIGGER tg AFTER DELETE ON children BEGIN UPDATE claims SET x = 1; END",
+        DENIED,
+        "body-writes-claims",
+    ),
+    d(
+        "CREATE TRIGGER tg BEFORE DELETE ON children BEGIN INSERT INTO claims_history VALUES (1); "
+        "END",
+        DENIED,
+        "body-writes-claims-history",
+    ),
+    d(
+        "CREATE TRIGGER tg AFTER INSERT ON items BEGIN INSERT INTO memory_events_fts("
+        "memory_events_fts) VALUES ('delete-all'); END",
+        DENIED,
+        "body-fts-command-on-server",
+    ),
+    d(
+        "CREATE TRIGGER tg AFTER INSERT ON items BEGIN DELETE FROM memory_events_fts_data; END",
+        DENIED,
+        "body-clears-server-shadow",
+    ),
+    d(
+        "CREATE TRIGGER tg AFTER INSERT ON items WHEN new.qty > 0 BEGIN SELECT 1; "
+        "DELETE FROM query_log WHERE id = 1; END",
+        DENIED,
+        "second-body-statement",
+    ),
+    d(
+        "CREATE TRIGGER tg INSTEAD OF INSERT ON cheap_items BEGIN DELETE FROM query_log; END",
+        DENIED,
+        "instead-of-on-user-view",
+    ),
+    d("CREATE TRIGGER tg AFTER INSERT ON query_log BEGIN SELECT 1; END", DENIED, "on-log"),
+    d(
+        "CREATE TRIGGER tg BEFORE INSERT ON query_log BEGIN SELECT RAISE(IGNORE); END",
+        DENIED,
+        "silence-log",
+    ),
+    d(
+        "CREATE TRIGGER tg BEFORE INSERT ON main.query_log BEGIN SELECT RAISE(IGNORE); END",
+        DENIED,
+        "silence-main-log",
+    ),
+    d('CREATE TRIGGER tg AFTER INSERT ON "QUERY_LOG" BEGIN SELECT 1; END', DENIED, "on-log-upper"),
+    d(
+        "CREATE TRIGGER tg INSTEAD OF INSERT ON query_errors BEGIN SELECT 1; END",
+        DENIED,
+        "on-server-view",
+    ),
+    d(
+        "CREATE TRIGGER tg INSTEAD OF DELETE ON query_patterns BEGIN SELECT 1; END",
+        DENIED,
+        "on-server-view-2",
+    ),
+    d(
+        "CREATE TRIGGER tg AFTER INSERT ON sqlite_sequence BEGIN SELECT 1; END",
+        SQL,
+        "on-sqlite-sequence",
+    ),
+    d("CREATE TRIGGER tg AFTER INSERT ON docs_data BEGIN SELECT 1; END", SQL, "on-shadow-table"),
+    d(
+        "CREATE TRIGGER query_log_no_update AFTER INSERT ON items BEGIN SELECT 1; END",
+        DENIED,
+        "takes-server-trigger-name",
+    ),
+    d(
+        "CREATE TRIGGER IF NOT EXISTS query_log_no_delete AFTER INSERT ON items BEGIN SELECT 1; "
+        "END",
+        DENIED,
+        "if-not-exists-server-trigger-name",
+    ),
+    d(
+        "CREATE TRIGGER memory_events AFTER INSERT ON items BEGIN SELECT 1; END",
+        DENIED,
+        "takes-reserved-name",
+    ),
+]
+
+SERVER_TABLES = [
+    w(FORGED, DENIED, "forge-log"),
+    w(FORGED.replace("INTO query_log", "INTO main.query_log"), DENIED, "forge-main-log"),
+    w(FORGED.replace("INTO query_log", 'INTO "QUERY_LOG"'), DENIED, "forge-quoted-log"),
+    w("INSERT INTO query_log SELECT * FROM query_log", DENIED, "duplicate-log"),
+    w(f"{FORGED} RETURNING *", DENIED, "forge-log-returning"),
+    w("UPDATE query_log SET ok = 1 WHERE ok = 0", DENIED, "rewrite-failures"),
+    w("UPDATE query_log SET error = NULL WHERE id = 1", DENIED, "erase-error"),
+    w(
+        "REPLACE INTO query_log(id, ts, session, tool, ok) VALUES (1, 't', 's', 'x', 1)",
+        DENIED,
+        "replace-log-row",
+    ),
+    w(
+        "INSERT INTO query_log(id, ts, session, tool, ok) VALUES (1, 't', 's', 'x', 1) "
+        "ON CONFLICT(id) DO UPDATE SET query = 'rewritten'",
+        DENIED,
+        "upsert-log-row",
+    ),
+    d("DELETE FROM query_log", DENIED, "clear-log"),
+    d("DELETE FROM query_log WHERE id = 1", DENIED, "delete-log-row"),
+    d("UPDATE query_log SET ok = 0", DENIED, "rewrite-log"),
+    d("DROP TABLE query_log", DENIED, "drop-log"),
+    d("DROP TABLE IF EXISTS query_log", DENIED, "drop-log-if-exists"),
+    d("DROP TABLE main.query_log", DENIED, "drop-main-log"),
+    d('DROP TABLE "Query_Log"', DENIED, "drop-log-mixed-case"),
+    d("ALTER TABLE query_log RENAME TO old_log", DENIED, "rename-log"),
+    d("ALTER TABLE query_log ADD COLUMN forged TEXT", DENIED, "add-column-to-log"),
+    d("ALTER TABLE query_log DROP COLUMN detail", DENIED, "drop-column-of-log"),
+    d("ALTER TABLE query_log RENAME COLUMN query TO q", DENIED, "rename-column-of-log"),
+    w("CREATE INDEX log_ts ON query_log(ts)", DENIED, "index-log"),
+    w("CREATE UNIQUE INDEX log_ts ON query_log(ts)", DENIED, "unique-index-log"),
+    w("CREATE INDEX IF NOT EXISTS main.log_ts ON query_log(session)", DENIED, "index-main-log"),
+    w("CREATE INDEX log_failures ON query_log(ts) WHERE ok = 0", DENIED, "partial-index-log"),
+    d("REINDEX query_log", HARMLESS, "reindex-log-rebuilds-nothing"),
+    d("DROP TRIGGER query_log_no_update", DENIED, "drop-append-only-trigger"),
+    d("DROP TRIGGER IF EXISTS query_log_no_delete", DENIED, "drop-append-only-trigger-2"),
+    d("DROP TRIGGER main.query_log_no_update", DENIED, "drop-main-append-only-trigger"),
+    d("DROP TRIGGER query_log_no_replace", DENIED, "drop-replace-trigger"),
+]
+
+SERVER_VIEWS = [
+    d("DROP VIEW query_errors", DENIED, "drop-view"),
+    d("DROP VIEW IF EXISTS query_patterns", DENIED, "drop-view-if-exists"),
+    d("DROP VIEW main.query_errors", DENIED, "drop-main-view"),
+    d('DROP VIEW "QUERY_ERRORS"', DENIED, "drop-view-upper"),
+    d("DROP TABLE query_errors", DENIED, "drop-view-as-table"),
+    d("ALTER TABLE query_patterns RENAME TO p", SQL, "rename-view"),
+    w("CREATE VIEW query_errors AS SELECT 1", DENIED, "create-over-view"),
+    w("CREATE TABLE query_patterns(x)", DENIED, "table-over-view"),
+    w("INSERT INTO query_errors(id) VALUES (1)", DENIED, "insert-into-view"),
+    d("DELETE FROM query_patterns", SQL, "delete-from-view"),
+]
+
+RESERVED_NAMES = [
+    w("CREATE TABLE memory_events(id)", DENIED, "memory-events"),
+    w("CREATE TABLE IF NOT EXISTS memory_events(id)", DENIED, "memory-events-if-not-exists"),
+    w('CREATE TABLE "Memory_Events"(id)', DENIED, "memory-events-mixed-case"),
+    w("CREATE TABLE main.memory_checkpoints(id)", DENIED, "memory-checkpoints"),
+    w("CREATE TABLE claims AS SELECT 1 AS x", DENIED, "claims-as-select"),
+    w("CREATE TABLE claims_history(x)", DENIED, "claims-history"),
+    w("CREATE VIRTUAL TABLE memory_events_fts USING fts5(content)", DENIED, "memory-fts"),
+    w("CREATE TABLE memory_events_fts_data(id, block)", DENIED, "memory-fts-shadow"),
+    w(
+        "CREATE TABLE memory_events_fts_config(k PRIMARY KEY, v) WITHOUT ROWID",
+        DENIED,
+        "memory-fts-config",
+    ),
+    w("CREATE VIRTUAL TABLE claims USING rtree(id, a, b)", DENIED, "claims-rtree"),
+    w("CREATE INDEX memory_events ON items(name)", DENIED, "index-takes-name"),
+    w("CREATE TABLE query_log_no_update(x)", DENIED, "table-takes-trigger-name"),
+    w("INSERT INTO memory_events(content) VALUES ('x')", SQL, "insert-before-it-exists"),
+    d("ALTER TABLE items RENAME TO memory_events", DENIED, "rename-user-table-to-reserved"),
+    d('ALTER TABLE items RENAME TO "CLAIMS"', DENIED, "rename-to-reserved-quoted"),
+    d("ALTER TABLE main.notes RENAME TO memory_events_fts_idx", DENIED, "rename-to-shadow-name"),
+    d("ALTER TABLE notes RENAME TO query_errors", DENIED, "rename-to-server-view"),
+]
+
+FTS_COMMANDS = [
+    w("INSERT INTO tokens(tokens) VALUES ('delete-all')", DENIED, "delete-all"),
+    w("INSERT INTO docs(docs) VALUES ('delete-all')", DENIED, "delete-all-regular-table"),
+    w("INSERT INTO tokens(tokens) VALUES (?)", DENIED, "delete-all-bound", params=["delete-all"]),
+    w(
+        "INSERT INTO tokens(tokens) VALUES (:cmd)",
+        DENIED,
+        "delete-all-named",
+        params={"cmd": "delete-all"},
+    ),
+    w(
+        "INSERT INTO tokens(tokens, rank) VALUES (?, NULL)",
+        DENIED,
+        "delete-all-bound-2",
+        params=["delete-all"],
+    ),
+    w(
+        "INSERT INTO tokens(rowid, tokens, body) VALUES (1, 'delete', 'the quick brown fox')",
+        DENIED,
+        "delete-reordered",
+    ),
+    w(
+        "INSERT INTO tokens(tokens, rowid, body) VALUES ('delete', 1, 'the quick brown fox')",
+        DENIED,
+        "delete",
+    ),
+    w("REPLACE INTO tokens(tokens) VALUES ('delete-all')", DENIED, "replace-delete-all"),
+    w("INSERT OR REPLACE INTO tokens(tokens) VALUES ('delete-all')", DENIED, "or-replace"),
+    w("INSERT INTO main.tokens(tokens) VALUES ('delete-all')", DENIED, "schema-qualified"),
+    w("INSERT INTO tokens AS t(tokens) VALUES ('delete-all')", DENIED, "aliased"),
+    w('INSERT INTO "tokens"("tokens") VALUES (\'delete-all\')', DENIED, "quoted"),
+    w("INSERT INTO [tokens]([Tokens]) VALUES ('DELETE-ALL')", DENIED, "bracketed-upper"),
+    w("INSERT INTO tokens(tokens) SELECT 'delete-all'", DENIED, "insert-select"),
+    w("INSERT INTO tokens(tokens) VALUES (lower('DELETE-ALL'))", DENIED, "computed"),
+    w("INSERT INTO tokens(tokens) VALUES ('delete' || '-all')", DENIED, "concatenated"),
+    w(
+        "INSERT INTO tokens(tokens) VALUES (char(100, 101, 108, 101, 116, 101, 45, 97, 108, 108))",
+        DENIED,
+        "char-codes",
+    ),
+    w("INSERT INTO tokens(tokens) VALUES (x'64656c6574652d616c6c')", DENIED, "blob"),
+    w("INSERT INTO tokens(tokens) SELECT name FROM items WHERE id = 11", DENIED, "from-a-row"),
+    w(
+        "WITH c(cmd) AS (SELECT 'delete-all') INSERT INTO tokens(tokens) SELECT cmd FROM c",
+        DENIED,
+        "from-a-cte",
+    ),
+    w(
+        "INSERT INTO tokens(tokens) VALUES ('delete-all') /* unterminated",
+        DENIED,
+        "unterminated-comment",
+    ),
+    w("/* x */ INSERT INTO tokens(tokens) VALUES ('delete-all')", DENIED, "leading-comment"),
+    w(
+        "; REPLACE INTO tokens(tokens, rowid, body) VALUES ('delete', 1, 'the quick brown fox')",
+        DENIED,
+        "after-a-semicolon",
+    ),
+    w("INSERT INTO docs(docs) VALUES ('rebuild')", DENIED, "rebuild"),
+    w("INSERT INTO docs(docs) SELECT name FROM items WHERE id = 12", DENIED, "rebuild-from-row"),
+    r("INSERT INTO docs(docs) VALUES ('optimize')", DENIED, "optimize-in-read"),
+    w(
+        "INSERT INTO memory_events_fts(memory_events_fts) VALUES ('delete-all')",
+        DENIED,
+        "server-fts-before-it-exists",
+    ),
+    w("INSERT INTO docs_data VALUES (1000, x'00')", SQL, "shadow-insert"),
+    w("UPDATE docs_config SET v = 99 WHERE k = 'version'", SQL, "shadow-update"),
+    d("DELETE FROM docs_data", SQL, "shadow-delete"),
+    d("DELETE FROM tokens_idx WHERE 1", SQL, "contentless-shadow-delete"),
+    d("DROP TABLE docs_content", SQL, "shadow-drop"),
+    d("ALTER TABLE docs_docsize RENAME TO x", SQL, "shadow-rename"),
+    w("INSERT INTO boxes_node VALUES (99, x'00')", SQL, "rtree-shadow-insert"),
+]
+
+SQLITE_INTERNALS = [
+    w("UPDATE sqlite_sequence SET seq = 0 WHERE name = 'items'", DENIED, "sequence-reset"),
+    w(
+        "INSERT INTO sqlite_sequence(name, seq) VALUES ('items', 1000000)",
+        DENIED,
+        "sequence-insert",
+    ),
+    w("REPLACE INTO sqlite_sequence(name, seq) VALUES ('items', -5)", DENIED, "sequence-replace"),
+    w("UPDATE sqlite_sequence SET seq = seq + 1 WHERE 1", DENIED, "sequence-bump"),
+    d("DROP TABLE sqlite_sequence", SQL, "sequence-drop"),
+    d("ALTER TABLE sqlite_sequence RENAME TO seq", SQL, "sequence-rename"),
+    w("CREATE INDEX seq_name ON sqlite_sequence(name)", SQL, "sequence-index"),
+    w(
+        "INSERT INTO sqlite_master VALUES ('table', 'x', 'x', 0, 'CREATE TABLE x(a)')",
+        SQL,
+        "catalog-insert",
+    ),
+    w(
+        "UPDATE sqlite_master SET sql = 'CREATE TABLE query_log(x)' WHERE name = 'query_log'",
+        SQL,
+        "catalog-rewrite",
+    ),
+    d("DELETE FROM sqlite_schema WHERE name LIKE 'query_log%'", SQL, "catalog-delete"),
+    d("UPDATE sqlite_schema SET sql = NULL WHERE type = 'trigger'", SQL, "catalog-kill-triggers"),
+    w("CREATE TABLE sqlite_evil(a)", SQL, "reserved-prefix-table"),
+    w("DELETE FROM sqlite_stat1", DENIED, "statistics-delete"),
+    w("INSERT INTO sqlite_stat1 VALUES ('items', NULL, '1')", SQL, "statistics-insert"),
+    w("CREATE TABLE sqlite_stat1(tbl, idx, stat)", SQL, "stat-table"),
+    w("CREATE VIRTUAL TABLE pages USING dbstat", DENIED, "dbstat-module"),
+    w("CREATE VIRTUAL TABLE t3 USING fts3(a)", DENIED, "fts3-module"),
+    w("CREATE VIRTUAL TABLE t4 USING fts4(a)", DENIED, "fts4-module"),
+    w("CREATE VIRTUAL TABLE t5 USING fts4aux(docs)", DENIED, "fts4aux-module"),
+    w("CREATE VIRTUAL TABLE t6 USING fts5vocab(docs, 'row')", DENIED, "fts5vocab-module"),
+    w("CREATE VIRTUAL TABLE t7 USING fts3tokenize(simple)", DENIED, "fts3tokenize-module"),
+    w("CREATE VIRTUAL TABLE t8 USING geopoly(a)", DENIED, "geopoly-module"),
+    w("CREATE VIRTUAL TABLE t9 USING csv(filename='/etc/passwd')", DENIED, "csv-module"),
+    r("SELECT * FROM dbstat LIMIT 1", HARMLESS, "dbstat-read"),
+]
+
+ARGUMENTS = [
+    case("read_query", {"query": ""}, BAD, "empty"),
+    case("read_query", {"query": "   \n"}, BAD, "blank"),
+    case("read_query", {"query": "-- only a comment"}, BAD, "only-comment"),
+    case("read_query", {"query": None}, BAD, "none"),
+    case("read_query", {"query": 42}, BAD, "number"),
+    case("read_query", {"query": "SELECT 1", "limit": 0}, BAD, "limit-zero"),
+    case("read_query", {"query": "SELECT 1", "limit": -1}, BAD, "limit-negative"),
+    case("read_query", {"query": "SELECT 1", "limit": True}, BAD, "limit-bool"),
+    case("read_query", {"query": "SELECT ?", "params": [b"bytes"]}, BAD, "param-bytes"),
+    case("read_query", {"query": "SELECT ?", "params": [["nested"]]}, BAD, "param-list"),
+    case("read_query", {"query": "SELECT ?", "params": "a string"}, BAD, "params-string"),
+    case("read_query", {"query": "SELECT :a", "params": {"": 1}}, BAD, "param-empty-name"),
+    case("read_query", {"query": "SELECT ?", "params": []}, BAD, "param-missing"),
+    case(
+        "read_query",
+        {"query": "SELECT ?", "params": ["'; DROP TABLE items; --"]},
+        HARMLESS,
+        "param-holds-sql",
+    ),
+    case(
+        "write_query",
+        {"query": "INSERT INTO notes(body) VALUES (?)", "params": [{"a": 1}]},
+        BAD,
+        "param-object",
+    ),
+    case("destructive_query", {"query": "DROP TABLE items", "reason": ""}, BAD, "no-reason"),
+    case("destructive_query", {"query": "DROP TABLE items", "reason": "   "}, BAD, "blank-reason"),
+    case("destructive_query", {"query": "DROP TABLE items", "reason": None}, BAD, "none-reason"),
+]
+
+CASES = [
+    *COMMENT_AND_WHITESPACE,
+    *MULTIPLE_STATEMENTS,
+    *CTE_WRAPPED_DML,
+    *TIER_CONFUSION,
+    *TRANSACTIONS,
+    *FILE_WRITES,
+    *PRAGMA_WRITES,
+    *EXTENSIONS_AND_FUNCTIONS,
+    *TEMP_OBJECTS,
+    *TRIGGER_AND_VIEW_BODIES,
+    *SERVER_TABLES,
+    *SERVER_VIEWS,
+    *RESERVED_NAMES,
+    *FTS_COMMANDS,
+    *SQLITE_INTERNALS,
+    *ARGUMENTS,
+]
+
+
+@pytest.mark.parametrize(("tool", "args", "expected", "phrase"), CASES)
+def test_adversarial_sql_is_refused_and_changes_nothing(
+    world: World, tool: str, args: dict[str, Any], expected: Expected, phrase: str
+) -> None:
+    check_refused_and_unchanged(world, tool, args, expected, phrase)

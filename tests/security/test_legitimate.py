@@ -1,0 +1,361 @@
+"""Legitimate SQL is never refused: each case's calls succeed with the expected output.
+
+A case is a short list of steps (set-up, the call under test, a read that checks its
+effect). Afterwards the server's objects are as they were, the audit log grew by one row
+per step, and the connections' hardening is intact: legitimate work never touches them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from sqlgate.engine.schema import protected_names
+from tests.security.cases import call
+from tests.security.conftest import World
+from tests.security.fingerprint import DatabaseState
+
+
+@dataclass(frozen=True)
+class Step:
+    tool: str
+    args: dict[str, Any]
+    expect: str  # must appear in the tool's output
+
+
+def r(query: str, expect: str, **args: Any) -> Step:
+    return Step("read_query", {"query": query, **args}, expect)
+
+
+def w(query: str, expect: str = "ok", **args: Any) -> Step:
+    return Step("write_query", {"query": query, **args}, expect)
+
+
+def d(query: str, expect: str = "snapshot:", **args: Any) -> Step:
+    return Step(
+        "destructive_query", {"query": query, "reason": "legitimate change", **args}, expect
+    )
+
+
+def legit(id: str, *steps: Step) -> Any:
+    return pytest.param(list(steps), id=id)
+
+
+READS = [
+    legit("trailing-line-comment", r("SELECT name FROM items WHERE id = 1 -- the first", "apple")),
+    legit("trailing-block-comment", r("SELECT name FROM items WHERE id = 1 /* why */", "apple")),
+    legit("trailing-semicolon-comment", r("SELECT name FROM items WHERE id = 1; -- done", "apple")),
+    legit(
+        "unterminated-trailing-comment", r("SELECT name FROM items WHERE id = 1 /* why", "apple")
+    ),
+    legit("leading-comment", r("-- the first\nSELECT name FROM items WHERE id = 1", "apple")),
+    legit(
+        "cte-select",
+        r("WITH cheap AS (SELECT name FROM items WHERE qty < 2) SELECT name FROM cheap", "plum"),
+    ),
+    legit(
+        "recursive-cte-bounded",
+        r(
+            "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 5) "
+            "SELECT sum(x) FROM n",
+            "\n15\n",
+        ),
+    ),
+    legit("cte-named-like-a-verb", r("WITH replace AS (SELECT 7 AS x) SELECT x FROM replace", "7")),
+    legit(
+        "pragma-table-info-function",
+        r("SELECT name FROM pragma_table_info('items') ORDER BY cid", "id\nname\nqty"),
+    ),
+    legit("pragma-table-info", r("PRAGMA table_info(items)", "qty")),
+    legit("pragma-foreign-key-list", r("PRAGMA foreign_key_list(children)", "parents")),
+    legit(
+        "pragma-index-list-function", r("SELECT name FROM pragma_index_list('items')", "items_name")
+    ),
+    legit("pragma-user-version", r("PRAGMA user_version", "user_version")),
+    legit("pragma-integrity-check", r("PRAGMA integrity_check", "ok")),
+    legit(
+        "explain-query-plan",
+        r("EXPLAIN QUERY PLAN SELECT * FROM items WHERE name = 'fig'", "items_name"),
+    ),
+    legit("explain", r("EXPLAIN SELECT 1", "Init")),
+    legit("values", r("VALUES (1, 'a'), (2, 'b')", "2,b")),
+    legit(
+        "window-function",
+        r("SELECT name, rank() OVER (ORDER BY qty DESC) AS place FROM items LIMIT 1", "fig,1"),
+    ),
+    legit("json-extract", r("""SELECT json_extract('{"a": [1, 2]}', '$.a[1]') AS v""", "v\n2")),
+    legit("json-each", r("SELECT sum(value) AS s FROM json_each('[1, 2, 3]')", "s\n6")),
+    legit("json-arrow", r("""SELECT '{"k": "v"}' ->> '$.k' AS v""", "v\nv")),
+    legit("json-group-array", r("SELECT json_group_array(id) AS a FROM parents", "[1,2,3]")),
+    legit("date-functions", r("SELECT date('2026-01-01', '+1 day') AS d", "2026-01-02")),
+    legit("bound-parameter", r("SELECT name FROM items WHERE id = ?", "pear", params=[2])),
+    legit("named-parameter", r("SELECT name FROM items WHERE id = :id", "plum", params={"id": 3})),
+    legit("read-server-table", r("SELECT tool FROM query_log ORDER BY id LIMIT 1", "read_query")),
+    legit("read-server-view", r("SELECT tool FROM query_errors LIMIT 1", "read_query")),
+    legit("read-sqlite-sequence", r("SELECT seq FROM sqlite_sequence WHERE name = 'items'", "12")),
+    legit("read-temp-catalog", r("SELECT count(*) AS n FROM temp.sqlite_master", "n\n0")),
+    legit(
+        "fts5-match-rank",
+        r("SELECT title FROM docs WHERE docs MATCH 'quick' ORDER BY rank", "alpha"),
+    ),
+    legit(
+        "fts5-bm25",
+        r("SELECT title, bm25(docs) < 0 AS scored FROM docs WHERE docs MATCH 'fox'", "alpha,1"),
+    ),
+    legit(
+        "fts5-highlight",
+        r("SELECT highlight(docs, 1, '[', ']') AS h FROM docs WHERE docs MATCH 'fox'", "[fox]"),
+    ),
+    legit("fts5-contentless-match", r("SELECT rowid FROM tokens WHERE tokens MATCH 'vow'", "4")),
+    legit("rtree-range", r("SELECT id FROM boxes WHERE minx >= 6 ORDER BY id", "id\n7\n8")),
+]
+
+WRITES = [
+    legit(
+        "insert-returning",
+        w("INSERT INTO notes(body) VALUES ('second') RETURNING id, body", "2,second"),
+    ),
+    legit(
+        "upsert-a-few-rows",
+        w(
+            "INSERT INTO items(id, name, qty) VALUES (1, 'apple', 30), (2, 'pear', 70) "
+            "ON CONFLICT(id) DO UPDATE SET qty = excluded.qty",
+            "2 rows affected",
+        ),
+        r("SELECT qty FROM items WHERE id IN (1, 2) ORDER BY id", "qty\n30\n70"),
+    ),
+    legit(
+        "upsert-do-nothing-on-every-row",
+        w(
+            "INSERT INTO items(id, name) SELECT id, name FROM items WHERE true "
+            "ON CONFLICT DO NOTHING",
+            "0 rows affected",
+        ),
+    ),
+    legit(
+        "replace-a-row",
+        w("REPLACE INTO items(id, name, qty) VALUES (3, 'plum', 10)"),
+        r("SELECT qty FROM items WHERE id = 3", "qty\n10"),
+    ),
+    legit("update-up-to-the-limit", w("UPDATE items SET qty = qty + 1 WHERE id <= 5", "5 rows")),
+    legit(
+        "update-cascades-within-the-limit",
+        w("UPDATE parents SET id = 10 WHERE id = 1", "1 rows affected"),
+        r("SELECT count(*) AS n FROM children WHERE parent_id = 10", "n\n3"),
+    ),
+    legit(
+        "cte-insert",
+        w(
+            "WITH n(x) AS (VALUES (1), (2), (3)) "
+            "INSERT INTO notes(body) SELECT 'note ' || x FROM n",
+            "3 rows affected",
+        ),
+    ),
+    legit(
+        "named-parameters",
+        w("INSERT INTO notes(body) VALUES (:body)", "1 rows affected", params={"body": "named"}),
+    ),
+    legit(
+        "fts5-table",
+        w("CREATE VIRTUAL TABLE papers USING fts5(title, abstract)"),
+        w("INSERT INTO papers VALUES ('on safety', 'servers enforce it')"),
+        r("SELECT title FROM papers WHERE papers MATCH 'enforce'", "on safety"),
+    ),
+    legit(
+        "fts5-update-a-row",
+        w("UPDATE docs SET body = 'entirely new words' WHERE rowid = 1", "1 rows affected"),
+        r("SELECT title FROM docs WHERE docs MATCH 'entirely'", "alpha"),
+    ),
+    legit("fts5-optimize", w("INSERT INTO docs(docs) VALUES ('optimize')")),
+    legit(
+        "fts5-rank-setting", w("INSERT INTO docs(docs, rank) VALUES ('rank', 'bm25(10.0, 1.0)')")
+    ),
+    legit(
+        "fts5-external-content-kept-in-sync-by-triggers",
+        w("CREATE VIRTUAL TABLE items_fts USING fts5(name, content='items', content_rowid='id')"),
+        d(
+            "CREATE TRIGGER items_ai AFTER INSERT ON items BEGIN "
+            "INSERT INTO items_fts(rowid, name) VALUES (new.id, new.name); END"
+        ),
+        d(
+            "CREATE TRIGGER items_au AFTER UPDATE ON items BEGIN "
+            "INSERT INTO items_fts(items_fts, rowid, name) VALUES ('delete', old.id, old.name); "
+            "INSERT INTO items_fts(rowid, name) VALUES (new.id, new.name); END"
+        ),
+        w("INSERT INTO items(name) VALUES ('mango')"),
+        w("UPDATE items SET name = 'papaya' WHERE name = 'mango'", "1 rows affected"),
+        r("SELECT rowid FROM items_fts WHERE items_fts MATCH 'papaya'", "rowid\n13"),
+    ),
+    legit("rtree-insert", w("INSERT INTO boxes VALUES (9, 8, 9, 8, 9)", "1 rows affected")),
+    legit("rtree-update", w("UPDATE boxes SET maxx = 2 WHERE id = 1", "1 rows affected")),
+    legit(
+        "create-index",
+        w("CREATE INDEX items_qty ON items(qty)"),
+        r("PRAGMA index_list(items)", "items_qty"),
+    ),
+    legit("analyze", w("ANALYZE")),
+    legit(
+        "analyze-again",
+        w("ANALYZE"),
+        w("ANALYZE items"),
+        r("SELECT count(*) FROM sqlite_stat1", "\n"),
+    ),
+    legit(
+        "strict-without-rowid-table",
+        w("CREATE TABLE kv(k TEXT PRIMARY KEY, v INTEGER) WITHOUT ROWID, STRICT"),
+        w("INSERT INTO kv VALUES ('a', 1)"),
+        r("SELECT v FROM kv WHERE k = 'a'", "v\n1"),
+    ),
+    legit(
+        "generated-column",
+        w("CREATE TABLE squares(x INTEGER, y INTEGER GENERATED ALWAYS AS (x * x) STORED)"),
+        w("INSERT INTO squares(x) VALUES (7)"),
+        r("SELECT y FROM squares", "y\n49"),
+    ),
+    legit("create-table-as-copy-of-log", w("CREATE TABLE log_copy AS SELECT * FROM query_log")),
+]
+
+DESTRUCTIVE = [
+    legit(
+        "foreign-key-cascade-delete",
+        d("DELETE FROM parents WHERE id = 1", "1 rows affected"),
+        r("SELECT count(*) AS n FROM children", "n\n6"),
+    ),
+    legit(
+        "alter-table-add-column",
+        d("ALTER TABLE items ADD COLUMN note TEXT"),
+        r("SELECT name FROM pragma_table_info('items') WHERE name = 'note'", "note"),
+    ),
+    legit(
+        "alter-table-rename",
+        d("ALTER TABLE notes RENAME TO memos"),
+        r("SELECT body FROM memos", "first note"),
+    ),
+    legit(
+        "alter-table-rename-column",
+        d("ALTER TABLE notes RENAME COLUMN body TO text"),
+        r("SELECT text FROM notes", "first note"),
+    ),
+    legit(
+        "alter-table-drop-column",
+        d("ALTER TABLE parents DROP COLUMN name"),
+        r("SELECT count(*) AS n FROM pragma_table_info('parents')", "n\n1"),
+    ),
+    legit(
+        "drop-user-view",
+        d("DROP VIEW cheap_items"),
+        r("SELECT count(*) AS n FROM sqlite_schema WHERE name = 'cheap_items'", "n\n0"),
+    ),
+    legit("drop-user-table", d("DROP TABLE notes")),
+    legit("drop-index", d("DROP INDEX items_name")),
+    legit("reindex", d("REINDEX items")),
+    legit(
+        "trigger-writing-user-tables-fires-on-write-query",
+        d(
+            "CREATE TRIGGER note_items AFTER INSERT ON items BEGIN "
+            "INSERT INTO notes(body) VALUES ('added ' || new.name); END"
+        ),
+        w("INSERT INTO items(name) VALUES ('mango')"),
+        r("SELECT body FROM notes ORDER BY id DESC LIMIT 1", "added mango"),
+    ),
+    legit(
+        "update-without-where",
+        d("UPDATE items SET qty = 0", "12 rows affected"),
+    ),
+    legit("mass-update-with-where", d("UPDATE items SET qty = qty + 1 WHERE id > 0", "12 rows")),
+    legit("delete-with-where", d("DELETE FROM items WHERE qty > 8", "2 rows affected")),
+    legit(
+        "fts5-rebuild",
+        d("INSERT INTO docs(docs) VALUES ('rebuild')"),
+        r("SELECT title FROM docs WHERE docs MATCH 'vow'", "delta"),
+    ),
+    legit(
+        "fts5-delete-all-contentless",
+        d("INSERT INTO tokens(tokens) VALUES ('delete-all')"),
+        r("SELECT count(*) AS n FROM tokens WHERE tokens MATCH 'vow'", "n\n0"),
+    ),
+    legit(
+        "reset-a-user-sequence",
+        d("UPDATE sqlite_sequence SET seq = 100 WHERE name = 'items'", "1 rows affected"),
+        w("INSERT INTO items(name) VALUES ('mango')", "last_insert_rowid=101"),
+    ),
+]
+
+VIEWS_AND_INTROSPECTION = [
+    legit(
+        "create-view-with-description",
+        Step(
+            "create_view",
+            {
+                "name": "heavy_items",
+                "select_sql": "SELECT name, qty FROM items WHERE qty >= 8;",
+                "description": "Items worth restocking.\nUsed by the weekly report.",
+            },
+            "ok: view heavy_items created",
+        ),
+        r("SELECT name FROM heavy_items ORDER BY qty DESC LIMIT 1", "fig"),
+        Step("get_schema", {}, "-- Items worth restocking."),
+    ),
+    legit(
+        "replace-user-view",
+        Step(
+            "create_view",
+            {"name": "cheap_items", "select_sql": "SELECT id FROM items", "replace": True},
+            "replaced",
+        ),
+        r("SELECT count(*) AS n FROM cheap_items", "n\n12"),
+    ),
+    legit(
+        "view-over-the-audit-log",
+        Step(
+            "create_view",
+            {"name": "calls", "select_sql": "SELECT tool, count(*) AS n FROM query_log GROUP BY 1"},
+            "created",
+        ),
+        r("SELECT n FROM calls WHERE tool = 'read_query'", "n\n"),
+    ),
+    legit(
+        "view-over-rtree",
+        Step("create_view", {"name": "bv", "select_sql": "SELECT * FROM boxes"}, "created"),
+    ),
+    legit(
+        "search-text",
+        Step("search_text", {"pattern": "^p", "table": "items", "columns": ["name"]}, "pear"),
+    ),
+    legit(
+        "search-text-with-where",
+        Step(
+            "search_text",
+            {"pattern": "a", "table": "docs", "where": "title = ?", "params": ["beta"]},
+            "lazy",
+        ),
+    ),
+    legit("describe-table", Step("describe_table", {"table": "children"}, "parents")),
+    legit("list-tables", Step("list_tables", {}, "query_log,table,1")),
+    legit(
+        "get-schema-with-system",
+        Step("get_schema", {"include_system": True}, "CREATE TABLE query_log"),
+    ),
+]
+
+LEGIT = READS + WRITES + DESTRUCTIVE + VIEWS_AND_INTROSPECTION
+
+
+def _server_rows(state: DatabaseState) -> list[tuple[Any, ...]]:
+    protected = protected_names()
+    return [row for row in state.schema if str(row[1]).lower() in protected]
+
+
+@pytest.mark.parametrize("steps", LEGIT)
+def test_legitimate_sql_succeeds(world: World, steps: list[Step]) -> None:
+    before = world.state()
+    for step in steps:
+        output = call(world.service, step.tool, step.args)
+        assert step.expect in output, output
+    after = world.state()
+    assert _server_rows(after) == _server_rows(before)
+    assert after.query_log[: len(before.query_log)] == before.query_log
+    assert len(after.query_log) == len(before.query_log) + len(steps)
+    assert after.connections == before.connections
