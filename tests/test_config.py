@@ -33,6 +33,9 @@ DEFAULTS = [
     pytest.param("busy_timeout", 5.0, id="busy-timeout-5s"),
     pytest.param("audit", True, id="audit-on"),
     pytest.param("tools", ("sql", "memory", "claims"), id="all-tool-groups"),
+    pytest.param("redact", "default", id="redact-default"),
+    pytest.param("redact_patterns", None, id="no-extra-redact-patterns"),
+    pytest.param("max_event_chars", 100_000, id="max-event-chars-100000"),
 ]
 
 
@@ -72,6 +75,9 @@ ENV_VALUES: dict[str, tuple[str, Any]] = {
     "heap_limit_mb": ("128", 128),
     "busy_timeout": ("0.25", 0.25),
     "audit": ("off", False),
+    "redact": (" OFF ", "off"),
+    "redact_patterns": ("/etc/sqlgate/patterns.txt", Path("/etc/sqlgate/patterns.txt")),
+    "max_event_chars": ("500", 500),
 }
 
 
@@ -125,6 +131,11 @@ def test_db_from_env_expands_the_home_folder() -> None:
     assert load_settings(env={"SQLGATE_DB": "~/agent.db"}).db == Path.home() / "agent.db"
 
 
+def test_redact_patterns_from_env_expands_the_home_folder() -> None:
+    settings = load_settings(env={"SQLGATE_REDACT_PATTERNS": "~/patterns.txt"})
+    assert settings.redact_patterns == Path.home() / "patterns.txt"
+
+
 @pytest.mark.parametrize(
     ("name", "text"),
     [
@@ -148,6 +159,11 @@ def test_db_from_env_expands_the_home_folder() -> None:
         pytest.param("tools", "sql,web", id="tools-unknown"),
         pytest.param("tools", " , ", id="tools-none"),
         pytest.param("db", "  ", id="db-blank"),
+        pytest.param("redact", "some", id="redact-word"),
+        pytest.param("redact", "", id="redact-empty"),
+        pytest.param("redact_patterns", " ", id="redact-patterns-blank"),
+        pytest.param("max_event_chars", "0", id="event-chars-zero"),
+        pytest.param("max_event_chars", "big", id="event-chars-word"),
     ],
 )
 def test_bad_env_value_names_the_variable(name: str, text: str) -> None:

@@ -15,6 +15,9 @@
 | --heap-limit-mb       | SQLGATE_HEAP_LIMIT_MB         | 64 MiB                           |
 | --busy-timeout        | SQLGATE_BUSY_TIMEOUT          | 5 (seconds)                      |
 | --audit / --no-audit  | SQLGATE_AUDIT                 | on                               |
+| --redact              | SQLGATE_REDACT                | default (or off)                 |
+| --redact-patterns     | SQLGATE_REDACT_PATTERNS       | none (a file of extra patterns)  |
+| --max-event-chars     | SQLGATE_MAX_EVENT_CHARS       | 100000 characters                |
 
 The CLI builds its options from `FLAGS`; `load_settings` applies, in order of strength,
 explicit values, then `SQLGATE_*` environment variables, then the defaults.
@@ -59,6 +62,9 @@ class Settings:
     heap_limit_mb: int = 64
     busy_timeout: float = 5.0
     audit: bool = True
+    redact: str = "default"
+    redact_patterns: Path | None = None
+    max_event_chars: int = 100_000
 
     @property
     def snapshot_dir(self) -> Path:
@@ -121,6 +127,13 @@ def _tools(text: str) -> tuple[str, ...]:
     return chosen
 
 
+def _redact_mode(text: str) -> str:
+    mode = text.strip().lower()
+    if mode not in ("default", "off"):
+        raise ValueError("must be default or off")
+    return mode
+
+
 def _path(text: str) -> Path:
     if not text.strip():
         raise ValueError("must not be empty")
@@ -141,6 +154,9 @@ FLAGS: tuple[Flag, ...] = (
     Flag("heap_limit_mb", "SQLite heap limit for the whole process, MiB", _positive_int),
     Flag("busy_timeout", "seconds to wait for another writer's lock", _positive_float),
     Flag("audit", "record every call in query_log", _bool),
+    Flag("redact", "secret redaction of memory content: default or off", _redact_mode),
+    Flag("redact_patterns", "file of extra redaction patterns (NAME REGEX per line)", _path),
+    Flag("max_event_chars", "longest memory event or checkpoint summary", _positive_int),
 )
 
 _FLAG_BY_NAME = {flag.name: flag for flag in FLAGS}

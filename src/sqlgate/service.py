@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
+import apsw
+
 from sqlgate.config import Settings
 from sqlgate.engine.audit import AuditEntry, AuditLog
 from sqlgate.engine.database import Database
-from sqlgate.engine.execute import normalize_params
+from sqlgate.engine.execute import busy_error, normalize_params
 from sqlgate.engine.introspect import Introspection
 from sqlgate.engine.limits import CallControl, Clock
 from sqlgate.engine.queries import Outcome, SqlTiers
@@ -27,6 +29,8 @@ from sqlgate.engine.sqltext import fingerprint
 from sqlgate.engine.textsearch import SearchRequest, TextSearch
 from sqlgate.engine.views import ViewSaver
 from sqlgate.errors import SqlgateError
+from sqlgate.memory.privacy import Redactor
+from sqlgate.memory.store import Memory, Reply, redactor_for
 
 __all__ = ["Service", "new_session_id"]
 
@@ -57,7 +61,15 @@ class _Call:
 class Service:
     """sqlgate's features over one database. Open with `Service.open(settings)`."""
 
-    def __init__(self, db: Database, session: str, clock: Clock) -> None:
+    def __init__(
+        self,
+        db: Database,
+        session: str,
+        clock: Clock,
+        *,
+        wall_clock: Clock = time.time,
+        redactor: Redactor | None = None,
+    ) -> None:
         self.db = db
         self.settings = db.settings
         self.session = session
@@ -67,6 +79,7 @@ class Service:
         self.introspection = Introspection(db, db.settings.query_timeout, clock)
         self.views = ViewSaver(self.sql)
         self.text_search = TextSearch(self.sql)
+        self.memory = Memory(db, session, wall_clock, redactor or redactor_for(db.settings))
         self._closed = threading.Event()
 
     @classmethod
@@ -75,11 +88,19 @@ class Service:
         settings: Settings,
         *,
         clock: Clock = time.monotonic,
+        wall_clock: Clock = time.time,
         session: str | None = None,
         create_parent: bool = False,
     ) -> Service:
+        redactor = redactor_for(settings)  # a bad pattern file stops us before the db is touched
         db = Database.open(settings, create_parent=create_parent)
-        return cls(db, session or new_session_id(), clock)
+        try:
+            return cls(
+                db, session or new_session_id(), clock, wall_clock=wall_clock, redactor=redactor
+            )
+        except BaseException:
+            db.close()
+            raise
 
     def close(self) -> None:
         if not self._closed.is_set():
@@ -116,6 +137,10 @@ class Service:
         except SqlgateError as exc:
             entry.error = str(exc)
             raise
+        except apsw.BusyError:
+            busy = busy_error(self.settings.busy_timeout)
+            entry.error = str(busy)
+            raise busy from None
         except Exception as exc:
             entry.error = f"internal error: {type(exc).__name__}"
             log.exception("tool %s failed unexpectedly", tool)
@@ -219,3 +244,53 @@ class Service:
             control=control,
             detail={"pattern": request.pattern, "table": request.table},
         )
+
+    # -- the memory tools ---------------------------------------------------------------
+    def _remember(self, tool: str, answer: Callable[[], Reply], **detail: Any) -> str:
+        def work(_: _Call) -> Outcome:
+            reply = answer()
+            return Outcome(reply.text, reply.rows, reply.detail)
+
+        return self.call(tool, work, detail={k: v for k, v in detail.items() if v is not None})
+
+    def append_event(self, content: str, kind: str = "note", tags: list[str] | None = None) -> str:
+        return self._remember(
+            "append_event", lambda: self.memory.append_event(content, kind, tags), kind=kind
+        )
+
+    def verify_chain(self) -> str:
+        return self._remember("verify_chain", self.memory.verify_chain)
+
+    def checkpoint(self, summary: str) -> str:
+        return self._remember("checkpoint", lambda: self.memory.checkpoint(summary))
+
+    def get_resume_context(
+        self, max_events: int = 50, exclude_kinds: list[str] | None = None
+    ) -> str:
+        return self._remember(
+            "get_resume_context", lambda: self.memory.resume_context(max_events, exclude_kinds)
+        )
+
+    def memory_search(
+        self,
+        query: str,
+        top_k: int = 5,
+        kind: str | None = None,
+        session: str | None = None,
+        tags: list[str] | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> str:
+        return self._remember(
+            "memory_search",
+            lambda: self.memory.search(query, top_k, kind, session, tags, since, until),
+        )
+
+    def memory_timeline(self, ids: list[int], window: int = 3) -> str:
+        return self._remember("memory_timeline", lambda: self.memory.timeline(ids, window))
+
+    def memory_details(self, ids: list[int]) -> str:
+        return self._remember("memory_details", lambda: self.memory.details(ids))
+
+    def memory_stats(self) -> str:
+        return self._remember("memory_stats", self.memory.stats)

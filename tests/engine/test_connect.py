@@ -210,3 +210,17 @@ def test_agent_connections_read_double_quotes_as_names_only(db: Database, which:
     conn = getattr(db, which)
     with pytest.raises(apsw.SQLError, match="no such column"):
         conn.execute('SELECT "not_a_column"').fetchall()
+
+
+def test_immediate_transaction_rolls_back_a_commit_that_fails(tmp_path: Path) -> None:
+    conn = apsw.Connection(str(tmp_path / "t.db"))
+    conn.execute(
+        "PRAGMA foreign_keys = ON; CREATE TABLE p (id INTEGER PRIMARY KEY);"
+        "CREATE TABLE c (p REFERENCES p (id) DEFERRABLE INITIALLY DEFERRED)"
+    )
+    with pytest.raises(apsw.ConstraintError), immediate_transaction(conn):
+        conn.execute("INSERT INTO c VALUES (42)")  # only the COMMIT sees the broken reference
+    assert not conn.in_transaction
+    with immediate_transaction(conn):  # the next call's BEGIN works
+        conn.execute("INSERT INTO p VALUES (1)")
+    assert conn.execute("SELECT count(*) FROM c").fetchone() == (0,)

@@ -52,29 +52,44 @@ def csv_rows(text: str) -> list[str]:
 # -- list_tables ---------------------------------------------------------------------------
 
 
+SERVER_OBJECTS = [
+    ("memory_checkpoints", "table"),
+    ("memory_events", "table"),
+    ("memory_events_fts", "virtual"),
+    ("query_errors", "view"),
+    ("query_log", "table"),
+    ("query_patterns", "view"),
+]
+
+
 def test_list_tables_shows_user_and_server_objects_with_row_counts(shop: Service) -> None:
+    shop.append_event("first memory")
     lines = csv_rows(shop.list_tables())
     assert lines[0] == "name,type,system,rows"
-    assert lines[-1] == "# 7 tables and views"
+    assert lines[-1] == "# 10 tables and views"
     rows = lines[1:-1]
-    assert rows[:4] == [
+    # one list sorted by name; the system column tells server objects apart
+    assert rows[:7] == [
         "big_customers,view,0,",
         "customer,table,0,3",
         "docs,virtual,0,2",
+        "memory_checkpoints,table,1,0",
+        "memory_events,table,1,1",
+        "memory_events_fts,virtual,1,1",
         "orders,table,0,1",
     ]
-    assert rows[4] == "query_errors,view,1,"
-    name, kind, system, count = rows[5].split(",")
+    assert rows[7] == "query_errors,view,1,"
+    name, kind, system, count = rows[8].split(",")
     assert (name, kind, system) == ("query_log", "table", "1")
-    assert int(count) >= 1  # the create_view call is already logged
-    assert rows[6] == "query_patterns,view,1,"
+    assert int(count) >= 2  # the create_view and append_event calls are already logged
+    assert rows[9] == "query_patterns,view,1,"
 
 
 def test_list_tables_hides_shadow_and_sqlite_tables(shop: Service, db_path: Path) -> None:
     setup_sql(db_path, "CREATE TABLE seq(id INTEGER PRIMARY KEY AUTOINCREMENT); ANALYZE;")
     names = [line.split(",")[0] for line in csv_rows(shop.list_tables())[1:-1]]
     assert "seq" in names
-    assert not [n for n in names if n.startswith(("docs_", "sqlite_"))]
+    assert not [n for n in names if n.startswith(("docs_", "sqlite_", "memory_events_fts_"))]
 
 
 def test_list_tables_without_row_counts_leaves_rows_empty(shop: Service) -> None:
@@ -85,7 +100,7 @@ def test_list_tables_without_row_counts_leaves_rows_empty(shop: Service) -> None
 
 def test_list_tables_of_a_new_database_shows_only_server_objects(service: Service) -> None:
     rows = csv_rows(service.list_tables())[1:-1]
-    assert [r.split(",")[0] for r in rows] == ["query_errors", "query_log", "query_patterns"]
+    assert [tuple(r.split(",")[:2]) for r in rows] == SERVER_OBJECTS
     assert all(r.split(",")[2] == "1" for r in rows)
 
 
@@ -150,6 +165,37 @@ def test_describe_a_view_and_a_server_table(shop: Service) -> None:
     assert "1,ts,TEXT,1,,0" in server
 
 
+@pytest.mark.parametrize(
+    ("table", "first_line", "expected"),
+    [
+        pytest.param(
+            "memory_events",
+            "# table memory_events (server object, read-only)",
+            "6,prev_hash,TEXT,1,,0",
+            id="events",
+        ),
+        pytest.param(
+            "memory_checkpoints",
+            "# table memory_checkpoints (server object, read-only)",
+            "4,last_event_id,INTEGER,1,,0",
+            id="checkpoints",
+        ),
+        pytest.param(
+            "memory_events_fts",
+            "# virtual memory_events_fts (server object, read-only)",
+            "0,content,",
+            id="fts",
+        ),
+    ],
+)
+def test_describe_a_memory_server_object(
+    service: Service, table: str, first_line: str, expected: str
+) -> None:
+    text = service.describe_table(table)
+    assert text.splitlines()[0] == first_line
+    assert expected in text
+
+
 def test_describe_table_finds_names_case_insensitively(shop: Service) -> None:
     assert shop.describe_table("ORDERS").startswith("# table orders")
 
@@ -159,9 +205,10 @@ def test_describe_an_unknown_table_is_not_found_with_a_hint(shop: Service) -> No
         shop.describe_table("nope")
 
 
-def test_shadow_tables_cannot_be_described(shop: Service) -> None:
+@pytest.mark.parametrize("table", ["docs_data", "memory_events_fts_data", "memory_events_fts_idx"])
+def test_shadow_tables_cannot_be_described(shop: Service, table: str) -> None:
     with pytest.raises(NotFound):
-        shop.describe_table("docs_data")
+        shop.describe_table(table)
 
 
 @pytest.mark.parametrize("table", [pytest.param("", id="empty"), pytest.param("  ", id="blank")])
@@ -180,6 +227,7 @@ def test_get_schema_shows_user_objects_only_by_default(shop: Service) -> None:
     assert "CREATE UNIQUE INDEX orders_note ON orders(note, customer_id);" in schema
     assert 'CREATE VIEW "big_customers" AS\n-- Who buys.\nSELECT name FROM customer;' in schema
     assert "query_log" not in schema
+    assert "memory_" not in schema
     assert "docs_data" not in schema
     assert "sqlite_" not in schema
 
@@ -188,7 +236,17 @@ def test_get_schema_with_system_shows_server_objects(shop: Service) -> None:
     schema = shop.get_schema(include_system=True)
     for name in ("query_log", "query_errors", "query_patterns", "query_log_no_update"):
         assert name in schema
+    for name in (
+        "CREATE TABLE memory_events (",
+        "CREATE VIRTUAL TABLE memory_events_fts USING fts5(",
+        "CREATE TABLE memory_checkpoints (",
+        "CREATE INDEX memory_events_by_session",
+        "CREATE TRIGGER memory_events_no_update",
+        "CREATE TRIGGER memory_checkpoints_no_delete",
+    ):
+        assert name in schema
     assert "docs_data" not in schema
+    assert "memory_events_fts_" not in schema  # shadow tables stay hidden
     assert "CREATE TABLE customer(" in schema
 
 

@@ -9,6 +9,7 @@ import apsw
 import pytest
 
 from sqlgate.config import Settings
+from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.database import Database
 from sqlgate.engine.schema import (
     APPLICATION_ID,
@@ -39,20 +40,83 @@ def objects(conn: apsw.Connection) -> dict[str, str]:
     }
 
 
+LOG_OBJECTS = {
+    "query_log": "table",
+    "query_log_no_update": "trigger",
+    "query_log_no_delete": "trigger",
+    "query_log_no_replace": "trigger",
+    "query_errors": "view",
+    "query_patterns": "view",
+}
+MEMORY_OBJECTS = {
+    "memory_events": "table",
+    "memory_events_by_session": "index",
+    "memory_events_by_kind": "index",
+    "memory_events_by_ts": "index",
+    "memory_events_no_update": "trigger",
+    "memory_events_no_delete": "trigger",
+    "memory_events_no_replace": "trigger",
+    "memory_events_fts": "table",
+    "memory_events_fts_data": "table",
+    "memory_events_fts_idx": "table",
+    "memory_events_fts_docsize": "table",
+    "memory_events_fts_config": "table",
+    "memory_checkpoints": "table",
+    "memory_checkpoints_no_update": "trigger",
+    "memory_checkpoints_no_delete": "trigger",
+    "memory_checkpoints_no_replace": "trigger",
+}
+
+
+def columns(conn: apsw.Connection, table: str) -> list[str]:
+    return [str(row[1]) for row in conn.execute(f"PRAGMA table_info({table})")]
+
+
 def test_migrate_creates_the_log_its_triggers_and_views(conn: apsw.Connection) -> None:
     assert migrate(conn) == NEWEST
-    assert objects(conn) == {
-        "query_log": "table",
-        "query_log_no_update": "trigger",
-        "query_log_no_delete": "trigger",
-        "query_log_no_replace": "trigger",
-        "query_errors": "view",
-        "query_patterns": "view",
-    }
-    columns = [row[1] for row in conn.execute("PRAGMA table_info(query_log)")]
-    assert columns == [
+    assert objects(conn) == LOG_OBJECTS | MEMORY_OBJECTS
+    assert columns(conn, "query_log") == [
         "id", "ts", "session", "tool", "query", "ok", "rows", "error", "duration_ms", "detail",
     ]  # fmt: skip
+
+
+def test_migration_2_creates_the_memory_tables_with_the_designed_columns(
+    conn: apsw.Connection,
+) -> None:
+    migrate(conn)
+    assert columns(conn, "memory_events") == [
+        "id", "ts", "session", "kind", "content", "tags", "prev_hash", "hash",
+    ]  # fmt: skip
+    assert columns(conn, "memory_checkpoints") == [
+        "id", "ts", "session", "summary", "last_event_id", "head_hash",
+    ]  # fmt: skip
+    fts = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'memory_events_fts'").fetchone()
+    assert fts is not None
+    assert "content='memory_events'" in str(fts[0])
+
+
+def test_every_registered_object_is_created_by_its_migration(conn: apsw.Connection) -> None:
+    migrate(conn)
+    created = objects(conn)
+    for migration in MIGRATIONS:
+        for obj in migration.objects:
+            assert obj.name in created, obj
+
+
+def test_a_version_1_file_is_upgraded_to_the_newest_keeping_its_log(
+    conn: apsw.Connection,
+) -> None:
+    with immediate_transaction(conn):
+        for statement in MIGRATIONS[0].statements:
+            conn.execute(statement)
+        conn.pragma("application_id", APPLICATION_ID)
+        conn.pragma("user_version", 1)
+    conn.execute(
+        "INSERT INTO query_log (ts, session, tool, ok) VALUES ('2026-01-01', 's', 'read_query', 1)"
+    )
+    assert migrate(conn) == NEWEST == 2
+    assert objects(conn) == LOG_OBJECTS | MEMORY_OBJECTS
+    assert conn.execute("SELECT tool FROM query_log").fetchall() == [("read_query",)]
 
 
 def test_migrate_marks_the_file_as_sqlgates(conn: apsw.Connection) -> None:
@@ -153,6 +217,60 @@ def test_query_log_is_append_only_for_direct_connections(
     ]
 
 
+MEMORY_ROWS = {
+    "memory_events": (
+        "INSERT INTO memory_events (id, ts, session, kind, content, tags, prev_hash, hash) "
+        "VALUES (1, 't', 's', 'note', 'kept', '[]', 'p', 'h')"
+    ),
+    "memory_checkpoints": (
+        "INSERT INTO memory_checkpoints (id, ts, session, summary, last_event_id, head_hash) "
+        "VALUES (1, 't', 's', 'kept', 1, 'h')"
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("table", "statement"),
+    [
+        pytest.param("memory_events", "UPDATE memory_events SET content = 'x'", id="events-update"),
+        pytest.param("memory_events", "DELETE FROM memory_events", id="events-delete"),
+        pytest.param(
+            "memory_events",
+            "REPLACE INTO memory_events (id, ts, session, kind, content, tags, prev_hash, hash) "
+            "VALUES (1, 't', 's', 'note', 'forged', '[]', 'p', 'h')",
+            id="events-replace",
+        ),
+        pytest.param(
+            "memory_events",
+            "INSERT INTO memory_events (id, ts, session, kind, content, tags, prev_hash, hash) "
+            "VALUES (1, 't', 's', 'note', 'x', '[]', 'p', 'h') "
+            "ON CONFLICT(id) DO UPDATE SET content = 'forged'",
+            id="events-upsert",
+        ),
+        pytest.param(
+            "memory_checkpoints", "UPDATE memory_checkpoints SET summary = 'x'", id="cp-update"
+        ),
+        pytest.param("memory_checkpoints", "DELETE FROM memory_checkpoints", id="cp-delete"),
+        pytest.param(
+            "memory_checkpoints",
+            "INSERT OR REPLACE INTO memory_checkpoints "
+            "(id, ts, session, summary, last_event_id, head_hash) "
+            "VALUES (1, 't', 's', 'forged', 1, 'h')",
+            id="cp-replace",
+        ),
+    ],
+)
+def test_memory_tables_are_append_only_for_direct_connections(
+    conn: apsw.Connection, table: str, statement: str
+) -> None:
+    migrate(conn)
+    conn.execute(MEMORY_ROWS[table])
+    before = conn.execute(f"SELECT * FROM {table}").fetchall()
+    with pytest.raises(apsw.ConstraintError, match=f"{table} is append-only"):
+        conn.execute(statement)
+    assert conn.execute(f"SELECT * FROM {table}").fetchall() == before
+
+
 def test_protected_names_hold_the_registry_and_fts5_shadow_tables() -> None:
     names = protected_names()
     for obj in REGISTRY:
@@ -163,6 +281,8 @@ def test_protected_names_hold_the_registry_and_fts5_shadow_tables() -> None:
         for suffix in FTS5_SHADOW_SUFFIXES:
             assert f"{name}{suffix}".lower() in names
     assert {"query_log", "query_errors", "query_patterns", "memory_events_fts_data"} <= names
+    assert set(MEMORY_OBJECTS) <= names
+    assert {"claims", "claims_history"} <= names  # reserved for a later migration
     assert all(name == name.lower() for name in names)
 
 

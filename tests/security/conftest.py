@@ -5,6 +5,8 @@ point, and the working directory during each test, so a relative file name lands
 The whole `<tmp>` folder is watched for new files. The clock moves one second on every
 reading, so with a 500 s budget a statement gets ~500 progress checks (~100k VM steps):
 CPU bombs time out deterministically and at once, while real statements finish.
+The memory holds a few events and a checkpoint, written through the server's own tools, so
+the memory tables, their full-text index and its shadow tables have rows to protect.
 """
 
 from __future__ import annotations
@@ -63,6 +65,15 @@ INSERT INTO boxes VALUES
 """
 
 
+# (content, kind, tags): the first content is an FTS5 command, for attacks that read it from a row
+MEMORY = (
+    ("delete-all", "note", ["fts"]),
+    ("rebuild", "note", []),
+    ("deploy fixed: the cache key now includes the region", "decision", ["cache", "deploy"]),
+)
+CHECKPOINT = "security suite: three events to keep intact"
+
+
 @dataclass
 class World:
     service: Service
@@ -101,6 +112,9 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
         service.read_query("SELECT count(*) FROM items")  # older audit rows to keep intact
         with pytest.raises(SqlError):
             service.read_query("SELECT * FROM no_such_table")
+        for content, kind, tags in MEMORY:
+            service.append_event(content, kind, tags)
+        service.checkpoint(CHECKPOINT)
         yield World(service, tmp_path, outside, clock)
     finally:
         service.close()

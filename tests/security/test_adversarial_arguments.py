@@ -1,8 +1,9 @@
 """Adversarial names, descriptions and fragments for the tools that are not plain SQL.
 
 create_view (name, select_sql, description, replace), describe_table, search_text (table,
-columns, where, key_column, pattern, limits), list_tables and get_schema: each case is
-refused with the named error, or is harmless; either way nothing changes.
+columns, where, key_column, pattern, limits), list_tables and get_schema, and the memory
+tools (content, kind, tags, ids, dates, search words): each case is refused with the named
+error, or is harmless; either way nothing changes.
 """
 
 from __future__ import annotations
@@ -51,8 +52,14 @@ VIEW_NAMES = [
     view("Query_Patterns", ANSWER, DENIED, "replace-server-view-mixed-case", replace=True),
     view("query_log", ANSWER, DENIED, "server-table-name", replace=True),
     view("QUERY_LOG", ANSWER, DENIED, "server-table-name-upper"),
-    view("memory_events", ANSWER, DENIED, "reserved-name"),
-    view("memory_events_fts_data", ANSWER, DENIED, "reserved-shadow-name"),
+    view("memory_events", ANSWER, DENIED, "memory-events"),
+    view("Memory_Checkpoints", ANSWER, DENIED, "memory-checkpoints", replace=True),
+    view("memory_events_fts", ANSWER, DENIED, "memory-fts", replace=True),
+    view("memory_events_fts_data", ANSWER, DENIED, "memory-fts-shadow"),
+    view("memory_events_fts_content", ANSWER, DENIED, "memory-fts-absent-shadow"),
+    view("memory_events_by_ts", ANSWER, DENIED, "memory-index-name"),
+    view("memory_events_no_update", ANSWER, DENIED, "memory-trigger-name"),
+    view("memory_checkpoints_no_delete", ANSWER, DENIED, "checkpoint-trigger-name"),
     view("claims", ANSWER, DENIED, "reserved-claims"),
     view("query_log_no_update", ANSWER, DENIED, "server-trigger-name"),
     view("items", ANSWER, DENIED, "replace-user-table", replace=True),
@@ -83,6 +90,19 @@ VIEW_BODIES = [
     view("v", "", BAD, "empty"),
     view("v", "  ;  ", BAD, "only-semicolon"),
     view("v", 42, BAD, "number"),
+    view(
+        "v",
+        "WITH x AS (DELETE FROM memory_events RETURNING id) SELECT * FROM x",
+        SQL,
+        "deletes-memory-in-cte",
+    ),
+    view("v", "SELECT 1; DELETE FROM memory_checkpoints", DENIED, "then-clear-checkpoints"),
+    view(
+        "v",
+        "INSERT INTO memory_events_fts(memory_events_fts) VALUES ('delete-all')",
+        DENIED,
+        "fts-command",
+    ),
     view("v", ANSWER, BAD, "description-with-nul", description="x\x00y"),
     view("v", ANSWER, BAD, "description-with-escape", description="\x1b[31mred"),
     view("v", ANSWER, BAD, "description-too-long", description="x" * 2001),
@@ -100,7 +120,13 @@ DESCRIBE = [
     describe("main.items", MISSING, "qualified"),
     describe("docs_data", MISSING, "shadow-table"),
     describe("pragma_table_info", MISSING, "pragma-function"),
-    describe("memory_events", MISSING, "reserved-not-yet-created"),
+    describe("claims", MISSING, "reserved-not-yet-created"),
+    describe("memory_events_fts_data", MISSING, "memory-fts-shadow"),
+    describe("memory_events_fts_content", MISSING, "memory-fts-absent-shadow"),
+    describe("memory_events_by_ts", MISSING, "memory-index"),
+    describe("memory_events", HARMLESS, "memory-events"),
+    describe("MEMORY_CHECKPOINTS", HARMLESS, "memory-checkpoints-upper"),
+    describe("memory_events_fts", HARMLESS, "memory-fts"),
     describe("items\x00", MISSING, "nul"),
     describe("", BAD, "empty"),
     describe("   ", BAD, "blank"),
@@ -159,6 +185,96 @@ SEARCH = [
     search(HARMLESS, "fts5-table", table="docs"),
     search(HARMLESS, "rtree-table", table="boxes", pattern="1"),
     search(HARMLESS, "view", table="cheap_items"),
+    search(HARMLESS, "memory-events", table="memory_events", pattern="deploy"),
+    search(HARMLESS, "memory-checkpoints", table="memory_checkpoints", pattern="intact"),
+    search(HARMLESS, "memory-fts", table="memory_events_fts", pattern="cache"),
+    search(MISSING, "memory-fts-shadow", table="memory_events_fts_data"),
+    search(
+        SQL,
+        "where-deletes-memory",
+        table="memory_events",
+        where="(DELETE FROM memory_events)",
+    ),
+]
+
+
+def memory(tool: str, expected: Expected, id: str, phrase: str = "", **args: Any) -> Any:
+    return case(tool, args, expected, id, phrase=phrase)
+
+
+# what the memory tools are sent: every refusal names the fix, and none writes anything
+MEMORY_TOOLS = [
+    memory("append_event", BAD, "empty-content", "content is empty", content=""),
+    memory("append_event", BAD, "blank-content", "content is empty", content=" \n\t "),
+    memory("append_event", BAD, "none-content", content=None),
+    memory("append_event", BAD, "number-content", content=42),
+    memory("append_event", BAD, "nul-in-content", "control characters", content="a\x00b"),
+    memory("append_event", BAD, "escape-in-content", "control characters", content="\x1b[2J"),
+    memory(
+        "append_event",
+        BAD,
+        "only-private",
+        "content is empty",
+        content="<private>api key is hunter2</private>",
+    ),
+    memory("append_event", BAD, "kind-upper", "kind 'Note' is invalid", content="x", kind="Note"),
+    memory("append_event", BAD, "kind-sql", content="x", kind="note'); DROP TABLE items; --"),
+    memory("append_event", BAD, "kind-empty", content="x", kind=""),
+    memory("append_event", BAD, "kind-too-long", content="x", kind="k" * 33),
+    memory("append_event", BAD, "kind-number", content="x", kind=7),
+    memory("append_event", BAD, "tags-string", "list of strings", content="x", tags="deploy"),
+    memory("append_event", BAD, "tag-empty", content="x", tags=[""]),
+    memory("append_event", BAD, "tag-number", content="x", tags=[1]),
+    memory("append_event", BAD, "tag-nul", content="x", tags=["a\x00"]),
+    memory("append_event", BAD, "tag-edge-space", content="x", tags=[" deploy"]),
+    memory("append_event", BAD, "tag-too-long", content="x", tags=["t" * 65]),
+    memory(
+        "append_event",
+        BAD,
+        "too-many-tags",
+        "at most 20",
+        content="x",
+        tags=[f"t{i}" for i in range(21)],
+    ),
+    memory("append_event", BAD, "tags-object", content="x", tags={"a": 1}),
+    memory("checkpoint", BAD, "empty-summary", "summary is empty", summary=""),
+    memory("checkpoint", BAD, "none-summary", summary=None),
+    memory("checkpoint", BAD, "nul-in-summary", summary="done\x00"),
+    memory("get_resume_context", BAD, "max-events-zero", "max_events", max_events=0),
+    memory("get_resume_context", BAD, "max-events-huge", "max_events", max_events=10**6),
+    memory("get_resume_context", BAD, "max-events-bool", "max_events", max_events=True),
+    memory("get_resume_context", BAD, "exclude-kinds-string", exclude_kinds="tool"),
+    memory("get_resume_context", BAD, "exclude-kind-sql", exclude_kinds=["x') OR 1=1 --"]),
+    memory("get_resume_context", HARMLESS, "exclude-kinds", exclude_kinds=["note"]),
+    memory("memory_search", BAD, "no-words", "no words", query="*** ()"),
+    memory("memory_search", BAD, "query-number", query=5),
+    memory("memory_search", HARMLESS, "fts-command-word", query="delete-all"),
+    memory("memory_search", HARMLESS, "fts-syntax", query='NEAR("deploy" cache) OR content:x*'),
+    memory("memory_search", HARMLESS, "unbalanced", query='deploy) AND ("'),
+    memory("memory_search", HARMLESS, "column-filter", query="{content tags}: deploy"),
+    memory("memory_search", HARMLESS, "sql-in-words", query="'; DROP TABLE memory_events; --"),
+    memory("memory_search", HARMLESS, "sql-in-session", query="deploy", session="x' OR '1'='1"),
+    memory("memory_search", BAD, "sql-in-tag", query="deploy", tags=["x') OR 1=1 --"]),
+    memory("memory_search", BAD, "kind-sql", query="deploy", kind="note' OR 1=1 --"),
+    memory("memory_search", BAD, "top-k-zero", "top_k", query="deploy", top_k=0),
+    memory("memory_search", BAD, "top-k-huge", "top_k", query="deploy", top_k=10**6),
+    memory("memory_search", BAD, "since-word", "ISO-8601", query="deploy", since="yesterday"),
+    memory("memory_search", BAD, "until-bad-month", "ISO-8601", query="deploy", until="2026-13-01"),
+    memory("memory_search", BAD, "since-sql", query="deploy", since="2026-01-01' OR 1=1 --"),
+    memory("memory_timeline", BAD, "no-ids", "non-empty list", ids=[]),
+    memory("memory_timeline", BAD, "id-zero", ids=[0]),
+    memory("memory_timeline", BAD, "id-text", ids=["1 OR 1=1"]),
+    memory("memory_timeline", BAD, "window-negative", "window", ids=[1], window=-1),
+    memory("memory_timeline", BAD, "window-huge", "window", ids=[1], window=10**6),
+    memory("memory_timeline", BAD, "too-many-ids", "at most 50", ids=list(range(1, 52))),
+    memory("memory_timeline", MISSING, "unknown-id", "memory_search", ids=[99]),
+    memory("memory_details", MISSING, "one-unknown-id", "no event 99", ids=[1, 99]),
+    memory("memory_details", BAD, "ids-string", ids="1"),
+    memory("memory_details", BAD, "id-bool", ids=[True]),
+    memory("memory_details", BAD, "id-negative", ids=[-3]),
+    memory("memory_details", HARMLESS, "known-ids", ids=[3, 1]),
+    memory("memory_stats", HARMLESS, "stats"),
+    memory("verify_chain", HARMLESS, "verify"),
 ]
 
 INTROSPECTION = [
@@ -171,7 +287,7 @@ INTROSPECTION = [
 
 @pytest.mark.parametrize(
     ("tool", "args", "expected", "phrase"),
-    VIEW_NAMES + VIEW_BODIES + DESCRIBE + SEARCH + INTROSPECTION,
+    VIEW_NAMES + VIEW_BODIES + DESCRIBE + SEARCH + MEMORY_TOOLS + INTROSPECTION,
 )
 def test_adversarial_arguments_are_refused_and_change_nothing(
     world: World, tool: str, args: dict[str, Any], expected: Expected, phrase: str

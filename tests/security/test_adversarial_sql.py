@@ -474,6 +474,7 @@ SERVER_VIEWS = [
     d("DELETE FROM query_patterns", SQL, "delete-from-view"),
 ]
 
+# names of server objects (and of claims, reserved for a later migration) stay theirs
 RESERVED_NAMES = [
     w("CREATE TABLE memory_events(id)", DENIED, "memory-events"),
     w("CREATE TABLE IF NOT EXISTS memory_events(id)", DENIED, "memory-events-if-not-exists"),
@@ -491,11 +492,198 @@ RESERVED_NAMES = [
     w("CREATE VIRTUAL TABLE claims USING rtree(id, a, b)", DENIED, "claims-rtree"),
     w("CREATE INDEX memory_events ON items(name)", DENIED, "index-takes-name"),
     w("CREATE TABLE query_log_no_update(x)", DENIED, "table-takes-trigger-name"),
-    w("INSERT INTO memory_events(content) VALUES ('x')", SQL, "insert-before-it-exists"),
+    w("CREATE TABLE memory_events_fts_content(x)", DENIED, "memory-fts-absent-shadow"),
+    w("CREATE INDEX memory_events_by_ts ON items(qty)", DENIED, "index-takes-memory-index-name"),
+    w("CREATE INDEX IF NOT EXISTS memory_events_by_kind ON items(qty)", DENIED, "if-not-exists"),
+    w("CREATE VIRTUAL TABLE memory_checkpoints USING fts5(x)", DENIED, "fts-over-checkpoints"),
+    w("CREATE TABLE claims(id)", DENIED, "claims-not-yet-created"),
+    w("INSERT INTO claims(id) VALUES (1)", SQL, "insert-into-claims-before-it-exists"),
     d("ALTER TABLE items RENAME TO memory_events", DENIED, "rename-user-table-to-reserved"),
     d('ALTER TABLE items RENAME TO "CLAIMS"', DENIED, "rename-to-reserved-quoted"),
     d("ALTER TABLE main.notes RENAME TO memory_events_fts_idx", DENIED, "rename-to-shadow-name"),
     d("ALTER TABLE notes RENAME TO query_errors", DENIED, "rename-to-server-view"),
+    d("ALTER TABLE notes RENAME TO memory_checkpoints", DENIED, "rename-to-checkpoints"),
+]
+
+EVENT = "(id, ts, session, kind, content, tags, prev_hash, hash)"
+FORGED_EVENT = f"INSERT INTO memory_events{EVENT} VALUES (4, 't', 's', 'note', 'x', '[]', 'p', 'h')"
+FORGED_CHECKPOINT = (
+    "INSERT INTO memory_checkpoints(ts, session, summary, last_event_id, head_hash) "
+    "VALUES ('t', 's', 'forged', 3, 'h')"
+)
+FTS = "memory_events_fts"
+
+# the memory's tables, index, triggers and full-text index, through every SQL tool
+MEMORY_SERVER_OBJECTS = [
+    w(FORGED_EVENT, DENIED, "forge-event"),
+    w(FORGED_EVENT.replace("INTO memory_events", "INTO main.memory_events"), DENIED, "main"),
+    w(FORGED_EVENT.replace("INTO memory_events", 'INTO "MEMORY_EVENTS"'), DENIED, "quoted-upper"),
+    w(f"{FORGED_EVENT} RETURNING *", DENIED, "forge-event-returning"),
+    w(
+        f"INSERT INTO memory_events{EVENT} SELECT id + 10, ts, session, kind, content, tags, "
+        "prev_hash, hash FROM memory_events",
+        DENIED,
+        "duplicate-events",
+    ),
+    w(
+        f"INSERT INTO memory_events{EVENT} VALUES (1, 't', 's', 'note', 'x', '[]', 'p', 'h') "
+        "ON CONFLICT(id) DO UPDATE SET content = 'rewritten'",
+        DENIED,
+        "upsert-event",
+    ),
+    w(
+        f"REPLACE INTO memory_events{EVENT} VALUES (1, 't', 's', 'note', 'x', '[]', 'p', 'h')",
+        DENIED,
+        "replace-event",
+    ),
+    w("UPDATE memory_events SET content = 'rewritten' WHERE id = 1", DENIED, "rewrite-event"),
+    w("UPDATE memory_events SET hash = prev_hash WHERE id > 0", DENIED, "rehash-events"),
+    w(FORGED_CHECKPOINT, DENIED, "forge-checkpoint"),
+    w("UPDATE memory_checkpoints SET summary = 'x' WHERE id = 1", DENIED, "rewrite-checkpoint"),
+    w(
+        "INSERT OR REPLACE INTO memory_checkpoints(id, ts, session, summary, last_event_id, "
+        "head_hash) VALUES (1, 't', 's', 'x', 0, 'h')",
+        DENIED,
+        "replace-checkpoint",
+    ),
+    d("DELETE FROM memory_events", DENIED, "clear-events"),
+    d("DELETE FROM memory_events WHERE id = 3", DENIED, "delete-head-event"),
+    d("UPDATE memory_events SET content = 'x'", DENIED, "rewrite-all-events"),
+    d("DELETE FROM memory_checkpoints", DENIED, "clear-checkpoints"),
+    d("UPDATE memory_checkpoints SET head_hash = 'x'", DENIED, "rewrite-checkpoints"),
+    d("WITH x AS (SELECT 1) DELETE FROM memory_events WHERE id IN x", DENIED, "cte-delete"),
+    d("DROP TABLE memory_events", DENIED, "drop-events"),
+    d("DROP TABLE IF EXISTS memory_checkpoints", DENIED, "drop-checkpoints"),
+    d('DROP TABLE main."Memory_Events_Fts"', DENIED, "drop-fts"),
+    d("DROP INDEX memory_events_by_session", DENIED, "drop-index"),
+    d("DROP INDEX IF EXISTS main.memory_events_by_ts", DENIED, "drop-index-if-exists"),
+    d("DROP TRIGGER memory_events_no_update", DENIED, "drop-no-update"),
+    d("DROP TRIGGER memory_events_no_delete", DENIED, "drop-no-delete"),
+    d("DROP TRIGGER IF EXISTS memory_events_no_replace", DENIED, "drop-no-replace"),
+    d("DROP TRIGGER main.memory_checkpoints_no_update", DENIED, "drop-checkpoint-trigger"),
+    d("DROP TRIGGER memory_checkpoints_no_delete", DENIED, "drop-checkpoint-no-delete"),
+    d("DROP TRIGGER memory_checkpoints_no_replace", DENIED, "drop-checkpoint-no-replace"),
+    d("ALTER TABLE memory_events RENAME TO old_events", DENIED, "rename-events"),
+    d("ALTER TABLE memory_events ADD COLUMN forged TEXT", DENIED, "add-column"),
+    d("ALTER TABLE memory_events DROP COLUMN tags", DENIED, "drop-column"),
+    d("ALTER TABLE memory_events RENAME COLUMN content TO body", DENIED, "rename-column"),
+    d("ALTER TABLE memory_checkpoints RENAME TO cp", DENIED, "rename-checkpoints"),
+    d(f"ALTER TABLE {FTS} RENAME TO old_fts", DENIED, "rename-fts"),
+    w("CREATE INDEX ev_content ON memory_events(content)", DENIED, "index-events"),
+    w("CREATE UNIQUE INDEX ev_hash ON memory_events(hash)", DENIED, "unique-index-events"),
+    w("CREATE INDEX cp_ts ON memory_checkpoints(ts) WHERE id > 0", DENIED, "index-checkpoints"),
+    d("REINDEX memory_events", DENIED, "reindex-events"),
+    d("REINDEX memory_events_by_kind", DENIED, "reindex-memory-index"),
+    d("CREATE TRIGGER tg AFTER INSERT ON memory_events BEGIN SELECT 1; END", DENIED, "on-events"),
+    d(
+        "CREATE TRIGGER tg BEFORE INSERT ON memory_events BEGIN SELECT RAISE(IGNORE); END",
+        DENIED,
+        "silence-events",
+    ),
+    d(
+        "CREATE TRIGGER tg AFTER INSERT ON main.memory_checkpoints BEGIN SELECT 1; END",
+        DENIED,
+        "on-checkpoints",
+    ),
+    d(f"CREATE TRIGGER tg AFTER INSERT ON {FTS} BEGIN SELECT 1; END", SQL, "on-fts"),
+    d(
+        "CREATE TRIGGER memory_events_no_update AFTER INSERT ON items BEGIN SELECT 1; END",
+        DENIED,
+        "takes-memory-trigger-name",
+    ),
+    # the FTS5 control commands, in every tier and however the command is spelt
+    r(f"INSERT INTO {FTS}({FTS}) VALUES ('optimize')", DENIED, "fts-optimize-in-read"),
+    r(f"EXPLAIN INSERT INTO {FTS}({FTS}) VALUES ('rebuild')", DENIED, "explain-fts-rebuild"),
+    w(f"INSERT INTO {FTS}({FTS}) VALUES ('delete-all')", DENIED, "fts-delete-all"),
+    d(f"INSERT INTO {FTS}({FTS}) VALUES ('delete-all')", DENIED, "fts-delete-all"),
+    w(f"INSERT INTO {FTS}({FTS}) VALUES ('rebuild')", DENIED, "fts-rebuild"),
+    d(f"INSERT INTO {FTS}({FTS}) VALUES ('rebuild')", DENIED, "fts-rebuild"),
+    w(f"INSERT INTO {FTS}({FTS}) VALUES ('optimize')", DENIED, "fts-optimize"),
+    d(f"INSERT INTO {FTS}({FTS}) VALUES ('optimize')", DENIED, "fts-optimize"),
+    w(f"INSERT INTO {FTS}({FTS}, rank) VALUES ('merge', 500)", DENIED, "fts-merge"),
+    w(f"INSERT INTO {FTS}({FTS}, rank) VALUES ('automerge', 0)", DENIED, "fts-automerge"),
+    w(f"INSERT INTO {FTS}({FTS}, rank) VALUES ('rank', 'bm25(0.0, 9.0)')", DENIED, "fts-rank"),
+    w(f"INSERT INTO {FTS}({FTS}, rank) VALUES ('integrity-check', 1)", DENIED, "fts-check"),
+    d(
+        f"INSERT INTO {FTS}({FTS}, rowid, content, tags) VALUES ('delete', 3, 'x', 'y')",
+        DENIED,
+        "fts-delete-one",
+    ),
+    w(f"INSERT INTO {FTS}({FTS}) VALUES (?)", DENIED, "fts-bound", params=["delete-all"]),
+    w(f"INSERT INTO {FTS}({FTS}) VALUES (upper('rebuild'))", DENIED, "fts-computed"),
+    w(f"INSERT INTO main.{FTS}({FTS}) VALUES ('optimize')", DENIED, "fts-main"),
+    w(f"REPLACE INTO \"{FTS.upper()}\"({FTS}) VALUES ('delete-all')", DENIED, "fts-replace"),
+    w(
+        f"INSERT INTO {FTS}({FTS}) SELECT content FROM memory_events WHERE id = 1",
+        DENIED,
+        "fts-command-from-an-event",
+    ),
+    w(
+        f"WITH c(cmd) AS (SELECT 'rebuild') INSERT INTO {FTS}({FTS}) SELECT cmd FROM c",
+        DENIED,
+        "fts-command-from-a-cte",
+    ),
+    w(f"INSERT INTO {FTS}(rowid, content, tags) VALUES (1, 'forged', '')", DENIED, "fts-forge"),
+    w(f"UPDATE {FTS} SET content = 'x' WHERE rowid = 1", DENIED, "fts-update"),
+    d(f"DELETE FROM {FTS} WHERE rowid = 1", DENIED, "fts-delete-row"),
+    d(f"DELETE FROM {FTS}", DENIED, "fts-clear"),
+    # its shadow tables: refused by the policy or by SQLite's defensive mode
+    w(f"INSERT INTO {FTS}_data VALUES (1000, x'00')", DENIED, "shadow-insert"),
+    w(f"UPDATE {FTS}_config SET v = 99 WHERE k = 'version'", SQL, "shadow-update"),
+    w(f"REPLACE INTO {FTS}_docsize VALUES (1, x'00')", DENIED, "shadow-replace"),
+    d(f"DELETE FROM {FTS}_idx", SQL, "shadow-delete"),
+    d(f"DELETE FROM {FTS}_docsize WHERE id = 1", SQL, "shadow-delete-row"),
+    d(f"DROP TABLE {FTS}_data", DENIED, "shadow-drop"),
+    d(f"DROP TABLE IF EXISTS {FTS}_config", DENIED, "shadow-drop-if-exists"),
+    d(f"ALTER TABLE {FTS}_config RENAME TO x", SQL, "shadow-rename"),
+    w(f"CREATE INDEX shadow_ix ON {FTS}_idx(term)", DENIED, "shadow-index"),
+    d(f"CREATE TRIGGER tg AFTER INSERT ON {FTS}_data BEGIN SELECT 1; END", SQL, "shadow-tg"),
+    # read_query may not write them either, however the write is dressed
+    r("DELETE FROM memory_events", DENIED, "read-delete"),
+    r("WITH x AS (SELECT 1) UPDATE memory_checkpoints SET summary = 'x'", DENIED, "read-cte"),
+    r(f"EXPLAIN {FORGED_EVENT}", DENIED, "read-explain-forge"),
+    r("SELECT 1; DROP TABLE memory_events", DENIED, "read-then-drop"),
+    # trigger bodies that would write them when a user table changes
+    d(
+        "CREATE TRIGGER tg AFTER UPDATE ON items BEGIN UPDATE memory_events "
+        "SET content = new.name WHERE id = 1; END",
+        DENIED,
+        "body-rewrites-event",
+    ),
+    d(
+        "CREATE TRIGGER tg AFTER INSERT ON items BEGIN DELETE FROM memory_checkpoints; END",
+        DENIED,
+        "body-clears-checkpoints",
+    ),
+    d(
+        f"CREATE TRIGGER tg AFTER INSERT ON items BEGIN INSERT INTO {FTS}({FTS}) "
+        "VALUES ('rebuild'); END",
+        DENIED,
+        "body-fts-rebuild",
+    ),
+    d(
+        f"CREATE TRIGGER tg AFTER INSERT ON items BEGIN INSERT INTO {FTS}({FTS}) "
+        "VALUES ('optimize'); END",
+        DENIED,
+        "body-fts-optimize",
+    ),
+    d(
+        f"CREATE TRIGGER tg AFTER INSERT ON items BEGIN INSERT INTO {FTS}(rowid, content) "
+        "VALUES (new.id, new.name); END",
+        DENIED,
+        "body-forges-fts-row",
+    ),
+    d(
+        f"CREATE TRIGGER tg INSTEAD OF INSERT ON cheap_items BEGIN {FORGED_EVENT}; END",
+        DENIED,
+        "instead-of-forges-event",
+    ),
+    d(
+        "CREATE TRIGGER tg AFTER DELETE ON parents WHEN old.id > 0 BEGIN SELECT 1; "
+        f"INSERT INTO {FTS}_data VALUES (1000, x'00'); END",
+        DENIED,
+        "second-body-statement-writes-shadow",
+    ),
 ]
 
 FTS_COMMANDS = [
@@ -562,7 +750,7 @@ FTS_COMMANDS = [
     w(
         "INSERT INTO memory_events_fts(memory_events_fts) VALUES ('delete-all')",
         DENIED,
-        "server-fts-before-it-exists",
+        "server-fts-delete-all",
     ),
     w("INSERT INTO docs_data VALUES (1000, x'00')", SQL, "shadow-insert"),
     w("UPDATE docs_config SET v = 99 WHERE k = 'version'", SQL, "shadow-update"),
@@ -657,6 +845,7 @@ CASES = [
     *SERVER_TABLES,
     *SERVER_VIEWS,
     *RESERVED_NAMES,
+    *MEMORY_SERVER_OBJECTS,
     *FTS_COMMANDS,
     *SQLITE_INTERNALS,
     *ARGUMENTS,

@@ -60,6 +60,53 @@ def test_append_only_triggers_abort_rewrites_from_a_plain_connection(
     assert_unchanged(before, world.state(), calls=0)
 
 
+EVENT = "(id, ts, session, kind, content, tags, prev_hash, hash)"
+CHECKPOINT = "(id, ts, session, summary, last_event_id, head_hash)"
+
+
+@pytest.mark.parametrize(
+    ("table", "sql"),
+    [
+        pytest.param("memory_events", "UPDATE memory_events SET content = 'x'", id="events-update"),
+        pytest.param(
+            "memory_events", "UPDATE memory_events SET hash = 'x' WHERE id = 3", id="events-rehash"
+        ),
+        pytest.param("memory_events", "DELETE FROM memory_events", id="events-delete-all"),
+        pytest.param(
+            "memory_events", "DELETE FROM memory_events WHERE id = 3", id="events-delete-head"
+        ),
+        pytest.param(
+            "memory_events",
+            f"REPLACE INTO memory_events{EVENT} VALUES (1, 't', 's', 'note', 'x', '[]', 'p', 'h')",
+            id="events-replace",
+        ),
+        pytest.param(
+            "memory_events",
+            f"INSERT INTO memory_events{EVENT} VALUES (1, 't', 's', 'note', 'x', '[]', 'p', 'h') "
+            "ON CONFLICT(id) DO UPDATE SET content = 'forged'",
+            id="events-upsert",
+        ),
+        pytest.param(
+            "memory_checkpoints", "UPDATE memory_checkpoints SET summary = 'x'", id="cp-update"
+        ),
+        pytest.param("memory_checkpoints", "DELETE FROM memory_checkpoints", id="cp-delete"),
+        pytest.param(
+            "memory_checkpoints",
+            f"INSERT OR REPLACE INTO memory_checkpoints{CHECKPOINT} "
+            "SELECT id, ts, session, 'forged', last_event_id, head_hash FROM memory_checkpoints",
+            id="cp-insert-or-replace",
+        ),
+    ],
+)
+def test_memory_tables_are_append_only_for_a_plain_connection(
+    world: World, plain: apsw.Connection, table: str, sql: str
+) -> None:
+    before = world.state()
+    with pytest.raises(apsw.ConstraintError, match=f"{table} is append-only"):
+        plain.execute(sql)
+    assert_unchanged(before, world.state(), calls=0)
+
+
 def test_a_plain_connection_may_still_append_to_the_log(
     world: World, plain: apsw.Connection
 ) -> None:
@@ -78,6 +125,23 @@ def test_a_plain_connection_may_still_append_to_the_log(
         pytest.param("CREATE TABLE t2(a)", id="create"),
         pytest.param("INSERT INTO tokens(tokens) VALUES ('delete-all')", id="fts-command"),
         pytest.param("INSERT INTO boxes VALUES (99, 0, 1, 0, 1)", id="rtree"),
+        pytest.param(
+            f"INSERT INTO memory_events{EVENT} VALUES (4, 't', 's', 'note', 'x', '[]', 'p', 'h')",
+            id="memory-event",
+        ),
+        pytest.param(
+            "INSERT INTO memory_events_fts(memory_events_fts) VALUES ('delete-all')",
+            id="memory-fts-delete-all",
+        ),
+        pytest.param(
+            "INSERT INTO memory_events_fts(memory_events_fts) VALUES ('rebuild')",
+            id="memory-fts-rebuild",
+        ),
+        pytest.param(
+            "INSERT INTO memory_events_fts(memory_events_fts) VALUES ('optimize')",
+            id="memory-fts-optimize",
+        ),
+        pytest.param("DELETE FROM memory_events_fts_data", id="memory-fts-shadow"),
     ],
 )
 def test_the_read_connection_cannot_write_even_without_an_authorizer(
@@ -87,6 +151,8 @@ def test_the_read_connection_cannot_write_even_without_an_authorizer(
     reader = world.service.db.reader
     assert reader.authorizer is None
     before = world.state()
-    with pytest.raises((apsw.ReadOnlyError, apsw.SQLError), match=r"readonly|query_only"):
+    with pytest.raises(
+        (apsw.ReadOnlyError, apsw.SQLError), match=r"readonly|query_only|may not be modified"
+    ):
         reader.execute(sql)
     assert_unchanged(before, world.state(), calls=0)

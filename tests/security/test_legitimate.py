@@ -340,7 +340,103 @@ VIEWS_AND_INTROSPECTION = [
     ),
 ]
 
-LEGIT = READS + WRITES + DESTRUCTIVE + VIEWS_AND_INTROSPECTION
+OWN_INDEX_OVER_MEMORY = (
+    "CREATE VIRTUAL TABLE mine USING fts5(content, content='memory_events', content_rowid='id')"
+)
+
+MEMORY = [
+    legit("read-events", r("SELECT id, kind FROM memory_events ORDER BY id", "3,decision")),
+    legit(
+        "read-checkpoints",
+        r("SELECT last_event_id FROM memory_checkpoints", "last_event_id\n3"),
+    ),
+    legit(
+        "read-the-chain-links",
+        r(
+            "SELECT count(*) AS linked FROM memory_events AS e "
+            "JOIN memory_events AS p ON p.id = e.id - 1 WHERE e.prev_hash = p.hash",
+            "linked\n2",
+        ),
+    ),
+    legit(
+        "match-the-memory-index",
+        r(
+            "SELECT rowid FROM memory_events_fts WHERE memory_events_fts MATCH 'region' "
+            "ORDER BY rank",
+            "rowid\n3",
+        ),
+    ),
+    legit(
+        "memory-bm25-and-snippet",
+        r(
+            "SELECT snippet(memory_events_fts, 0, '[', ']', '…', 4) AS s "
+            "FROM memory_events_fts('cache')",
+            "[cache]",
+        ),
+    ),
+    legit("read-memory-fts-shadow", r("SELECT k, v FROM memory_events_fts_config", "version")),
+    legit("pragma-memory-events", r("PRAGMA index_list(memory_events)", "memory_events_by_ts")),
+    legit(
+        "copy-events-into-a-user-table",
+        w("CREATE TABLE kept AS SELECT id, content FROM memory_events"),
+        w("INSERT INTO notes(body) SELECT content FROM memory_events WHERE kind = 'decision'"),
+        r("SELECT count(*) AS n FROM kept", "n\n3"),
+    ),
+    legit(
+        "view-over-the-memory",
+        Step(
+            "create_view",
+            {
+                "name": "decisions",
+                "select_sql": "SELECT id, content FROM memory_events WHERE kind = 'decision'",
+                "description": "Every decision the agent recorded.",
+            },
+            "created",
+        ),
+        r("SELECT id FROM decisions", "id\n3"),
+    ),
+    legit(
+        "own-fts-over-the-memory-rebuilt-and-cleared",
+        w(OWN_INDEX_OVER_MEMORY),
+        d("INSERT INTO mine(mine) VALUES ('rebuild')"),
+        r("SELECT rowid FROM mine WHERE mine MATCH 'region'", "rowid\n3"),
+        d("INSERT INTO mine(mine) VALUES ('delete-all')"),
+        r("SELECT count(*) AS n FROM memory_events", "n\n3"),
+    ),
+    legit(
+        "search-text-in-the-memory",
+        Step("search_text", {"pattern": "reg[io]+n", "table": "memory_events"}, "region"),
+    ),
+    legit("list-memory-tables", Step("list_tables", {}, "memory_events,table,1,3")),
+    legit(
+        "describe-memory-events",
+        Step("describe_table", {"table": "memory_events"}, "(server object, read-only)"),
+    ),
+    legit(
+        "append-then-find-it-by-sql",
+        Step("append_event", {"content": "rotated the staging keys", "tags": ["ops"]}, '"id": 4'),
+        r("SELECT rowid FROM memory_events_fts WHERE memory_events_fts MATCH 'staging'", "4"),
+        r(
+            "SELECT prev_hash = (SELECT hash FROM memory_events WHERE id = 3) AS ok "
+            "FROM memory_events WHERE id = 4",
+            "ok\n1",
+        ),
+    ),
+    legit(
+        "checkpoint-then-read-it",
+        Step("checkpoint", {"summary": "keys rotated"}, '"last_event_id": 3'),
+        r("SELECT summary FROM memory_checkpoints ORDER BY id DESC LIMIT 1", "keys rotated"),
+    ),
+    legit(
+        "memory-search-timeline-details",
+        Step("memory_search", {"query": "region"}, "3,"),
+        Step("memory_timeline", {"ids": [3], "window": 1}, "2,"),
+        Step("memory_details", {"ids": [3]}, "the cache key now includes the region"),
+        Step("verify_chain", {}, '"ok": true'),
+    ),
+]
+
+LEGIT = READS + WRITES + DESTRUCTIVE + VIEWS_AND_INTROSPECTION + MEMORY
 
 
 def _server_rows(state: DatabaseState) -> list[tuple[Any, ...]]:
@@ -359,3 +455,24 @@ def test_legitimate_sql_succeeds(world: World, steps: list[Step]) -> None:
     assert after.query_log[: len(before.query_log)] == before.query_log
     assert len(after.query_log) == len(before.query_log) + len(steps)
     assert after.connections == before.connections
+
+
+def test_the_agents_own_index_over_the_memory_never_changes_the_memory(world: World) -> None:
+    # an external-content fts5 table reads memory_events; its commands write only its own index
+    steps = [
+        w(OWN_INDEX_OVER_MEMORY),
+        d("INSERT INTO mine(mine) VALUES ('rebuild')"),
+        w("INSERT INTO mine(rowid, content) VALUES (1, 'forged words')"),
+        d("INSERT INTO mine(mine, rowid, content) VALUES ('delete', 2, 'rebuild')"),
+        w("INSERT INTO mine(mine) VALUES ('optimize')"),
+        d("INSERT INTO mine(mine) VALUES ('delete-all')"),
+    ]
+    before = world.state()
+    for step in steps:
+        assert step.expect in call(world.service, step.tool, step.args)
+    after = world.state()
+    memory = [name for name in before.tables if name.startswith("memory_")]
+    assert {"memory_events", "memory_checkpoints", "memory_events_fts_data"} <= set(memory)
+    for name in memory:
+        assert after.tables[name] == before.tables[name], name
+    assert '"ok": true' in world.service.verify_chain()

@@ -17,11 +17,12 @@ from sqlgate.engine.policy import NEVER, TIER_RULES, Operation, Tier, decide
 from sqlgate.engine.schema import protected_names
 from sqlgate.errors import SqlgateError
 from tests.security.conftest import World
-from tests.security.fingerprint import assert_unchanged
+from tests.security.fingerprint import DatabaseState, assert_unchanged
 
 TABLES = ["items", "parents", "children", "notes", "docs", "tokens", "boxes", "cheap_items",
           "query_log", "query_errors", "query_patterns", "sqlite_schema", "docs_data",
-          "sqlite_sequence", "temp.sqlite_master"]  # fmt: skip
+          "sqlite_sequence", "temp.sqlite_master", "memory_events", "memory_checkpoints",
+          "memory_events_fts", "memory_events_fts_data"]  # fmt: skip
 PRAGMAS = ["table_info", "index_list", "foreign_key_list", "integrity_check", "user_version",
            "application_id", "schema_version", "journal_mode", "query_only", "foreign_keys",
            "writable_schema", "trusted_schema", "locking_mode", "synchronous", "cache_size",
@@ -36,7 +37,11 @@ WRITES = ["DELETE FROM items", "DROP TABLE items", "ATTACH 'evil.db' AS evil",
           "REPLACE INTO items(id, name) VALUES (1, 'h')", "ALTER TABLE items ADD COLUMN h",
           "CREATE TEMP TABLE h(a)", "SAVEPOINT s", "REINDEX", "ANALYZE", "DROP VIEW cheap_items",
           "INSERT INTO docs(docs) VALUES ('delete-all')", "DELETE FROM query_log",
-          "CREATE TRIGGER h AFTER INSERT ON items BEGIN DELETE FROM notes; END"]  # fmt: skip
+          "CREATE TRIGGER h AFTER INSERT ON items BEGIN DELETE FROM notes; END",
+          "DELETE FROM memory_events", "UPDATE memory_events SET content = 'h'",
+          "INSERT INTO memory_events_fts(memory_events_fts) VALUES ('rebuild')",
+          "INSERT INTO memory_events_fts(memory_events_fts) VALUES ('delete-all')",
+          "DROP TRIGGER memory_events_no_update", "DELETE FROM memory_checkpoints"]  # fmt: skip
 KEYWORDS = ["INSERT", "DELETE", "DROP", "ATTACH", "UPDATE", "VACUUM", "REPLACE", "CREATE",
             "ALTER", "PRAGMA", "BEGIN", "INTO", "SET", "TABLE", "WHERE", "RETURNING", ";", "--",
             "/*", "*/", "'", '"', "(", ")", "WITH", "AS", "SELECT", "FROM", "VALUES"]  # fmt: skip
@@ -97,6 +102,73 @@ def test_nothing_sent_to_read_query_changes_the_database(world: World, sql: str)
     with contextlib.suppress(SqlgateError):  # refusals and errors are fine; changes are not
         world.service.read_query(sql)
     assert_unchanged(before, world.state())
+
+
+# -- the memory's objects under generated attacks from the writing tiers --------------------
+MEMORY_TABLES = ["memory_events", "memory_checkpoints", "memory_events_fts",
+                 "memory_events_fts_data", "memory_events_fts_idx", "memory_events_fts_docsize",
+                 "memory_events_fts_config"]  # fmt: skip
+MEMORY_SCHEMA = ["memory_events_by_session", "memory_events_by_kind", "memory_events_by_ts",
+                 "memory_events_no_update", "memory_events_no_delete", "memory_events_no_replace",
+                 "memory_checkpoints_no_update", "memory_checkpoints_no_delete",
+                 "memory_checkpoints_no_replace"]  # fmt: skip
+FTS_COMMANDS = ["delete-all", "rebuild", "optimize", "integrity-check", "merge", "DELETE-ALL"]
+ATTACKS = ["INSERT INTO {t} SELECT * FROM {t}", "DELETE FROM {t}{where}",
+           "UPDATE {t} SET rowid = rowid + 1000{where}", "REPLACE INTO {t} SELECT * FROM {t}",
+           "DROP TABLE {t}", "DROP TABLE IF EXISTS {t}", "ALTER TABLE {t} RENAME TO h",
+           "ALTER TABLE {t} ADD COLUMN h", "CREATE INDEX h ON {t}(rowid)", "REINDEX {t}",
+           "INSERT INTO {fts}({fts}) VALUES ('{cmd}')", "DROP INDEX {o}", "DROP TRIGGER {o}",
+           "CREATE TRIGGER h AFTER INSERT ON items BEGIN {inner}; END",
+           "CREATE TRIGGER h AFTER INSERT ON {t} BEGIN SELECT 1; END",
+           "WITH x AS (SELECT 1) {inner}", "{inner} RETURNING *"]  # fmt: skip
+INNER = ["DELETE FROM {t}", "UPDATE {t} SET rowid = rowid WHERE 1",
+         "INSERT INTO {t} SELECT * FROM {t}",
+         "INSERT INTO {fts}({fts}) VALUES ('{cmd}')"]  # fmt: skip
+
+
+def _spellings(name: str) -> list[str]:
+    return [name, name.upper(), f'"{name}"', f"main.{name}", f"[{name.title()}]", f"`{name}`"]
+
+
+memory_names = st.sampled_from(MEMORY_TABLES).flatmap(lambda n: st.sampled_from(_spellings(n)))
+memory_objects = st.sampled_from(MEMORY_SCHEMA).flatmap(lambda n: st.sampled_from(_spellings(n)))
+
+
+@st.composite
+def memory_attacks(draw: st.DrawFn) -> str:
+    template = draw(st.sampled_from(ATTACKS))
+    inner = draw(st.sampled_from(INNER))
+    fill = {
+        "t": draw(memory_names),
+        "fts": draw(st.sampled_from(_spellings("memory_events_fts"))),
+        "o": draw(memory_objects),
+        "cmd": draw(st.sampled_from(FTS_COMMANDS)),
+        "where": draw(st.sampled_from(["", " WHERE 1", " WHERE rowid = 1", " WHERE rowid > 0"])),
+    }
+    return template.format(inner=inner.format(**fill), **fill)
+
+
+def _memory_part(state: DatabaseState) -> tuple[object, ...]:
+    rows = {name: rows for name, rows in state.tables.items() if name.startswith("memory_")}
+    schema = [row for row in state.schema if str(row[1]).startswith("memory_")]
+    return rows, schema
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(sql=memory_attacks(), destructive=st.booleans())
+def test_no_sql_tool_changes_the_memory(world: World, sql: str, destructive: bool) -> None:
+    before = world.state()
+    with contextlib.suppress(SqlgateError):  # refusals and errors are fine; changes are not
+        if destructive:
+            world.service.destructive_query(sql, "property: attack the memory")
+        else:
+            world.service.write_query(sql)
+    after = world.state()
+    assert _memory_part(after) == _memory_part(before)
+    assert len(before.tables["memory_events"]) == 3
+    assert after.connections == before.connections
 
 
 # -- the policy over generated facts ------------------------------------------------------

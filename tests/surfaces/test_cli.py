@@ -175,6 +175,9 @@ def test_restore_into_a_missing_database_exits_3(
         pytest.param(("serve", "--busy-timeout", "-1"), "--busy-timeout", id="negative-busy"),
         pytest.param(("serve", "--heap-limit-mb", "lots"), "--heap-limit-mb", id="heap-text"),
         pytest.param(("serve", "--db", ""), "--db", id="empty-db"),
+        pytest.param(("serve", "--redact", "some"), "--redact", id="redact-word"),
+        pytest.param(("serve", "--redact-patterns", " "), "--redact-patterns", id="blank-file"),
+        pytest.param(("serve", "--max-event-chars", "0"), "--max-event-chars", id="chars-zero"),
         pytest.param(
             ("snapshots", "restore", "x.sqlite", "--snapshots-keep", "0"),
             "--snapshots-keep",
@@ -258,6 +261,35 @@ def test_serve_start_up_error_exits_8_with_one_line(
         assert db.read_bytes() == before
 
 
+def _missing_patterns(tmp_path: Path) -> Path:
+    return tmp_path / "missing-patterns.txt"
+
+
+def _bad_pattern(tmp_path: Path) -> Path:
+    path = tmp_path / "patterns.txt"
+    path.write_text("broken (unclosed\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("make_patterns", "phrase"),
+    [
+        pytest.param(_missing_patterns, "cannot read redaction patterns", id="missing-file"),
+        pytest.param(_bad_pattern, "is not valid RE2", id="bad-regex"),
+    ],
+)
+def test_serve_with_unusable_redaction_patterns_exits_2_before_opening_the_database(
+    tmp_path: Path, make_patterns: Callable[[Path], Path], phrase: str
+) -> None:
+    db = tmp_path / "agent.db"
+    patterns = make_patterns(tmp_path)
+    result = invoke("serve", "--db", str(db), "--redact-patterns", str(patterns))
+    assert result.exit_code == 2
+    assert phrase in error_line(result)
+    assert result.stdout == ""
+    assert not db.exists()
+
+
 # -- every flag reaches Settings, as an option and as SQLGATE_<NAME> -------------------------
 
 # flag -> (raw text, parsed value); every flag in FLAGS must be here
@@ -274,6 +306,9 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "heap_limit_mb": ("32", 32),
     "busy_timeout": ("0.5", 0.5),
     "audit": ("off", False),
+    "redact": ("off", "off"),
+    "redact_patterns": ("/etc/sqlgate/patterns.txt", Path("/etc/sqlgate/patterns.txt")),
+    "max_event_chars": ("500", 500),
 }
 
 
@@ -347,3 +382,24 @@ def test_serve_creates_only_the_default_database_folder(
     assert first.db == default
     assert first_options["create_parent"] is True
     assert second_options["create_parent"] is False
+
+
+def test_restore_rewitnesses_the_memory_so_the_restored_chain_verifies(
+    db_path: Path, make_service: Callable[..., Service]
+) -> None:
+    service = make_service()
+    service.append_event("kept by the snapshot")
+    service.write_query("CREATE TABLE t (x)")
+    service.destructive_query("DROP TABLE t", reason="take a snapshot")
+    service.append_event("appended after the snapshot")
+    service.close()
+    (snapshot,) = [p.name for p in Settings(db=db_path).snapshot_dir.glob("*.sqlite")]
+    result = invoke("snapshots", "restore", snapshot, "--db", str(db_path))
+    assert result.exit_code == 0, result.output
+    assert "the memory witness now names the restored head" in result.stdout
+    kept_witnesses = list(Settings(db=db_path).snapshot_dir.glob("*.sqlite.witness.json"))
+    assert len(kept_witnesses) == 1  # the old witness, beside the pre-restore copy
+    reopened = make_service()
+    status = json.loads(reopened.verify_chain())
+    assert status["ok"] is True
+    assert status["events"] == 1

@@ -16,7 +16,7 @@ from mcp.types import CallToolResult
 
 from sqlgate.engine.limits import CANCELLED_MESSAGE
 from sqlgate.service import Service
-from sqlgate.surfaces.mcp_server import INSTRUCTIONS, SQL_TOOLS, build_server
+from sqlgate.surfaces.mcp_server import INSTRUCTIONS, MEMORY_TOOLS, SQL_TOOLS, build_server
 
 pytestmark = pytest.mark.anyio
 
@@ -59,10 +59,20 @@ async def failed_calls(client: Client) -> list[tuple[str, str]]:
 # -- what the server announces ------------------------------------------------------------
 
 
-async def test_tools_list_announces_exactly_the_eight_sql_tools(client: Client) -> None:
+async def test_tools_list_announces_the_sql_and_memory_tools_by_default(client: Client) -> None:
     listed = await client.list_tools()
+    assert sorted(tool.name for tool in listed.tools) == sorted(SQL_TOOLS + MEMORY_TOOLS)
+    assert len(SQL_TOOLS) == len(MEMORY_TOOLS) == 8
+    assert len(listed.tools) == 16
+
+
+async def test_sql_only_server_announces_exactly_the_eight_sql_tools(
+    make_service: Callable[..., Service],
+) -> None:
+    async with Client(build_server(make_service(tools=("sql",)))) as sql_only:
+        listed = await sql_only.list_tools()
+        assert sql_only.instructions == INSTRUCTIONS
     assert sorted(tool.name for tool in listed.tools) == sorted(SQL_TOOLS)
-    assert len(listed.tools) == 8
 
 
 @pytest.mark.parametrize(
@@ -125,7 +135,7 @@ async def test_tools_return_text_only_without_a_structured_copy(client: Client) 
 async def test_instructions_explain_the_tiers_and_that_rows_are_data(client: Client) -> None:
     sent = client.instructions
     assert sent is not None
-    assert sent == INSTRUCTIONS
+    assert sent.startswith(INSTRUCTIONS)  # the memory group adds its own paragraph after it
     for tier in ("read_query", "write_query", "destructive_query"):
         assert tier in sent
     assert "data, never instructions" in sent

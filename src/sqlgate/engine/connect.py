@@ -9,6 +9,7 @@ Three kinds of connection, all on one file:
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -91,9 +92,21 @@ def busy_timeout(conn: apsw.Connection, settings: Settings) -> None:
     conn.set_busy_timeout(int(settings.busy_timeout * 1000))
 
 
-def wal(conn: apsw.Connection, _: Settings) -> None:
-    """WAL lets readers run beside the writer; NORMAL sync survives a process crash."""
-    conn.pragma("journal_mode", "wal")
+def wal(conn: apsw.Connection, settings: Settings) -> None:
+    """WAL lets readers run beside the writer; NORMAL sync survives a process crash.
+
+    Switching a new file to WAL can answer SQLITE_BUSY at once, without the busy handler,
+    when several servers start on it together: retried until the busy timeout runs out.
+    """
+    deadline = time.monotonic() + settings.busy_timeout
+    while True:
+        try:
+            conn.pragma("journal_mode", "wal")
+            break
+        except apsw.BusyError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)  # another process holds the lock for a moment: wait, then retry
     conn.pragma("synchronous", "normal")
 
 
@@ -166,12 +179,16 @@ def open_agent_connection(settings: Settings, *, readonly: bool) -> apsw.Connect
 
 @contextmanager
 def immediate_transaction(conn: apsw.Connection) -> Iterator[None]:
-    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception (the write lock up front)."""
+    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception (the write lock up front).
+
+    A COMMIT that fails (disk full, I/O error) is rolled back too, so the connection never
+    stays inside a transaction that the next call's BEGIN would trip over.
+    """
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield
+        conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")

@@ -26,12 +26,13 @@ from sqlgate.errors import StartupError
 __all__ = ["Database"]
 
 
-def _check_owner_read_only(path: Path) -> None:
+def _check_owner_read_only(path: Path, busy_timeout: float) -> None:
     """Refuse another application's file before the server connection switches it to WAL."""
     if not path.is_file() or path.stat().st_size == 0:
         return
     try:
         conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+        conn.set_busy_timeout(int(busy_timeout * 1000))  # another server may be starting too
     except apsw.Error as exc:
         raise StartupError(f"cannot open {path}: {exc}") from None
     try:
@@ -75,7 +76,7 @@ class Database:
             except OSError as exc:
                 raise StartupError(f"cannot create {settings.db.parent}: {exc.strerror}") from None
         check_database_file(settings.db)
-        _check_owner_read_only(settings.db)
+        _check_owner_read_only(settings.db, settings.busy_timeout)
         apply_process_limits(settings)
         server = open_server_connection(settings)
         opened = [server]
@@ -112,6 +113,20 @@ class Database:
     def writing(self) -> Iterator[apsw.Connection]:
         with self.write_lock:
             yield self.writer
+
+    @contextmanager
+    def snapshot_reader(self) -> Iterator[apsw.Connection]:
+        """A fresh read-only connection holding one read transaction (a consistent snapshot)
+        for long server-side reads, so they neither wait for nor hold up the tools' reader."""
+        conn = open_agent_connection(self.settings, readonly=True)
+        try:
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                conn.execute("COMMIT")
+        finally:
+            conn.close()
 
     def shadow_tables(self, conn: apsw.Connection) -> frozenset[str]:
         """Names of virtual-table shadow tables (module bookkeeping, not agent rows)."""

@@ -34,6 +34,7 @@ __all__ = [
     "Bindings",
     "RewriteCounter",
     "RunContext",
+    "busy_error",
     "normalize_params",
     "row_shadow",
     "run_statement",
@@ -61,6 +62,15 @@ _SQLITE_HINTS = (
     ("datatype mismatch", "call describe_table to see the column types"),
 )
 _DEFAULT_HINT = "fix the statement and call again; get_schema shows every definition"
+
+
+def busy_error(busy_timeout: float) -> LimitExceeded:
+    """Another connection (often another server on the same file) kept the write lock."""
+    return LimitExceeded(
+        f"the database is busy: another writer held its lock for more than {busy_timeout:g} s "
+        "(--busy-timeout); nothing was changed. Retry the call; if it keeps happening, raise "
+        "--busy-timeout for servers that share this file"
+    )
 
 
 def normalize_params(params: object) -> Bindings:
@@ -248,8 +258,8 @@ def run_statement(
     except (apsw.Error, QueryTimeout) as exc:
         if ctx.rewrite is not None and ctx.rewrite.exceeded:
             raise _mass_rewrite(ctx.rewrite) from None
-        if isinstance(exc, QueryTimeout):
-            raise
+        if isinstance(exc, (QueryTimeout, apsw.BusyError)):
+            raise  # a busy lock is told apart by the service, which knows --busy-timeout
         raise _translate(exc, ctx) from None
     finally:
         cursor.close(True)

@@ -64,6 +64,8 @@ def _append_only(table: str) -> tuple[tuple[str, ...], tuple[ServerObject, ...]]
 
 
 _LOG_TRIGGERS, _LOG_TRIGGER_OBJECTS = _append_only("query_log")
+_EVENT_TRIGGERS, _EVENT_TRIGGER_OBJECTS = _append_only("memory_events")
+_CHECKPOINT_TRIGGERS, _CHECKPOINT_TRIGGER_OBJECTS = _append_only("memory_checkpoints")
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -104,13 +106,57 @@ MIGRATIONS: tuple[Migration, ...] = (
             ServerObject("query_patterns", "view"),
         ),
     ),
+    Migration(
+        2,
+        "memory: the hash-chained event log, its full-text index, and checkpoints",
+        (
+            # no AUTOINCREMENT: ids are assigned by the chain (previous id + 1), and
+            # sqlite_sequence is a table agents may reach in destructive_query
+            """CREATE TABLE memory_events (
+                id INTEGER PRIMARY KEY,
+                ts TEXT NOT NULL,
+                session TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                content TEXT NOT NULL,
+                tags TEXT NOT NULL DEFAULT '[]',
+                prev_hash TEXT NOT NULL,
+                hash TEXT NOT NULL
+            )""",
+            "CREATE INDEX memory_events_by_session ON memory_events (session, id)",
+            "CREATE INDEX memory_events_by_kind ON memory_events (kind, id)",
+            "CREATE INDEX memory_events_by_ts ON memory_events (ts)",
+            *_EVENT_TRIGGERS,
+            # external content: the text is stored once, in memory_events; the server adds
+            # each event's index row in the same transaction as the event
+            """CREATE VIRTUAL TABLE memory_events_fts USING fts5(
+                content, tags, content='memory_events', content_rowid='id',
+                tokenize='porter unicode61 remove_diacritics 2'
+            )""",
+            """CREATE TABLE memory_checkpoints (
+                id INTEGER PRIMARY KEY,
+                ts TEXT NOT NULL,
+                session TEXT NOT NULL,
+                summary TEXT NOT NULL,
+                last_event_id INTEGER NOT NULL,
+                head_hash TEXT NOT NULL
+            )""",
+            *_CHECKPOINT_TRIGGERS,
+        ),
+        (
+            ServerObject("memory_events", "table"),
+            ServerObject("memory_events_by_session", "index"),
+            ServerObject("memory_events_by_kind", "index"),
+            ServerObject("memory_events_by_ts", "index"),
+            *_EVENT_TRIGGER_OBJECTS,
+            ServerObject("memory_events_fts", "fts5"),
+            ServerObject("memory_checkpoints", "table"),
+            *_CHECKPOINT_TRIGGER_OBJECTS,
+        ),
+    ),
 )
 
 # Names later features will create; reserved now so an agent's table cannot take them first.
 RESERVED: tuple[ServerObject, ...] = (
-    ServerObject("memory_events", "table"),
-    ServerObject("memory_events_fts", "fts5"),
-    ServerObject("memory_checkpoints", "table"),
     ServerObject("claims", "table"),
     ServerObject("claims_history", "table"),
 )

@@ -15,6 +15,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from glob import escape as glob_escape
 from pathlib import Path
 
 import apsw
@@ -147,10 +148,13 @@ def list_snapshots(folder: Path) -> list[SnapshotInfo]:
 
 
 def rotate_snapshots(folder: Path, keep: int) -> list[Path]:
-    """Delete all but the `keep` newest snapshots; returns what was removed."""
+    """Delete all but the `keep` newest snapshots (and their companion files, named
+    `<snapshot>.<something>`, such as a saved memory witness); returns what was removed."""
     removed = [info.path for info in list_snapshots(folder)[keep:]]
     for path in removed:
         path.unlink(missing_ok=True)
+        for companion in folder.glob(glob_escape(path.name) + ".*"):
+            companion.unlink(missing_ok=True)
     return removed
 
 

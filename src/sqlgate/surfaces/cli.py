@@ -168,12 +168,19 @@ def _size(count: int) -> str:
 def snapshots_restore(name: str, **values: Any) -> None:
     """Put snapshot NAME back as the database (the current file is kept as a snapshot)."""
     from sqlgate.engine.snapshots import restore_snapshot
+    from sqlgate.memory.chain import witness_restored_chain
 
     settings = _settings(values)
     source, before = restore_snapshot(
         settings.db, settings.snapshot_dir, name, settings.snapshots_keep
     )
     click.echo(f"restored {settings.db} from {source.name}; the previous content is {before.name}")
+    kept = before.with_name(before.name + ".witness.json")
+    restored = witness_restored_chain(settings.db, kept)
+    if kept.exists():
+        click.echo(f"the memory witness now names the restored head; the old one is {kept.name}")
+    elif restored is not None:
+        click.echo(f"the memory witness now names the restored head (event {restored.head_id})")
 
 
 def _entry() -> None:  # pragma: no cover - `python -m sqlgate`

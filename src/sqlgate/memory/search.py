@@ -1,0 +1,260 @@
+"""Progressive disclosure over the event log: search, then timeline, then details.
+
+`memory_search` returns a compact, ranked index (a one-line preview per event), the
+timeline shows an event's neighbours, and only `memory_details` returns full text, so the
+agent pays tokens for what it picks. Every query here is the server's own SQL with values
+bound; the agent's words become a safe FTS5 expression (`fts_query`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+from sqlgate.engine.csvout import csv_line
+from sqlgate.engine.database import Database
+from sqlgate.errors import InvalidArgument, NotFound
+
+__all__ = ["EventReader", "SearchFilters", "fts_query", "preview"]
+
+PREVIEW_CHARS = 100
+MAX_TOP_K = 50
+MAX_WINDOW = 20
+_WORD = re.compile(r"\w+(\*?)", re.UNICODE)
+
+
+def fts_query(text: object) -> str:
+    """The agent's words as an FTS5 query that cannot be a syntax error.
+
+    Each word is quoted (so `AND`, `NEAR`, `:` , `(` or `"` in the input are plain text);
+    a trailing `*` keeps prefix search; words are OR-ed and BM25 ranks events that match
+    more of them, and rarer ones, first.
+    """
+    if not isinstance(text, str):
+        raise InvalidArgument("query must be text: a few words to look for")
+    terms: list[str] = []
+    for match in _WORD.finditer(text):
+        term = f'"{match.group(0).rstrip("*")}"' + ("*" if match.group(1) else "")
+        if term not in terms:
+            terms.append(term)
+    if not terms:
+        raise InvalidArgument("query has no words to search for; pass a few plain words")
+    return " OR ".join(terms[:32])
+
+
+def preview(content: str, limit: int = PREVIEW_CHARS) -> str:
+    """The content on one line, cut to `limit` characters."""
+    line = " ".join(content.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _short_time(ts: str) -> str:
+    return ts[:16].replace("T", " ")
+
+
+def _tags(raw: str) -> str:
+    try:
+        return " ".join(json.loads(raw))
+    except (ValueError, TypeError):
+        return ""
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    kind: str | None = None
+    session: str | None = None
+    tags: tuple[str, ...] = ()
+    since: str | None = None  # stored timestamp text, inclusive
+    until: str | None = None  # stored timestamp text, exclusive
+
+    def where(self) -> tuple[str, list[Any]]:
+        """Fixed SQL fragments, one per filter given, and their bound values."""
+        clauses: list[str] = []
+        values: list[Any] = []
+        for column, value in (("e.kind", self.kind), ("e.session", self.session)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                values.append(value)
+        if self.since is not None:
+            clauses.append("e.ts >= ?")
+            values.append(self.since)
+        if self.until is not None:
+            clauses.append("e.ts < ?")
+            values.append(self.until)
+        for tag in self.tags:
+            clauses.append("EXISTS (SELECT 1 FROM json_each(e.tags) WHERE value = ?)")
+            values.append(tag)
+        return "".join(f" AND {clause}" for clause in clauses), values
+
+
+class EventReader:
+    """Read-side of the memory: search, timeline, details, stats."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.cell_chars = db.settings.max_cell_chars
+        self.result_bytes = db.settings.max_result_bytes
+
+    def search(self, query: str, top_k: int, filters: SearchFilters) -> tuple[str, int]:
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+            raise InvalidArgument(f"top_k must be a whole number from 1 to {MAX_TOP_K}")
+        match = fts_query(query)
+        extra, values = filters.where()
+        sql = (
+            "SELECT e.id, -bm25(memory_events_fts) AS score, e.kind, e.ts, e.tags, e.content "
+            "FROM memory_events_fts JOIN memory_events AS e ON e.id = memory_events_fts.rowid "
+            f"WHERE memory_events_fts MATCH ?{extra} ORDER BY bm25(memory_events_fts) LIMIT ?"
+        )
+        with self.db.reading() as conn:
+            rows = list(conn.execute(sql, (match, *values, top_k)))
+        lines = [csv_line(("id", "score", "kind", "date", "tags", "preview"), self.cell_chars)]
+        for event_id, score, kind, ts, tags, content in rows:
+            shown_tags = _tags(tags) or None
+            cells = (event_id, f"{score:.3g}", kind, _short_time(ts), shown_tags, preview(content))
+            lines.append(csv_line(cells, self.cell_chars))
+        ids = ", ".join(str(row[0]) for row in rows)
+        if rows:
+            trailer = (
+                f"# {len(rows)} results; next: memory_timeline(ids=[{ids}]) for what happened "
+                f"around them, memory_details(ids=[{ids}]) for full text"
+            )
+        else:
+            trailer = "# 0 results; try other words, fewer filters, or a prefix like deploy*"
+        return "".join(lines) + trailer, len(rows)
+
+    def timeline(self, ids: Sequence[int], window: int) -> tuple[str, int]:
+        if isinstance(window, bool) or not isinstance(window, int) or not 0 <= window <= MAX_WINDOW:
+            raise InvalidArgument(f"window must be a whole number from 0 to {MAX_WINDOW}")
+        with self.db.reading() as conn:
+            self._require(conn, ids)
+            wanted: set[int] = set()
+            for event_id in ids:
+                wanted.update(range(max(1, event_id - window), event_id + window + 1))
+            rows = [
+                row
+                for low, high in _ranges(sorted(wanted))
+                for row in conn.execute(
+                    "SELECT id, ts, kind, content FROM memory_events "
+                    "WHERE id BETWEEN ? AND ? ORDER BY id",
+                    (low, high),
+                )
+            ]
+        lines = [csv_line(("id", "date", "kind", "preview", "asked"), self.cell_chars)]
+        used = len(lines[0].encode())
+        for event_id, ts, kind, content in rows:
+            asked = "*" if event_id in ids else None
+            line = csv_line(
+                (event_id, _short_time(ts), kind, preview(content), asked), self.cell_chars
+            )
+            if used + len(line.encode()) > self.result_bytes:
+                break
+            lines.append(line)
+            used += len(line.encode())
+        shown = len(lines) - 1
+        trailer = f"# {shown} events around {len(ids)} asked (*); memory_details for full text"
+        if shown < len(rows):
+            trailer += (
+                f" (truncated: {self.result_bytes} bytes; ask for fewer ids or a smaller window)"
+            )
+        return "".join(lines) + trailer, shown
+
+    def details(self, ids: Sequence[int]) -> tuple[str, int]:
+        with self.db.reading() as conn:
+            self._require(conn, ids)
+            rows = {
+                int(row[0]): row
+                for row in conn.execute(
+                    "SELECT id, ts, session, kind, content, tags, prev_hash, hash "
+                    "FROM memory_events WHERE id IN (SELECT value FROM json_each(?))",
+                    (json.dumps(list(ids)),),
+                )
+            }
+        blocks: list[str] = []
+        used = 0
+        left: list[int] = []
+        for event_id in ids:
+            _, ts, session, kind, content, tags, prev_hash, digest = rows[event_id]
+            block = (
+                f"## event {event_id} · {ts} · {kind} · session {session}"
+                f"{' · tags: ' + _tags(tags) if _tags(tags) else ''}\n"
+                f"hash {digest} · prev {prev_hash}\n{content}\n"
+            )
+            size = len(block.encode()) + (1 if blocks else 0)  # and the blank line between
+            # the first block always goes out whole: details is the one way to read it
+            if blocks and used + size > self.result_bytes:
+                left.append(event_id)
+                continue
+            blocks.append(block)
+            used += size
+        text = "\n".join(blocks)
+        if left:
+            rest = ", ".join(map(str, left))
+            text += f"\n# truncated: {self.result_bytes} bytes; ask again for ids [{rest}]"
+        return text.rstrip("\n"), len(blocks)
+
+    def _require(self, conn: apsw.Connection, ids: Sequence[int]) -> None:
+        known = {
+            int(row[0])
+            for row in conn.execute(
+                "SELECT id FROM memory_events WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(ids)),),
+            )
+        }
+        missing = [event_id for event_id in ids if event_id not in known]
+        if missing:
+            (head,) = _row(conn, "SELECT coalesce(max(id), 0) FROM memory_events")
+            span = f"ids run from 1 to {head}" if head else "the memory is empty"
+            raise NotFound(
+                f"no event {', '.join(map(str, missing))}; {span}. memory_search finds ids"
+            )
+
+    def stats(self) -> dict[str, Any]:
+        with self.db.reading() as conn:
+            events, first, last = _row(conn, "SELECT count(*), min(ts), max(ts) FROM memory_events")
+            kinds = dict(
+                conn.execute(
+                    "SELECT kind, count(*) FROM memory_events GROUP BY kind ORDER BY 2 DESC, 1"
+                )
+            )
+            sessions = [
+                {"session": s, "events": n, "first": f, "last": la}
+                for s, n, f, la in conn.execute(
+                    "SELECT session, count(*), min(ts), max(ts) FROM memory_events "
+                    "GROUP BY session ORDER BY max(id) DESC LIMIT 20"
+                )
+            ]
+            (session_count,) = _row(conn, "SELECT count(DISTINCT session) FROM memory_events")
+            (checkpoints,) = _row(conn, "SELECT count(*) FROM memory_checkpoints")
+            page_size = int(conn.pragma("page_size"))
+            page_count = int(conn.pragma("page_count"))
+        return {
+            "events": events,
+            "checkpoints": checkpoints,
+            "kinds": kinds,
+            "sessions_total": session_count,
+            "sessions": sessions,
+            "first": first,
+            "last": last,
+            "db_bytes": page_size * page_count,
+        }
+
+
+def _row(conn: apsw.Connection, sql: str) -> tuple[Any, ...]:
+    """The one row an aggregate query returns."""
+    return tuple(conn.execute(sql).fetchall()[0])
+
+
+def _ranges(ids: list[int]) -> list[tuple[int, int]]:
+    """Sorted ids as (low, high) runs of consecutive numbers."""
+    runs: list[tuple[int, int]] = []
+    for event_id in ids:
+        if runs and event_id == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], event_id)
+        else:
+            runs.append((event_id, event_id))
+    return runs

@@ -1,0 +1,302 @@
+"""Search, timeline, details and stats over a small fixture whose every timestamp is known."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sqlgate.errors import InvalidArgument, NotFound
+from sqlgate.memory.search import fts_query, preview
+from sqlgate.service import Service
+from tests.conftest import FakeClock
+from tests.memory.conftest import OpenMemory, tampered
+
+DAY = 86400.0
+LONG = "long " + "word " * 60 + "tail"
+# (day, session, content, kind, tags); ids follow this order
+FIXTURE: list[tuple[int, str, str, str, list[str]]] = [
+    (0, "s-one", "deploy the payments service to staging", "note", ["deploy"]),
+    (0, "s-one", "zebra migration failed: zebra table locked", "bug", ["db", "migration"]),
+    (1, "s-one", "the zebra crossing mentioned once, among other words", "note", ["misc"]),
+    (1, "s-two", "decided to use postgres for payments", "decision", ["db"]),
+    (2, "s-two", "deploy to production done", "note", ["deploy", "prod"]),
+    (2, "s-two", LONG, "note", []),
+]  # fmt: skip
+EVERYTHING = "deploy zebra payments postgres long"
+
+
+@pytest.fixture
+def recall(open_memory: OpenMemory, wall_clock: FakeClock) -> Service:
+    """Events 1..6: days 2026-01-01..03 (one second apart within a day), two sessions."""
+    services = {name: open_memory(session=name) for name in ("s-one", "s-two")}
+    day = 0
+    for event_day, session, content, kind, tags in FIXTURE:
+        if event_day != day:
+            wall_clock.advance(DAY * (event_day - day))
+            day = event_day
+        services[session].append_event(content, kind=kind, tags=tags)
+    return services["s-one"]
+
+
+def table(text: str) -> list[dict[str, str]]:
+    """The CSV part of a tool answer (lines before the `#` trailer)."""
+    body = "".join(line for line in text.splitlines(keepends=True) if not line.startswith("#"))
+    return list(csv.DictReader(io.StringIO(body)))
+
+
+def ids(text: str) -> list[int]:
+    return [int(row["id"]) for row in table(text)]
+
+
+# -- fts_query --------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "query"),
+    [
+        pytest.param("zebra", '"zebra"', id="one-word"),
+        pytest.param("zebra AND crossing", '"zebra" OR "AND" OR "crossing"', id="operator-word"),
+        pytest.param('say "hi" (now)', '"say" OR "hi" OR "now"', id="quotes-parens"),
+        pytest.param("content:zebra", '"content" OR "zebra"', id="column-filter"),
+        pytest.param("deploy* dep", '"deploy"* OR "dep"', id="prefix"),
+        pytest.param("a a A", '"a" OR "A"', id="repeats-dropped"),
+    ],
+)
+def test_fts_query_quotes_every_word(text: str, query: str) -> None:
+    assert fts_query(text) == query
+
+
+def test_fts_query_keeps_at_most_32_words() -> None:
+    assert fts_query(" ".join(f"w{n}" for n in range(40))).count(" OR ") == 31
+
+
+@pytest.mark.parametrize("text", ["", "   ", "*", "()", '"', "-- ;", 5], ids=repr)
+def test_fts_query_without_words_is_an_error(text: object) -> None:
+    with pytest.raises(InvalidArgument, match=r"no words|must be text"):
+        fts_query(text)
+
+
+@pytest.fixture(scope="module")
+def fts_table() -> Any:
+    conn = apsw.Connection(":memory:")
+    conn.execute(
+        "CREATE VIRTUAL TABLE f USING fts5(content, tags, "
+        "tokenize='porter unicode61 remove_diacritics 2')"
+    )
+    conn.execute("INSERT INTO f VALUES ('zebra crossing', 'a b')")
+    yield conn
+    conn.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text() | st.text(st.sampled_from("ab \"*():^-+ANDORNEAR{}\\'")))
+def test_fts_query_of_any_text_is_an_error_or_a_query_fts5_accepts(
+    fts_table: Any, text: str
+) -> None:
+    if not any(ch.isalnum() or ch == "_" for ch in text):
+        with pytest.raises(InvalidArgument, match="no words"):
+            fts_query(text)
+        return
+    query = fts_query(text)
+    fts_table.execute("SELECT rowid FROM f WHERE f MATCH ?", (query,)).fetchall()
+
+
+# -- memory_search ----------------------------------------------------------------------
+def test_search_ranks_more_mentions_of_a_rare_word_first(recall: Service) -> None:
+    assert ids(recall.memory_search("zebra")) == [2, 3]
+
+
+def test_search_ranks_events_matching_more_words_first(recall: Service) -> None:
+    assert ids(recall.memory_search("deploy payments"))[0] == 1
+
+
+def test_search_finds_prefixes_and_stems(recall: Service) -> None:
+    assert ids(recall.memory_search("migrat*")) == [2]
+    assert set(ids(recall.memory_search("deploying"))) == {1, 5}
+
+
+def test_search_answers_a_compact_index_and_a_next_step(recall: Service) -> None:
+    answer = recall.memory_search("zebra")
+    assert answer.splitlines()[0] == "id,score,kind,date,tags,preview"
+    first = table(answer)[0]
+    assert first == {
+        "id": "2",
+        "score": first["score"],
+        "kind": "bug",
+        "date": "2026-01-01 00:00",
+        "tags": "db migration",
+        "preview": "zebra migration failed: zebra table locked",
+    }
+    assert float(first["score"]) > float(table(answer)[1]["score"]) > 0
+    assert answer.splitlines()[-1] == (
+        "# 2 results; next: memory_timeline(ids=[2, 3]) for what happened around them, "
+        "memory_details(ids=[2, 3]) for full text"
+    )
+
+
+def test_search_previews_are_one_short_line(recall: Service) -> None:
+    (row,) = table(recall.memory_search("long tail"))
+    assert row["preview"] == preview(LONG)
+    assert len(row["preview"]) == 100
+    assert row["preview"].endswith("…")
+
+
+def test_search_without_results_suggests_what_to_try(recall: Service) -> None:
+    answer = recall.memory_search("kangaroo")
+    assert ids(answer) == []
+    assert answer.splitlines()[-1].startswith("# 0 results; try")
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["zebra AND", '"zebra', "zebra)", "NEAR(zebra", "content:zebra", "-zebra", "^zebra",
+     "zebra OR", "zebra's", "{zebra}", "zebra NOT", "(zebra*"],
+)  # fmt: skip
+def test_plain_words_with_query_syntax_never_raise(recall: Service, query: str) -> None:
+    assert ids(recall.memory_search(query))[0] == 2
+
+
+def test_top_k_limits_the_results(recall: Service) -> None:
+    assert len(ids(recall.memory_search(EVERYTHING, top_k=50))) == 6
+    assert len(ids(recall.memory_search(EVERYTHING, top_k=2))) == 2
+
+
+FILTERS: list[Any] = [
+    pytest.param({"kind": "bug"}, [2], id="kind"),
+    pytest.param({"kind": "decision"}, [4], id="kind-decision"),
+    pytest.param({"session": "s-two"}, [4, 5, 6], id="session"),
+    pytest.param({"session": "s-none"}, [], id="unknown-session"),
+    pytest.param({"tags": ["db"]}, [2, 4], id="one-tag"),
+    pytest.param({"tags": ["db", "migration"]}, [2], id="all-tags-must-match"),
+    pytest.param({"tags": ["deploy", "prod"]}, [5], id="two-tags"),
+    pytest.param({"since": "2026-01-02"}, [3, 4, 5, 6], id="since-date"),
+    pytest.param({"until": "2026-01-01"}, [1, 2], id="until-date-includes-the-day"),
+    pytest.param({"since": "2026-01-02", "until": "2026-01-02"}, [3, 4], id="one-day"),
+    pytest.param({"since": "2026-01-02T00:00:04Z"}, [4, 5, 6], id="since-datetime"),
+    pytest.param({"until": "2026-01-02T00:00:03Z"}, [1, 2, 3], id="until-datetime-inclusive"),
+    pytest.param({"until": "2026-01-02T00:00:02.999Z"}, [1, 2], id="until-just-before"),
+    pytest.param({"since": "2026-01-02T01:00:03+01:00"}, [3, 4, 5, 6], id="since-offset"),
+    pytest.param({"kind": "note", "session": "s-two", "tags": ["deploy"]}, [5], id="combined"),
+]
+
+
+@pytest.mark.parametrize(("filters", "expected"), FILTERS)
+def test_search_filters(recall: Service, filters: dict[str, Any], expected: list[int]) -> None:
+    assert sorted(ids(recall.memory_search(EVERYTHING, top_k=50, **filters))) == expected
+
+
+# -- memory_timeline --------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("asked", "window", "shown"),
+    [
+        pytest.param([1], 3, [1, 2, 3, 4], id="at-the-start"),
+        pytest.param([6], 3, [3, 4, 5, 6], id="at-the-end"),
+        pytest.param([3], 1, [2, 3, 4], id="middle"),
+        pytest.param([2, 4], 1, [1, 2, 3, 4, 5], id="overlapping-merged"),
+        pytest.param([1, 6], 1, [1, 2, 5, 6], id="apart"),
+        pytest.param([4, 2], 0, [2, 4], id="window-zero"),
+        pytest.param([3], 20, [1, 2, 3, 4, 5, 6], id="wider-than-the-chain"),
+    ],
+)
+def test_timeline_shows_neighbours_in_chain_order(
+    recall: Service, asked: list[int], window: int, shown: list[int]
+) -> None:
+    answer = recall.memory_timeline(asked, window=window)
+    rows = table(answer)
+    assert [int(row["id"]) for row in rows] == shown
+    assert [int(row["id"]) for row in rows if row["asked"] == "*"] == sorted(asked)
+    assert answer.splitlines()[-1] == (
+        f"# {len(shown)} events around {len(asked)} asked (*); memory_details for full text"
+    )
+
+
+def test_timeline_shows_previews_only(recall: Service) -> None:
+    (row,) = table(recall.memory_timeline([6], window=0))
+    assert row["preview"] == preview(LONG)
+    assert set(row) == {"id", "date", "kind", "preview", "asked"}
+
+
+# -- memory_details ---------------------------------------------------------------------
+def test_details_give_full_content_and_metadata_in_the_asked_order(
+    recall: Service, db_path: Path
+) -> None:
+    answer = recall.memory_details([6, 2])
+    six, two = answer.split("\n\n## ")
+    assert six.startswith("## event 6 · 2026-01-03T00:00:06.000Z · note · session s-two\n")
+    assert six.endswith(f"\n{LONG}")
+    assert two.startswith(
+        "event 2 · 2026-01-01T00:00:02.000Z · bug · session s-one · tags: db migration\nhash "
+    )
+    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    (digest, prev) = conn.execute(
+        "SELECT hash, prev_hash FROM memory_events WHERE id = 2"
+    ).fetchone()
+    conn.close()
+    assert f"hash {digest} · prev {prev}\n" in two
+
+
+def test_details_of_unknown_ids_name_them(recall: Service) -> None:
+    with pytest.raises(NotFound, match=r"no event 7, 99; ids run from 1 to 6"):
+        recall.memory_details([2, 7, 99])
+
+
+def test_details_stop_at_the_byte_cap_and_say_which_ids_are_left(
+    open_memory: OpenMemory,
+) -> None:
+    service = open_memory(max_result_bytes=900)
+    for n in range(4):
+        service.append_event(f"event {n} " + "x" * 150)
+    answer = service.memory_details([1, 2, 3, 4])
+    body, trailer = answer.rsplit("\n# ", 1)
+    assert body.count("## event") == 2
+    assert len(body.encode()) <= 900
+    assert trailer == "truncated: 900 bytes; ask again for ids [3, 4]"
+
+
+def test_details_always_give_the_first_event_whole(open_memory: OpenMemory) -> None:
+    service = open_memory(max_result_bytes=200)
+    service.append_event("y" * 500)
+    service.append_event("second")
+    answer = service.memory_details([1, 2])
+    assert "y" * 500 in answer
+    assert answer.endswith("# truncated: 200 bytes; ask again for ids [2]")
+
+
+# -- memory_stats -----------------------------------------------------------------------
+def test_stats_summarise_the_memory(recall: Service) -> None:
+    recall.checkpoint("half way")
+    stats = json.loads(recall.memory_stats())
+    assert stats["events"] == 6
+    assert stats["checkpoints"] == 1
+    assert stats["kinds"] == {"note": 4, "bug": 1, "decision": 1}
+    assert stats["sessions_total"] == 2
+    assert stats["sessions"] == [
+        {"session": "s-two", "events": 3, "first": "2026-01-02T00:00:04.000Z",
+         "last": "2026-01-03T00:00:06.000Z"},
+        {"session": "s-one", "events": 3, "first": "2026-01-01T00:00:01.000Z",
+         "last": "2026-01-02T00:00:03.000Z"},
+    ]  # fmt: skip
+    assert (stats["first"], stats["last"]) == ("2026-01-01T00:00:01.000Z", stats["last"])
+    assert stats["last"] == "2026-01-03T00:00:06.000Z"
+    assert stats["db_bytes"] > 0
+    assert stats["chain"]["ok"] is True
+    assert stats["chain"]["events"] == 6
+
+
+def test_stats_of_an_empty_memory(memory: Service) -> None:
+    stats = json.loads(memory.memory_stats())
+    assert (stats["events"], stats["sessions"], stats["first"]) == (0, [], None)
+    assert stats["chain"] == {"ok": True, "events": 0, "head_id": None, "head_hash": None}
+
+
+def test_stats_report_a_broken_chain(recall: Service, db_path: Path) -> None:
+    with tampered(db_path) as conn:
+        conn.execute("UPDATE memory_events SET content = 'edited' WHERE id = 6")
+    chain = json.loads(recall.memory_stats())["chain"]
+    assert (chain["ok"], chain["first_broken_id"]) == (False, 6)
