@@ -302,3 +302,10 @@ def test_this_repository_passes_the_gate() -> None:
     assert "scripts/publish_gate.py" in names or "README.md" in names
     findings = gate.scan_files(REPO, names)
     assert findings == [], "\n".join(map(str, findings))
+
+
+def test_a_file_marked_allow_file_in_its_first_lines_is_skipped_whole() -> None:
+    fake = "key = '" + "AKIA" + "IOSFODNN7EXAMPLE'\n"
+    assert rules_found("# publish-gate: " + "allow-file\n" + fake) == []
+    late = "\n" * 6 + "# publish-gate: " + "allow-file\n" + fake
+    assert rules_found(late) == ["aws-key-id"]

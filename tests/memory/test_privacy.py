@@ -1,3 +1,4 @@
+# publish-gate: allow-file - the fake secrets below are this test's fixtures
 """Redaction in both directions: secrets become typed markers, ordinary text survives."""
 
 from __future__ import annotations

@@ -596,7 +596,7 @@ async def test_an_unexpected_failure_does_not_leak_its_text(
     client: Client, memory_service: Service, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def explode(*_: object, **__: object) -> str:
-        raise RuntimeError("secret path /home/alice/.ssh/id_ed25519")
+        raise RuntimeError("secret path /srv/alice/.ssh/id_ed25519")
 
     monkeypatch.setattr(memory_service.memory, "append_event", explode)
     result = await client.call_tool("append_event", {"content": "x"})

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import apsw
+
 from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.csvout import csv_line
@@ -76,11 +78,7 @@ class Checkpoints:
             ).fetchone()
             after = int(checkpoint[4]) if checkpoint else 0
             condition = "id > ? AND kind NOT IN (SELECT value FROM json_each(?))"
-            total = _scalar(
-                conn.execute(
-                    f"SELECT count(*) FROM memory_events WHERE {condition}", (after, excluded)
-                ).fetchone()
-            )
+            total = self._count_since(conn, after, exclude_kinds, status.ok)
             rows = list(
                 conn.execute(
                     f"SELECT id, ts, kind, tags, content FROM memory_events WHERE {condition} "
@@ -90,6 +88,34 @@ class Checkpoints:
             )
         rows.reverse()
         return self._render(status, checkpoint, rows, total, exclude_kinds), len(rows)
+
+    @staticmethod
+    def _count_since(
+        conn: apsw.Connection, after: int, exclude_kinds: tuple[str, ...], chain_ok: bool
+    ) -> int:
+        """Events after `after`, less the excluded kinds, without scanning the table.
+
+        A whole chain has ids 1..head without gaps, so the count is head - after; each
+        excluded kind is counted on its index. A broken chain is counted row by row.
+        """
+        if not chain_ok:
+            return _scalar(
+                conn.execute(
+                    "SELECT count(*) FROM memory_events WHERE id > ? "
+                    "AND kind NOT IN (SELECT value FROM json_each(?))",
+                    (after, json.dumps(list(exclude_kinds))),
+                ).fetchone()
+            )
+        head = _scalar(conn.execute("SELECT coalesce(max(id), 0) FROM memory_events").fetchone())
+        excluded = sum(
+            _scalar(
+                conn.execute(
+                    "SELECT count(*) FROM memory_events WHERE kind = ? AND id > ?", (kind, after)
+                ).fetchone()
+            )
+            for kind in exclude_kinds
+        )
+        return max(0, head - after - excluded)
 
     def _render(
         self,

@@ -11,7 +11,7 @@ quoted literal (its quotes are kept: `{"password": "[REDACTED:secret]"}`, and a 
 key counts), or a bare value written tightly (`password=hunter2`, `--token=abc123`), or a
 bare value with a digit or symbol in it (`secret: s3cr3t!`), but not when it is a variable
 reference, a placeholder or an identifier (`token = self.token`), a code literal
-(`token=None`), a path (`PWD=/home/me`), or when the key names something about the secret
+(`token=None`), a path (`PWD=/srv/app`), or when the key names something about the secret
 rather than the secret itself (`token_limit=4096`, `secret_file=...`, `access_key_id=...`).
 A bearer token must look like one (a digit in it, or 24+ characters), so prose such as
 "Bearer authentication" survives.

@@ -105,13 +105,22 @@ class EventReader:
             raise InvalidArgument(f"top_k must be a whole number from 1 to {MAX_TOP_K}")
         match = fts_query(query)
         extra, values = filters.where()
-        sql = (
-            "SELECT e.id, -bm25(memory_events_fts) AS score, e.kind, e.ts, e.tags, e.content "
-            "FROM memory_events_fts JOIN memory_events AS e ON e.id = memory_events_fts.rowid "
-            f"WHERE memory_events_fts MATCH ?{extra} ORDER BY bm25(memory_events_fts) LIMIT ?"
-        )
+        if extra:
+            sql = (
+                "SELECT e.id, -bm25(memory_events_fts) AS score, e.kind, e.ts, e.tags, e.content "
+                "FROM memory_events_fts JOIN memory_events AS e ON e.id = memory_events_fts.rowid "
+                f"WHERE memory_events_fts MATCH ?{extra} ORDER BY bm25(memory_events_fts) LIMIT ?"
+            )
+        else:  # rank inside the index first, then fetch only the top_k events
+            sql = (
+                "SELECT e.id, -hit.rank AS score, e.kind, e.ts, e.tags, e.content FROM ("
+                "SELECT rowid, rank FROM memory_events_fts WHERE memory_events_fts MATCH ? "
+                "ORDER BY rank LIMIT ?) AS hit JOIN memory_events AS e ON e.id = hit.rowid "
+                "ORDER BY hit.rank"
+            )
         with self.db.reading() as conn:
-            rows = list(conn.execute(sql, (match, *values, top_k)))
+            bound = (match, *values, top_k) if extra else (match, top_k)
+            rows = list(conn.execute(sql, bound))
         lines = [csv_line(("id", "score", "kind", "date", "tags", "preview"), self.cell_chars)]
         for event_id, score, kind, ts, tags, content in rows:
             shown_tags = _tags(tags) or None
