@@ -244,3 +244,15 @@ def test_open_can_create_the_parent_folder(tmp_path: Path) -> None:
     with Service.open(settings, create_parent=True) as service:
         assert service.settings == settings
     assert settings.db.is_file()
+
+
+def test_a_refused_claim_leaves_no_secret_in_the_audit_log(service: Service, db_path: Path) -> None:
+    token = "ghp_" + "a1b2c3d4e5" * 4  # publish-gate: allow
+    with pytest.raises(InvalidArgument):
+        service.claim_add(token, "fact", "holds a token")
+    with apsw.Connection(str(db_path)) as conn:
+        (detail,) = conn.execute(
+            "SELECT detail FROM query_log WHERE tool = 'claim_add' ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+    assert token not in detail
+    assert "[REDACTED:github-token]" in detail

@@ -7,6 +7,7 @@ Every tool call goes through `Service.call`, which times it, audits it in a `fin
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import threading
@@ -18,6 +19,8 @@ from typing import Any, TypeVar
 
 import apsw
 
+from sqlgate.claims.present import claim_json, claims_csv, decayed_csv, evaluation_json
+from sqlgate.claims.store import ClaimStore
 from sqlgate.config import Settings
 from sqlgate.engine.audit import AuditEntry, AuditLog
 from sqlgate.engine.database import Database
@@ -80,6 +83,7 @@ class Service:
         self.views = ViewSaver(self.sql)
         self.text_search = TextSearch(self.sql)
         self.memory = Memory(db, session, wall_clock, redactor or redactor_for(db.settings))
+        self.claims = ClaimStore(db, self.memory.chain, self.memory.redactor, wall_clock)
         self._closed = threading.Event()
 
     @classmethod
@@ -294,3 +298,81 @@ class Service:
 
     def memory_stats(self) -> str:
         return self._remember("memory_stats", self.memory.stats)
+
+    # -- the claims tools ---------------------------------------------------------------
+    def _believe(self, tool: str, answer: Callable[[], tuple[str, int]], **detail: Any) -> str:
+        """An audited claims call; text in its audit detail is redacted like memory content."""
+
+        def work(_: _Call) -> Outcome:
+            text, rows = answer()
+            return Outcome(text, rows)
+
+        shown = {
+            key: self.memory.redactor.redact(value).text if isinstance(value, str) else value
+            for key, value in detail.items()
+            if value is not None
+        }
+        return self.call(tool, work, detail=shown)
+
+    def claim_add(
+        self,
+        entity: str,
+        kind: str,
+        claim: str,
+        volatility: str = "slow",
+        confidence: float = 0.8,
+        rank: int | None = None,
+        confirmed_at: str | None = None,
+        evidence: list[int] | None = None,
+    ) -> str:
+        def answer() -> tuple[str, int]:
+            added, created = self.claims.add(
+                entity, kind, claim, volatility, confidence, rank, confirmed_at, evidence
+            )
+            return claim_json(added, self.claims.now(), created=created), 1
+
+        return self._believe("claim_add", answer, entity=entity, kind=kind)
+
+    def claim_search(self, query: str) -> str:
+        def answer() -> tuple[str, int]:
+            found = self.claims.search(query)
+            return claims_csv(found, self.claims.now(), self.settings.max_cell_chars), len(found)
+
+        return self._believe("claim_search", answer, query=query)
+
+    def claim_confirm(
+        self, id: int, confidence: float | None = None, evidence: list[int] | None = None
+    ) -> str:
+        def answer() -> tuple[str, int]:
+            confirmed = self.claims.confirm(id, confidence, evidence)
+            return claim_json(confirmed, self.claims.now()), 1
+
+        return self._believe("claim_confirm", answer, claim=id)
+
+    def claim_retract(self, id: int) -> str:
+        def answer() -> tuple[str, int]:
+            return claim_json(self.claims.retract(id), self.claims.now()), 1
+
+        return self._believe("claim_retract", answer, claim=id)
+
+    def claims_decayed(self, threshold: float = 0.5, as_of: str | None = None) -> str:
+        def answer() -> tuple[str, int]:
+            items, changes = self.claims.decayed(threshold, as_of)
+            cells = self.settings.max_cell_chars
+            return decayed_csv(items, changes, float(threshold), cells), len(items)
+
+        return self._believe("claims_decayed", answer, as_of=as_of)
+
+    def claims_contradictions(
+        self, observed: dict[str, Any] | None = None, as_of: str | None = None
+    ) -> str:
+        def answer() -> tuple[str, int]:
+            evaluation = self.claims.contradictions(observed, as_of)
+            return evaluation_json(evaluation, as_of), len(evaluation.findings)
+
+        return self._believe("claims_contradictions", answer, as_of=as_of)
+
+    def claims_all(self) -> str:
+        """Every claim as JSON (the claims://all resource)."""
+        now = self.claims.now()
+        return json.dumps([c.as_dict(now) for c in self.claims.all()], ensure_ascii=False)

@@ -53,6 +53,8 @@ def csv_rows(text: str) -> list[str]:
 
 
 SERVER_OBJECTS = [
+    ("claims", "table"),
+    ("claims_history", "table"),
     ("memory_checkpoints", "table"),
     ("memory_events", "table"),
     ("memory_events_fts", "virtual"),
@@ -66,11 +68,13 @@ def test_list_tables_shows_user_and_server_objects_with_row_counts(shop: Service
     shop.append_event("first memory")
     lines = csv_rows(shop.list_tables())
     assert lines[0] == "name,type,system,rows"
-    assert lines[-1] == "# 10 tables and views"
+    assert lines[-1] == "# 12 tables and views"
     rows = lines[1:-1]
     # one list sorted by name; the system column tells server objects apart
-    assert rows[:7] == [
+    assert rows[:9] == [
         "big_customers,view,0,",
+        "claims,table,1,0",
+        "claims_history,table,1,0",
         "customer,table,0,3",
         "docs,virtual,0,2",
         "memory_checkpoints,table,1,0",
@@ -78,11 +82,19 @@ def test_list_tables_shows_user_and_server_objects_with_row_counts(shop: Service
         "memory_events_fts,virtual,1,1",
         "orders,table,0,1",
     ]
-    assert rows[7] == "query_errors,view,1,"
-    name, kind, system, count = rows[8].split(",")
+    assert rows[9] == "query_errors,view,1,"
+    name, kind, system, count = rows[10].split(",")
     assert (name, kind, system) == ("query_log", "table", "1")
     assert int(count) >= 2  # the create_view and append_event calls are already logged
-    assert rows[9] == "query_patterns,view,1,"
+    assert rows[11] == "query_patterns,view,1,"
+
+
+def test_list_tables_counts_claims_and_their_history(service: Service) -> None:
+    service.claim_add("acme", "priority", "acme is priority one", rank=1)
+    service.claim_confirm(1)
+    rows = csv_rows(service.list_tables())[1:-1]
+    assert "claims,table,1,1" in rows
+    assert "claims_history,table,1,2" in rows  # the add and the confirm
 
 
 def test_list_tables_hides_shadow_and_sqlite_tables(shop: Service, db_path: Path) -> None:
@@ -186,9 +198,21 @@ def test_describe_a_view_and_a_server_table(shop: Service) -> None:
             "0,content,",
             id="fts",
         ),
+        pytest.param(
+            "claims",
+            "# table claims (server object, read-only)",
+            'claims_by_state,0,c,0,"state,kind"',
+            id="claims",
+        ),
+        pytest.param(
+            "claims_history",
+            "# table claims_history (server object, read-only)",
+            "6,event_id,INTEGER,0,,0",
+            id="claims-history",
+        ),
     ],
 )
-def test_describe_a_memory_server_object(
+def test_describe_a_server_object(
     service: Service, table: str, first_line: str, expected: str
 ) -> None:
     text = service.describe_table(table)
@@ -228,6 +252,7 @@ def test_get_schema_shows_user_objects_only_by_default(shop: Service) -> None:
     assert 'CREATE VIEW "big_customers" AS\n-- Who buys.\nSELECT name FROM customer;' in schema
     assert "query_log" not in schema
     assert "memory_" not in schema
+    assert "claims" not in schema
     assert "docs_data" not in schema
     assert "sqlite_" not in schema
 
@@ -243,6 +268,13 @@ def test_get_schema_with_system_shows_server_objects(shop: Service) -> None:
         "CREATE INDEX memory_events_by_session",
         "CREATE TRIGGER memory_events_no_update",
         "CREATE TRIGGER memory_checkpoints_no_delete",
+        "CREATE TABLE claims (",
+        "CREATE INDEX claims_by_state",
+        "CREATE TRIGGER claims_no_delete",
+        "CREATE TRIGGER claims_retired_is_final",
+        "CREATE TABLE claims_history (",
+        "CREATE INDEX claims_history_by_claim",
+        "CREATE TRIGGER claims_history_no_update",
     ):
         assert name in schema
     assert "docs_data" not in schema

@@ -67,14 +67,28 @@ MEMORY_OBJECTS = {
     "memory_checkpoints_no_replace": "trigger",
 }
 
+CLAIMS_OBJECTS = {
+    "claims": "table",
+    "claims_by_state": "index",
+    "claims_no_delete": "trigger",
+    "claims_retired_is_final": "trigger",
+    "claims_no_replace": "trigger",
+    "claims_history": "table",
+    "claims_history_by_claim": "index",
+    "claims_history_no_update": "trigger",
+    "claims_history_no_delete": "trigger",
+    "claims_history_no_replace": "trigger",
+}
+ALL_OBJECTS = LOG_OBJECTS | MEMORY_OBJECTS | CLAIMS_OBJECTS
+
 
 def columns(conn: apsw.Connection, table: str) -> list[str]:
     return [str(row[1]) for row in conn.execute(f"PRAGMA table_info({table})")]
 
 
 def test_migrate_creates_the_log_its_triggers_and_views(conn: apsw.Connection) -> None:
-    assert migrate(conn) == NEWEST
-    assert objects(conn) == LOG_OBJECTS | MEMORY_OBJECTS
+    assert migrate(conn) == NEWEST == 3
+    assert objects(conn) == ALL_OBJECTS
     assert columns(conn, "query_log") == [
         "id", "ts", "session", "tool", "query", "ok", "rows", "error", "duration_ms", "detail",
     ]  # fmt: skip
@@ -93,6 +107,19 @@ def test_migration_2_creates_the_memory_tables_with_the_designed_columns(
     fts = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'memory_events_fts'").fetchone()
     assert fts is not None
     assert "content='memory_events'" in str(fts[0])
+
+
+def test_migration_3_creates_the_claims_tables_with_the_designed_columns(
+    conn: apsw.Connection,
+) -> None:
+    migrate(conn)
+    assert columns(conn, "claims") == [
+        "id", "entity", "kind", "claim", "volatility", "confidence", "rank", "state",
+        "created_at", "last_confirmed", "evidence",
+    ]  # fmt: skip
+    assert columns(conn, "claims_history") == [
+        "id", "claim_id", "ts", "session", "action", "detail", "event_id",
+    ]  # fmt: skip
 
 
 def test_every_registered_object_is_created_by_its_migration(conn: apsw.Connection) -> None:
@@ -114,9 +141,23 @@ def test_a_version_1_file_is_upgraded_to_the_newest_keeping_its_log(
     conn.execute(
         "INSERT INTO query_log (ts, session, tool, ok) VALUES ('2026-01-01', 's', 'read_query', 1)"
     )
-    assert migrate(conn) == NEWEST == 2
-    assert objects(conn) == LOG_OBJECTS | MEMORY_OBJECTS
+    assert migrate(conn) == NEWEST == 3
+    assert objects(conn) == ALL_OBJECTS
     assert conn.execute("SELECT tool FROM query_log").fetchall() == [("read_query",)]
+
+
+def test_a_version_2_file_is_upgraded_to_3_keeping_its_memory(conn: apsw.Connection) -> None:
+    for migration in MIGRATIONS[:2]:
+        with immediate_transaction(conn):
+            for statement in migration.statements:
+                conn.execute(statement)
+            conn.pragma("application_id", APPLICATION_ID)
+            conn.pragma("user_version", migration.version)
+    conn.execute(MEMORY_ROWS["memory_events"])
+    assert objects(conn) == LOG_OBJECTS | MEMORY_OBJECTS
+    assert migrate(conn) == 3
+    assert objects(conn) == ALL_OBJECTS
+    assert conn.execute("SELECT content FROM memory_events").fetchall() == [("kept",)]
 
 
 def test_migrate_marks_the_file_as_sqlgates(conn: apsw.Connection) -> None:
@@ -282,7 +323,7 @@ def test_protected_names_hold_the_registry_and_fts5_shadow_tables() -> None:
             assert f"{name}{suffix}".lower() in names
     assert {"query_log", "query_errors", "query_patterns", "memory_events_fts_data"} <= names
     assert set(MEMORY_OBJECTS) <= names
-    assert {"claims", "claims_history"} <= names  # reserved for a later migration
+    assert set(CLAIMS_OBJECTS) <= names
     assert all(name == name.lower() for name in names)
 
 
@@ -293,3 +334,123 @@ def test_fts5_shadow_suffixes_match_what_sqlite_creates(conn: apsw.Connection) -
         for (name,) in conn.execute("SELECT name FROM pragma_table_list WHERE type = 'shadow'")
     }
     assert shadows == {f"probe{suffix}" for suffix in FTS5_SHADOW_SUFFIXES}
+
+
+CLAIM_COLUMNS = (
+    "INSERT INTO claims (entity, kind, claim, volatility, confidence, rank, state, created_at, "
+    "last_confirmed) VALUES "
+)
+CLAIM_ROW = CLAIM_COLUMNS + "('acme', 'priority', 'first', 'slow', 0.8, 1, 'active', 't', 't')"
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        pytest.param("('acme', 'rumour', 'x', 'slow', 0.8, NULL, 'active', 't', 't')", id="kind"),
+        pytest.param(
+            "('acme', 'fact', 'x', 'sometimes', 0.8, NULL, 'active', 't', 't')", id="volatility"
+        ),
+        pytest.param("('acme', 'fact', 'x', 'slow', 1.01, NULL, 'active', 't', 't')", id="conf-hi"),
+        pytest.param("('acme', 'fact', 'x', 'slow', -0.1, NULL, 'active', 't', 't')", id="conf-lo"),
+        pytest.param("('acme', 'fact', 'x', 'slow', 0.8, 1, 'active', 't', 't')", id="rank-fact"),
+        pytest.param("('acme', 'priority', 'x', 'slow', 0.8, 0, 'active', 't', 't')", id="rank-0"),
+        pytest.param("('acme', 'fact', 'x', 'slow', 0.8, NULL, 'lost', 't', 't')", id="state"),
+        pytest.param(
+            "('acme', 'priority', 'first', 'volatile', 0.5, 2, 'active', 't', 't')",
+            id="same-entity-kind-claim",
+        ),
+    ],
+)
+def test_claims_refuse_rows_outside_the_model(conn: apsw.Connection, values: str) -> None:
+    migrate(conn)
+    conn.execute(CLAIM_ROW)
+    with pytest.raises(apsw.ConstraintError):
+        conn.execute(CLAIM_COLUMNS + values)
+    assert conn.execute("SELECT count(*) FROM claims").fetchall() == [(1,)]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        pytest.param("('acme', 'priority', 'x', 'stable', 0, 3, 'stale', 't', 't')", id="edges"),
+        pytest.param("('acme', 'status', 'x', 'volatile', 1, NULL, 'retired', 't', 't')", id="st"),
+        pytest.param(
+            "('b', 'relationship', 'x', 'slow', 0.5, NULL, 'contradicted', 't', 't')",
+            id="relationship",
+        ),
+    ],
+)
+def test_claims_accept_every_allowed_value(conn: apsw.Connection, values: str) -> None:
+    migrate(conn)
+    conn.execute(CLAIM_COLUMNS + values)
+    assert conn.execute("SELECT count(*) FROM claims").fetchall() == [(1,)]
+
+
+@pytest.mark.parametrize(
+    ("statement", "message"),
+    [
+        pytest.param("DELETE FROM claims", "never deleted", id="delete"),
+        pytest.param(
+            "REPLACE INTO claims (id, entity, kind, claim, volatility, confidence, state, "
+            "created_at, last_confirmed) VALUES (1, 'acme', 'fact', 'x', 'slow', 1, 'active', "
+            "'t', 't')",
+            "never replaced",
+            id="replace-by-id",
+        ),
+        pytest.param(
+            "INSERT OR REPLACE INTO claims (entity, kind, claim, volatility, confidence, rank, "
+            "state, created_at, last_confirmed) VALUES ('acme', 'priority', 'first', 'slow', 1, "
+            "1, 'active', 't', 't')",
+            "never replaced",
+            id="replace-by-identity",
+        ),
+        pytest.param(
+            CLAIM_ROW + " ON CONFLICT DO UPDATE SET state = 'active'",
+            "never replaced",
+            id="upsert",
+        ),
+        pytest.param("UPDATE claims SET state = 'active'", "stays retired", id="unretire"),
+        pytest.param("UPDATE claims SET confidence = 1", "stays retired", id="edit-retired"),
+    ],
+)
+def test_claims_are_never_deleted_and_retired_is_final_for_direct_connections(
+    conn: apsw.Connection, statement: str, message: str
+) -> None:
+    migrate(conn)
+    conn.execute(CLAIM_ROW.replace("'active'", "'retired'"))
+    before = conn.execute("SELECT * FROM claims").fetchall()
+    with pytest.raises(apsw.ConstraintError, match=message):
+        conn.execute(statement)
+    assert conn.execute("SELECT * FROM claims").fetchall() == before
+
+
+def test_a_live_claim_can_be_updated_by_a_direct_connection(conn: apsw.Connection) -> None:
+    migrate(conn)
+    conn.execute(CLAIM_ROW)
+    conn.execute("UPDATE claims SET state = 'retired' WHERE id = 1")
+    assert conn.execute("SELECT state FROM claims").fetchall() == [("retired",)]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        pytest.param("UPDATE claims_history SET detail = 'x'", id="update"),
+        pytest.param("DELETE FROM claims_history", id="delete"),
+        pytest.param(
+            "INSERT OR REPLACE INTO claims_history (id, claim_id, ts, session, action, detail) "
+            "VALUES (1, 1, 't', 's', 'add', 'forged')",
+            id="replace",
+        ),
+    ],
+)
+def test_claims_history_is_append_only_for_direct_connections(
+    conn: apsw.Connection, statement: str
+) -> None:
+    migrate(conn)
+    conn.execute(
+        "INSERT INTO claims_history (id, claim_id, ts, session, action, detail) "
+        "VALUES (1, 1, 't', 's', 'add', 'kept')"
+    )
+    with pytest.raises(apsw.ConstraintError, match="claims_history is append-only"):
+        conn.execute(statement)
+    assert conn.execute("SELECT detail FROM claims_history").fetchall() == [("kept",)]

@@ -7,6 +7,10 @@ reading, so with a 500 s budget a statement gets ~500 progress checks (~100k VM 
 CPU bombs time out deterministically and at once, while real statements finish.
 The memory holds a few events and a checkpoint, written through the server's own tools, so
 the memory tables, their full-text index and its shadow tables have rows to protect.
+`claims_world` adds claims (live, ranked, a status, a retired one), also written through
+the tools, so the claims tables, their history and the claim events have rows to protect.
+The wall clock is fixed (2026-01-01), so what decays and what is stale never depends on the
+day the suite runs.
 """
 
 from __future__ import annotations
@@ -72,6 +76,16 @@ MEMORY = (
     ("deploy fixed: the cache key now includes the region", "decision", ["cache", "deploy"]),
 )
 CHECKPOINT = "security suite: three events to keep intact"
+WALL_START = 1767225600.0  # 2026-01-01T00:00:00Z
+
+# (entity, kind, claim, rank): claim ids 1..4 in this order; claim 4 is retracted
+CLAIMS = (
+    ("acme", "priority", "acme is priority one", 1),
+    ("globex", "priority", "globex is priority two", 2),
+    ("launch", "status", "the launch is on schedule", None),
+    ("acme", "fact", "acme ships on fridays", None),
+)
+RETIRED_CLAIM = 4
 
 
 @dataclass
@@ -106,7 +120,9 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
         query_timeout=QUERY_TIMEOUT,
         max_update_rows=MAX_UPDATE_ROWS,
     )
-    service = Service.open(settings, clock=clock, session="s-security")
+    service = Service.open(
+        settings, clock=clock, wall_clock=FakeClock(start=WALL_START), session="s-security"
+    )
     try:
         seed(settings.db)
         service.read_query("SELECT count(*) FROM items")  # older audit rows to keep intact
@@ -118,3 +134,12 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
         yield World(service, tmp_path, outside, clock)
     finally:
         service.close()
+
+
+@pytest.fixture
+def claims_world(world: World) -> World:
+    """The world, with claims written by the claims tools (and one of them retracted)."""
+    for entity, kind, text, rank in CLAIMS:
+        world.service.claim_add(entity, kind, text, rank=rank)
+    world.service.claim_retract(RETIRED_CLAIM)
+    return world

@@ -1,9 +1,10 @@
 """Adversarial names, descriptions and fragments for the tools that are not plain SQL.
 
 create_view (name, select_sql, description, replace), describe_table, search_text (table,
-columns, where, key_column, pattern, limits), list_tables and get_schema, and the memory
-tools (content, kind, tags, ids, dates, search words): each case is refused with the named
-error, or is harmless; either way nothing changes.
+columns, where, key_column, pattern, limits), list_tables and get_schema, the memory
+tools (content, kind, tags, ids, dates, search words) and the claims tools (kinds,
+volatilities, confidences, ranks, ids, observed signals, moments): each case is refused with
+the named error, or is harmless; either way nothing changes.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 
 from sqlgate.errors import InvalidArgument, NotFound, PolicyDenied, SqlError
 from tests.security.cases import HARMLESS, Expected, case, check_refused_and_unchanged
-from tests.security.conftest import World
+from tests.security.conftest import RETIRED_CLAIM, World
 from tests.security.fingerprint import assert_unchanged
 
 DENIED, SQL, BAD, MISSING = PolicyDenied, SqlError, InvalidArgument, NotFound
@@ -60,7 +61,14 @@ VIEW_NAMES = [
     view("memory_events_by_ts", ANSWER, DENIED, "memory-index-name"),
     view("memory_events_no_update", ANSWER, DENIED, "memory-trigger-name"),
     view("memory_checkpoints_no_delete", ANSWER, DENIED, "checkpoint-trigger-name"),
-    view("claims", ANSWER, DENIED, "reserved-claims"),
+    view("claims", ANSWER, DENIED, "claims"),
+    view("Claims_History", ANSWER, DENIED, "claims-history", replace=True),
+    view("claims_by_state", ANSWER, DENIED, "claims-index-name"),
+    view("claims_history_by_claim", ANSWER, DENIED, "claims-history-index-name"),
+    view("claims_no_delete", ANSWER, DENIED, "claims-trigger-name"),
+    view("claims_retired_is_final", ANSWER, DENIED, "claims-retired-trigger-name"),
+    view("claims_no_replace", ANSWER, DENIED, "claims-replace-trigger-name"),
+    view("claims_history_no_update", ANSWER, DENIED, "claims-history-trigger-name"),
     view("query_log_no_update", ANSWER, DENIED, "server-trigger-name"),
     view("items", ANSWER, DENIED, "replace-user-table", replace=True),
     view("docs", ANSWER, DENIED, "replace-virtual-table", replace=True),
@@ -97,6 +105,15 @@ VIEW_BODIES = [
         "deletes-memory-in-cte",
     ),
     view("v", "SELECT 1; DELETE FROM memory_checkpoints", DENIED, "then-clear-checkpoints"),
+    view("v", "SELECT 1; DELETE FROM claims", DENIED, "then-delete-claims"),
+    view("v", "UPDATE claims SET state = 'active' WHERE id > 0", DENIED, "updates-claims"),
+    view("v", "INSERT INTO claims_history(claim_id) VALUES (1)", DENIED, "forges-history"),
+    view(
+        "v",
+        "WITH x AS (DELETE FROM claims_history RETURNING id) SELECT * FROM x",
+        SQL,
+        "deletes-history-in-cte",
+    ),
     view(
         "v",
         "INSERT INTO memory_events_fts(memory_events_fts) VALUES ('delete-all')",
@@ -120,7 +137,10 @@ DESCRIBE = [
     describe("main.items", MISSING, "qualified"),
     describe("docs_data", MISSING, "shadow-table"),
     describe("pragma_table_info", MISSING, "pragma-function"),
-    describe("claims", MISSING, "reserved-not-yet-created"),
+    describe("claims", HARMLESS, "claims"),
+    describe("CLAIMS_HISTORY", HARMLESS, "claims-history-upper"),
+    describe("claims_by_state", MISSING, "claims-index"),
+    describe("claims_no_delete", MISSING, "claims-trigger"),
     describe("memory_events_fts_data", MISSING, "memory-fts-shadow"),
     describe("memory_events_fts_content", MISSING, "memory-fts-absent-shadow"),
     describe("memory_events_by_ts", MISSING, "memory-index"),
@@ -189,6 +209,9 @@ SEARCH = [
     search(HARMLESS, "memory-checkpoints", table="memory_checkpoints", pattern="intact"),
     search(HARMLESS, "memory-fts", table="memory_events_fts", pattern="cache"),
     search(MISSING, "memory-fts-shadow", table="memory_events_fts_data"),
+    search(HARMLESS, "claims", table="claims", pattern="priority"),
+    search(HARMLESS, "claims-history", table="claims_history", pattern="add"),
+    search(SQL, "where-deletes-claims", table="claims", where="(DELETE FROM claims)"),
     search(
         SQL,
         "where-deletes-memory",
@@ -277,6 +300,115 @@ MEMORY_TOOLS = [
     memory("verify_chain", HARMLESS, "verify"),
 ]
 
+OBSERVED_SHAPE = "observed must look like"
+
+
+def claims(tool: str, expected: Expected, name: str, phrase: str = "", **args: Any) -> Any:
+    """A claims tool case; `name` is the case's id (the tools themselves take an `id`)."""
+    return case(tool, args, expected, name, phrase=phrase)
+
+
+def add(expected: Expected, name: str, phrase: str = "", **args: Any) -> Any:
+    return claims("claim_add", expected, name, phrase, **{"entity": "acme", "kind": "fact",
+                  "claim": "acme is based in oslo", **args})  # fmt: skip
+
+
+def observed(expected: Expected, name: str, value: Any, phrase: str = OBSERVED_SHAPE) -> Any:
+    return claims("claims_contradictions", expected, name, phrase, observed=value)
+
+
+# what the claims tools are sent (on `claims_world`): every refusal names what is allowed,
+# and writes nothing, neither a claim, a history row nor a chain event
+CLAIMS_TOOLS = [
+    add(BAD, "kind-unknown", "priority, status, fact, relationship", kind="rumour"),
+    add(BAD, "kind-upper", "is not one of", kind="Fact"),
+    add(BAD, "kind-sql", kind="fact'); DELETE FROM claims; --"),
+    add(BAD, "kind-number", kind=3),
+    add(BAD, "volatility-unknown", "stable, slow, volatile", volatility="often"),
+    add(BAD, "volatility-none", volatility=None),
+    add(BAD, "confidence-above-1", "from 0 to 1", confidence=1.01),
+    add(BAD, "confidence-negative", "from 0 to 1", confidence=-0.01),
+    add(BAD, "confidence-nan", "from 0 to 1", confidence=float("nan")),
+    add(BAD, "confidence-inf", "from 0 to 1", confidence=float("inf")),
+    add(BAD, "confidence-bool", confidence=True),
+    add(BAD, "confidence-text", confidence="0.5"),
+    add(BAD, "rank-on-a-fact", "only for priority", rank=1),
+    add(BAD, "rank-on-a-status", "only for priority", kind="status", rank=2),
+    add(BAD, "rank-zero", "whole number", kind="priority", rank=0),
+    add(BAD, "rank-negative", kind="priority", rank=-1),
+    add(BAD, "rank-float", kind="priority", rank=1.5),
+    add(BAD, "rank-bool", kind="priority", rank=True),
+    add(BAD, "entity-empty", "entity is empty", entity=""),
+    add(BAD, "entity-blank", entity="  \n "),
+    add(BAD, "entity-none", entity=None),
+    add(BAD, "claim-empty", "claim is empty", claim=""),
+    add(BAD, "claim-nul", "control characters", claim="acme\x00x"),
+    add(BAD, "claim-escape", claim="\x1b[2Jacme"),
+    add(BAD, "claim-with-a-secret", "secret", claim="acme api_key=sk-live-abcdef0123456789"),
+    add(BAD, "confirmed-at-word", "ISO-8601", confirmed_at="yesterday"),
+    add(BAD, "confirmed-at-future", "in the future", confirmed_at="2999-01-01"),
+    add(BAD, "confirmed-at-sql", confirmed_at="2026-01-01' OR 1=1 --"),
+    add(MISSING, "evidence-unknown-event", "no memory event 999", evidence=[999]),
+    add(BAD, "evidence-zero", evidence=[0]),
+    add(BAD, "evidence-string", evidence="1"),
+    add(
+        DENIED,
+        "re-add-a-retired-claim",
+        "stay retired",
+        entity="acme",
+        claim="acme ships on fridays",
+    ),
+    claims("claim_search", BAD, "search-empty", "query is empty", query=""),
+    claims("claim_search", BAD, "search-number", query=5),
+    claims("claim_search", HARMLESS, "search-sql-text", query="'; DELETE FROM claims; --"),
+    claims("claim_search", HARMLESS, "search-like-wildcards", query="%_%"),
+    claims("claim_confirm", MISSING, "confirm-unknown-id", "claim_search", id=99),
+    claims("claim_confirm", BAD, "confirm-id-zero", "whole number", id=0),
+    claims("claim_confirm", BAD, "confirm-id-text", id="1 OR 1=1"),
+    claims("claim_confirm", BAD, "confirm-id-bool", id=True),
+    claims("claim_confirm", DENIED, "confirm-retired", "retired", id=RETIRED_CLAIM),
+    claims("claim_confirm", BAD, "confirm-confidence", "from 0 to 1", id=1, confidence=2),
+    claims("claim_confirm", MISSING, "confirm-evidence", "no memory event", id=1, evidence=[77]),
+    claims("claim_retract", MISSING, "retract-unknown-id", "claim_search", id=99),
+    claims("claim_retract", BAD, "retract-id-negative", id=-1),
+    claims("claim_retract", HARMLESS, "retract-retired-again-changes-nothing", id=RETIRED_CLAIM),
+    claims("claims_decayed", BAD, "threshold-above-1", "from 0 to 1", threshold=2),
+    claims("claims_decayed", BAD, "threshold-text", threshold="0.5"),
+    claims("claims_decayed", BAD, "as-of-word", "ISO-8601", as_of="soon"),
+    claims("claims_decayed", BAD, "as-of-bad-day", "ISO-8601", as_of="2026-02-30"),
+    claims("claims_decayed", HARMLESS, "as-of-far-future-writes-nothing", as_of="2031-01-01"),
+    claims("claims_decayed", HARMLESS, "as-of-past-writes-nothing", as_of="2025-01-01"),
+    claims(
+        "claims_decayed",
+        HARMLESS,
+        "threshold-1-as-of-writes-nothing",
+        threshold=1,
+        as_of="2026-01-02",
+    ),
+    claims("claims_contradictions", BAD, "as-of-sql", "ISO-8601", as_of="x' OR 1=1 --"),
+    claims("claims_contradictions", HARMLESS, "as-of-future-writes-nothing", as_of="2026-06-01"),
+    observed(BAD, "observed-text", "signals"),
+    observed(BAD, "observed-list", [{"acme": [1, 2, 3]}]),
+    observed(BAD, "observed-no-periods", {"signals": [{"acme": [9]}]}),
+    observed(BAD, "observed-extra-key", {"signals": [], "validPeriods": [], "drop": 1}),
+    observed(BAD, "signals-object", {"signals": {"acme": [9]}, "validPeriods": [True]}),
+    observed(BAD, "signal-a-list", {"signals": [[9]], "validPeriods": [True]}),
+    observed(BAD, "signal-empty", {"signals": [{}], "validPeriods": [True]}),
+    observed(BAD, "ranks-text", {"signals": [{"acme": "9"}], "validPeriods": [True]}),
+    observed(BAD, "rank-float", {"signals": [{"acme": [9.5]}], "validPeriods": [True]}),
+    observed(BAD, "rank-string", {"signals": [{"acme": ["9"]}], "validPeriods": [True]}),
+    observed(BAD, "rank-zero", {"signals": [{"acme": [0]}], "validPeriods": [True]}),
+    observed(BAD, "rank-bool", {"signals": [{"acme": [True]}], "validPeriods": [True]}),
+    observed(
+        BAD,
+        "lengths-differ",
+        {"signals": [{"acme": [9, 9]}], "validPeriods": [True, True, True]},
+        "2 ranks for 3 periods",
+    ),
+    observed(BAD, "period-not-bool", {"signals": [{"acme": [9]}], "validPeriods": [1]}),
+    observed(BAD, "periods-text", {"signals": [{"acme": [9]}], "validPeriods": "yes"}),
+]
+
 INTROSPECTION = [
     case("list_tables", {"include_row_counts": True}, HARMLESS, "with-counts"),
     case("list_tables", {"include_row_counts": False}, HARMLESS, "without-counts"),
@@ -293,6 +425,13 @@ def test_adversarial_arguments_are_refused_and_change_nothing(
     world: World, tool: str, args: dict[str, Any], expected: Expected, phrase: str
 ) -> None:
     check_refused_and_unchanged(world, tool, args, expected, phrase)
+
+
+@pytest.mark.parametrize(("tool", "args", "expected", "phrase"), CLAIMS_TOOLS)
+def test_adversarial_claims_arguments_are_refused_and_change_nothing(
+    claims_world: World, tool: str, args: dict[str, Any], expected: Expected, phrase: str
+) -> None:
+    check_refused_and_unchanged(claims_world, tool, args, expected, phrase)
 
 
 INJECTED_DESCRIPTIONS = [

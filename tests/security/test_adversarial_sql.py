@@ -474,7 +474,7 @@ SERVER_VIEWS = [
     d("DELETE FROM query_patterns", SQL, "delete-from-view"),
 ]
 
-# names of server objects (and of claims, reserved for a later migration) stay theirs
+# names of server objects stay theirs
 RESERVED_NAMES = [
     w("CREATE TABLE memory_events(id)", DENIED, "memory-events"),
     w("CREATE TABLE IF NOT EXISTS memory_events(id)", DENIED, "memory-events-if-not-exists"),
@@ -496,8 +496,11 @@ RESERVED_NAMES = [
     w("CREATE INDEX memory_events_by_ts ON items(qty)", DENIED, "index-takes-memory-index-name"),
     w("CREATE INDEX IF NOT EXISTS memory_events_by_kind ON items(qty)", DENIED, "if-not-exists"),
     w("CREATE VIRTUAL TABLE memory_checkpoints USING fts5(x)", DENIED, "fts-over-checkpoints"),
-    w("CREATE TABLE claims(id)", DENIED, "claims-not-yet-created"),
-    w("INSERT INTO claims(id) VALUES (1)", SQL, "insert-into-claims-before-it-exists"),
+    w("CREATE TABLE claims(id)", DENIED, "claims"),
+    w("CREATE TABLE IF NOT EXISTS Claims(id)", DENIED, "claims-if-not-exists"),
+    w("CREATE INDEX claims_by_state ON items(qty)", DENIED, "index-takes-claims-index-name"),
+    w("CREATE TABLE claims_no_delete(x)", DENIED, "table-takes-claims-trigger-name"),
+    d("ALTER TABLE notes RENAME TO claims_history", DENIED, "rename-to-claims-history"),
     d("ALTER TABLE items RENAME TO memory_events", DENIED, "rename-user-table-to-reserved"),
     d('ALTER TABLE items RENAME TO "CLAIMS"', DENIED, "rename-to-reserved-quoted"),
     d("ALTER TABLE main.notes RENAME TO memory_events_fts_idx", DENIED, "rename-to-shadow-name"),
@@ -686,6 +689,149 @@ MEMORY_SERVER_OBJECTS = [
     ),
 ]
 
+CLAIM = (
+    "INSERT INTO claims(entity, kind, claim, volatility, confidence, rank, state, created_at, "
+    "last_confirmed) VALUES ('initech', 'priority', 'initech is priority one', 'slow', 1, 1, "
+    "'active', 't', 't')"
+)
+HISTORY = (
+    "INSERT INTO claims_history(claim_id, ts, session, action, detail) "
+    "VALUES (1, 't', 's', 'add', '{}')"
+)
+CLAIMS_TRIGGERS = ["claims_no_delete", "claims_retired_is_final", "claims_no_replace",
+                   "claims_history_no_update", "claims_history_no_delete",
+                   "claims_history_no_replace"]  # fmt: skip
+
+# the claims, their history, indexes and triggers, through every SQL tool (on claims_world:
+# claims 1-3 live, claim 4 retired); read_query may read them
+CLAIMS_SERVER_OBJECTS = [
+    w(CLAIM, DENIED, "forge-claim"),
+    w(CLAIM.replace("INTO claims", "INTO main.claims"), DENIED, "forge-claim-main"),
+    w(CLAIM.replace("INTO claims", 'INTO "CLAIMS"'), DENIED, "forge-claim-quoted-upper"),
+    w(f"{CLAIM} RETURNING id", DENIED, "forge-claim-returning"),
+    w(
+        "INSERT INTO claims SELECT id + 10, entity, kind, claim || '!', volatility, confidence, "
+        "rank, state, created_at, last_confirmed, evidence FROM claims",
+        DENIED,
+        "duplicate-claims",
+    ),
+    w(
+        "INSERT INTO claims(id, entity, kind, claim, volatility, confidence, state, created_at, "
+        "last_confirmed) VALUES (1, 'a', 'fact', 'x', 'slow', 1, 'active', 't', 't') "
+        "ON CONFLICT(id) DO UPDATE SET confidence = 1",
+        DENIED,
+        "upsert-claim",
+    ),
+    w(
+        "REPLACE INTO claims(id, entity, kind, claim, volatility, confidence, state, "
+        "created_at, last_confirmed) VALUES (4, 'acme', 'fact', 'x', 'slow', 1, 'active', 't', "
+        "'t')",
+        DENIED,
+        "replace-retired-claim",
+    ),
+    w("UPDATE claims SET confidence = 1 WHERE id = 1", DENIED, "raise-confidence"),
+    w("UPDATE claims SET rank = 1 WHERE entity = 'globex'", DENIED, "steal-rank"),
+    w("UPDATE claims SET state = 'active' WHERE state = 'retired'", DENIED, "unretire"),
+    w("UPDATE claims SET last_confirmed = '2999-01-01' WHERE id > 0", DENIED, "freeze-decay"),
+    w("UPDATE claims SET evidence = '[1]' WHERE id = 1", DENIED, "forge-evidence"),
+    w(HISTORY, DENIED, "forge-history"),
+    w(f"WITH x AS (SELECT 1) {HISTORY}", DENIED, "cte-forge-history"),
+    w("UPDATE claims_history SET detail = '{}' WHERE id = 1", DENIED, "rewrite-history"),
+    w(
+        "REPLACE INTO claims_history(id, claim_id, ts, session, action, detail) "
+        "VALUES (1, 1, 't', 's', 'add', '{}')",
+        DENIED,
+        "replace-history",
+    ),
+    d("DELETE FROM claims", DENIED, "delete-claims"),
+    d("DELETE FROM claims WHERE state = 'retired'", DENIED, "delete-retired"),
+    d("UPDATE claims SET state = 'retired'", DENIED, "retire-everything"),
+    d("UPDATE claims SET confidence = 1", DENIED, "rewrite-all-claims"),
+    d("DELETE FROM claims_history", DENIED, "clear-history"),
+    d("DELETE FROM claims_history WHERE claim_id = 1", DENIED, "delete-history-of-a-claim"),
+    d("UPDATE claims_history SET event_id = NULL", DENIED, "unlink-history"),
+    d("WITH x AS (SELECT 1) DELETE FROM claims WHERE id IN x", DENIED, "cte-delete-claim"),
+    d("DROP TABLE claims", DENIED, "drop-claims"),
+    d("DROP TABLE IF EXISTS main.claims_history", DENIED, "drop-history"),
+    d('DROP TABLE "Claims_History"', DENIED, "drop-history-mixed-case"),
+    d("DROP INDEX claims_by_state", DENIED, "drop-claims-index"),
+    d("DROP INDEX IF EXISTS claims_history_by_claim", DENIED, "drop-history-index"),
+    *[d(f"DROP TRIGGER {name}", DENIED, f"drop-{name}") for name in CLAIMS_TRIGGERS],
+    d("DROP TRIGGER IF EXISTS main.claims_no_delete", DENIED, "drop-main-no-delete"),
+    d("ALTER TABLE claims RENAME TO beliefs", DENIED, "rename-claims"),
+    d("ALTER TABLE claims ADD COLUMN forged TEXT", DENIED, "add-column"),
+    d("ALTER TABLE claims DROP COLUMN evidence", DENIED, "drop-column"),
+    d("ALTER TABLE claims RENAME COLUMN confidence TO c", DENIED, "rename-column"),
+    d("ALTER TABLE claims_history RENAME TO h", DENIED, "rename-history"),
+    d("ALTER TABLE claims_history ADD COLUMN forged TEXT", DENIED, "history-add-column"),
+    w("CREATE INDEX claims_entity ON claims(entity)", DENIED, "index-claims"),
+    w("CREATE UNIQUE INDEX claims_rank ON claims(rank)", DENIED, "unique-index-claims"),
+    w("CREATE INDEX history_ts ON claims_history(ts) WHERE id > 0", DENIED, "index-history"),
+    d("REINDEX claims_by_state", DENIED, "reindex-claims-index"),
+    d("REINDEX claims_history", DENIED, "reindex-history"),
+    d("CREATE TRIGGER tg AFTER INSERT ON claims BEGIN SELECT 1; END", DENIED, "on-claims"),
+    d(
+        "CREATE TRIGGER tg BEFORE UPDATE ON claims BEGIN SELECT RAISE(IGNORE); END",
+        DENIED,
+        "silence-claim-updates",
+    ),
+    d(
+        "CREATE TRIGGER tg BEFORE INSERT ON main.claims_history BEGIN SELECT RAISE(IGNORE); END",
+        DENIED,
+        "silence-history",
+    ),
+    d(
+        "CREATE TRIGGER claims_no_delete AFTER INSERT ON items BEGIN SELECT 1; END",
+        DENIED,
+        "takes-claims-trigger-name",
+    ),
+    # trigger bodies that would write them when a user table changes
+    d(
+        "CREATE TRIGGER tg AFTER UPDATE ON items BEGIN UPDATE claims SET state = 'active' "
+        "WHERE id = 4; END",
+        DENIED,
+        "body-unretires",
+    ),
+    d(
+        "CREATE TRIGGER tg AFTER INSERT ON items BEGIN UPDATE claims SET confidence = 1 "
+        "WHERE entity = new.name; END",
+        DENIED,
+        "body-raises-confidence",
+    ),
+    d(f"CREATE TRIGGER tg AFTER INSERT ON items BEGIN {CLAIM}; END", DENIED, "body-forges-claim"),
+    d(
+        "CREATE TRIGGER tg AFTER DELETE ON notes BEGIN DELETE FROM claims_history; END",
+        DENIED,
+        "body-clears-history",
+    ),
+    d(
+        f"CREATE TRIGGER tg INSTEAD OF INSERT ON cheap_items BEGIN {HISTORY}; END",
+        DENIED,
+        "instead-of-forges-history",
+    ),
+    d(
+        "CREATE TRIGGER tg AFTER INSERT ON items WHEN new.qty > 0 BEGIN SELECT 1; "
+        "DELETE FROM claims WHERE id = 1; END",
+        DENIED,
+        "second-body-statement-deletes-claim",
+    ),
+    # read_query may not write them, however the write is dressed, but may read them
+    r("DELETE FROM claims", DENIED, "read-delete"),
+    r("UPDATE claims SET state = 'active' WHERE id = 4", DENIED, "read-unretire"),
+    r(f"EXPLAIN {HISTORY}", DENIED, "read-explain-forge-history"),
+    r("WITH x AS (SELECT 1) DELETE FROM claims_history", DENIED, "read-cte-clear-history"),
+    r("SELECT 1; DROP TABLE claims", DENIED, "read-then-drop"),
+    r("SELECT id, entity, rank, state FROM claims ORDER BY id", HARMLESS, "read-claims"),
+    r("SELECT action, event_id FROM claims_history", HARMLESS, "read-history"),
+    r(
+        "SELECT h.action FROM claims_history AS h JOIN memory_events AS e ON e.id = h.event_id",
+        HARMLESS,
+        "join-history-to-the-chain",
+    ),
+    r("SELECT * FROM pragma_index_list('claims')", HARMLESS, "pragma-index-list"),
+    r("PRAGMA table_info(claims_history)", HARMLESS, "pragma-table-info"),
+]
+
 FTS_COMMANDS = [
     w("INSERT INTO tokens(tokens) VALUES ('delete-all')", DENIED, "delete-all"),
     w("INSERT INTO docs(docs) VALUES ('delete-all')", DENIED, "delete-all-regular-table"),
@@ -857,3 +1003,20 @@ def test_adversarial_sql_is_refused_and_changes_nothing(
     world: World, tool: str, args: dict[str, Any], expected: Expected, phrase: str
 ) -> None:
     check_refused_and_unchanged(world, tool, args, expected, phrase)
+
+
+@pytest.mark.parametrize(("tool", "args", "expected", "phrase"), CLAIMS_SERVER_OBJECTS)
+def test_adversarial_sql_on_the_claims_is_refused_and_changes_nothing(
+    claims_world: World, tool: str, args: dict[str, Any], expected: Expected, phrase: str
+) -> None:
+    check_refused_and_unchanged(claims_world, tool, args, expected, phrase)
+
+
+def test_read_query_reads_the_claims_the_tools_wrote(claims_world: World) -> None:
+    text = claims_world.service.read_query(
+        "SELECT c.id, c.state, count(h.id) AS changes FROM claims AS c "
+        "JOIN claims_history AS h ON h.claim_id = c.id GROUP BY c.id ORDER BY c.id"
+    )
+    assert text.splitlines() == [
+        "id,state,changes", "1,active,1", "2,active,1", "3,active,1", "4,retired,2", "# 4 rows",
+    ]  # fmt: skip

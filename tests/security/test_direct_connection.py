@@ -1,7 +1,8 @@
 """Protection that does not depend on sqlgate's own connections.
 
-The append-only triggers hold for any program that opens the file with plain SQLite, and
-the agent's read connection cannot write even with no authorizer installed.
+The append-only triggers hold for any program that opens the file with plain SQLite (and
+for claims: never deleted or replaced, retired for good), and the agent's read connection
+cannot write even with no authorizer installed.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Iterator
 import apsw
 import pytest
 
-from tests.security.conftest import World
+from tests.security.conftest import RETIRED_CLAIM, World
 from tests.security.fingerprint import assert_unchanged
 
 FIRST_ROW = "(SELECT min(id) FROM query_log)"
@@ -107,6 +108,98 @@ def test_memory_tables_are_append_only_for_a_plain_connection(
     assert_unchanged(before, world.state(), calls=0)
 
 
+CLAIM_ROW = "(id, entity, kind, claim, volatility, confidence, state, created_at, last_confirmed)"
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        pytest.param("DELETE FROM claims", "never deleted", id="delete-all"),
+        pytest.param("DELETE FROM claims WHERE id = 1", "never deleted", id="delete-live"),
+        pytest.param(
+            f"DELETE FROM claims WHERE id = {RETIRED_CLAIM}", "never deleted", id="delete-retired"
+        ),
+        pytest.param(
+            f"UPDATE claims SET state = 'active' WHERE id = {RETIRED_CLAIM}",
+            "stays retired",
+            id="unretire",
+        ),
+        pytest.param(
+            f"UPDATE claims SET confidence = 1, last_confirmed = 'x' WHERE id = {RETIRED_CLAIM}",
+            "stays retired",
+            id="edit-retired",
+        ),
+        pytest.param(
+            "UPDATE claims SET claim = claim || '!'", "stays retired", id="edit-all-incl-retired"
+        ),
+        pytest.param(
+            f"REPLACE INTO claims{CLAIM_ROW} "
+            f"VALUES ({RETIRED_CLAIM}, 'acme', 'fact', 'x', 'slow', 1, 'active', 't', 't')",
+            "never replaced",
+            id="replace-retired-by-id",
+        ),
+        pytest.param(
+            f"INSERT OR REPLACE INTO claims{CLAIM_ROW} "
+            "VALUES (99, 'acme', 'fact', 'acme ships on fridays', 'slow', 1, 'active', 't', 't')",
+            "never replaced",
+            id="replace-retired-by-identity",
+        ),
+        pytest.param(
+            f"INSERT OR REPLACE INTO claims{CLAIM_ROW} "
+            "SELECT id, entity, kind, claim, volatility, 1, 'active', created_at, last_confirmed "
+            "FROM claims",
+            "never replaced",
+            id="replace-all",
+        ),
+    ],
+)
+def test_claims_are_never_deleted_and_retired_stays_retired_for_a_plain_connection(
+    claims_world: World, plain: apsw.Connection, sql: str, message: str
+) -> None:
+    before = claims_world.state()
+    with pytest.raises(apsw.ConstraintError, match=message):
+        plain.execute(sql)
+    assert_unchanged(before, claims_world.state(), calls=0)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        pytest.param("UPDATE claims_history SET detail = '{}'", id="update"),
+        pytest.param("UPDATE claims_history SET event_id = NULL WHERE id = 1", id="unlink"),
+        pytest.param("DELETE FROM claims_history", id="delete-all"),
+        pytest.param("DELETE FROM claims_history WHERE claim_id = 4", id="delete-one-claims"),
+        pytest.param(
+            "INSERT OR REPLACE INTO claims_history(id, claim_id, ts, session, action, detail) "
+            "SELECT id, claim_id, ts, session, 'forged', detail FROM claims_history",
+            id="replace-all",
+        ),
+        pytest.param(
+            "INSERT INTO claims_history(id, claim_id, ts, session, action, detail) "
+            "VALUES (1, 1, 't', 's', 'x', '{}') ON CONFLICT(id) DO UPDATE SET action = 'forged'",
+            id="upsert",
+        ),
+    ],
+)
+def test_claims_history_is_append_only_for_a_plain_connection(
+    claims_world: World, plain: apsw.Connection, sql: str
+) -> None:
+    before = claims_world.state()
+    with pytest.raises(apsw.ConstraintError, match="claims_history is append-only"):
+        plain.execute(sql)
+    assert_unchanged(before, claims_world.state(), calls=0)
+
+
+def test_a_plain_connection_may_still_change_a_live_claim(
+    claims_world: World, plain: apsw.Connection
+) -> None:
+    # the triggers guard deletion and retirement; live claims are the store's to update
+    plain.execute("UPDATE claims SET confidence = 0.5 WHERE id = 1")
+    assert "confidence=0.5" in claims_world.service.read_query(
+        "SELECT 'confidence=' || confidence AS c FROM claims WHERE id = 1"
+    )
+
+
 def test_a_plain_connection_may_still_append_to_the_log(
     world: World, plain: apsw.Connection
 ) -> None:
@@ -142,6 +235,17 @@ def test_a_plain_connection_may_still_append_to_the_log(
             id="memory-fts-optimize",
         ),
         pytest.param("DELETE FROM memory_events_fts_data", id="memory-fts-shadow"),
+        pytest.param(
+            "INSERT INTO claims(entity, kind, claim, volatility, confidence, state, created_at, "
+            "last_confirmed) VALUES ('a', 'fact', 'x', 'slow', 1, 'active', 't', 't')",
+            id="claim",
+        ),
+        pytest.param("UPDATE claims SET confidence = 1", id="claims-update"),
+        pytest.param(
+            "INSERT INTO claims_history(claim_id, ts, session, action, detail) "
+            "VALUES (1, 't', 's', 'x', '{}')",
+            id="claims-history",
+        ),
     ],
 )
 def test_the_read_connection_cannot_write_even_without_an_authorizer(

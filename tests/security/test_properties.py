@@ -22,7 +22,7 @@ from tests.security.fingerprint import DatabaseState, assert_unchanged
 TABLES = ["items", "parents", "children", "notes", "docs", "tokens", "boxes", "cheap_items",
           "query_log", "query_errors", "query_patterns", "sqlite_schema", "docs_data",
           "sqlite_sequence", "temp.sqlite_master", "memory_events", "memory_checkpoints",
-          "memory_events_fts", "memory_events_fts_data"]  # fmt: skip
+          "memory_events_fts", "memory_events_fts_data", "claims", "claims_history"]  # fmt: skip
 PRAGMAS = ["table_info", "index_list", "foreign_key_list", "integrity_check", "user_version",
            "application_id", "schema_version", "journal_mode", "query_only", "foreign_keys",
            "writable_schema", "trusted_schema", "locking_mode", "synchronous", "cache_size",
@@ -41,7 +41,9 @@ WRITES = ["DELETE FROM items", "DROP TABLE items", "ATTACH 'evil.db' AS evil",
           "DELETE FROM memory_events", "UPDATE memory_events SET content = 'h'",
           "INSERT INTO memory_events_fts(memory_events_fts) VALUES ('rebuild')",
           "INSERT INTO memory_events_fts(memory_events_fts) VALUES ('delete-all')",
-          "DROP TRIGGER memory_events_no_update", "DELETE FROM memory_checkpoints"]  # fmt: skip
+          "DROP TRIGGER memory_events_no_update", "DELETE FROM memory_checkpoints",
+          "UPDATE claims SET state = 'active'", "DELETE FROM claims_history",
+          "DROP TRIGGER claims_retired_is_final"]  # fmt: skip
 KEYWORDS = ["INSERT", "DELETE", "DROP", "ATTACH", "UPDATE", "VACUUM", "REPLACE", "CREATE",
             "ALTER", "PRAGMA", "BEGIN", "INTO", "SET", "TABLE", "WHERE", "RETURNING", ";", "--",
             "/*", "*/", "'", '"', "(", ")", "WITH", "AS", "SELECT", "FROM", "VALUES"]  # fmt: skip
@@ -134,14 +136,26 @@ memory_names = st.sampled_from(MEMORY_TABLES).flatmap(lambda n: st.sampled_from(
 memory_objects = st.sampled_from(MEMORY_SCHEMA).flatmap(lambda n: st.sampled_from(_spellings(n)))
 
 
+CLAIMS_TABLES = ["claims", "claims_history"]
+CLAIMS_SCHEMA = ["claims_by_state", "claims_history_by_claim", "claims_no_delete",
+                 "claims_retired_is_final", "claims_no_replace", "claims_history_no_update",
+                 "claims_history_no_delete", "claims_history_no_replace"]  # fmt: skip
+claims_names = st.sampled_from(CLAIMS_TABLES).flatmap(lambda n: st.sampled_from(_spellings(n)))
+claims_objects = st.sampled_from(CLAIMS_SCHEMA).flatmap(lambda n: st.sampled_from(_spellings(n)))
+
+
 @st.composite
-def memory_attacks(draw: st.DrawFn) -> str:
+def memory_attacks(
+    draw: st.DrawFn,
+    names: st.SearchStrategy[str] = memory_names,
+    objects: st.SearchStrategy[str] = memory_objects,
+) -> str:
     template = draw(st.sampled_from(ATTACKS))
     inner = draw(st.sampled_from(INNER))
     fill = {
-        "t": draw(memory_names),
+        "t": draw(names),
         "fts": draw(st.sampled_from(_spellings("memory_events_fts"))),
-        "o": draw(memory_objects),
+        "o": draw(objects),
         "cmd": draw(st.sampled_from(FTS_COMMANDS)),
         "where": draw(st.sampled_from(["", " WHERE 1", " WHERE rowid = 1", " WHERE rowid > 0"])),
     }
@@ -168,6 +182,29 @@ def test_no_sql_tool_changes_the_memory(world: World, sql: str, destructive: boo
     after = world.state()
     assert _memory_part(after) == _memory_part(before)
     assert len(before.tables["memory_events"]) == 3
+    assert after.connections == before.connections
+
+
+def _claims_part(state: DatabaseState) -> tuple[object, ...]:
+    rows = {name: rows for name, rows in state.tables.items() if name.startswith("claims")}
+    schema = [row for row in state.schema if str(row[1]).startswith("claims")]
+    return rows, schema, state.tables["memory_events"]
+
+
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(sql=memory_attacks(claims_names, claims_objects), destructive=st.booleans())
+def test_no_sql_tool_changes_the_claims(claims_world: World, sql: str, destructive: bool) -> None:
+    before = claims_world.state()
+    with contextlib.suppress(SqlgateError):  # refusals and errors are fine; changes are not
+        if destructive:
+            claims_world.service.destructive_query(sql, "property: attack the claims")
+        else:
+            claims_world.service.write_query(sql)
+    after = claims_world.state()
+    assert _claims_part(after) == _claims_part(before)
+    assert len(before.tables["claims"]) == 4
     assert after.connections == before.connections
 
 

@@ -16,7 +16,13 @@ from mcp.types import CallToolResult
 
 from sqlgate.engine.limits import CANCELLED_MESSAGE
 from sqlgate.service import Service
-from sqlgate.surfaces.mcp_server import INSTRUCTIONS, MEMORY_TOOLS, SQL_TOOLS, build_server
+from sqlgate.surfaces.mcp_server import (
+    CLAIMS_TOOLS,
+    INSTRUCTIONS,
+    MEMORY_TOOLS,
+    SQL_TOOLS,
+    build_server,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -59,11 +65,16 @@ async def failed_calls(client: Client) -> list[tuple[str, str]]:
 # -- what the server announces ------------------------------------------------------------
 
 
-async def test_tools_list_announces_the_sql_and_memory_tools_by_default(client: Client) -> None:
+async def test_tools_list_announces_the_sql_memory_and_claims_tools_by_default(
+    client: Client,
+) -> None:
     listed = await client.list_tools()
-    assert sorted(tool.name for tool in listed.tools) == sorted(SQL_TOOLS + MEMORY_TOOLS)
+    assert sorted(tool.name for tool in listed.tools) == sorted(
+        SQL_TOOLS + MEMORY_TOOLS + CLAIMS_TOOLS
+    )
     assert len(SQL_TOOLS) == len(MEMORY_TOOLS) == 8
-    assert len(listed.tools) == 16
+    assert len(CLAIMS_TOOLS) == 6
+    assert len(listed.tools) == 22
 
 
 async def test_sql_only_server_announces_exactly_the_eight_sql_tools(

@@ -24,6 +24,7 @@ from sqlgate.config import Settings
 from sqlgate.memory.chain import GENESIS, event_hash
 from sqlgate.service import Service
 from sqlgate.surfaces.mcp_server import (
+    CLAIMS_TOOLS,
     INSTRUCTIONS,
     MEMORY_INSTRUCTIONS,
     MEMORY_TOOLS,
@@ -147,7 +148,11 @@ async def append(client: Client, content: str, kind: str = "note", **extra: Any)
         pytest.param(("sql",), SQL_TOOLS, id="sql-only-8"),
         pytest.param(("sql", "memory"), SQL_TOOLS + MEMORY_TOOLS, id="both-16"),
         pytest.param(("memory", "sql"), SQL_TOOLS + MEMORY_TOOLS, id="both-any-order-16"),
-        pytest.param(("sql", "memory", "claims"), SQL_TOOLS + MEMORY_TOOLS, id="default-16"),
+        pytest.param(("claims",), CLAIMS_TOOLS, id="claims-only-6"),
+        pytest.param(("memory", "claims"), MEMORY_TOOLS + CLAIMS_TOOLS, id="memory-claims-14"),
+        pytest.param(
+            ("sql", "memory", "claims"), SQL_TOOLS + MEMORY_TOOLS + CLAIMS_TOOLS, id="default-22"
+        ),
     ],
 )
 async def test_tools_selection_announces_exactly_the_chosen_groups(

@@ -22,7 +22,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
-from sqlgate.surfaces.mcp_server import MEMORY_TOOLS, SQL_TOOLS
+from sqlgate.surfaces.mcp_server import CLAIMS_TOOLS, MEMORY_TOOLS, SQL_TOOLS
 
 pytestmark = pytest.mark.stdio
 
@@ -118,9 +118,11 @@ async def served(tmp_path: Path, server_log: TextIO) -> AsyncIterator[Client]:
 
 
 @pytest.mark.anyio
-async def test_stdio_server_lists_the_sixteen_tools_and_runs_a_query(served: Client) -> None:
+async def test_stdio_server_lists_the_22_tools_and_runs_a_query(served: Client) -> None:
     listed = await served.list_tools()
-    assert sorted(tool.name for tool in listed.tools) == sorted(SQL_TOOLS + MEMORY_TOOLS)
+    assert sorted(tool.name for tool in listed.tools) == sorted(
+        SQL_TOOLS + MEMORY_TOOLS + CLAIMS_TOOLS
+    )
     created = await served.call_tool("write_query", {"query": "CREATE TABLE t (x INTEGER)"})
     assert not created.is_error, text(created)
     await served.call_tool("write_query", {"query": "INSERT INTO t VALUES (?)", "params": [7]})

@@ -66,6 +66,7 @@ def _append_only(table: str) -> tuple[tuple[str, ...], tuple[ServerObject, ...]]
 _LOG_TRIGGERS, _LOG_TRIGGER_OBJECTS = _append_only("query_log")
 _EVENT_TRIGGERS, _EVENT_TRIGGER_OBJECTS = _append_only("memory_events")
 _CHECKPOINT_TRIGGERS, _CHECKPOINT_TRIGGER_OBJECTS = _append_only("memory_checkpoints")
+_HISTORY_TRIGGERS, _HISTORY_TRIGGER_OBJECTS = _append_only("claims_history")
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -153,13 +154,64 @@ MIGRATIONS: tuple[Migration, ...] = (
             *_CHECKPOINT_TRIGGER_OBJECTS,
         ),
     ),
+    Migration(
+        3,
+        "claims: beliefs about entities that decay, and the history of every change",
+        (
+            """CREATE TABLE claims (
+                id INTEGER PRIMARY KEY,
+                entity TEXT NOT NULL,
+                kind TEXT NOT NULL
+                    CHECK (kind IN ('priority', 'status', 'fact', 'relationship')),
+                claim TEXT NOT NULL,
+                volatility TEXT NOT NULL CHECK (volatility IN ('stable', 'slow', 'volatile')),
+                confidence REAL NOT NULL CHECK (confidence BETWEEN 0 AND 1),
+                rank INTEGER CHECK (rank IS NULL OR (kind = 'priority' AND rank >= 1)),
+                state TEXT NOT NULL
+                    CHECK (state IN ('active', 'stale', 'contradicted', 'retired')),
+                created_at TEXT NOT NULL,
+                last_confirmed TEXT NOT NULL,
+                evidence TEXT NOT NULL DEFAULT '[]',
+                UNIQUE (entity, kind, claim)
+            )""",
+            "CREATE INDEX claims_by_state ON claims (state, kind)",
+            """CREATE TRIGGER claims_no_delete BEFORE DELETE ON claims
+                BEGIN SELECT RAISE(ABORT, 'claims are retired, never deleted'); END""",
+            """CREATE TRIGGER claims_retired_is_final BEFORE UPDATE ON claims
+                WHEN OLD.state = 'retired'
+                BEGIN SELECT RAISE(ABORT, 'a retired claim stays retired'); END""",
+            # REPLACE deletes the conflicting row without firing DELETE triggers
+            """CREATE TRIGGER claims_no_replace BEFORE INSERT ON claims
+                WHEN EXISTS (SELECT 1 FROM claims WHERE id = NEW.id
+                    OR (entity = NEW.entity AND kind = NEW.kind AND claim = NEW.claim))
+                BEGIN SELECT RAISE(ABORT, 'claims are never replaced; update the claim'); END""",
+            """CREATE TABLE claims_history (
+                id INTEGER PRIMARY KEY,
+                claim_id INTEGER NOT NULL,
+                ts TEXT NOT NULL,
+                session TEXT NOT NULL,
+                action TEXT NOT NULL,
+                detail TEXT NOT NULL,
+                event_id INTEGER
+            )""",
+            "CREATE INDEX claims_history_by_claim ON claims_history (claim_id, id)",
+            *_HISTORY_TRIGGERS,
+        ),
+        (
+            ServerObject("claims", "table"),
+            ServerObject("claims_by_state", "index"),
+            ServerObject("claims_no_delete", "trigger"),
+            ServerObject("claims_retired_is_final", "trigger"),
+            ServerObject("claims_no_replace", "trigger"),
+            ServerObject("claims_history", "table"),
+            ServerObject("claims_history_by_claim", "index"),
+            *_HISTORY_TRIGGER_OBJECTS,
+        ),
+    ),
 )
 
 # Names later features will create; reserved now so an agent's table cannot take them first.
-RESERVED: tuple[ServerObject, ...] = (
-    ServerObject("claims", "table"),
-    ServerObject("claims_history", "table"),
-)
+RESERVED: tuple[ServerObject, ...] = ()
 
 REGISTRY: tuple[ServerObject, ...] = (
     *(obj for migration in MIGRATIONS for obj in migration.objects),

@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from json.encoder import encode_basestring
 from pathlib import Path
@@ -46,6 +47,7 @@ __all__ = [
     "GENESIS",
     "Appended",
     "ChainStatus",
+    "ChainWriter",
     "EventChain",
     "canonical",
     "event_hash",
@@ -160,37 +162,35 @@ class EventChain:
 
     # -- append -------------------------------------------------------------------------
     def append(self, kind: str, content: str, tags: Iterable[str]) -> Appended:
-        """Append one event; returns its id, hash and timestamp.
+        """Append one event in its own transaction; returns its id, hash and timestamp."""
+        with self.writing() as writer:
+            return writer.append(kind, content, tags)
+
+    @contextmanager
+    def writing(self) -> Iterator[ChainWriter]:
+        """One write transaction on the server connection, in which a caller may write its own
+        server rows and append any number of events: all of it lands together, or nothing.
 
         The witness is replaced inside the transaction, after the rows are written, so it
         is written in the same order as the appends; if anything fails after that (the
         commit included), the previous witness file is put back before the write lock is
         given up, so no other server sees the witness of an event that never landed.
         """
-        ordered = sorted(set(tags))
-        tags_text = json.dumps(ordered, ensure_ascii=False, separators=(",", ":"))
         conn = self.db.server
         with self.db.server_lock:
             conn.execute("BEGIN IMMEDIATE")
             replaced = False
             previous_raw: bytes | None = None
             try:
-                new_id, prev_hash = _head(conn)
-                new_id += 1
-                ts = utc_timestamp(self.wall_clock())
-                digest = event_hash(new_id, ts, self.session, kind, content, ordered, prev_hash)
-                conn.execute(
-                    f"INSERT INTO memory_events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (new_id, ts, self.session, kind, content, tags_text, prev_hash, digest),
-                )
-                conn.execute(
-                    "INSERT INTO memory_events_fts (rowid, content, tags) VALUES (?, ?, ?)",
-                    (new_id, content, " ".join(ordered)),
-                )
-                previous_raw = self.witness.read_raw()
-                following = _next_witness(self._read_witness(), new_id, prev_hash, digest)
-                self.witness.write(following)
-                replaced = True
+                writer = ChainWriter(conn, self.session, self.wall_clock)
+                yield writer
+                if writer.first is not None and writer.last is not None:
+                    previous_raw = self.witness.read_raw()
+                    following = _next_witness(
+                        self._read_witness(), writer.first, writer.first_prev, writer.last
+                    )
+                    self.witness.write(following)
+                    replaced = True
                 conn.execute("COMMIT")
             except BaseException:
                 if replaced:
@@ -198,7 +198,6 @@ class EventChain:
                 if conn.in_transaction:  # also when COMMIT itself failed and left it open
                     conn.execute("ROLLBACK")
                 raise
-        return Appended(new_id, digest, ts)
 
     def _read_witness(self) -> Witness | None:
         try:
@@ -262,21 +261,57 @@ class EventChain:
         self.witness.write(Witness(current.head_id, current.head_hash, verified_id, verified_hash))
 
 
-def _next_witness(previous: Witness | None, new_id: int, prev_hash: str, digest: str) -> Witness:
-    """The witness after appending event `new_id` onto a head whose hash is `prev_hash`.
+def _next_witness(previous: Witness | None, first: int, first_prev: str, last: Appended) -> Witness:
+    """The witness after appending events `first`..`last.id` onto a head whose hash is
+    `first_prev`.
 
     No (readable) witness: start one now (trust on first use). A witness whose head is not
     the event appended onto: the chain changed behind its back, so its head is kept as the
     verified position, where verification keeps reporting the mismatch.
     """
     if previous is None:
-        return Witness(new_id, digest)
-    matches = previous.head_id == new_id - 1 and (
-        previous.head_id == 0 or previous.head_hash == prev_hash
+        return Witness(last.id, last.hash)
+    matches = previous.head_id == first - 1 and (
+        previous.head_id == 0 or previous.head_hash == first_prev
     )
     if matches:
-        return Witness(new_id, digest, previous.verified_id, previous.verified_hash)
-    return Witness(new_id, digest, previous.head_id, previous.head_hash)
+        return Witness(last.id, last.hash, previous.verified_id, previous.verified_hash)
+    return Witness(last.id, last.hash, previous.head_id, previous.head_hash)
+
+
+class ChainWriter:
+    """Appends events inside a transaction opened by `EventChain.writing`."""
+
+    def __init__(self, conn: apsw.Connection, session: str, wall_clock: Callable[[], float]):
+        self.conn = conn
+        self.session = session
+        self.wall_clock = wall_clock
+        self.first: int | None = None  # the first event this transaction appends
+        self.first_prev = GENESIS  # the hash it was appended onto
+        self.last: Appended | None = None
+
+    def append(self, kind: str, content: str, tags: Iterable[str]) -> Appended:
+        ordered = sorted(set(tags))
+        tags_text = json.dumps(ordered, ensure_ascii=False, separators=(",", ":"))
+        if self.last is None:
+            head_id, prev_hash = _head(self.conn)
+        else:
+            head_id, prev_hash = self.last.id, self.last.hash
+        new_id = head_id + 1
+        ts = utc_timestamp(self.wall_clock())
+        digest = event_hash(new_id, ts, self.session, kind, content, ordered, prev_hash)
+        self.conn.execute(
+            f"INSERT INTO memory_events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (new_id, ts, self.session, kind, content, tags_text, prev_hash, digest),
+        )
+        self.conn.execute(
+            "INSERT INTO memory_events_fts (rowid, content, tags) VALUES (?, ?, ?)",
+            (new_id, content, " ".join(ordered)),
+        )
+        if self.first is None:
+            self.first, self.first_prev = new_id, prev_hash
+        self.last = Appended(new_id, digest, ts)
+        return self.last
 
 
 @dataclass

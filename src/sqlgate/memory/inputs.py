@@ -34,7 +34,7 @@ def text_field(value: object, name: str, limit: int) -> str:
     if not isinstance(value, str):
         raise InvalidArgument(f"{name} must be text, not {type(value).__name__}")
     if not value.strip():
-        raise InvalidArgument(f"{name} is empty: pass the text to remember")
+        raise InvalidArgument(f"{name} is empty: pass some text")
     if len(value) > limit:
         raise InvalidArgument(
             f"{name} is {len(value)} characters, over the limit of {limit} (--max-event-chars); "

@@ -24,7 +24,10 @@ from sqlgate.memory.privacy import Redactor, load_extra_patterns
 from sqlgate.memory.search import EventReader, SearchFilters
 from sqlgate.memory.witness import WitnessFile
 
-__all__ = ["Memory", "Reply", "redactor_for"]
+__all__ = ["SERVER_KINDS", "Memory", "Reply", "redactor_for"]
+
+# event kinds only the server appends, so an agent cannot forge them
+SERVER_KINDS = frozenset({"claim"})
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,11 @@ class Memory:
 
     def append_event(self, content: object, kind: object, tags: object) -> Reply:
         clean_kind = event_kind(kind)
+        if clean_kind in SERVER_KINDS:
+            raise InvalidArgument(
+                f"kind {clean_kind!r} is written only by the server (claim changes come from "
+                "claim_add, claim_confirm and claim_retract); choose another kind"
+            )
         clean_tags = self._secret_free(event_tags(tags))
         text, redacted = self._clean(content, "content")
         appended = self.chain.append(clean_kind, text, clean_tags)

@@ -7,83 +7,18 @@ Errors end a command with one readable line on stderr and the error's exit code:
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 import click
 
 from sqlgate import __version__
-from sqlgate.config import FLAGS, Flag, Settings, default_db_path, load_settings
-from sqlgate.errors import SqlgateError
+from sqlgate.config import default_db_path
+from sqlgate.surfaces.cli_claims import claims
+from sqlgate.surfaces.cli_options import reports_errors, settings_from, settings_options
 
 __all__ = ["main"]
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-# ParamType is generic only in recent click; subscripting it at runtime breaks older ones
-if TYPE_CHECKING:
-    _ParamType = click.ParamType[Any]
-else:
-    _ParamType = click.ParamType
-
-
-class _FlagType(_ParamType):
-    """A click type that parses with the same function as the environment variable."""
-
-    def __init__(self, flag: Flag) -> None:
-        self.flag = flag
-        self.name = flag.name
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if not isinstance(value, str):
-            return value
-        try:
-            return self.flag.parse(value)
-        except ValueError as exc:
-            self.fail(f"{value!r}: {exc}", param, ctx)
-
-
-def settings_options(names: tuple[str, ...] | None = None) -> Callable[[F], F]:
-    """Add one option per flag (all of them, or `names`), each documented with its env var."""
-    chosen = [flag for flag in FLAGS if names is None or flag.name in names]
-
-    def decorate(fn: F) -> F:
-        for flag in reversed(chosen):
-            if flag.name == "audit":
-                option = click.option(
-                    "--audit/--no-audit", "audit", default=None,
-                    help=f"{flag.help} [env {flag.env_var}]",
-                )  # fmt: skip
-            else:
-                option = click.option(
-                    flag.option, flag.name, type=_FlagType(flag), default=None,
-                    help=f"{flag.help} [env {flag.env_var}]",
-                )  # fmt: skip
-            fn = option(fn)
-        return fn
-
-    return decorate
-
-
-def _settings(values: dict[str, Any]) -> Settings:
-    return load_settings({k: v for k, v in values.items() if v is not None})
-
-
-def reports_errors(fn: F) -> F:
-    """Turn SqlgateError into one line on stderr and its exit code; never a traceback."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except SqlgateError as exc:
-            click.echo(f"sqlgate: error: {exc}", err=True)
-            sys.exit(exc.exit_code)
-
-    return wrapper  # type: ignore[return-value]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -106,7 +41,7 @@ def serve(transport: str, **values: Any) -> None:
     """
     from sqlgate.service import Service
 
-    settings = _settings(values)
+    settings = settings_from(values)
     service = Service.open(settings, create_parent=settings.db == default_db_path())
     try:
         # imported after the database opened: a start-up error does not pay for the SDK
@@ -132,7 +67,7 @@ def snapshots_list(as_json: bool, **values: Any) -> None:
     """Snapshots of the database, newest first."""
     from sqlgate.engine.snapshots import list_snapshots
 
-    settings = _settings(values)
+    settings = settings_from(values)
     found = list_snapshots(settings.snapshot_dir)
     if as_json:
         for info in found:
@@ -170,7 +105,7 @@ def snapshots_restore(name: str, **values: Any) -> None:
     from sqlgate.engine.snapshots import restore_snapshot
     from sqlgate.memory.chain import witness_restored_chain
 
-    settings = _settings(values)
+    settings = settings_from(values)
     source, before = restore_snapshot(
         settings.db, settings.snapshot_dir, name, settings.snapshots_keep
     )
@@ -181,6 +116,9 @@ def snapshots_restore(name: str, **values: Any) -> None:
         click.echo(f"the memory witness now names the restored head; the old one is {kept.name}")
     elif restored is not None:
         click.echo(f"the memory witness now names the restored head (event {restored.head_id})")
+
+
+main.add_command(claims)
 
 
 def _entry() -> None:  # pragma: no cover - `python -m sqlgate`

@@ -12,10 +12,13 @@ from mcp.server import MCPServer
 
 from sqlgate import __version__
 from sqlgate.service import Service
+from sqlgate.surfaces.claims_tools import CLAIMS_TOOLS, register_claims_tools
 from sqlgate.surfaces.memory_tools import MEMORY_TOOLS, register_memory_tools
 from sqlgate.surfaces.sql_tools import SQL_TOOLS, register_sql_tools
 
 __all__ = [
+    "CLAIMS_INSTRUCTIONS",
+    "CLAIMS_TOOLS",
     "INSTRUCTIONS",
     "MEMORY_INSTRUCTIONS",
     "MEMORY_TOOLS",
@@ -49,11 +52,21 @@ hash-chained; verify_chain proves nothing was rewritten. Secrets are redacted be
 """
 
 
+CLAIMS_INSTRUCTIONS = """\
+Claims are beliefs about entities ("acme is priority #1", "the launch is on schedule"). They
+lose confidence as time passes (volatility: stable, slow, volatile) and can contradict each
+other. Record them with claim_add, re-check what claims_decayed lists (claim_confirm or
+claim_retract), and run claims_contradictions before acting on priorities or status.
+"""
+
+
 def instructions_for(tools: tuple[str, ...]) -> str:
     """The instructions sent at connect: only for the tool groups this server announces."""
     parts = [INSTRUCTIONS] if "sql" in tools else []
     if "memory" in tools:
         parts.append(MEMORY_INSTRUCTIONS)
+    if "claims" in tools:
+        parts.append(CLAIMS_INSTRUCTIONS)
     return "\n".join(parts) or "sqlgate: no tool groups are enabled (see --tools)."
 
 
@@ -72,4 +85,6 @@ def build_server(service: Service) -> MCPServer[Any]:
         register_sql_tools(server, service)
     if "memory" in service.settings.tools:
         register_memory_tools(server, service)
+    if "claims" in service.settings.tools:
+        register_claims_tools(server, service)
     return server

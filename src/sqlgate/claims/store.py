@@ -1,0 +1,388 @@
+"""Claims in the database: add, confirm, retract, and evaluate decay and contradictions.
+
+Every change (add, update, confirm, retract, state change) is written with a history row
+and a memory chain event of kind `claim`, in one transaction, so the history of beliefs is
+as tamper-evident as the rest of the memory. Evaluating "now" records state changes;
+evaluating "as of" a moment writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import apsw
+
+from sqlgate.claims.model import (
+    HALF_LIFE_DAYS,
+    KINDS,
+    STALE_THRESHOLD,
+    Claim,
+    is_live,
+    parse_timestamp,
+)
+from sqlgate.claims.rules import Finding, find_contradictions, parse_observed
+from sqlgate.engine.audit import utc_timestamp
+from sqlgate.engine.database import Database
+from sqlgate.errors import InvalidArgument, NotFound, PolicyDenied
+from sqlgate.memory.chain import ChainWriter, EventChain
+from sqlgate.memory.inputs import event_ids, moment, text_field
+from sqlgate.memory.privacy import Redactor
+
+__all__ = ["ClaimStore", "Decayed", "Evaluation"]
+
+MAX_ENTITY_CHARS = 200
+MAX_CLAIM_CHARS = 2000
+MAX_RANK = 1_000_000
+MAX_ID = 2**63 - 1  # SQLite's largest integer: a bigger id cannot even be looked up
+CLOCK_SKEW = timedelta(minutes=1)
+_COLUMNS = (
+    "id, entity, kind, claim, volatility, confidence, rank, state, created_at, "
+    "last_confirmed, evidence"
+)
+
+
+@dataclass(frozen=True)
+class Decayed:
+    claim: Claim
+    effective: float
+
+
+@dataclass
+class Evaluation:
+    findings: list[Finding]
+    state_changes: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _claim(row: Sequence[Any]) -> Claim:
+    evidence = tuple(int(v) for v in json.loads(row[10] or "[]"))
+    return Claim(
+        int(row[0]), str(row[1]), str(row[2]), str(row[3]), str(row[4]), float(row[5]),
+        None if row[6] is None else int(row[6]), str(row[7]), str(row[8]), str(row[9]),
+        evidence,
+    )  # fmt: skip
+
+
+def _choice(value: object, name: str, allowed: Sequence[str]) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise InvalidArgument(f"{name} {value!r} is not one of: {', '.join(allowed)}")
+    return value
+
+
+def _unit_interval(value: object, name: str) -> float:
+    # compared before any float() conversion: a huge int would overflow it; NaN fails the test
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise InvalidArgument(f"{name} {value!r} must be a number from 0 to 1")
+    return float(value)
+
+
+def _confidence(value: object) -> float:
+    return _unit_interval(value, "confidence")
+
+
+def _threshold(value: object) -> float:
+    return _unit_interval(value, "threshold")
+
+
+def _rank(value: object, kind: str) -> int | None:
+    if value is None:
+        return None
+    if kind != "priority":
+        raise InvalidArgument(f"rank is only for priority claims, not {kind}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_RANK:
+        raise InvalidArgument(f"rank {value!r} must be a whole number from 1 to {MAX_RANK}")
+    return value
+
+
+class ClaimStore:
+    def __init__(
+        self,
+        db: Database,
+        chain: EventChain,
+        redactor: Redactor,
+        wall_clock: Callable[[], float],
+    ) -> None:
+        self.db = db
+        self.chain = chain
+        self.redactor = redactor
+        self.wall_clock = wall_clock
+
+    # -- moments --------------------------------------------------------------------------
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self.wall_clock(), tz=timezone.utc)
+
+    def _as_of(self, value: object) -> datetime | None:
+        text = moment(value, "as_of")
+        return None if text is None else parse_timestamp(text)
+
+    def _confirmed_at(self, value: object, now: datetime) -> str:
+        """The stored text of `confirmed_at` (default: now); never later than now."""
+        text = moment(value, "confirmed_at")
+        if text is None:
+            return utc_timestamp(now.timestamp())
+        if parse_timestamp(text) > now + CLOCK_SKEW:
+            raise InvalidArgument(
+                f"confirmed_at={value!r} is in the future; pass when it was last confirmed"
+            )
+        return text
+
+    # -- reading --------------------------------------------------------------------------
+    def all(self) -> list[Claim]:
+        with self.db.reading() as conn:
+            return [
+                _claim(row) for row in conn.execute(f"SELECT {_COLUMNS} FROM claims ORDER BY id")
+            ]
+
+    def get(self, claim_id: object, conn: apsw.Connection | None = None) -> Claim:
+        if isinstance(claim_id, bool) or not isinstance(claim_id, int) or claim_id < 1:
+            raise InvalidArgument(f"id {claim_id!r} is not a claim id (a whole number from 1)")
+        if claim_id > MAX_ID:
+            raise NotFound(f"no claim {claim_id}; claim_search finds ids")
+        if conn is None:
+            with self.db.reading() as reader:
+                row = reader.execute(
+                    f"SELECT {_COLUMNS} FROM claims WHERE id = ?", (claim_id,)
+                ).fetchone()
+        else:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM claims WHERE id = ?", (claim_id,)
+            ).fetchone()
+        if row is None:
+            raise NotFound(f"no claim {claim_id}; claim_search finds ids")
+        return _claim(row)
+
+    def search(self, query: object) -> list[Claim]:
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidArgument("query is empty: pass text found in the claim or its entity")
+        needle = " ".join(query.split()).casefold()  # stored text has its whitespace folded
+        return [
+            claim
+            for claim in self.all()
+            if needle in claim.claim.casefold() or needle in claim.entity.casefold()
+        ]
+
+    # -- writing --------------------------------------------------------------------------
+    def _text(self, value: object, name: str, limit: int) -> str:
+        if isinstance(value, str) and len(value) > limit:  # a fixed limit, not --max-event-chars
+            raise InvalidArgument(
+                f"{name} is {len(value)} characters, over the limit of {limit} for claims; "
+                "say it shorter and keep the detail in a memory event (evidence)"
+            )
+        text = " ".join(text_field(value, name, limit).split())
+        redacted = self.redactor.redact(text)
+        if redacted.counts:
+            raise InvalidArgument(
+                f"{name} looks like it holds a secret ({', '.join(redacted.counts)}); claims "
+                "are shown everywhere, so leave secrets out"
+            )
+        return text
+
+    def _evidence(self, value: object) -> list[int]:
+        if value is None:
+            return []
+        ids = event_ids(value)
+        with self.db.reading() as conn:
+            known = {
+                int(row[0])
+                for row in conn.execute(
+                    "SELECT id FROM memory_events WHERE id IN (SELECT value FROM json_each(?))",
+                    (json.dumps(ids),),
+                )
+            }
+        missing = [i for i in ids if i not in known]
+        if missing:
+            raise NotFound(f"evidence names no memory event {', '.join(map(str, missing))}")
+        return ids
+
+    def _record(
+        self, writer: ChainWriter, claim_id: int, action: str, changes: dict[str, Any]
+    ) -> None:
+        """A history row and a chain event for one change, inside the caller's transaction."""
+        content = json.dumps(
+            {"claim": claim_id, "action": action, "changes": changes},
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+        event = writer.append("claim", content, ["claim"])
+        writer.conn.execute(
+            "INSERT INTO claims_history (claim_id, ts, session, action, detail, event_id) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (claim_id, event.ts, writer.session, action, content, event.id),
+        )
+
+    def add(
+        self,
+        entity: object,
+        kind: object,
+        claim: object,
+        volatility: object = "slow",
+        confidence: object = 0.8,
+        rank: object = None,
+        confirmed_at: object = None,
+        evidence: object = None,
+    ) -> tuple[Claim, bool]:
+        """Add a claim, or update the one with the same (entity, kind, claim). -> (claim, new?)"""
+        clean_kind = _choice(kind, "kind", KINDS)
+        clean_volatility = _choice(volatility, "volatility", tuple(HALF_LIFE_DAYS))
+        clean_confidence = _confidence(confidence)
+        clean_rank = _rank(rank, clean_kind)
+        clean_entity = self._text(entity, "entity", MAX_ENTITY_CHARS)
+        clean_claim = self._text(claim, "claim", MAX_CLAIM_CHARS)
+        now = self.now()
+        confirmed_text = self._confirmed_at(confirmed_at, now)
+        proof = self._evidence(evidence)
+        with self.chain.writing() as writer:
+            conn = writer.conn
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM claims WHERE entity = ? AND kind = ? AND claim = ?",
+                (clean_entity, clean_kind, clean_claim),
+            ).fetchone()
+            if row is None:
+                conn.execute(
+                    "INSERT INTO claims (entity, kind, claim, volatility, confidence, rank, "
+                    "state, created_at, last_confirmed, evidence) "
+                    "VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?, ?)",
+                    (clean_entity, clean_kind, clean_claim, clean_volatility, clean_confidence,
+                     clean_rank, utc_timestamp(now.timestamp()), confirmed_text,
+                     json.dumps(proof)),
+                )  # fmt: skip
+                added = self.get(int(conn.last_insert_rowid()), conn)
+                self._record(writer, added.id, "add", added.as_dict(now))
+                return added, True
+            old = _claim(row)
+            if old.state == "retired":
+                raise PolicyDenied(
+                    f"claim {old.id} was retired, and retired claims stay retired; add a claim "
+                    "worded differently if the belief is back"
+                )
+            merged = sorted(set(old.evidence) | set(proof))
+            conn.execute(
+                "UPDATE claims SET volatility = ?, confidence = ?, rank = ?, state = 'active', "
+                "last_confirmed = ?, evidence = ? WHERE id = ?",
+                # a re-add that names no rank keeps the one the claim has
+                (clean_volatility, clean_confidence,
+                 old.rank if clean_rank is None else clean_rank, confirmed_text,
+                 json.dumps(merged), old.id),
+            )  # fmt: skip
+            updated = self.get(old.id, conn)
+            self._record(writer, old.id, "update", _diff(old, updated))
+            return updated, False
+
+    def confirm(
+        self, claim_id: object, confidence: object = None, evidence: object = None
+    ) -> Claim:
+        """Reset decay (now is the last confirmation) and make the claim active again."""
+        new_confidence = None if confidence is None else _confidence(confidence)
+        proof = self._evidence(evidence)
+        with self.chain.writing() as writer:
+            old = self.get(claim_id, writer.conn)
+            if old.state == "retired":
+                raise PolicyDenied(f"claim {old.id} is retired; retired claims stay retired")
+            merged = sorted(set(old.evidence) | set(proof))
+            writer.conn.execute(
+                "UPDATE claims SET confidence = ?, state = 'active', last_confirmed = ?, "
+                "evidence = ? WHERE id = ?",
+                (old.confidence if new_confidence is None else new_confidence,
+                 utc_timestamp(self.now().timestamp()), json.dumps(merged), old.id),
+            )  # fmt: skip
+            confirmed = self.get(old.id, writer.conn)
+            self._record(writer, old.id, "confirm", _diff(old, confirmed))
+            return confirmed
+
+    def retract(self, claim_id: object) -> Claim:
+        with self.chain.writing() as writer:
+            old = self.get(claim_id, writer.conn)
+            if old.state == "retired":
+                return old  # already retired: nothing changes, nothing is recorded
+            writer.conn.execute("UPDATE claims SET state = 'retired' WHERE id = ?", (old.id,))
+            retired = replace(old, state="retired")
+            self._record(writer, old.id, "retract", {"state": [old.state, "retired"]})
+            return retired
+
+    # -- evaluating -------------------------------------------------------------------------
+    def _set_states(self, changes: dict[int, tuple[Claim, str, str]]) -> list[dict[str, Any]]:
+        """Record state changes {id: (claim as evaluated, new state, reason)}, each with
+        history and a chain event. A claim that changed in any way since it was evaluated
+        (confirmed by another call meanwhile, say) is left alone: the verdict was about
+        the claim as it was."""
+        if not changes:
+            return []
+        recorded: list[dict[str, Any]] = []
+        with self.chain.writing() as writer:
+            for claim_id, (seen, new, reason) in sorted(changes.items()):
+                old = seen.state
+                if self.get(claim_id, writer.conn) != seen:
+                    continue
+                writer.conn.execute("UPDATE claims SET state = ? WHERE id = ?", (new, claim_id))
+                self._record(writer, claim_id, "state", {"state": [old, new], "reason": reason})
+                recorded.append({"id": claim_id, "from": old, "to": new, "reason": reason})
+        return recorded
+
+    def decayed(
+        self, threshold: object = 0.5, as_of: object = None
+    ) -> tuple[list[Decayed], list[dict[str, Any]]]:
+        """Live claims below `threshold`, oldest confirmation first; now: marks them stale.
+
+        At the present, live means active or contradicted (a claim already stale is not
+        listed again); as of a moment, any claim not retired.
+        """
+        limit = _threshold(threshold)
+        at_moment = self._as_of(as_of)
+        at = at_moment or self.now()
+        below = [
+            Decayed(claim, claim.effective(at))
+            for claim in self.all()
+            if is_live(claim, at, 0.0, as_of=at_moment is not None) and claim.effective(at) < limit
+        ]
+        below.sort(key=lambda item: (item.claim.last_confirmed, item.claim.id))
+        if at_moment is not None:
+            return below, []
+        reason = f"effective confidence below {limit:g}"
+        changes = self._set_states({item.claim.id: (item.claim, "stale", reason) for item in below})
+        marked = {change["id"] for change in changes}
+        shown = [
+            replace(item, claim=replace(item.claim, state="stale"))
+            if item.claim.id in marked
+            else item
+            for item in below
+        ]
+        return shown, changes
+
+    def contradictions(self, observed: object = None, as_of: object = None) -> Evaluation:
+        parsed = None if observed is None else parse_observed(observed)
+        at_moment = self._as_of(as_of)
+        at = at_moment or self.now()
+        claims = self.all()
+        live = [c for c in claims if is_live(c, at, STALE_THRESHOLD, as_of=at_moment is not None)]
+        findings = find_contradictions(live, parsed)
+        if at_moment is not None:
+            return Evaluation(findings)
+        rules_of: dict[int, set[str]] = {}
+        for finding in findings:
+            for claim_id in finding.claim_ids:
+                rules_of.setdefault(claim_id, set()).add(finding.rule)
+        live_ids = {claim.id for claim in live}
+        changes: dict[int, tuple[Claim, str, str]] = {}
+        for claim in claims:
+            if claim.state in ("active", "contradicted") and claim.id not in live_ids:
+                reason = f"effective confidence below {STALE_THRESHOLD:g}"
+                changes[claim.id] = (claim, "stale", reason)
+            elif claim.state == "active" and claim.id in rules_of:
+                reason = f"in a finding: {', '.join(sorted(rules_of[claim.id]))}"
+                changes[claim.id] = (claim, "contradicted", reason)
+            elif claim.state == "contradicted" and claim.id not in rules_of:
+                changes[claim.id] = (claim, "active", "no longer in any finding")
+        return Evaluation(findings, self._set_states(changes))
+
+
+def _diff(old: Claim, new: Claim) -> dict[str, Any]:
+    """{field: [before, after]} for the fields that changed."""
+    fields = ("volatility", "confidence", "rank", "state", "last_confirmed", "evidence")
+    return {
+        name: [getattr(old, name), getattr(new, name)]
+        for name in fields
+        if getattr(old, name) != getattr(new, name)
+    }
