@@ -78,6 +78,7 @@ ENV_VALUES: dict[str, tuple[str, Any]] = {
     "redact": (" OFF ", "off"),
     "redact_patterns": ("/etc/sqlgate/patterns.txt", Path("/etc/sqlgate/patterns.txt")),
     "max_event_chars": ("500", 500),
+    "confirm": (" Always ", "always"),
 }
 
 

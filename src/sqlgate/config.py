@@ -18,6 +18,7 @@
 | --redact              | SQLGATE_REDACT                | default (or off)                 |
 | --redact-patterns     | SQLGATE_REDACT_PATTERNS       | none (a file of extra patterns)  |
 | --max-event-chars     | SQLGATE_MAX_EVENT_CHARS       | 100000 characters                |
+| --confirm             | SQLGATE_CONFIRM               | auto (or always, never)          |
 
 The CLI builds its options from `FLAGS`; `load_settings` applies, in order of strength,
 explicit values, then `SQLGATE_*` environment variables, then the defaults.
@@ -38,6 +39,7 @@ from sqlgate.errors import InvalidArgument
 __all__ = ["FLAGS", "TOOL_GROUPS", "Flag", "Settings", "default_db_path", "load_settings"]
 
 TOOL_GROUPS = ("sql", "memory", "claims")
+CONFIRM_MODES = ("auto", "always", "never")
 
 
 def default_db_path() -> Path:
@@ -65,6 +67,7 @@ class Settings:
     redact: str = "default"
     redact_patterns: Path | None = None
     max_event_chars: int = 100_000
+    confirm: str = "auto"
 
     @property
     def snapshot_dir(self) -> Path:
@@ -134,6 +137,13 @@ def _redact_mode(text: str) -> str:
     return mode
 
 
+def _confirm_mode(text: str) -> str:
+    mode = text.strip().lower()
+    if mode not in CONFIRM_MODES:
+        raise ValueError("must be auto, always or never")
+    return mode
+
+
 def _path(text: str) -> Path:
     if not text.strip():
         raise ValueError("must not be empty")
@@ -157,6 +167,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag("redact", "secret redaction of memory content: default or off", _redact_mode),
     Flag("redact_patterns", "file of extra redaction patterns (NAME REGEX per line)", _path),
     Flag("max_event_chars", "longest memory event or checkpoint summary", _positive_int),
+    Flag("confirm", "ask the user before destructive_query: auto, always or never", _confirm_mode),
 )
 
 _FLAG_BY_NAME = {flag.name: flag for flag in FLAGS}

@@ -187,11 +187,12 @@ class Service:
         params: object = None,
         control: CallControl | None = None,
         confirm: Callable[[], None] | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> str:
         return self.call(
             "destructive_query",
             lambda c: self.sql.destructive(
-                query, reason, normalize_params(params), c.control, confirm
+                query, reason, normalize_params(params), c.control, confirm, progress
             ),
             query=query,
             control=control,
@@ -262,8 +263,8 @@ class Service:
             "append_event", lambda: self.memory.append_event(content, kind, tags), kind=kind
         )
 
-    def verify_chain(self) -> str:
-        return self._remember("verify_chain", self.memory.verify_chain)
+    def verify_chain(self, progress: Callable[[int, int], None] | None = None) -> str:
+        return self._remember("verify_chain", lambda: self.memory.verify_chain(progress))
 
     def checkpoint(self, summary: str) -> str:
         return self._remember("checkpoint", lambda: self.memory.checkpoint(summary))

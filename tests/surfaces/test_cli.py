@@ -309,6 +309,7 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "redact": ("off", "off"),
     "redact_patterns": ("/etc/sqlgate/patterns.txt", Path("/etc/sqlgate/patterns.txt")),
     "max_event_chars": ("500", 500),
+    "confirm": ("always", "always"),
 }
 
 

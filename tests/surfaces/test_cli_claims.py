@@ -423,3 +423,10 @@ def test_the_db_option_beats_the_environment_variable(db_path: Path, tmp_path: P
     succeeded(result)
     assert claim_count(db_path) == 1
     assert not other.exists()
+
+
+def test_claim_text_that_looks_like_rich_markup_is_printed_as_typed(db_path: Path) -> None:
+    add(db_path, "acme", "fact", "uses [/x] and [red]tags[/red]")
+    output = succeeded(run(db_path, "search", "acme"))
+    assert "[/x]" in output
+    assert "[red]tags[/red]" in output

@@ -148,21 +148,16 @@ class SqlTiers:
         bindings: Bindings,
         control: CallControl,
         confirm: Callable[[], None] | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> Outcome:
-        """Check policy on a dry prepare, snapshot, then run. `confirm` may veto (raise)."""
-        if not isinstance(reason, str) or not reason.strip():
-            raise InvalidArgument(
-                "reason is required: say in a sentence why this destructive change is needed"
-            )
-        text, statement = self.preflight(sql, Tier.DESTRUCTIVE)
+        """Check policy on a dry prepare, snapshot, then run. `confirm` may veto (raise);
+        `progress(pages done, pages in all)` follows the snapshot."""
         with self.db.writing() as conn:
-            # prepare only (EXPLAIN): the policy and the bindings are checked, nothing runs
-            dry = self._context(conn, Tier.DESTRUCTIVE, control)
-            run_statement(dry, f"EXPLAIN {text}", bindings, lambda cursor: None)
+            text, statement = self._check_destructive(conn, sql, reason, bindings, control)
             if confirm is not None:
                 confirm()
             # one spare place, so a failed call (whose copy is dropped) evicts no older snapshot
-            snapshot = self.snapshot(spare=1)
+            snapshot = self.snapshot(spare=1, progress=progress)
             ctx = self._context(conn, Tier.DESTRUCTIVE, control)
             try:
                 returned, changes, rowid = self._apply(conn, text, bindings, ctx)
@@ -182,9 +177,37 @@ class SqlTiers:
         }
         return Outcome(text_out, rows, detail)
 
-    def snapshot(self, spare: int = 0) -> Path:
+    def check_destructive(
+        self, sql: object, reason: object, bindings: Bindings, control: CallControl
+    ) -> None:
+        """Raise what `destructive` would raise before its snapshot; nothing runs."""
+        with self.db.writing() as conn:
+            self._check_destructive(conn, sql, reason, bindings, control)
+
+    def _check_destructive(
+        self,
+        conn: apsw.Connection,
+        sql: object,
+        reason: object,
+        bindings: Bindings,
+        control: CallControl,
+    ) -> tuple[str, Statement]:
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidArgument(
+                "reason is required: say in a sentence why this destructive change is needed"
+            )
+        text, statement = self.preflight(sql, Tier.DESTRUCTIVE)
+        # prepare only (EXPLAIN): the policy and the bindings are checked, nothing runs
+        dry = self._context(conn, Tier.DESTRUCTIVE, control)
+        run_statement(dry, f"EXPLAIN {text}", bindings, lambda cursor: None)
+        return text, statement
+
+    def snapshot(self, spare: int = 0, progress: Callable[[int, int], None] | None = None) -> Path:
         """Snapshot the database now, keeping the newest `--snapshots-keep` (plus `spare`)."""
         with self.db.server_lock:
             return take_snapshot(
-                self.db.server, self.settings.snapshot_dir, self.settings.snapshots_keep + spare
+                self.db.server,
+                self.settings.snapshot_dir,
+                self.settings.snapshots_keep + spare,
+                progress,
             )

@@ -57,6 +57,7 @@ __all__ = [
 GENESIS = "0" * 64
 _EVENT_COLUMNS = "id, ts, session, kind, content, tags, prev_hash, hash"
 _FETCH_BATCH = 2048
+_PROGRESS_EVERY = 4096  # events between two calls of verify's progress callback
 # the JSON string encoder json.dumps(..., ensure_ascii=False) itself uses (C when available)
 _string = encode_basestring
 _CANONICAL = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
@@ -206,10 +207,14 @@ class EventChain:
             return None
 
     # -- verify -------------------------------------------------------------------------
-    def verify(self, *, incremental: bool = False) -> ChainStatus:
+    def verify(
+        self, *, incremental: bool = False, progress: Callable[[int, int], None] | None = None
+    ) -> ChainStatus:
         """Recompute hashes and links; `incremental` starts at the witnessed verified event.
 
         Either records the new verified position in the witness when the chain is whole.
+        `progress(checked_up_to_id, head_id)` is called every few thousand events of the walk
+        over the snapshot, and once at its end.
 
         The walk reads a snapshot on its own connection, so tools are not held up. The
         witness is then judged under the write lock, where no append is in flight, after
@@ -222,7 +227,7 @@ class EventChain:
         with self.db.snapshot_reader() as reader:
             walk = _Walk.start(reader, witness, incremental)
             if walk.status is None:
-                walk.run(reader)
+                walk.run(reader, _reporter(reader, progress))
         if walk.status is not None:
             return walk.status
         conn = self.db.server
@@ -331,11 +336,13 @@ class _Walk:
         walk.status = _check_anchor(conn, witness.verified_id, witness.verified_hash)
         return walk
 
-    def run(self, conn: apsw.Connection) -> None:
+    def run(self, conn: apsw.Connection, report: Callable[[int], None] | None = None) -> None:
         """Check every event after `count`, stopping at the first broken one."""
         count, prev_hash, checked = self.count, self.prev_hash, self.checked
         try:
             for row in _rows(conn, count):
+                if report is not None and checked % _PROGRESS_EVERY == 0:
+                    report(count)
                 row_id = row[0]
                 if row_id != count + 1:
                     self.status = _broken(
@@ -350,11 +357,23 @@ class _Walk:
                 checked += 1
         finally:
             self.count, self.prev_hash, self.checked = count, prev_hash, checked
+        if report is not None and self.status is None:
+            report(count)
 
     def result(self) -> ChainStatus:
         if self.count == 0:
             return ChainStatus(True, 0, None, None, checked=self.checked)
         return ChainStatus(True, self.count, self.count, self.prev_hash, checked=self.checked)
+
+
+def _reporter(
+    conn: apsw.Connection, progress: Callable[[int, int], None] | None
+) -> Callable[[int], None] | None:
+    """`progress` bound to the head id of the snapshot `conn` reads."""
+    if progress is None:
+        return None
+    total, _ = _head(conn)
+    return lambda done: progress(done, total)
 
 
 def witness_restored_chain(db: Path, keep_previous_at: Path) -> Witness | None:

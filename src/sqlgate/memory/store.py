@@ -27,7 +27,7 @@ from sqlgate.memory.witness import WitnessFile
 __all__ = ["SERVER_KINDS", "Memory", "Reply", "redactor_for"]
 
 # event kinds only the server appends, so an agent cannot forge them
-SERVER_KINDS = frozenset({"claim"})
+SERVER_KINDS = frozenset({"claim", "import"})
 
 
 @dataclass(frozen=True)
@@ -104,8 +104,8 @@ class Memory:
             answer["redacted"] = redacted
         return Reply(_json(answer), 1, {"event": appended.id, "redacted": redacted or None})
 
-    def verify_chain(self) -> Reply:
-        status = self.chain.verify()
+    def verify_chain(self, progress: Callable[[int, int], None] | None = None) -> Reply:
+        status = self.chain.verify(progress=progress)
         return Reply(status.as_json(), status.checked, {"ok": status.ok})
 
     def checkpoint(self, summary: object) -> Reply:

@@ -2,7 +2,8 @@
 
 Errors end a command with one readable line on stderr and the error's exit code:
 1 unexpected, 2 bad usage or argument, 3 not found, 4 refused by policy, 5 limit,
-6 SQLite error, 7 snapshot problem, 8 the database cannot be opened.
+6 SQLite error, 7 snapshot problem, 8 the database cannot be opened,
+9 the memory chain is broken (`sqlgate verify`).
 """
 
 from __future__ import annotations
@@ -15,8 +16,13 @@ import click
 
 from sqlgate import __version__
 from sqlgate.config import default_db_path
+from sqlgate.surfaces.cli_capture import capture
 from sqlgate.surfaces.cli_claims import claims
+from sqlgate.surfaces.cli_import import import_group
+from sqlgate.surfaces.cli_inspect import INSPECT_COMMANDS
+from sqlgate.surfaces.cli_install import install, uninstall
 from sqlgate.surfaces.cli_options import reports_errors, settings_from, settings_options
+from sqlgate.surfaces.http import http_options, serve_http
 
 __all__ = ["main"]
 
@@ -30,18 +36,25 @@ def main() -> None:
 @main.command()
 @settings_options()
 @click.option(
-    "--transport", type=click.Choice(["stdio"]), default="stdio", show_default=True,
-    help="how clients connect",
+    "--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
+    help="how clients connect: stdio (one client) or streamable http (several, with a token)",
 )  # fmt: skip
+@http_options
 @reports_errors
-def serve(transport: str, **values: Any) -> None:
-    """Serve MCP on stdio for one client (what MCP clients launch).
+def serve(transport: str, host: str, port: int, token: str | None, **values: Any) -> None:
+    """Serve MCP on stdio for one client (what MCP clients launch), or over HTTP.
 
     Only protocol messages go to stdout; errors and logs go to stderr.
     """
     from sqlgate.service import Service
 
     settings = settings_from(values)
+    if transport == "http":
+        try:
+            serve_http(settings, host=host, port=port, token=token)
+        except KeyboardInterrupt:
+            sys.exit(130)
+        return
     service = Service.open(settings, create_parent=settings.db == default_db_path())
     try:
         # imported after the database opened: a start-up error does not pay for the SDK
@@ -119,6 +132,12 @@ def snapshots_restore(name: str, **values: Any) -> None:
 
 
 main.add_command(claims)
+main.add_command(import_group)
+main.add_command(install)
+main.add_command(uninstall)
+main.add_command(capture)
+for _command in INSPECT_COMMANDS:
+    main.add_command(_command)
 
 
 def _entry() -> None:  # pragma: no cover - `python -m sqlgate`

@@ -48,16 +48,17 @@ def _print_claims(rows: Sequence[dict[str, Any]], as_json: bool, title: str) -> 
             click.echo(json.dumps(row, ensure_ascii=False))
         return
     if not rows:
-        click.echo(f"{title}: none")
+        click.echo(f"{title}: none")  # click prints plain text
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text  # cells are plain text, never rich markup
 
     columns = [c for c in ("id", "entity", "kind", "claim", "rank", "effective_confidence",
                            "state", "last_confirmed") if c in rows[0]]  # fmt: skip
-    table = Table(*[c.replace("_", " ") for c in columns], title=title)
+    table = Table(*[c.replace("_", " ") for c in columns], title=Text(title))
     for row in rows:
-        table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
+        table.add_row(*(Text("" if row.get(c) is None else str(row.get(c))) for c in columns))
     Console().print(table)
 
 

@@ -14,6 +14,7 @@ from sqlgate import __version__
 from sqlgate.service import Service
 from sqlgate.surfaces.claims_tools import CLAIMS_TOOLS, register_claims_tools
 from sqlgate.surfaces.memory_tools import MEMORY_TOOLS, register_memory_tools
+from sqlgate.surfaces.schemas import compact_tools
 from sqlgate.surfaces.sql_tools import SQL_TOOLS, register_sql_tools
 
 __all__ = [
@@ -87,4 +88,5 @@ def build_server(service: Service) -> MCPServer[Any]:
         register_memory_tools(server, service)
     if "claims" in service.settings.tools:
         register_claims_tools(server, service)
+    compact_tools(server)
     return server

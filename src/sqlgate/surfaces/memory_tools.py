@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from sqlgate.service import Service
+from sqlgate.surfaces.progress import relay_progress
 from sqlgate.surfaces.tooling import READ_ONLY, WRITES, run_tool
 
 __all__ = ["MEMORY_TOOLS", "register_memory_tools"]
@@ -37,9 +39,10 @@ def register_memory_tools(server: MCPServer, service: Service) -> None:
         return await run_tool(lambda c: service.append_event(content, kind, tags))
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
-    async def verify_chain() -> str:
+    async def verify_chain(ctx: Context) -> str:
         """Recompute every hash and link of the memory chain; JSON ok or first broken id."""
-        return await run_tool(lambda c: service.verify_chain())
+        progress = relay_progress(ctx, "events verified")
+        return await run_tool(lambda c: service.verify_chain(progress))
 
     @server.tool(annotations=WRITES, structured_output=False)
     async def checkpoint(

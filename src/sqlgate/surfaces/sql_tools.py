@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Annotated
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from sqlgate.engine.textsearch import SearchRequest
 from sqlgate.service import Service
+from sqlgate.surfaces.confirm import Confirmation, guard_destructive_calls
+from sqlgate.surfaces.progress import relay_progress
 from sqlgate.surfaces.tooling import DESTRUCTIVE, READ_ONLY, WRITES, Params, run_tool
 
 __all__ = ["SQL_TOOLS", "register_sql_tools"]
@@ -45,14 +48,23 @@ def register_sql_tools(server: MCPServer, service: Service) -> None:
         """Insert or update rows, or create tables and indexes. Returns rows affected."""
         return await run_tool(lambda c: service.write_query(query, params, c))
 
+    guard_destructive_calls(server, service)
+
     @server.tool(annotations=DESTRUCTIVE, structured_output=False)
     async def destructive_query(
+        ctx: Context,  # filled by the SDK, like `confirmation` (the user's answer, if asked)
+        confirmation: Confirmation,
         query: Annotated[str, Field(description="one DELETE/DROP/ALTER/trigger/UPDATE statement")],
         reason: Annotated[str, Field(description="why this change is needed, in a sentence")],
         params: Params = None,
     ) -> str:
         """Delete, drop or alter, after a snapshot of the database is taken."""
-        return await run_tool(lambda c: service.destructive_query(query, reason, params, c))
+        progress = relay_progress(ctx, "pages copied to the snapshot")
+        return await run_tool(
+            lambda c: service.destructive_query(
+                query, reason, params, c, confirmation.enforce, progress
+            )
+        )
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def list_tables(include_row_counts: bool = True) -> str:

@@ -1,0 +1,200 @@
+"""Asking the person behind the agent before a destructive statement runs (`--confirm`).
+
+| --confirm | client can ask (elicitation) | client cannot ask            |
+|-----------|------------------------------|------------------------------|
+| auto      | ask; run only if approved    | run                          |
+| always    | ask; run only if approved    | refuse, saying why           |
+| never     | run                          | run                          |
+
+The question is asked by the SDK's resolver machinery (`Resolve(...)`) before the tool body
+runs, which works on both protocol eras: a standalone `elicitation/create` request up to
+2025-11-25, an `InputRequiredResult` round trip from 2026-07-28. A call that the service's
+checks before the snapshot refuse (no reason, not one destructive statement, bad params, or
+the policy on a dry prepare) is not put to the person: the service refuses it, audited, as
+it would anyway. The answer reaches the worker as a `Verdict`, whose `enforce` the service
+calls after its dry-run policy check and before the snapshot: a declined, cancelled or
+unaskable call is an audited error, with nothing changed and no snapshot taken.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Annotated, Any
+from weakref import WeakKeyDictionary
+
+import apsw
+from mcp.server.mcpserver import (
+    AcceptedElicitation,
+    CancelledElicitation,
+    Context,
+    Elicit,
+    ElicitationResult,
+    MCPServer,
+    Resolve,
+)
+from mcp_types.version import is_version_at_least
+from pydantic import BaseModel, Field
+
+from sqlgate.engine.execute import normalize_params
+from sqlgate.engine.limits import CallControl
+from sqlgate.errors import PolicyDenied, SqlgateError
+from sqlgate.service import Service
+
+__all__ = [
+    "CANCELLED",
+    "CANNOT_ASK",
+    "DECLINED",
+    "Approval",
+    "Confirmation",
+    "Verdict",
+    "can_ask",
+    "confirmation_message",
+    "guard_destructive_calls",
+]
+
+DECLINED = (
+    "the user declined this destructive_query when asked to confirm it: nothing was run and no "
+    "snapshot was taken. Do not retry it; ask the user how to go on"
+)
+CANCELLED = (
+    "the user closed the confirmation of this destructive_query without answering: nothing "
+    "was run and no snapshot was taken. Retry only if the user asks you to"
+)
+CANNOT_ASK = (
+    "destructive_query is refused: sqlgate runs with --confirm always, and this MCP client "
+    "cannot ask its user to confirm (it does not support elicitation), so nothing was run. "
+    "Tell the user: they can run it from a client that supports elicitation, or restart "
+    "sqlgate with --confirm auto"
+)
+# the first protocol revision that elicits through InputRequiredResult, not a request
+_INPUT_REQUIRED_VERSION = "2026-07-28"
+# how much of each part the question shows; a longer part says how much is not shown
+_SHOWN_CHARS = {"statement": 4000, "values": 1000, "reason": 1000}
+
+
+class Approval(BaseModel):
+    """The form the person answers."""
+
+    approve: bool = Field(
+        default=True,
+        title="Run this statement",
+        description="Run it now (a snapshot of the database is taken first)",
+    )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the worker does about confirmation: go on (`refusal` None) or refuse."""
+
+    refusal: str | None = None
+    asked: bool = False
+
+    def enforce(self) -> None:
+        """Called by the service after its policy dry run, before the snapshot."""
+        if self.refusal is not None:
+            raise PolicyDenied(self.refusal)
+
+
+@dataclass(frozen=True)
+class _Gate:
+    mode: str
+    service: Service
+
+    def would_refuse(self, query: object, reason: object, params: object) -> bool:
+        """True when the service refuses the call before its snapshot anyway (no need to
+        ask): no reason, not one destructive statement, bad params, or the policy, checked
+        on a dry prepare."""
+        try:
+            bindings = normalize_params(params)
+            self.service.sql.check_destructive(query, reason, bindings, CallControl())
+        except SqlgateError:
+            return True
+        except apsw.BusyError:
+            return False  # another writer holds the lock: ask; the run reports what it finds
+        return False
+
+
+# the confirmation policy of each server that announces destructive_query
+_GATES: WeakKeyDictionary[MCPServer[Any], _Gate] = WeakKeyDictionary()
+
+
+def guard_destructive_calls(server: MCPServer[Any], service: Service) -> None:
+    """Make `server`'s destructive_query follow `service`'s --confirm setting."""
+    _GATES[server] = _Gate(service.settings.confirm, service)
+
+
+def can_ask(ctx: Context[Any, Any]) -> bool:
+    """Whether the client declared form elicitation and this connection can carry it."""
+    capabilities = ctx.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    # a bare `elicitation: {}` (from before modes existed) means form; url-only does not
+    if elicitation is None or (elicitation.form is None and elicitation.url is not None):
+        return False
+    version = ctx.protocol_version
+    if version is not None and is_version_at_least(version, _INPUT_REQUIRED_VERSION):
+        return True
+    return bool(ctx.session.can_send_request)  # older eras need a back channel to ask
+
+
+def _shown(label: str, text: str) -> str:
+    limit = _SHOWN_CHARS[label]
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters not shown)"
+
+
+def confirmation_message(db: str, query: str, reason: str, params: object) -> str:
+    """The question the person sees: the statement, its values and the agent's reason."""
+    lines = [
+        f"The agent wants to run a destructive statement on {db}:",
+        "",
+        _shown("statement", query.strip()),
+    ]
+    if params is not None:
+        values = json.dumps(params, ensure_ascii=False, default=str)
+        lines.append(f"with values: {_shown('values', values)}")
+    lines += [
+        "",
+        f"The agent's reason: {_shown('reason', reason.strip())}",
+        "",
+        "A snapshot of the database is taken before it runs. Run it?",
+    ]
+    return "\n".join(lines)
+
+
+def _ask(
+    ctx: Context[Any, Any], query: object, reason: object, params: object
+) -> Elicit[Approval] | Verdict:
+    """Resolver: the question to put to the person, or the verdict when none is needed."""
+    gate = _GATES[ctx.mcp_server]
+    if gate.mode == "never":
+        return Verdict()
+    if not can_ask(ctx):
+        # a call the service refuses anyway fails with its own error before this one
+        return Verdict(CANNOT_ASK) if gate.mode == "always" else Verdict()
+    if gate.would_refuse(query, reason, params):
+        return Verdict()
+    # would_refuse checked both
+    assert isinstance(query, str)
+    assert isinstance(reason, str)
+    message = confirmation_message(str(gate.service.settings.db), query, reason, params)
+    return Elicit(message, Approval)
+
+
+def _verdict(answer: Annotated[ElicitationResult[Approval], Resolve(_ask)]) -> Verdict:
+    """Resolver: the person's answer (or the lack of a question) as a Verdict."""
+    if isinstance(answer, AcceptedElicitation):
+        data: object = answer.data
+        if isinstance(data, Verdict):
+            return data
+        if isinstance(data, Approval) and data.approve:
+            return Verdict(asked=True)
+        return Verdict(DECLINED, asked=True)  # accepted the form but unticked "run"
+    if isinstance(answer, CancelledElicitation):
+        return Verdict(CANCELLED, asked=True)
+    return Verdict(DECLINED, asked=True)
+
+
+# the destructive_query parameter the SDK fills by asking (never part of the tool's schema)
+Confirmation = Annotated[Verdict, Resolve(_verdict)]

@@ -1,0 +1,276 @@
+"""Streamable HTTP for teams: `sqlgate serve --transport http`.
+
+Several MCP clients share one database through one `Service`, opened before the server
+starts and closed after it stops (never per MCP session). Every HTTP request must carry
+`Authorization: Bearer <token>`; the token is compared in constant time.
+
+    host        token given   what happens
+    loopback    yes           serve with it
+    loopback    no            generate one, print it (and how to use it) on stderr
+    elsewhere   yes           serve with it
+    elsewhere   no            refuse to start (exit 2): a public port needs a chosen token
+
+No CORS: the server never sends Access-Control-* headers, so browsers on other origins
+cannot read its answers; a preflight is answered 401 like any request without the token.
+TLS is left to a reverse proxy in front (README: "Serve over HTTP").
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import secrets
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from types import FrameType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from sqlgate.errors import InvalidArgument, StartupError
+
+if TYPE_CHECKING:
+    from sqlgate.config import Settings
+    from sqlgate.service import Service
+
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "MCP_PATH",
+    "MIN_TOKEN_CHARS",
+    "BearerTokenGate",
+    "build_http_app",
+    "http_options",
+    "is_loopback",
+    "serve_http",
+    "token_for",
+]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+MCP_PATH = "/mcp"
+MIN_TOKEN_CHARS = 16
+# open response streams must not hold a stopping server forever
+GRACEFUL_SHUTDOWN_SECONDS = 3
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` names this machine only. Other names are not resolved: not loopback."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class Token:
+    value: str
+    generated: bool
+
+
+def token_for(host: str, given: str | None, *, generate: Callable[[], str] | None = None) -> Token:
+    """The token the server requires, from the table in this module's docstring."""
+    if given is not None:
+        if len(given) < MIN_TOKEN_CHARS:
+            raise InvalidArgument(
+                f"--token must have at least {MIN_TOKEN_CHARS} characters; "
+                "generate one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+            )
+        if not (given.isascii() and given.isprintable()) or any(c.isspace() for c in given):
+            raise InvalidArgument("--token must be printable ASCII without spaces")
+        return Token(given, generated=False)
+    if not is_loopback(host):
+        raise InvalidArgument(
+            f"refusing to serve on {host}, which is not a loopback address, without a token "
+            "you chose: pass --token or set SQLGATE_TOKEN (and put TLS in front, see README)"
+        )
+    return Token((generate or (lambda: secrets.token_urlsafe(32)))(), generated=True)
+
+
+class BearerTokenGate:
+    """Pure ASGI middleware: HTTP and WebSocket requests without the bearer token get 401.
+
+    Lifespan events pass through, so the wrapped app starts and stops normally.
+    """
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self._expected = token.encode("ascii")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        presented = _bearer_credentials(scope)
+        if presented is not None and hmac.compare_digest(presented, self._expected):
+            await self.app(scope, receive, send)
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+        else:
+            await _unauthorized(send, wrong=presented is not None)
+
+
+def _bearer_credentials(scope: Scope) -> bytes | None:
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"authorization":
+            scheme, _, credentials = bytes(value).strip().partition(b" ")
+            if scheme.lower() == b"bearer" and credentials.strip():
+                return credentials.strip()
+            return None
+    return None
+
+
+async def _unauthorized(send: Send, *, wrong: bool) -> None:
+    challenge = b'Bearer realm="sqlgate"' + (b', error="invalid_token"' if wrong else b"")
+    body = (
+        b'{"error": "unauthorized", "message": "send the header Authorization: Bearer '
+        b'<token> (the token sqlgate serve was given or printed)"}'
+    )
+    await send({
+        "type": "http.response.start",
+        "status": 401,
+        "headers": [
+            (b"www-authenticate", challenge),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode("ascii")),
+            (b"cache-control", b"no-store"),
+        ],
+    })  # fmt: skip
+    await send({"type": "http.response.body", "body": body})
+
+
+def build_http_app(service: Service, token: str, host: str = DEFAULT_HOST) -> ASGIApp:
+    """The SDK's streamable HTTP app for `service`'s tools, behind the bearer-token gate.
+
+    Its lifespan runs the SDK's session manager; `service` stays open across sessions and
+    is the caller's to close.
+    """
+    from sqlgate.surfaces.mcp_server import build_server
+
+    app = build_server(service).streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    return BearerTokenGate(app, token)
+
+
+def http_options(fn: F) -> F:
+    """--host, --port and --token for `sqlgate serve`, each with its environment variable."""
+    options = (
+        click.option("--host", envvar="SQLGATE_HOST", default=DEFAULT_HOST, show_default=True,
+                     help="http: address to listen on [env SQLGATE_HOST]"),
+        click.option("--port", envvar="SQLGATE_PORT", type=click.IntRange(0, 65535),
+                     default=DEFAULT_PORT, show_default=True,
+                     help="http: port to listen on (0: any free port) [env SQLGATE_PORT]"),
+        click.option("--token", envvar="SQLGATE_TOKEN", default=None,
+                     help="http: bearer token clients must send; generated on loopback if "
+                          "absent, required elsewhere [env SQLGATE_TOKEN]"),
+    )  # fmt: skip
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+class _Stopped(Exception):
+    """SIGTERM: stop like Ctrl-C, but as a normal end (exit 0)."""
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    raise _Stopped
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    try:
+        family, _, _, _, address = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        return socket.create_server(address[:2], family=family)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise StartupError(
+            f"cannot listen on {host}:{port}: {reason}; choose another --host or --port"
+        ) from None
+
+
+def _url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}{MCP_PATH}"
+
+
+def _announce(url: str, token: Token) -> None:
+    say = sys.stderr.write
+    say(f"sqlgate: serving MCP over streamable HTTP at {url}\n")
+    if token.generated:
+        say(
+            "sqlgate: no --token given, so clients must send this generated one "
+            "(valid until the server stops):\n"
+            f"sqlgate:   Authorization: Bearer {token.value}\n"
+            "sqlgate: pass --token or SQLGATE_TOKEN to choose a token that survives restarts\n"
+        )
+    sys.stderr.flush()
+
+
+def _announcing_server_class() -> type[Any]:
+    import uvicorn
+
+    class AnnouncingServer(uvicorn.Server):
+        """Says where it listens once it accepts requests (its lifespan has started)."""
+
+        def __init__(self, config: uvicorn.Config, announce: Callable[[], None]) -> None:
+            super().__init__(config)
+            self._announce = announce
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                self._announce()
+
+    return AnnouncingServer
+
+
+def serve_http(settings: Settings, *, host: str, port: int, token: str | None) -> None:
+    """Listen, open the shared Service, serve until stopped, close the Service.
+
+    Nothing is opened or written when the host/token check or the bind fails.
+    """
+    import uvicorn
+
+    from sqlgate.config import default_db_path
+    from sqlgate.service import Service
+
+    required = token_for(host, token)
+    sock = _listen(host, port)
+    previous = None
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGTERM"):
+        previous = signal.signal(signal.SIGTERM, _stop)
+    service: Service | None = None
+    try:
+        service = Service.open(settings, create_parent=settings.db == default_db_path())
+        app = build_http_app(service, required.value, host)
+        config = uvicorn.Config(
+            app, lifespan="on", loop="asyncio", log_level="warning", access_log=False,
+            server_header=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        )  # fmt: skip
+        _announcing_server_class()(config, lambda: _announce(_url(sock), required)).run(
+            sockets=[sock]
+        )
+    except _Stopped:
+        pass
+    finally:
+        sock.close()
+        if service is not None:
+            service.close()
+            sys.stderr.write("sqlgate: stopped; database closed\n")
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
