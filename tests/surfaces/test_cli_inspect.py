@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from sqlgate.config import FLAGS, Settings
 from sqlgate.errors import SqlError
-from sqlgate.memory import chain as chain_module
+from sqlgate.memory import verification
 from sqlgate.memory.chain import event_hash
 from sqlgate.service import Service
 from sqlgate.surfaces.cli import main
@@ -185,7 +185,7 @@ def test_verify_progress_callback_counts_up_to_the_head_and_changes_no_verdict(
     service = make_service()
     for number in range(5):
         service.append_event(f"event {number}")
-    monkeypatch.setattr(chain_module, "_PROGRESS_EVERY", 2)
+    monkeypatch.setattr(verification, "_PROGRESS_EVERY", 2)
     calls: list[tuple[int, int]] = []
     with_progress = service.memory.chain.verify(progress=lambda done, total: calls.append(
         (done, total)))  # fmt: skip

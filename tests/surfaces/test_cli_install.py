@@ -12,6 +12,7 @@ from click.testing import CliRunner, Result
 
 from sqlgate.config import FLAGS
 from sqlgate.surfaces import install as setup
+from sqlgate.surfaces import install_paths
 from sqlgate.surfaces.cli import main
 
 if sys.version_info >= (3, 11):
@@ -40,7 +41,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def on(platform: str, monkeypatch: pytest.MonkeyPatch) -> setup.Where:
     """Make the CLI see `platform`'s path scheme."""
-    monkeypatch.setattr(setup, "current_platform", lambda: platform)
+    monkeypatch.setattr(install_paths, "current_platform", lambda: platform)
     return setup.Where.here()
 
 

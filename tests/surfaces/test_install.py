@@ -37,8 +37,8 @@ from sqlgate.surfaces.install import (
     plan_uninstall,
     resolve_scope,
     settings_path,
-    toml_table,
 )
+from sqlgate.surfaces.install_toml import toml_table
 
 if sys.version_info >= (3, 11):
     import tomllib
