@@ -12,8 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import replace
+from collections.abc import AsyncIterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,6 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult, TextResourceContents
 
-from sqlgate.config import Settings
 from sqlgate.service import Service
 from sqlgate.surfaces.mcp_server import (
     CLAIMS_INSTRUCTIONS,
@@ -33,6 +31,7 @@ from sqlgate.surfaces.mcp_server import (
     build_server,
 )
 from tests.conftest import FakeClock
+from tests.surfaces.conftest import OpenService
 
 pytestmark = pytest.mark.anyio
 
@@ -44,8 +43,6 @@ SEARCH_HEADER = "id,entity,kind,claim,rank,volatility,confidence,effective,state
 DECAYED_HEADER = "id,entity,kind,claim,effective,last_confirmed,state"
 READ_ONLY_TOOLS = ("claim_search",)
 WRITING_TOOLS = tuple(tool for tool in CLAIMS_TOOLS if tool not in READ_ONLY_TOOLS)
-
-OpenService = Callable[..., Service]
 
 
 def iso(days: float) -> str:
@@ -104,28 +101,6 @@ def written(db: Path) -> tuple[list[tuple[Any, ...]], int, int]:
 
 def states(db: Path) -> dict[int, str]:
     return {int(i): str(s) for i, s in stored(db, "SELECT id, state FROM claims")}
-
-
-@pytest.fixture
-def wall() -> FakeClock:
-    """The wall clock claims are dated and decayed by: 2026-01-01, moved only by the tests."""
-    return FakeClock(start=START)
-
-
-@pytest.fixture
-def open_service(settings: Settings, clock: FakeClock, wall: FakeClock) -> Iterator[OpenService]:
-    opened: list[Service] = []
-
-    def make(**overrides: Any) -> Service:
-        service = Service.open(
-            replace(settings, **overrides), clock=clock, wall_clock=wall, session=SESSION
-        )
-        opened.append(service)
-        return service
-
-    yield make
-    for service in opened:
-        service.close()
 
 
 @pytest.fixture

@@ -14,13 +14,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-import apsw
 import pytest
 from click.testing import CliRunner, Result
 
 from sqlgate.config import FLAGS
 from sqlgate.service import Service
 from sqlgate.surfaces.cli import main
+from tests.surfaces.cli_helpers import error_line, json_lines, read, succeeded
 
 FAR_FUTURE = "2100-01-01"
 COMMANDS = ("add", "search", "stale", "contradictions", "confirm", "retract")
@@ -42,32 +42,6 @@ def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
 
 def run(db: Path, command: str, *args: str) -> Result:
     return invoke(command, "--db", str(db), *args)
-
-
-def succeeded(result: Result) -> str:
-    assert result.exit_code == 0, (result.stdout, result.stderr)
-    return result.stdout
-
-
-def failed(result: Result, code: int) -> str:
-    """The one stderr line an error ends a command with."""
-    assert result.exit_code == code, (result.stdout, result.stderr)
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("sqlgate: error: ")
-    return lines[0]
-
-
-def json_lines(output: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in output.splitlines()]
-
-
-def read(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return [tuple(row) for row in conn.execute(sql)]
-    finally:
-        conn.close()
 
 
 def claim_count(db: Path) -> int:
@@ -152,7 +126,7 @@ def test_add_json_is_one_parseable_object(db_path: Path) -> None:
 def test_add_refuses_a_bad_argument_with_exit_2_and_writes_nothing(
     db_path: Path, args: tuple[str, ...], phrase: str
 ) -> None:
-    message = failed(run(db_path, "add", *args), 2)
+    message = error_line(run(db_path, "add", *args), 2)
     assert phrase in message
     assert claim_count(db_path) == 0
 
@@ -204,7 +178,7 @@ def test_search_without_a_match_says_none(db_path: Path) -> None:
 
 
 def test_search_for_nothing_exits_2(db_path: Path) -> None:
-    assert "query is empty" in failed(run(db_path, "search", " "), 2)
+    assert "query is empty" in error_line(run(db_path, "search", " "), 2)
 
 
 # -- stale -----------------------------------------------------------------------------------------
@@ -333,7 +307,7 @@ def test_contradictions_with_a_bad_observed_file_exit_2(
     add(db_path, "acme", "priority", "acme is priority one", "--rank", "1")
     observed = tmp_path / "observed.json"
     observed.write_text(content, encoding="utf-8")
-    assert phrase in failed(run(db_path, "contradictions", "--observed", str(observed)), 2)
+    assert phrase in error_line(run(db_path, "contradictions", "--observed", str(observed)), 2)
 
 
 def test_contradictions_with_a_missing_observed_file_exit_2(db_path: Path, tmp_path: Path) -> None:
@@ -360,16 +334,16 @@ def test_retract_is_final(db_path: Path) -> None:
     assert succeeded(run(db_path, "retract", "1")) == "retracted claim 1\n"
     (again,) = json_lines(succeeded(run(db_path, "retract", "1", "--json")))
     assert again["state"] == "retired"
-    assert "retired" in failed(run(db_path, "confirm", "1"), 4)
+    assert "retired" in error_line(run(db_path, "confirm", "1"), 4)
     readded = run(db_path, "add", "acme", "fact", "slow", "0.8", "acme ships weekly")
-    assert "retired" in failed(readded, 4)
+    assert "retired" in error_line(readded, 4)
     assert read(db_path, "SELECT id, state FROM claims") == [(1, "retired")]
 
 
 @pytest.mark.parametrize("command", ["confirm", "retract"])
 def test_an_unknown_claim_id_exits_3(db_path: Path, command: str) -> None:
     add(db_path, "acme", "fact", "acme ships weekly")
-    message = failed(run(db_path, command, "99"), 3)
+    message = error_line(run(db_path, command, "99"), 3)
     assert "no claim 99" in message
     assert read(db_path, "SELECT state FROM claims") == [("active",)]
 

@@ -16,7 +16,6 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import apsw
 import pytest
@@ -32,6 +31,7 @@ from sqlgate.service import Service
 from sqlgate.surfaces.cli import main
 from sqlgate.surfaces.cli_inspect import CHAIN_BROKEN_EXIT, EXPORT_TABLES
 from sqlgate.surfaces.mcp_server import CLAIMS_TOOLS, MEMORY_TOOLS, SQL_TOOLS
+from tests.surfaces.cli_helpers import error_line, json_lines, read, succeeded
 
 SEEDED_EVENTS = 5  # 3 appended + 2 written by claim_add and claim_confirm
 SEEDED_CALLS = 10  # audit rows the seed leaves in query_log
@@ -52,32 +52,6 @@ def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
 
 def run(db: Path, command: str, *args: str, env: dict[str, str] | None = None) -> Result:
     return invoke(command, "--db", str(db), *args, env=env)
-
-
-def succeeded(result: Result) -> str:
-    assert result.exit_code == 0, (result.stdout, result.stderr)
-    return result.stdout
-
-
-def error_line(result: Result, code: int) -> str:
-    """The one stderr line an error ends a command with."""
-    assert result.exit_code == code, (result.stdout, result.stderr)
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("sqlgate: error: ")
-    return lines[0]
-
-
-def json_lines(output: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in output.splitlines()]
-
-
-def read(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return [tuple(row) for row in conn.execute(sql)]
-    finally:
-        conn.close()
 
 
 def child_env() -> dict[str, str]:

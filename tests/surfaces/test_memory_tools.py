@@ -10,8 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import replace
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,6 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult
 
-from sqlgate.config import Settings
 from sqlgate.memory.chain import GENESIS, event_hash
 from sqlgate.service import Service
 from sqlgate.surfaces.mcp_server import (
@@ -32,6 +30,7 @@ from sqlgate.surfaces.mcp_server import (
     build_server,
 )
 from tests.conftest import FakeClock
+from tests.surfaces.conftest import OpenService
 
 pytestmark = pytest.mark.anyio
 
@@ -68,31 +67,6 @@ def csv_body(output: str) -> list[dict[str, str]]:
     start = next((n for n, line in enumerate(lines) if line.startswith("id,")), len(lines))
     body = [line for line in lines[start:] if not line.startswith("#")]
     return list(csv.DictReader(io.StringIO("\n".join(body))))
-
-
-OpenService = Callable[..., Service]
-
-
-@pytest.fixture
-def wall() -> FakeClock:
-    """The clock events are dated by: 2026-01-01, moved a day at a time by the tests."""
-    return FakeClock(start=START)
-
-
-@pytest.fixture
-def open_service(settings: Settings, clock: FakeClock, wall: FakeClock) -> Iterator[OpenService]:
-    opened: list[Service] = []
-
-    def make(**overrides: Any) -> Service:
-        service = Service.open(
-            replace(settings, **overrides), clock=clock, wall_clock=wall, session=SESSION
-        )
-        opened.append(service)
-        return service
-
-    yield make
-    for service in opened:
-        service.close()
 
 
 @pytest.fixture
