@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlgate.config import Settings, load_settings
 from sqlgate.errors import (
+    ChainBroken,
     InvalidArgument,
     LimitExceeded,
     MassRewrite,
@@ -19,6 +20,7 @@ from sqlgate.errors import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "ChainBroken",
     "InvalidArgument",
     "LimitExceeded",
     "MassRewrite",

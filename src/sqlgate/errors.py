@@ -9,7 +9,8 @@
     │   └── QueryTimeout         the wall-clock budget ran out or the call was cancelled
     ├── SqlError                 SQLite refused or failed the statement (its words verbatim)
     ├── SnapshotError            a snapshot could not be taken, listed or restored
-    └── StartupError             the database cannot be opened as configured
+    ├── StartupError             the database cannot be opened as configured
+    └── ChainBroken              the memory chain failed verification (CLI exit code 9)
 
 Each message is written for the one who must act on it: it says what happened and
 what to do next (which tool to use instead, which limit to raise, what to fix).
@@ -18,6 +19,7 @@ what to do next (which tool to use instead, which limit to raise, what to fix).
 from __future__ import annotations
 
 __all__ = [
+    "ChainBroken",
     "InvalidArgument",
     "LimitExceeded",
     "MassRewrite",
@@ -86,3 +88,10 @@ class StartupError(SqlgateError):
     """The database cannot be opened as configured (bad path, not SQLite, unwritable)."""
 
     exit_code = 8
+
+
+class ChainBroken(SqlgateError):
+    """The memory chain failed verification. Tools answer with the verdict as data
+    (`{"ok": false, ...}`); this is for scripts, which get exit code 9."""
+
+    exit_code = 9

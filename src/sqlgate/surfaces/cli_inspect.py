@@ -23,7 +23,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from sqlgate.errors import InvalidArgument, NotFound
+from sqlgate.errors import ChainBroken, InvalidArgument, NotFound
 from sqlgate.surfaces.cli_options import reports_errors, settings_from, settings_options
 
 if TYPE_CHECKING:  # imported when a command runs, not at start-up
@@ -45,7 +45,7 @@ __all__ = [
     "verify",
 ]
 
-CHAIN_BROKEN_EXIT = 9
+CHAIN_BROKEN_EXIT = ChainBroken.exit_code
 DB_OPTIONS = ("db", "busy_timeout")
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="print JSON for scripts")
 # what `export` writes, in this order: (table, the `type` of its lines, its JSON text columns)
