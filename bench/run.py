@@ -6,6 +6,7 @@ exact command, to bench/results.md (or --out). Usage:
     python bench/run.py                  # full run; installs peers when the registry answers
     python bench/run.py --quick          # few calls, no peer install; prints only, unless --out
     python bench/run.py --out FILE       # write the report elsewhere
+    python bench/run.py --big            # also verify_chain over 1,000,000 events
 
 Each benchmark is a function in BENCHMARKS that returns table rows; add one there.
 
@@ -17,8 +18,12 @@ driven over stdio by this repo's SDK v2 client, exactly as sqlgate is.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
+import functools
 import os
 import platform
+import random
 import shlex
 import statistics
 import subprocess
@@ -37,6 +42,13 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import memory_bench as mb
+
+from sqlgate.config import Settings
+from sqlgate.engine.textsearch import SearchRequest
+from sqlgate.service import Service
+
 BENCH = Path(__file__).resolve().parent
 SRC = BENCH.parent / "src"
 DEFAULT_OUT = BENCH / "results.md"
@@ -51,6 +63,21 @@ SUBJECT_SQLGATE = "sqlgate (stdio)"
 SUBJECT_REFERENCE = "reference mcp-server-sqlite (stdio)"
 SUBJECT_FLOOR = "raw apsw in-process (floor)"
 SUBJECT_RATIO = "sqlgate / reference (calls/s)"
+BENCH_RESULT = "result size: 1,000 rows x 8 columns"
+SUBJECT_RESULT_RAW = "raw apsw fetchall (floor)"
+SUBJECT_RESULT_RATIO = "sqlgate / reference (bytes)"
+BENCH_AUDIT = "audit cost: read_query('SELECT 1')"
+SUBJECT_AUDIT_ON = "sqlgate --audit (stdio)"
+SUBJECT_AUDIT_OFF = "sqlgate --no-audit (stdio)"
+SUBJECT_AUDIT_RATIO = "audit on / off (calls/s)"
+BENCH_APPEND = "chain: append_event"
+SUBJECT_APPEND_ONE = "sqlgate, 1 process (stdio)"
+SUBJECT_APPEND_FOUR = "sqlgate, 4 processes on one file (stdio)"
+BENCH_VERIFY = "chain: verify_chain (full)"
+BENCH_RESUME = "chain: get_resume_context, repeated call"
+SUBJECT_RESUME_RATIO = "large / small"
+BENCH_MEMORY_SEARCH = "search: memory_search p50"
+BENCH_TEXT_SEARCH = "search: search_text, 1 KB rows"
 
 
 @dataclass(frozen=True)
@@ -60,10 +87,55 @@ class Plan:
     warmup: int  # untimed calls before them
     floor_calls: int  # timed calls of the in-process floor
     install_peers: bool
+    result_rows: int  # rows of the result-size table (the row name says 1,000)
+    result_calls: int  # timed calls of the big result, per subject
+    audit_calls: int  # timed calls per audit setting
+    appends_one: int  # append_event calls from one process
+    appends_each: int  # append_event calls from each of four processes
+    verify_sizes: tuple[int, ...]
+    resume_sizes: tuple[int, int]
+    search_size: int  # events behind memory_search
+    text_rows: int  # 1 KB rows behind search_text
+    repeats: int  # repetitions of cheap in-process calls (median taken)
+    heavy_repeats: int  # repetitions of calls that walk a whole chain or table
 
 
-FULL = Plan("full", calls=2000, warmup=100, floor_calls=100_000, install_peers=True)
-QUICK = Plan("quick", calls=50, warmup=5, floor_calls=1000, install_peers=False)
+FULL = Plan(
+    "full",
+    calls=2000,
+    warmup=100,
+    floor_calls=100_000,
+    install_peers=True,
+    result_rows=1000,
+    result_calls=30,
+    audit_calls=1000,
+    appends_one=300,
+    appends_each=150,
+    verify_sizes=(10_000, 100_000),
+    resume_sizes=(1_000, 100_000),
+    search_size=100_000,
+    text_rows=100_000,
+    repeats=100,
+    heavy_repeats=3,
+)
+QUICK = Plan(
+    "quick",
+    calls=50,
+    warmup=5,
+    floor_calls=1000,
+    install_peers=False,
+    result_rows=1000,
+    result_calls=3,
+    audit_calls=30,
+    appends_one=20,
+    appends_each=5,
+    verify_sizes=(500, 1000),
+    resume_sizes=(200, 1000),
+    search_size=1000,
+    text_rows=500,
+    repeats=5,
+    heavy_repeats=1,
+)
 
 
 @dataclass(frozen=True)
@@ -82,6 +154,7 @@ class Context:
     plan: Plan
     folder: Path  # scratch space for databases and server logs
     log: Callable[[str], None]
+    paths: dict[int, Path] = dataclasses.field(default_factory=dict)  # built chains by size
 
 
 Benchmark = Callable[[Context], list[Row]]
@@ -144,12 +217,12 @@ async def time_async(call: Callable[[], Awaitable[object]], calls: int) -> Laten
 
 
 # -- stdio servers ---------------------------------------------------------------------------
-def sqlgate_params(db: Path) -> StdioServerParameters:
-    """`python -m sqlgate serve --db DB`, importable from this checkout, no SQLGATE_* flags."""
+def sqlgate_params(db: Path, *flags: str) -> StdioServerParameters:
+    """`python -m sqlgate serve --db DB [FLAGS]`, importable from this checkout."""
     path = os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "sqlgate", "serve", "--db", str(db)],
+        args=["-m", "sqlgate", "serve", "--db", str(db), *flags],
         env={"PYTHONPATH": path},
     )
 
@@ -173,6 +246,56 @@ async def time_stdio_read_query(
         for _ in range(plan.warmup):
             await call()
         return await time_async(call, plan.calls)
+
+
+async def time_stdio_tool(
+    params: StdioServerParameters,
+    tool: str,
+    arguments: Callable[[int], dict[str, object]],
+    warmup: int,
+    calls: int,
+    errlog: TextIO,
+) -> tuple[Latencies, str]:
+    """Sequential calls of one tool over stdio; the latencies and the last result's text."""
+    async with Client(stdio_client(params, errlog=errlog)) as client:
+        counter = iter(range(10**9))
+        last: list[CallToolResult] = []
+
+        async def call() -> None:
+            result = await client.call_tool(tool, arguments(next(counter)))
+            if result.is_error:
+                raise RuntimeError(f"{tool} failed: {text_of(result)[:200]}")
+            last[:] = [result]
+
+        for _ in range(warmup):
+            await call()
+        lat = await time_async(call, calls)
+        return lat, text_of(last[0])
+
+
+def stdio_rows(
+    ctx: Context,
+    benchmark: str,
+    subject: str,
+    slug: str,
+    params: StdioServerParameters | str,
+    tool: str,
+    arguments: Callable[[int], dict[str, object]],
+    warmup: int,
+    calls: int,
+) -> tuple[Latencies, str] | Row:
+    """Run time_stdio_tool, or a "not available" row saying why it could not."""
+    if isinstance(params, str):
+        return Row(benchmark, subject, "", "not available", "", "", params)
+    errlog_path = ctx.folder / f"{slug}.stderr.txt"
+    ctx.log(f"{benchmark}, {subject}: {calls} calls after {warmup} warm-up")
+    with errlog_path.open("w", encoding="utf-8") as errlog:
+        try:
+            return anyio.run(time_stdio_tool, params, tool, arguments, warmup, calls, errlog)
+        except Exception as error:
+            errlog.flush()
+            reason = server_failure(error, errlog_path)
+            return Row(benchmark, subject, "", "not available", "", "", reason)
 
 
 def server_failure(error: BaseException, errlog: Path) -> str:
@@ -315,7 +438,395 @@ def call_overhead(ctx: Context) -> list[Row]:
     return rows
 
 
-BENCHMARKS: list[Benchmark] = [call_overhead]
+def result_size(ctx: Context) -> list[Row]:
+    """A wide result with caps raised: bytes of text each server returns, and the time."""
+    rows: list[Row] = []
+    n = ctx.plan.result_rows
+    query = "SELECT * FROM items ORDER BY id"
+    floor_db = ctx.folder / "result-floor.db"
+    make_items(floor_db, n)
+    sizes: dict[str, int] = {}
+    caps = ["--max-rows", "1000", "--max-result-bytes", "10000000", "--max-cell-chars", "100000"]
+    servers: list[tuple[str, str, StdioServerParameters | str, dict[str, object]]] = []
+    for slug in ("sqlgate", "reference"):
+        make_items(ctx.folder / f"result-{slug}.db", n)
+    servers.append(
+        (
+            SUBJECT_SQLGATE,
+            "result-sqlgate",
+            sqlgate_params(ctx.folder / "result-sqlgate.db", *caps),
+            {"query": query, "limit": n},
+        )
+    )
+    servers.append(
+        (
+            SUBJECT_REFERENCE,
+            "result-reference",
+            reference_params(ctx.plan, ctx.folder / "result-reference.db", ctx.log),
+            {"query": query},
+        )
+    )
+    for subject, slug, params, args in servers:
+        got = stdio_rows(
+            ctx,
+            BENCH_RESULT,
+            subject,
+            slug,
+            params,
+            "read_query",
+            constant(args),
+            2,
+            ctx.plan.result_calls,
+        )
+        if isinstance(got, Row):
+            rows.append(got)
+            continue
+        lat, text = got
+        sizes[subject] = len(text.encode("utf-8"))
+        note = "`" + " ".join(caps) + "`" if slug == "result-sqlgate" else "str() of dict rows"
+        rows.append(
+            Row(
+                BENCH_RESULT,
+                subject,
+                f"{len(lat.seconds):,}",
+                f"{sizes[subject]:,} bytes",
+                ms(lat.percentile(50)),
+                ms(lat.percentile(99)),
+                f"{n:,} rows; {note}",
+            )
+        )
+    conn = apsw.Connection(str(floor_db))
+    try:
+        conn.execute(query).fetchall()
+        lat = time_sync(lambda: conn.execute(query).fetchall(), ctx.plan.repeats)
+    finally:
+        conn.close()
+    rows.append(
+        Row(
+            BENCH_RESULT,
+            SUBJECT_RESULT_RAW,
+            f"{len(lat.seconds):,}",
+            "",
+            ms(lat.percentile(50)),
+            ms(lat.percentile(99)),
+            f"`conn.execute({query!r}).fetchall()` in-process",
+        )
+    )
+    if SUBJECT_SQLGATE in sizes and SUBJECT_REFERENCE in sizes:
+        share = sizes[SUBJECT_SQLGATE] / sizes[SUBJECT_REFERENCE]
+        verdict = "goal met (<= 55%)" if share <= 0.55 else "goal not met (> 55%)"
+        rows.append(Row(BENCH_RESULT, SUBJECT_RESULT_RATIO, "", f"{share:.0%}", "", "", verdict))
+    else:
+        rows.append(
+            Row(BENCH_RESULT, SUBJECT_RESULT_RATIO, "", "n/a", "", "", "needs both stdio rows")
+        )
+    return rows
+
+
+def constant(arguments: dict[str, object]) -> Callable[[int], dict[str, object]]:
+    """The same arguments for every call."""
+    return lambda _call: arguments
+
+
+def make_items(path: Path, count: int) -> None:
+    """A table of `count` rows x 8 columns of mixed types, deterministic."""
+    conn = apsw.Connection(str(path))
+    try:
+        conn.execute(
+            "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, email TEXT, city TEXT, "
+            "amount REAL, quantity INTEGER, created TEXT, note TEXT)"
+        )
+        cities = ("Lisbon", "Oslo", "Nairobi", "Osaka", "Lima", "Quebec", "Tbilisi", "Perth")
+        with conn:
+            conn.executemany(
+                "INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    (
+                        i,
+                        f"customer {i}",
+                        f"user{i}@example.com",
+                        cities[i % len(cities)],
+                        round(i * 1.37 % 1000, 2),
+                        i % 17,
+                        f"2026-01-{1 + i % 28:02d}T{i % 24:02d}:00:00Z",
+                        f"order {i}: shipped, invoice sent, nothing unusual",
+                    )
+                    for i in range(1, count + 1)
+                ),
+            )
+    finally:
+        conn.close()
+
+
+def audit_cost(ctx: Context) -> list[Row]:
+    """read_query('SELECT 1') over stdio with the audit log on and off."""
+    rows: list[Row] = []
+    rates: dict[str, float] = {}
+    for subject, flag in ((SUBJECT_AUDIT_ON, "--audit"), (SUBJECT_AUDIT_OFF, "--no-audit")):
+        slug = f"audit-{flag.strip('-')}"
+        params = sqlgate_params(ctx.folder / f"{slug}.db", flag)
+        got = stdio_rows(
+            ctx,
+            BENCH_AUDIT,
+            subject,
+            slug,
+            params,
+            "read_query",
+            lambda _i: {"query": "SELECT 1"},
+            ctx.plan.warmup,
+            ctx.plan.audit_calls,
+        )
+        if isinstance(got, Row):
+            rows.append(got)
+            continue
+        rates[subject] = got[0].rate
+        rows.append(latency_row(BENCH_AUDIT, subject, got[0], f"sequential, one client; `{flag}`"))
+    if len(rates) == 2:
+        ratio = rates[SUBJECT_AUDIT_ON] / rates[SUBJECT_AUDIT_OFF]
+        rows.append(
+            Row(
+                BENCH_AUDIT,
+                SUBJECT_AUDIT_RATIO,
+                "",
+                f"{ratio:.2f}x",
+                "",
+                "",
+                f"the audit row costs {1 - ratio:.0%} of the rate",
+            )
+        )
+    else:
+        rows.append(Row(BENCH_AUDIT, SUBJECT_AUDIT_RATIO, "", "n/a", "", "", "needs both rows"))
+    return rows
+
+
+def append_arguments(worker: int) -> Callable[[int], dict[str, object]]:
+    def arguments(i: int) -> dict[str, object]:
+        content = f"worker {worker}, event {i}: tried the migration again, the retry worked"
+        return {"content": content, "kind": "note", "tags": ["bench"]}
+
+    return arguments
+
+
+async def append_concurrently(
+    params: StdioServerParameters, workers: int, each: int, errlog: TextIO
+) -> float:
+    """Connect `workers` stdio servers on one file, then append from all at once: seconds."""
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [
+            await stack.enter_async_context(Client(stdio_client(params, errlog=errlog)))
+            for _ in range(workers)
+        ]
+        for worker, client in enumerate(clients):  # warm each process up
+            await client.call_tool("append_event", append_arguments(worker)(-1))
+        failures: list[str] = []
+
+        async def run(worker: int, client: Client) -> None:
+            arguments = append_arguments(worker)
+            for i in range(each):
+                result = await client.call_tool("append_event", arguments(i))
+                if result.is_error:
+                    failures.append(text_of(result)[:200])
+
+        started = time.perf_counter()
+        async with anyio.create_task_group() as group:
+            for worker, client in enumerate(clients):
+                group.start_soon(run, worker, client)
+        seconds = time.perf_counter() - started
+        if failures:
+            raise RuntimeError(f"{len(failures)} appends failed, first: {failures[0]}")
+        return seconds
+
+
+def chain(ctx: Context) -> list[Row]:
+    """append_event from one and four processes; verify_chain; repeated get_resume_context."""
+    plan = ctx.plan
+    rows: list[Row] = []
+    got = stdio_rows(
+        ctx,
+        BENCH_APPEND,
+        SUBJECT_APPEND_ONE,
+        "append-one",
+        sqlgate_params(ctx.folder / "append-one.db"),
+        "append_event",
+        append_arguments(0),
+        5,
+        plan.appends_one,
+    )
+    if isinstance(got, Row):
+        rows.append(got)
+    else:
+        rows.append(latency_row(BENCH_APPEND, SUBJECT_APPEND_ONE, got[0], "sequential"))
+
+    workers, each = 4, plan.appends_each
+    ctx.log(f"{BENCH_APPEND}, {SUBJECT_APPEND_FOUR}: {workers} x {each} calls")
+    errlog_path = ctx.folder / "append-four.stderr.txt"
+    with errlog_path.open("w", encoding="utf-8") as errlog:
+        try:
+            params = sqlgate_params(ctx.folder / "append-four.db")
+            seconds = anyio.run(append_concurrently, params, workers, each, errlog)
+        except Exception as error:
+            errlog.flush()
+            reason = server_failure(error, errlog_path)
+            rows.append(Row(BENCH_APPEND, SUBJECT_APPEND_FOUR, "", "not available", "", "", reason))
+        else:
+            total = workers * each
+            rows.append(
+                Row(
+                    BENCH_APPEND,
+                    SUBJECT_APPEND_FOUR,
+                    f"{total:,}",
+                    f"{total / seconds:,.0f} calls/s",
+                    "",
+                    "",
+                    f"aggregate over {workers} concurrent clients, {each:,} calls each",
+                )
+            )
+
+    sizes = sorted({*plan.verify_sizes, *plan.resume_sizes, plan.search_size})
+    paths = {}
+    for size in sizes:
+        path = ctx.folder / f"chain-{size}.db"
+        started = time.perf_counter()
+        mb.build(path, size)
+        ctx.log(f"built and verified {size:,} events in {time.perf_counter() - started:.1f} s")
+        paths[size] = path
+    ctx.paths.update(paths)
+
+    for size in plan.verify_sizes:
+        with mb.open_service(paths[size]) as service:
+            samples = mb.timed(service.verify_chain, plan.heavy_repeats)
+        seconds = statistics.median(samples)
+        ctx.log(f"verify_chain {size:,}: {seconds:.3f} s")
+        rows.append(
+            Row(
+                BENCH_VERIFY,
+                f"sqlgate, {size:,} events",
+                f"{len(samples)}",
+                f"{size / seconds:,.0f} events/s",
+                ms(seconds),
+                "",
+                "in-process `Service.verify_chain`; p50 = median time of one full walk",
+            )
+        )
+
+    small, large = plan.resume_sizes
+    medians = {}
+    for size in (small, large):
+        with mb.open_service(paths[size]) as service:
+            service.get_resume_context()  # records the verified position
+            lat = time_sync(service.get_resume_context, plan.repeats)
+        medians[size] = lat.percentile(50)
+        rows.append(
+            Row(
+                BENCH_RESUME,
+                f"sqlgate, {size:,} events",
+                f"{plan.repeats:,}",
+                "",
+                ms(lat.percentile(50)),
+                ms(lat.percentile(99)),
+                "in-process `Service`, no checkpoint, after a first call",
+            )
+        )
+    ratio = medians[large] / medians[small]
+    verdict = "goal met (<= 2)" if ratio <= 2 else "goal not met (> 2)"
+    rows.append(
+        Row(
+            BENCH_RESUME,
+            SUBJECT_RESUME_RATIO,
+            "",
+            f"{ratio:.2f}x",
+            "",
+            "",
+            f"p50 at {large:,} / p50 at {small:,}; {verdict}",
+        )
+    )
+    return rows
+
+
+def search(ctx: Context) -> list[Row]:
+    """memory_search p50 over the built chain; search_text over 1 KB rows, in-process."""
+    plan = ctx.plan
+    rows: list[Row] = []
+    path = ctx.paths.get(plan.search_size)
+    if path is None:
+        path = ctx.folder / f"chain-{plan.search_size}.db"
+        mb.build(path, plan.search_size)
+    mb_plan = dataclasses.replace(mb.QUICK, search_repeats=max(plan.repeats // 3, 3))
+    medians = mb.measure_search(path, mb_plan)
+    p50 = statistics.median(medians.values())
+    rows.append(
+        Row(
+            BENCH_MEMORY_SEARCH,
+            f"sqlgate, {plan.search_size:,} events",
+            f"{len(medians)} queries",
+            "",
+            ms(p50),
+            ms(max(medians.values())),
+            "in-process `Service`, top_k=10; median of per-query medians; p99 column = "
+            "slowest query",
+        )
+    )
+
+    db = ctx.folder / "text.db"
+    n = plan.text_rows
+    with Service.open(Settings(db=db, query_timeout=600.0), session="s-bench") as service:
+        fill_documents(db, n)
+        ctx.log(f"built {n:,} rows of 1 KB for search_text")
+        for label, request in TEXT_SEARCHES:
+            service.search_text(request)  # warm the page cache
+            samples = mb.timed(functools.partial(service.search_text, request), plan.heavy_repeats)
+            rows.append(
+                Row(
+                    BENCH_TEXT_SEARCH,
+                    f"sqlgate, {label}",
+                    f"{len(samples)}",
+                    "",
+                    ms(statistics.median(samples)),
+                    "",
+                    f"{n:,} rows; in-process `Service.search_text`, "
+                    f"pattern `{request.pattern}`, limit {request.limit}",
+                )
+            )
+    return rows
+
+
+TEXT_SEARCHES = [
+    ("no match (full scan)", SearchRequest("zzqx_never", "docs", ["body"], fixed_strings=True)),
+    ("rare literal", SearchRequest("needle_7", "docs", ["body"], fixed_strings=True)),
+    ("regex, ignore case", SearchRequest(r"TICKET_4\d{3}\b", "docs", ["body"], ignore_case=True)),
+    ("common word, limit 100", SearchRequest("deploy", "docs", ["body"], limit=100)),
+]
+
+
+def fill_documents(db: Path, count: int) -> None:
+    """`count` rows of about 1 KB each, through a direct connection (the schema exists)."""
+    rng = random.Random(count)
+    words, weights = mb.vocabulary()
+    bodies = []
+    for _ in range(997):
+        text = " ".join(rng.choices(words, cum_weights=weights, k=220))
+        bodies.append(text[:1000])
+    conn = apsw.Connection(str(db))
+    try:
+        conn.execute("CREATE TABLE docs (id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
+        with conn:
+            conn.executemany(
+                "INSERT INTO docs (id, body) VALUES (?, ?)",
+                (
+                    (
+                        i,
+                        f"ticket_{i % 10_000} "
+                        + ("needle_7 " if i % 1000 == 7 else "")
+                        + bodies[i % len(bodies)],
+                    )
+                    for i in range(1, count + 1)
+                ),
+            )
+    finally:
+        conn.close()
+
+
+BENCHMARKS: list[Benchmark] = [call_overhead, result_size, audit_cost, chain, search]
 
 
 # -- reporting -------------------------------------------------------------------------------
@@ -383,8 +894,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"where to write the report (default: {DEFAULT_OUT.name} beside this script; "
         "with --quick, none unless given)",
     )
+    parser.add_argument("--big", action="store_true", help="also verify 1,000,000 events")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
+    if args.big:
+        plan = dataclasses.replace(plan, verify_sizes=(*plan.verify_sizes, 1_000_000))
     command = shlex.join(["python", "bench/run.py", *(argv if argv is not None else sys.argv[1:])])
 
     def log(line: str) -> None:

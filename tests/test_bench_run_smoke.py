@@ -12,12 +12,35 @@ REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench" / "run.py"
 
 CALLS = "call overhead: read_query('SELECT 1')"
+RESULT = "result size: 1,000 rows x 8 columns"
+AUDIT = "audit cost: read_query('SELECT 1')"
+APPEND = "chain: append_event"
+VERIFY = "chain: verify_chain (full)"
+RESUME = "chain: get_resume_context, repeated call"
+MEMORY_SEARCH = "search: memory_search p50"
+TEXT_SEARCH = "search: search_text, 1 KB rows"
 EXPECTED_ROWS = [
     (CALLS, "sqlgate (stdio)"),
     (CALLS, "reference mcp-server-sqlite (stdio)"),
     (CALLS, "raw apsw in-process (floor)"),
     (CALLS, "sqlgate / reference (calls/s)"),
+    (RESULT, "sqlgate (stdio)"),
+    (RESULT, "reference mcp-server-sqlite (stdio)"),
+    (RESULT, "raw apsw fetchall (floor)"),
+    (RESULT, "sqlgate / reference (bytes)"),
+    (AUDIT, "sqlgate --audit (stdio)"),
+    (AUDIT, "sqlgate --no-audit (stdio)"),
+    (AUDIT, "audit on / off (calls/s)"),
+    (APPEND, "sqlgate, 1 process (stdio)"),
+    (APPEND, "sqlgate, 4 processes on one file (stdio)"),
+    (RESUME, "large / small"),
+    (TEXT_SEARCH, "sqlgate, no match (full scan)"),
+    (TEXT_SEARCH, "sqlgate, rare literal"),
+    (TEXT_SEARCH, "sqlgate, regex, ignore case"),
+    (TEXT_SEARCH, "sqlgate, common word, limit 100"),
 ]
+# Rows whose subject names a size ("sqlgate, 1,000 events"): how many each run must print.
+SIZED_ROWS = [(VERIFY, 2), (RESUME, 2), (MEMORY_SEARCH, 1)]
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +71,42 @@ def test_quick_run_writes_the_command_and_the_machine(report: str) -> None:
 )
 def test_quick_run_reports_every_row(report: str, benchmark: str, subject: str) -> None:
     assert any(line.startswith(f"| {benchmark} | {subject} |") for line in report.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("benchmark", "count"),
+    [pytest.param(b, n, id=b) for b, n in SIZED_ROWS],
+)
+def test_quick_run_reports_each_size(report: str, benchmark: str, count: int) -> None:
+    sized = [
+        line
+        for line in report.splitlines()
+        if line.startswith(f"| {benchmark} | sqlgate, ") and " events |" in line
+    ]
+    assert len(sized) == count, sized
+
+
+@pytest.mark.parametrize(
+    ("benchmark", "subject"),
+    [
+        pytest.param(APPEND, "sqlgate, 1 process (stdio)", id="append one"),
+        pytest.param(APPEND, "sqlgate, 4 processes on one file (stdio)", id="append four"),
+        pytest.param(AUDIT, "sqlgate --audit (stdio)", id="audit on"),
+        pytest.param(AUDIT, "sqlgate --no-audit (stdio)", id="audit off"),
+    ],
+)
+def test_quick_run_measures_sqlgate_rates(report: str, benchmark: str, subject: str) -> None:
+    row = next(
+        line for line in report.splitlines() if line.startswith(f"| {benchmark} | {subject} |")
+    )
+    assert "calls/s" in row, row
+
+
+def test_quick_run_reports_sqlgate_result_bytes(report: str) -> None:
+    row = next(
+        line for line in report.splitlines() if line.startswith(f"| {RESULT} | sqlgate (stdio) |")
+    )
+    assert " bytes |" in row, row
 
 
 def test_quick_run_measures_sqlgate_over_stdio(report: str) -> None:
