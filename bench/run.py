@@ -22,7 +22,6 @@ import contextlib
 import dataclasses
 import functools
 import os
-import platform
 import random
 import shlex
 import statistics
@@ -830,22 +829,6 @@ BENCHMARKS: list[Benchmark] = [call_overhead, result_size, audit_cost, chain, se
 
 
 # -- reporting -------------------------------------------------------------------------------
-def machine() -> list[str]:
-    cpu = platform.processor() or platform.machine()
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text(errors="replace").splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return [
-        f"- CPU: {cpu}; nproc: {os.cpu_count()}",
-        f"- OS: {platform.system()} {platform.release()}",
-        f"- Python {platform.python_version()}; SQLite {apsw.sqlite_lib_version()} "
-        f"(apsw {apsw.apsw_version()})",
-    ]
-
-
 HEADER = "| benchmark | subject | calls | figure | p50 | p99 | notes |"
 
 
@@ -876,7 +859,7 @@ def report(rows: Sequence[Row], command: str, plan: Plan) -> str:
             "",
             "Machine:",
             "",
-            *machine(),
+            *mb.machine(),
             "",
             table(rows),
         ]
