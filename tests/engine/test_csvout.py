@@ -207,3 +207,45 @@ def test_csv_round_trips_through_pythons_csv_reader(
     expected = [columns] + [["" if v is None else str(v) for v in row] for row in rows]
     assert parse(result.text) == expected
     assert result.text.endswith(f"\n# {len(rows)} rows")
+
+
+# texts built from the characters that change a cell's form: separators, quotes, line
+# breaks, edge spaces; cut by small cell caps
+tricky_text = st.text(st.sampled_from(list("ab ,\"\r\n\té…x'")), max_size=12)
+any_value = st.one_of(
+    st.none(),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.floats(allow_nan=True, allow_infinity=True),
+    tricky_text,
+    st.binary(max_size=8),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    row=st.lists(any_value, min_size=1, max_size=6),
+    cell_chars=st.integers(min_value=1, max_value=16),
+)
+def test_render_csv_rows_match_csv_line_cell_by_cell(row: list[Any], cell_chars: int) -> None:
+    caps = ResultCaps(rows=10, bytes=1_000_000, cell_chars=cell_chars)
+    result = render_csv(["c"] * len(row), iter([tuple(row)]), caps, limit=10)
+    header = csv_line(["c"] * len(row), cell_chars)
+    assert result.text == header + csv_line(row, cell_chars) + "# 1 rows"
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        pytest.param((1, " x"), id="leading-space-in-a-later-cell"),
+        pytest.param(("x ", 1), id="trailing-space-before-a-comma"),
+        pytest.param((None, "a,b"), id="comma-inside-with-a-null"),
+        pytest.param(("", None), id="empty-string-beside-null"),
+        pytest.param((1.5, b"\x01"), id="blob-beside-float"),
+        pytest.param(("abcdefghijk", 2), id="long-cell-cut"),
+        pytest.param(("plain", 7, 2.5, None), id="plain-row"),
+    ],
+)
+def test_render_csv_row_forms(row: tuple[Any, ...]) -> None:
+    caps = ResultCaps(rows=10, bytes=1_000_000, cell_chars=8)
+    result = render_csv(["c"] * len(row), iter([row]), caps, limit=10)
+    assert result.text.splitlines(keepends=True)[1] == csv_line(row, 8)

@@ -228,6 +228,40 @@ def test_shadow_tables_are_listed(settings: Settings) -> None:
         db.close()
 
 
+def test_shadow_tables_follow_schema_changes_made_after_a_first_listing(
+    settings: Settings,
+) -> None:
+    db = Database.open(settings)
+    try:
+        before = db.shadow_tables(db.reader)
+        assert before == db.shadow_tables(db.reader)  # unchanged schema: the same answer
+        db.writer.execute("CREATE VIRTUAL TABLE docs USING fts5(body)")
+        db.writer.execute("CREATE VIRTUAL TABLE boxes USING rtree(id, x0, x1)")
+        added = {"docs_data", "docs_idx", "docs_content", "docs_docsize", "docs_config"}
+        added |= {"boxes_node", "boxes_parent", "boxes_rowid"}
+        # the reader sees the writer's change, and the writer its own
+        assert db.shadow_tables(db.reader) == before | added
+        assert db.shadow_tables(db.writer) == before | added
+        db.writer.execute("DROP TABLE docs")
+        assert db.shadow_tables(db.reader) == before | {"boxes_node", "boxes_parent", "boxes_rowid"}
+    finally:
+        db.close()
+
+
+def test_shadow_tables_see_a_virtual_table_another_process_created(settings: Settings) -> None:
+    db = Database.open(settings)
+    try:
+        before = db.shadow_tables(db.writer)
+        other = apsw.Connection(str(settings.db))
+        try:
+            other.execute("CREATE VIRTUAL TABLE docs USING fts5(body)")
+        finally:
+            other.close()
+        assert "docs_content" in db.shadow_tables(db.writer) - before
+    finally:
+        db.close()
+
+
 def test_close_closes_every_connection(settings: Settings) -> None:
     db = Database.open(settings)
     db.close()

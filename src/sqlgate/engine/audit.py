@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -21,10 +23,23 @@ MAX_QUERY_CHARS = 20_000
 MAX_DETAIL_VALUE_CHARS = 2_000
 
 
+@functools.lru_cache(maxsize=8)
+def _utc_second(whole_seconds: int) -> str:
+    return datetime.fromtimestamp(whole_seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+
+
 def utc_timestamp(epoch_seconds: float) -> str:
-    """ISO-8601 UTC with milliseconds and `Z`, the form every server table stores."""
-    moment = datetime.fromtimestamp(epoch_seconds, tz=timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    """ISO-8601 UTC with milliseconds and `Z`, the form every server table stores.
+
+    The same text as `datetime.fromtimestamp(epoch_seconds, timezone.utc)` truncated to
+    milliseconds (microseconds rounded half-even first, as datetime does); the date and
+    time of day are formatted once per second, since every call writes one of these.
+    """
+    whole = math.floor(epoch_seconds)
+    micro = round((epoch_seconds - whole) * 1_000_000)
+    if micro >= 1_000_000:
+        whole, micro = whole + 1, micro - 1_000_000
+    return f"{_utc_second(int(whole))}.{micro // 1000:03d}Z"
 
 
 @dataclass
@@ -37,6 +52,10 @@ class AuditEntry:
     rows: int | None = None
     error: str | None = None
     detail: dict[str, Any] | None = None
+
+
+# one encoder for every row: json.dumps with options builds a new one on each call
+_detail_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
 def _bounded(value: Any) -> Any:
@@ -84,7 +103,7 @@ class AuditLog:
                         entry.rows,
                         entry.error,
                         round(duration_ms, 3),
-                        json.dumps(detail, ensure_ascii=False, default=str) if detail else None,
+                        _detail_json(detail) if detail else None,
                     ),
                 )
                 return int(self._conn.last_insert_rowid())

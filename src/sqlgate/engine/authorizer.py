@@ -15,6 +15,8 @@ without WHERE becomes an `EMPTY_TABLE` fact for the policy.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -24,11 +26,35 @@ import apsw
 from sqlgate.engine.policy import WRITE_ACTIONS, Operation, Tier, Verdict, decide
 from sqlgate.engine.preflight import emptied_table
 
-__all__ = ["PolicyRecorder", "recording"]
+__all__ = ["PolicyRecorder", "recording", "shadow_tables"]
 
 _PREFIX = "SQLITE_"
 _TRACER_ID = "sqlgate-policy-tracer"
 _SHADOW_TABLES = "SELECT name FROM pragma_table_list WHERE type = 'shadow'"
+# every change to the schema, by any connection, moves the file's schema cookie
+_SCHEMA_VERSION = "PRAGMA schema_version"
+_shadow_cache: weakref.WeakKeyDictionary[apsw.Connection, tuple[int, frozenset[str]]] = (
+    weakref.WeakKeyDictionary()
+)
+_shadow_cache_lock = threading.Lock()
+
+
+def shadow_tables(conn: apsw.Connection) -> frozenset[str]:
+    """Lower-cased names of the virtual-table shadow tables (module bookkeeping) on `conn`.
+
+    Listing them scans the schema; they only change with the schema, so the list is kept
+    per connection and read again only when `PRAGMA schema_version` has moved.
+    """
+    (version,) = conn.execute(_SCHEMA_VERSION).fetchone() or (None,)
+    with _shadow_cache_lock:
+        cached = _shadow_cache.get(conn)
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    names = frozenset(str(name).lower() for (name,) in conn.execute(_SHADOW_TABLES))
+    if isinstance(version, int):
+        with _shadow_cache_lock:
+            _shadow_cache[conn] = (version, names)
+    return names
 
 
 def _action_name(code: int) -> str:
@@ -94,9 +120,7 @@ class PolicyRecorder:
 @contextmanager
 def recording(conn: apsw.Connection, recorder: PolicyRecorder) -> Iterator[PolicyRecorder]:
     """Install `recorder` as the connection's authorizer and tracer for the block."""
-    recorder.shadow_tables = frozenset(
-        str(name).lower() for (name,) in conn.execute(_SHADOW_TABLES)
-    )
+    recorder.shadow_tables = shadow_tables(conn)
     conn.authorizer = recorder
     conn.trace_v2(apsw.SQLITE_TRACE_STMT, recorder.statement_started, id=_TRACER_ID)
     try:

@@ -14,6 +14,7 @@ from pathlib import Path
 import apsw
 
 from sqlgate.config import Settings
+from sqlgate.engine.authorizer import shadow_tables
 from sqlgate.engine.connect import (
     apply_process_limits,
     check_database_file,
@@ -130,5 +131,4 @@ class Database:
 
     def shadow_tables(self, conn: apsw.Connection) -> frozenset[str]:
         """Names of virtual-table shadow tables (module bookkeeping, not agent rows)."""
-        rows = conn.execute("SELECT name FROM pragma_table_list WHERE type = 'shadow'")
-        return frozenset(str(name).lower() for (name,) in rows)
+        return shadow_tables(conn)

@@ -48,16 +48,18 @@ class CallControl:
     """
 
     def __init__(self) -> None:
-        self._cancelled = threading.Event()
+        # a plain flag: set once, read by the progress handler every few hundred VM steps
+        # (a threading.Event costs a Condition per call and a method call per check)
+        self._cancelled = False
         self._lock = threading.Lock()
         self._conn: apsw.Connection | None = None
 
     @property
     def cancelled(self) -> bool:
-        return self._cancelled.is_set()
+        return self._cancelled
 
     def cancel(self) -> None:
-        self._cancelled.set()
+        self._cancelled = True
         with self._lock:
             if self._conn is not None:
                 self._conn.interrupt()

@@ -13,6 +13,7 @@ protected names here.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -290,6 +291,12 @@ def _home_tool(statement: Statement) -> str:
     return "destructive_query"
 
 
+@functools.cache
+def _server_names() -> frozenset[str]:
+    """The schema registry's names: fixed for the life of the process, so built once."""
+    return protected_names()
+
+
 def check_tier(statement: Statement, tier: Tier, protected: frozenset[str] | None = None) -> None:
     """Refuse early, naming the right tool, a statement this tier never takes.
 
@@ -302,7 +309,7 @@ def check_tier(statement: Statement, tier: Tier, protected: frozenset[str] | Non
         raise PolicyDenied(NEVER_KINDS[kind])
     if " TEMP " in f" {kind} ":
         raise PolicyDenied(f"{kind} is not allowed: TEMP objects vanish and escape the audit")
-    server_names = protected_names() if protected is None else protected
+    server_names = _server_names() if protected is None else protected
     for name in statement.writes:
         if name.lower() in server_names:
             raise PolicyDenied(

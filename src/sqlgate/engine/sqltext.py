@@ -111,16 +111,6 @@ def word(token: Token) -> str:
     return "" if token.token_type in NOT_KEYWORDS else token.text.upper()
 
 
-def has_more_statements(rest: str) -> bool:
-    """True when text after the first statement holds anything but `;`, space and comments."""
-    if not rest.strip():
-        return False
-    tokens = tokens_of(rest)
-    if tokens is None:
-        return True
-    return any(token.token_type != TokenType.SEMICOLON for token in tokens)
-
-
 def bounded_cache(fn: Callable[[str], T]) -> Callable[[str], T]:
     """Cache results for short texts only: a cache of megabyte-long queries is a memory leak."""
     cached = functools.lru_cache(maxsize=2048)(fn)
@@ -130,6 +120,17 @@ def bounded_cache(fn: Callable[[str], T]) -> Callable[[str], T]:
         return cached(sql) if len(sql) <= _CACHED_TEXT_CHARS else fn(sql)
 
     return lookup
+
+
+@bounded_cache  # every call asks it of the whole query text first: agents repeat queries
+def has_more_statements(rest: str) -> bool:
+    """True when text after the first statement holds anything but `;`, space and comments."""
+    if not rest.strip():
+        return False
+    tokens = tokens_of(rest)
+    if tokens is None:
+        return True
+    return any(token.token_type != TokenType.SEMICOLON for token in tokens)
 
 
 @bounded_cache

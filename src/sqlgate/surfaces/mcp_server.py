@@ -2,13 +2,25 @@
 
 Nothing here writes to stdout: on stdio that is the protocol's channel; the SDK's log
 handler writes to stderr.
+
+On stdio the SDK reads and writes through worker threads (three thread hops per call).
+When stdin and stdout are pipes or sockets on a POSIX system (how MCP clients start a
+server), sqlgate reads and writes them from the event loop instead; anything else (a
+terminal, a file, Windows) keeps the SDK's own transport.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import os
+import stat
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, cast
 
+import anyio
 from mcp.server import MCPServer
+from mcp.server.stdio import stdio_server
 
 from sqlgate import __version__
 from sqlgate.service import Service
@@ -71,12 +83,123 @@ def instructions_for(tools: tuple[str, ...]) -> str:
     return "\n".join(parts) or "sqlgate: no tool groups are enabled (see --tools)."
 
 
+class _PipeLines:
+    """Lines from a non-blocking pipe, read when the event loop says it is readable."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._buffer = b""
+
+    def __aiter__(self) -> _PipeLines:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                line, self._buffer = self._buffer[: end + 1], self._buffer[end + 1 :]
+                return line.decode("utf-8", errors="replace")
+            await anyio.wait_readable(self._fd)
+            try:
+                chunk = os.read(self._fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                if not self._buffer:
+                    raise StopAsyncIteration
+                line, self._buffer = self._buffer, b""
+                return line.decode("utf-8", errors="replace")
+            self._buffer += chunk
+
+
+class _PipeWriter:
+    """Writes whole messages to a non-blocking pipe, waiting while it is full."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    async def write(self, text: str) -> None:
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            try:
+                data = data[os.write(self._fd, data) :]
+            except BlockingIOError:
+                await anyio.wait_writable(self._fd)
+
+    async def flush(self) -> None:
+        """Nothing is buffered: `write` returns once the pipe has every byte."""
+
+
+def _is_pipe(fd: int) -> bool:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+@contextmanager
+def _claimed_pipes() -> Iterator[tuple[int, int] | None]:
+    """The wire's stdin and stdout as private non-blocking descriptors, or None.
+
+    Like the SDK's own transport, fd 0 and 1 point at the null device and stderr while
+    serving, so stray output from a library or a child process cannot corrupt the
+    protocol; both are restored (and made blocking again) on the way out.
+    """
+    if sys.platform == "win32" or not (_is_pipe(0) and _is_pipe(1)):
+        yield None
+        return
+    import fcntl
+
+    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        sys.stdout.flush()
+        os.dup2(null, 0)
+        os.dup2(2, 1)
+        os.set_blocking(wire_in, False)
+        os.set_blocking(wire_out, False)
+        yield wire_in, wire_out
+    finally:
+        for fd in (wire_in, wire_out):
+            os.set_blocking(fd, True)
+        os.dup2(wire_in, 0)
+        os.dup2(wire_out, 1)
+        for fd in (null, wire_in, wire_out):
+            os.close(fd)
+
+
+@asynccontextmanager
+async def _pipe_stdio(wire: tuple[int, int]) -> AsyncIterator[tuple[Any, Any]]:
+    # the SDK's transport takes any object with async line iteration, write and flush
+    stdin = cast("anyio.AsyncFile[str]", _PipeLines(wire[0]))
+    stdout = cast("anyio.AsyncFile[str]", _PipeWriter(wire[1]))
+    async with stdio_server(stdin, stdout) as streams:
+        yield streams
+
+
+class _SqlgateServer(MCPServer[Any]):
+    """MCPServer whose stdio transport skips the SDK's worker threads on POSIX pipes."""
+
+    async def run_stdio_async(self) -> None:
+        with _claimed_pipes() as wire:
+            if wire is None:
+                await super().run_stdio_async()
+                return
+            async with _pipe_stdio(wire) as (read_stream, write_stream):
+                lowlevel = self._lowlevel_server  # what the SDK's run_stdio_async runs too
+                await lowlevel.run(
+                    read_stream, write_stream, lowlevel.create_initialization_options()
+                )
+
+
 def build_server(service: Service) -> MCPServer[Any]:
     """An MCPServer announcing the tool groups chosen in the service's settings.
 
     The caller owns `service` and closes it when the server stops.
     """
-    server: MCPServer[Any] = MCPServer(
+    server: MCPServer[Any] = _SqlgateServer(
         "sqlgate",
         version=__version__,
         instructions=instructions_for(service.settings.tools),

@@ -1,0 +1,144 @@
+"""The stdio transport on POSIX pipes: lines in, messages out, stray output kept off the wire."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from sqlgate.surfaces import mcp_server
+from sqlgate.surfaces.mcp_server import _PipeLines, _PipeWriter
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the pipe transport is POSIX-only")
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def _pipe() -> tuple[int, int]:
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    os.set_blocking(write_end, False)
+    return read_end, write_end
+
+
+async def _all_lines(fd: int) -> list[str]:
+    return [line async for line in _PipeLines(fd)]
+
+
+@pytest.mark.anyio
+async def test_pipe_lines_joins_lines_split_across_reads_and_ends_at_eof() -> None:
+    read_end, write_end = _pipe()
+    try:
+        os.write(write_end, b'{"a": 1}\n{"b": "\xc3')  # a character cut between two reads
+        os.write(write_end, b'\xa9"}\nlast without newline')
+        os.close(write_end)
+        lines = await _all_lines(read_end)
+    finally:
+        os.close(read_end)
+    assert lines == ['{"a": 1}\n', '{"b": "é"}\n', "last without newline"]
+
+
+@pytest.mark.anyio
+async def test_pipe_writer_delivers_a_message_larger_than_the_pipe_buffer() -> None:
+    read_end, write_end = _pipe()
+    message = "x" * 2_000_000 + "\n"  # far beyond a pipe's 64 KiB: the writer must wait
+    received: list[str] = []
+
+    async def read() -> None:
+        received.extend(await _all_lines(read_end))
+
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(read)
+            writer = _PipeWriter(write_end)
+            await writer.write(message)
+            await writer.flush()
+            os.close(write_end)
+    finally:
+        os.close(read_end)
+    assert received == [message]
+
+
+def test_claimed_pipes_leave_other_stdio_to_the_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mcp_server, "_is_pipe", lambda fd: False)
+    with mcp_server._claimed_pipes() as wire:
+        assert wire is None
+
+
+# a server whose tool writes to stdout in both ways a library might; after the server
+# stops, fd 1 must be the wire again
+_NOISY_SERVER = textwrap.dedent(
+    """
+    import os
+    from sqlgate.surfaces.mcp_server import _SqlgateServer
+
+    server = _SqlgateServer("noisy")
+
+    @server.tool(structured_output=False)
+    async def shout() -> str:
+        print("stray print", flush=True)
+        os.write(1, b"stray bytes\\n")
+        return "quiet answer"
+
+    server.run("stdio")
+    os.write(1, b'{"jsonrpc": "2.0", "method": "after"}\\n')
+    """
+)
+
+
+def _request(process: subprocess.Popen[str], message: dict[str, Any]) -> dict[str, Any] | None:
+    assert process.stdin is not None
+    assert process.stdout is not None
+    process.stdin.write(json.dumps(message) + "\n")
+    process.stdin.flush()
+    if "id" not in message:
+        return None
+    response: dict[str, Any] = json.loads(process.stdout.readline())
+    return response
+
+
+def test_stray_stdout_never_reaches_the_wire_and_fd_1_is_restored(tmp_path: Path) -> None:
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])),
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", _NOISY_SERVER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        env=env,
+    )
+    try:
+        _request(process, {
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "raw", "version": "0"}},
+        })  # fmt: skip
+        _request(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        call = {"name": "shout", "arguments": {}}
+        answer = _request(
+            process, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}
+        )
+        stdout, stderr = process.communicate(timeout=30)  # EOF on stdin ends the server
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, stderr
+    assert answer is not None
+    assert answer["result"]["content"][0]["text"] == "quiet answer"
+    assert "stray print" in stderr  # diverted, not lost
+    assert "stray bytes" in stderr
+    assert [json.loads(line) for line in stdout.splitlines()] == [
+        {"jsonrpc": "2.0", "method": "after"}
+    ]
