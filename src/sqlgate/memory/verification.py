@@ -4,13 +4,29 @@
 catches): a streaming walk that recomputes every hash and link on a snapshot reader, in
 bounded batches, then the catch-up and the witness check under the write lock. The event,
 anchor and witness checks each return the first problem they find as a `ChainStatus`.
+
+The walk has two paths over each batch of events, with one verdict:
+
+- the fast path (`_fast_batch`) lets SQLite build every event's canonical text
+  (`json_quote` escapes exactly like `json.dumps(..., ensure_ascii=False)`: `"` and `\\` and
+  the characters below U+0020, with the same short forms and lower-case `\\u00XX`), and
+  Python only hashes it and compares the batch's hashes and links as one string each. It
+  only ever *accepts* a batch, and only when every event is in the form for which its text
+  is provably the contract's bytes: all fields text (ids integers), hashes 64 characters,
+  ids contiguous and aggregated in id order, the whole text valid UTF-8, every `tags` text
+  exactly the canonical JSON of the list it holds (checked in Python, cached per text).
+- anything else (a mismatch, a field of another type, tags with escapes, a text that is
+  not UTF-8, a database not in UTF-8) sends the batch to the exact path (`_check_event`
+  per event), which names the first broken event and the reason. So the fast path
+  changes only the speed, never a verdict.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
@@ -24,6 +40,33 @@ __all__ = ["verify_chain"]
 
 _FETCH_BATCH = 2048
 _PROGRESS_EVERY = 4096  # events between two calls of verify's progress callback
+_KNOWN_TAGS_LIMIT = 4096  # distinct canonical tags texts a walk remembers
+
+# One batch of events after `?`, at most `?` of them, folded into one row: how many, the
+# id range and order, whether every event has the form the fast path can judge, the
+# canonical texts one per line (JSON text never holds a raw line feed), the tags texts,
+# and the stored hashes and prev_hashes, concatenated. prev_hash is written unescaped:
+# the batch is only accepted when every prev_hash equals a computed (hex) hash.
+_FAST_BATCH_SQL = """
+SELECT count(*), min(id), max(id), min(ok), group_concat(id, ','),
+       CAST(group_concat(canonical, char(10)) AS BLOB), group_concat(tags, char(10)),
+       group_concat(hash, ''), group_concat(prev_hash, '')
+FROM (
+    SELECT id, tags, hash, prev_hash,
+           typeof(id) = 'integer' AND typeof(ts) = 'text' AND typeof(session) = 'text'
+           AND typeof(kind) = 'text' AND typeof(content) = 'text' AND typeof(tags) = 'text'
+           AND typeof(prev_hash) = 'text' AND typeof(hash) = 'text'
+           AND length(prev_hash) = 64 AND length(hash) = 64 AS ok,
+           concat('[', id, ',', json_quote(ts), ',', json_quote(session), ',',
+                  json_quote(kind), ',', json_quote(content), ',', tags, ',"', prev_hash,
+                  '"]') AS canonical
+    FROM memory_events WHERE id > ? ORDER BY id LIMIT ?
+)
+"""
+_Fetched = tuple[Any, ...]  # one row of _FAST_BATCH_SQL
+_sha256 = hashlib.sha256
+_digest = type(hashlib.sha256()).digest
+_UNREADABLE = "content changed: a field no longer has its stored form"
 
 
 def verify_chain(
@@ -92,6 +135,7 @@ class _Walk:
     prev_hash: str
     checked: int = 0
     status: ChainStatus | None = None
+    known_tags: set[str] = field(default_factory=lambda: {"[]"})
 
     @classmethod
     def start(cls, conn: apsw.Connection, witness: Witness | None, incremental: bool) -> _Walk:
@@ -103,18 +147,44 @@ class _Walk:
 
     def run(self, conn: apsw.Connection, report: Callable[[int], None] | None = None) -> None:
         """Check every event after `count`, stopping at the first broken one."""
+        step = max(1, min(_FETCH_BATCH, _PROGRESS_EVERY))
+        fast = _is_utf8(conn)
+        while self.status is None:
+            fetched = _fetch_batch(conn, self.count, step) if fast else None
+            batch = None if fetched is None else _fast_batch(self, fetched)
+            if batch is None:  # the exact path judges this batch
+                rows = _rows(conn, self.count, step)
+                if not rows:
+                    break
+                if report is not None and self.checked % _PROGRESS_EVERY == 0:
+                    report(self.count)
+                self._check_rows(rows)
+                if len(rows) < step:
+                    break
+                continue
+            size, last_id, last_hash = batch
+            if size == 0:
+                break
+            if report is not None and self.checked % _PROGRESS_EVERY == 0:
+                report(self.count)
+            self.count, self.prev_hash, self.checked = last_id, last_hash, self.checked + size
+            if size < step:
+                break
+        if report is not None and self.status is None:
+            report(self.count)
+
+    def _check_rows(self, rows: list[tuple[Any, ...]]) -> None:
+        """The exact path: each event against the contract, in id order."""
         count, prev_hash, checked = self.count, self.prev_hash, self.checked
         try:
-            for row in _rows(conn, count):
-                if report is not None and checked % _PROGRESS_EVERY == 0:
-                    report(count)
+            for row in rows:
                 row_id = row[0]
                 if row_id != count + 1:
                     self.status = _broken(
                         count + 1, f"event missing: expected id {count + 1}, found {row_id}"
                     )
                     return
-                problem = _check_event(row, prev_hash)
+                problem = _UNREADABLE if len(row) == 1 else _check_event(row, prev_hash)
                 if problem is not None:
                     self.status = _broken(row_id, problem)
                     return
@@ -122,8 +192,19 @@ class _Walk:
                 checked += 1
         finally:
             self.count, self.prev_hash, self.checked = count, prev_hash, checked
-        if report is not None and self.status is None:
-            report(count)
+
+    def tags_are_canonical(self, texts: list[str]) -> bool:
+        """Whether every tags text is exactly the contract's JSON of the list it holds."""
+        known = self.known_tags
+        if known.issuperset(texts):
+            return True
+        for text in set(texts).difference(known):
+            tags = _stored_tags(text)
+            if tags is None or json.dumps(tags, ensure_ascii=False, separators=(",", ":")) != text:
+                return False
+            if len(known) < _KNOWN_TAGS_LIMIT:
+                known.add(text)
+        return True
 
     def result(self) -> ChainStatus:
         if self.count == 0:
@@ -154,18 +235,71 @@ def _stored_tags(raw: object) -> list[str] | None:
     return tags
 
 
-def _rows(conn: apsw.Connection, after_id: int) -> Iterator[tuple[Any, ...]]:
-    """Events with id > after_id in id order, fetched in bounded batches (constant memory)."""
-    last = after_id
-    while True:
-        batch: list[tuple[Any, ...]] = conn.execute(
-            f"SELECT {_EVENT_COLUMNS} FROM memory_events WHERE id > ? ORDER BY id LIMIT ?",
-            (last, _FETCH_BATCH),
-        ).fetchall()
-        if not batch:
-            return
-        yield from batch
-        last = int(batch[-1][0])
+def _is_utf8(conn: apsw.Connection) -> bool:
+    """The fast path hashes SQLite's text bytes as they are: only right for UTF-8 files."""
+    row = conn.execute("PRAGMA encoding").fetchone()
+    return row is not None and row[0] == "UTF-8"
+
+
+def _fetch_batch(conn: apsw.Connection, after: int, limit: int) -> _Fetched | None:
+    """SQLite's half of the fast path: the batch after `after` folded into one row, or None
+    when SQLite cannot build it (json_quote of a BLOB field, a tags text not in UTF-8)."""
+    try:
+        row: _Fetched | None = conn.execute(_FAST_BATCH_SQL, (after, limit)).fetchone()
+    except (apsw.SQLError, UnicodeDecodeError):
+        return None
+    return row
+
+
+def _fast_batch(walk: _Walk, row: _Fetched) -> tuple[int, int, str] | None:
+    """The batch after `walk.count` when it is provably whole: (events, last id, last
+    hash); (0, ...) when there is no event left; None when the exact path must judge it."""
+    size, low, high, ok, ids, texts, tags, hashes, prev_hashes = row
+    if size == 0:
+        return 0, walk.count, walk.prev_hash
+    if (
+        not ok
+        or low != walk.count + 1
+        or high != walk.count + size
+        or ids != ",".join(map(str, range(low, high + 1)))
+        or not isinstance(texts, bytes)
+    ):
+        return None
+    if not texts.isascii():
+        try:
+            texts.decode("utf-8")  # apsw would refuse such a field on the exact path
+        except UnicodeDecodeError:
+            return None
+    canonical = texts.split(b"\n")
+    tag_texts = tags.split("\n")
+    if len(canonical) != size or len(tag_texts) != size or not walk.tags_are_canonical(tag_texts):
+        return None
+    computed = b"".join(map(_digest, map(_sha256, canonical))).hex()
+    if computed != hashes or prev_hashes != walk.prev_hash + computed[:-64]:
+        return None
+    return size, high, computed[-64:]
+
+
+def _rows(conn: apsw.Connection, after_id: int, limit: int) -> list[tuple[Any, ...]]:
+    """Up to `limit` events with id > after_id, in id order. An event with a text field
+    that is not UTF-8 comes back as `(id,)` alone."""
+    sql = f"SELECT {_EVENT_COLUMNS} FROM memory_events WHERE id > ? ORDER BY id LIMIT ?"
+    try:
+        rows: list[tuple[Any, ...]] = conn.execute(sql, (after_id, limit)).fetchall()
+    except UnicodeDecodeError:
+        rows = []
+        for (event_id,) in conn.execute(
+            "SELECT id FROM memory_events WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
+        ).fetchall():
+            try:
+                rows.extend(
+                    conn.execute(
+                        f"SELECT {_EVENT_COLUMNS} FROM memory_events WHERE id = ?", (event_id,)
+                    ).fetchall()
+                )
+            except UnicodeDecodeError:
+                rows.append((event_id,))
+    return rows
 
 
 def _broken(event_id: int | None, reason: str) -> ChainStatus:
@@ -183,8 +317,12 @@ def _check_event(row: tuple[Any, ...], prev_hash: str | None) -> str | None:
         or type(row_id) is not int
         or not all(isinstance(v, str) for v in (ts, session, kind, content, stored_prev))
     ):
-        return "content changed: a field no longer has its stored form"
-    if event_hash(row_id, ts, session, kind, content, tags, stored_prev) != stored_hash:
+        return _UNREADABLE
+    try:
+        digest = event_hash(row_id, ts, session, kind, content, tags, stored_prev)
+    except UnicodeEncodeError:  # a lone surrogate, from a \u escape in the tags text
+        return _UNREADABLE
+    if digest != stored_hash:
         return "content changed: the stored hash does not match the event"
     return None
 
