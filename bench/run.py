@@ -6,7 +6,6 @@ exact command, to bench/results.md (or --out). Usage:
     python bench/run.py                  # full run; installs peers when the registry answers
     python bench/run.py --quick          # few calls, no peer install; prints only, unless --out
     python bench/run.py --out FILE       # write the report elsewhere
-    python bench/run.py --big            # also verify_chain over 1,000,000 events
 
 Each benchmark is a function in BENCHMARKS that returns table rows; add one there.
 
@@ -21,6 +20,7 @@ import argparse
 import contextlib
 import dataclasses
 import functools
+import json
 import os
 import random
 import shlex
@@ -77,6 +77,8 @@ BENCH_RESUME = "chain: get_resume_context, repeated call"
 SUBJECT_RESUME_RATIO = "large / small"
 BENCH_MEMORY_SEARCH = "search: memory_search p50"
 BENCH_TEXT_SEARCH = "search: search_text, 1 KB rows"
+BENCH_DESTRUCTIVE = "destructive cost: 10-row DELETE"
+SUBJECT_DESTRUCTIVE = "row-level undo vs whole-file snapshot"
 
 
 @dataclass(frozen=True)
@@ -93,10 +95,12 @@ class Plan:
     appends_each: int  # append_event calls from each of four processes
     verify_sizes: tuple[int, ...]
     resume_sizes: tuple[int, int]
-    search_size: int  # events behind memory_search
+    search_sizes: tuple[int, ...]  # events behind memory_search
     text_rows: int  # 1 KB rows behind search_text
     repeats: int  # repetitions of cheap in-process calls (median taken)
     heavy_repeats: int  # repetitions of calls that walk a whole chain or table
+    destructive_mb: int  # size of the database behind the destructive-cost benchmark
+    destructive_repeats: int  # repetitions of each destructive variant
 
 
 FULL = Plan(
@@ -110,12 +114,14 @@ FULL = Plan(
     audit_calls=1000,
     appends_one=300,
     appends_each=150,
-    verify_sizes=(10_000, 100_000),
-    resume_sizes=(1_000, 100_000),
-    search_size=100_000,
+    verify_sizes=(10_000, 100_000, 1_000_000),
+    resume_sizes=(1_000, 1_000_000),
+    search_sizes=(100_000, 1_000_000),
     text_rows=100_000,
     repeats=100,
     heavy_repeats=3,
+    destructive_mb=200,
+    destructive_repeats=3,
 )
 QUICK = Plan(
     "quick",
@@ -130,10 +136,12 @@ QUICK = Plan(
     appends_each=5,
     verify_sizes=(500, 1000),
     resume_sizes=(200, 1000),
-    search_size=1000,
+    search_sizes=(500, 1000),
     text_rows=500,
     repeats=5,
     heavy_repeats=1,
+    destructive_mb=5,
+    destructive_repeats=1,
 )
 
 
@@ -681,7 +689,7 @@ def chain(ctx: Context) -> list[Row]:
                 )
             )
 
-    sizes = sorted({*plan.verify_sizes, *plan.resume_sizes, plan.search_size})
+    sizes = sorted({*plan.verify_sizes, *plan.resume_sizes, *plan.search_sizes})
     paths = {}
     for size in sizes:
         path = ctx.folder / f"chain-{size}.db"
@@ -695,7 +703,8 @@ def chain(ctx: Context) -> list[Row]:
         with mb.open_service(paths[size]) as service:
             samples = mb.timed(service.verify_chain, plan.heavy_repeats)
         seconds = statistics.median(samples)
-        ctx.log(f"verify_chain {size:,}: {seconds:.3f} s")
+        growth = verify_rss_growth(paths[size])
+        ctx.log(f"verify_chain {size:,}: {seconds:.3f} s; peak RSS growth {growth}")
         rows.append(
             Row(
                 BENCH_VERIFY,
@@ -704,7 +713,8 @@ def chain(ctx: Context) -> list[Row]:
                 f"{size / seconds:,.0f} events/s",
                 ms(seconds),
                 "",
-                "in-process `Service.verify_chain`; p50 = median time of one full walk",
+                "in-process `Service.verify_chain`; p50 = median time of one full walk; "
+                f"peak RSS growth of one walk in a fresh process: {growth}",
             )
         )
 
@@ -746,25 +756,27 @@ def search(ctx: Context) -> list[Row]:
     """memory_search p50 over the built chain; search_text over 1 KB rows, in-process."""
     plan = ctx.plan
     rows: list[Row] = []
-    path = ctx.paths.get(plan.search_size)
-    if path is None:
-        path = ctx.folder / f"chain-{plan.search_size}.db"
-        mb.build(path, plan.search_size)
     mb_plan = dataclasses.replace(mb.QUICK, search_repeats=max(plan.repeats // 3, 3))
-    medians = mb.measure_search(path, mb_plan)
-    p50 = statistics.median(medians.values())
-    rows.append(
-        Row(
-            BENCH_MEMORY_SEARCH,
-            f"sqlgate, {plan.search_size:,} events",
-            f"{len(medians)} queries",
-            "",
-            ms(p50),
-            ms(max(medians.values())),
-            "in-process `Service`, top_k=10; median of per-query medians; p99 column = "
-            "slowest query",
+    for size in plan.search_sizes:
+        path = ctx.paths.get(size)
+        if path is None:
+            path = ctx.folder / f"chain-{size}.db"
+            mb.build(path, size)
+        medians = mb.measure_search(path, mb_plan)
+        p50 = statistics.median(medians.values())
+        ctx.log(f"memory_search {size:,}: p50 {ms(p50)}")
+        rows.append(
+            Row(
+                BENCH_MEMORY_SEARCH,
+                f"sqlgate, {size:,} events",
+                f"{len(medians)} queries",
+                "",
+                ms(p50),
+                ms(max(medians.values())),
+                "in-process `Service`, top_k=10; median of per-query medians; p99 column = "
+                "slowest query",
+            )
         )
-    )
 
     db = ctx.folder / "text.db"
     n = plan.text_rows
@@ -825,7 +837,89 @@ def fill_documents(db: Path, count: int) -> None:
         conn.close()
 
 
-BENCHMARKS: list[Benchmark] = [call_overhead, result_size, audit_cost, chain, search]
+def destructive(ctx: Context) -> list[Row]:
+    """A 10-row DELETE: row-level undo beside a whole-file snapshot (bench/destructive_bench.py)."""
+    try:
+        import destructive_bench
+    except ImportError as error:
+        why = f"bench/destructive_bench.py is not importable: {error}"
+        return [Row(BENCH_DESTRUCTIVE, SUBJECT_DESTRUCTIVE, "", "not available", "", "", why)]
+    folder = ctx.folder / "destructive"
+    folder.mkdir(exist_ok=True)
+    ctx.log(f"{BENCH_DESTRUCTIVE}: {ctx.plan.destructive_mb} MB, {ctx.plan.destructive_repeats} x")
+    found = destructive_bench.destructive_cost(
+        folder, ctx.plan.destructive_mb, ctx.plan.destructive_repeats, ctx.log
+    )
+    return [destructive_row(found_row) for found_row in found]
+
+
+def destructive_row(found: dict[str, object]) -> Row:
+    """One dict of destructive_cost as a table row.
+
+    The keys named like Row's columns fill them (`subject` is required); a float p50 or p99
+    is seconds; any other key goes into the notes as `key=value`.
+    """
+    columns = ("calls", "figure", "p50", "p99", "notes")
+
+    def cell(name: str) -> str:
+        value = found.get(name, "")
+        return ms(value) if name in ("p50", "p99") and isinstance(value, float) else str(value)
+
+    extra = [f"{key}={value}" for key, value in found.items() if key not in {"subject", *columns}]
+    notes = "; ".join(filter(None, [cell("notes"), *extra]))
+    return Row(
+        BENCH_DESTRUCTIVE,
+        str(found["subject"]),
+        cell("calls"),
+        cell("figure"),
+        cell("p50"),
+        cell("p99"),
+        notes,
+    )
+
+
+VERIFY_RSS = """
+import json, resource, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import memory_bench as mb
+def resident():  # now, in ru_maxrss units: VmRSS where /proc has it (KiB), else the peak
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(ln.split()[1]) for ln in status if ln.startswith("VmRSS:"))
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+with mb.open_service(Path(sys.argv[2])) as service:
+    before = resident()
+    service.verify_chain()
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps([before, after]))
+"""
+
+
+def verify_rss_growth(path: Path) -> str:
+    """How much one full verify_chain raises the peak RSS of a fresh process (flat = streams).
+
+    The resident size is read after opening the Service (VmRSS on Linux; elsewhere the
+    peak so far), then the peak (ru_maxrss) after the walk: the difference is what the walk
+    itself needed at most. Needs the `resource` module.
+    """
+    if os.name == "nt":
+        return "n/a (no ru_maxrss on Windows)"
+    done = subprocess.run(
+        [sys.executable, "-c", VERIFY_RSS, str(BENCH), str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        return f"n/a ({done.stderr.strip()[-120:]})"
+    before, after = json.loads(done.stdout.strip().splitlines()[-1])
+    unit = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB on Linux
+    return f"{(after - before) * unit / 1e6:.1f} MB (peak {after * unit / 1e6:.0f} MB)"
+
+
+BENCHMARKS: list[Benchmark] = [call_overhead, result_size, audit_cost, chain, search, destructive]
 
 
 # -- reporting -------------------------------------------------------------------------------
@@ -877,11 +971,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"where to write the report (default: {DEFAULT_OUT.name} beside this script; "
         "with --quick, none unless given)",
     )
-    parser.add_argument("--big", action="store_true", help="also verify 1,000,000 events")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
-    if args.big:
-        plan = dataclasses.replace(plan, verify_sizes=(*plan.verify_sizes, 1_000_000))
     command = shlex.join(["python", "bench/run.py", *(argv if argv is not None else sys.argv[1:])])
 
     def log(line: str) -> None:

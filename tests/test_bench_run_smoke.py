@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import types
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,7 +43,8 @@ EXPECTED_ROWS = [
     (TEXT_SEARCH, "sqlgate, common word, limit 100"),
 ]
 # Rows whose subject names a size ("sqlgate, 1,000 events"): how many each run must print.
-SIZED_ROWS = [(VERIFY, 2), (RESUME, 2), (MEMORY_SEARCH, 1)]
+SIZED_ROWS = [(VERIFY, 2), (RESUME, 2), (MEMORY_SEARCH, 2)]
+DESTRUCTIVE = "destructive cost: 10-row DELETE"
 
 
 @pytest.fixture(scope="module")
@@ -112,3 +116,41 @@ def test_quick_run_reports_sqlgate_result_bytes(report: str) -> None:
 def test_quick_run_measures_sqlgate_over_stdio(report: str) -> None:
     row = next(line for line in report.splitlines() if line.startswith(f"| {CALLS} | sqlgate "))
     assert "calls/s" in row, row
+
+
+def test_quick_run_reports_the_destructive_cost(report: str) -> None:
+    assert any(line.startswith(f"| {DESTRUCTIVE} | ") for line in report.splitlines())
+
+
+@pytest.fixture
+def run_module(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.syspath_prepend(str(BENCH.parent))
+    import run  # bench/run.py
+
+    return run
+
+
+def test_destructive_cost_rows_come_from_destructive_bench(
+    run_module: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    calls: list[tuple[Path, int, int]] = []
+
+    def destructive_cost(
+        folder: Path, size_mb: int, repeats: int, log: Callable[[str], None]
+    ) -> list[dict[str, object]]:
+        calls.append((folder, size_mb, repeats))
+        return [
+            {"subject": "row-level undo", "calls": 3, "p50": 0.0125, "figure": "4%", "db_mb": 5},
+            {"subject": "whole-file snapshot", "p50": "310 ms", "notes": "copy of the file"},
+        ]
+
+    stub = types.ModuleType("destructive_bench")
+    stub.destructive_cost = destructive_cost  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "destructive_bench", stub)
+    ctx = run_module.Context(run_module.QUICK, tmp_path, lambda _line: None)
+    rows = run_module.destructive(ctx)
+    assert calls == [(tmp_path / "destructive", 5, 1)]
+    assert [(r.benchmark, r.subject, r.calls, r.figure, r.p50, r.notes) for r in rows] == [
+        (DESTRUCTIVE, "row-level undo", "3", "4%", "12.5 ms", "db_mb=5"),
+        (DESTRUCTIVE, "whole-file snapshot", "", "", "310 ms", "copy of the file"),
+    ]

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import apsw
 import pytest
+
+from sqlgate.config import Settings
+from sqlgate.service import Service
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench" / "memory_bench.py"
@@ -49,3 +55,41 @@ def test_quick_run_writes_the_command_and_the_machine(report: str) -> None:
 @pytest.mark.parametrize("name", [pytest.param(name, id=name) for name in EXPECTED_ROWS])
 def test_quick_run_reports_every_benchmark(report: str, name: str) -> None:
     assert any(line.startswith(f"| {name} |") for line in report.splitlines())
+
+
+@pytest.fixture
+def memory_bench(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.syspath_prepend(str(BENCH.parent))
+    import memory_bench
+
+    return memory_bench
+
+
+@pytest.mark.parametrize("count", [pytest.param(1, id="one"), pytest.param(120, id="several")])
+def test_a_built_chain_is_one_sqlgate_accepts(
+    memory_bench: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, count: int
+) -> None:
+    monkeypatch.setattr(memory_bench, "TXN_ROWS", 50)  # several transactions
+    path = tmp_path / "chain.db"
+    head = memory_bench.build(path, count, verify=False)
+    with Service.open(Settings(db=path), session="s-test") as service:
+        assert json.loads(service.verify_chain()) == {
+            "ok": True, "events": count, "head_id": count, "head_hash": head,
+        }  # fmt: skip
+        service.append_event("one more, appended by the server: qqxyzzy", "note", ["auth"])
+        assert json.loads(service.verify_chain())["events"] == count + 1
+        assert "# 1 results" in service.memory_search("qqxyzzy")
+    conn = apsw.Connection(str(path))
+    try:  # the full-text index holds exactly what the server would have indexed
+        conn.execute(
+            "INSERT INTO memory_events_fts (memory_events_fts, rank) VALUES ('integrity-check', 1)"
+        )
+        tagged = conn.execute(
+            "SELECT count(*) FROM memory_events WHERE tags LIKE '%\"auth\"%'"
+        ).fetchone()[0]
+        found = conn.execute(
+            "SELECT count(*) FROM memory_events_fts WHERE memory_events_fts MATCH 'tags:auth'"
+        ).fetchone()[0]
+        assert found == tagged
+    finally:
+        conn.close()

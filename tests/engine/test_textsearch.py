@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sqlgate.engine.textsearch import MAX_PATTERN_CHARS, SearchRequest
 from sqlgate.errors import (
@@ -215,17 +218,49 @@ def test_a_blank_where_is_refused(docs: Service, where: str) -> None:
         search(docs, "fox", where=where)
 
 
-def test_row_limit_truncates_and_still_counts_every_match(docs: Service) -> None:
-    result = search(docs, "o", limit=2)
-    assert len(body_lines(result)) == 2
-    trailer = result.splitlines()[-1]
-    assert trailer.startswith("# 2 matches shown; ")
-    assert trailer.endswith("(truncated: row limit 2)")
-    total = int(trailer.split("; ")[1].split()[0])
-    assert total > 2
+@pytest.mark.parametrize(
+    ("limit", "trailer"),
+    [
+        pytest.param(
+            1, "# 1 matches shown (stopped at limit 1 after 1 rows scanned; more may match)",
+            id="first-row",
+        ),
+        pytest.param(
+            2, "# 2 matches shown (stopped at limit 2 after 2 rows scanned; more may match)",
+            id="inside-a-row-with-two-matches",
+        ),
+        pytest.param(
+            3, "# 3 matches shown (stopped at limit 3 after 2 rows scanned; more may match)",
+            id="last-match-of-a-row",
+        ),
+        pytest.param(
+            4, "# 4 matches shown (stopped at limit 4 after 4 rows scanned; more may match)",
+            id="last-row",
+        ),
+        pytest.param(5, "# 4 matches shown; 4 matches in 3 rows of 4 scanned", id="room-left"),
+    ],
+)  # fmt: skip
+def test_the_scan_stops_once_limit_matches_are_shown(
+    docs: Service, limit: int, trailer: str
+) -> None:
+    result = search(docs, "fox", limit=limit, ignore_case=True)
+    assert len(body_lines(result)) == min(limit, 4)
+    assert result.splitlines()[-1] == trailer
 
 
-def test_byte_budget_truncates_with_a_trailer(make_service: Callable[..., Service]) -> None:
+def test_a_stopped_scan_reads_no_row_after_the_limit(service: Service) -> None:
+    service.write_query("CREATE TABLE t(body TEXT)")
+    service.write_query(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) "
+        "INSERT INTO t SELECT 'needle ' || i FROM n"
+    )
+    result = search(service, "needle", "t", limit=10)
+    assert result.splitlines()[-1] == (
+        "# 10 matches shown (stopped at limit 10 after 10 rows scanned; more may match)"
+    )
+
+
+def test_byte_budget_stops_the_scan_with_a_trailer(make_service: Callable[..., Service]) -> None:
     service = make_service(max_result_bytes=120)
     service.write_query("CREATE TABLE t(body TEXT)")
     for i in range(10):
@@ -233,8 +268,38 @@ def test_byte_budget_truncates_with_a_trailer(make_service: Callable[..., Servic
     result = search(service, "needle", "t")
     shown = result.splitlines()[:-1]
     assert len("\n".join(shown).encode()) + 1 <= 120
-    assert result.splitlines()[-1].endswith("(truncated: 120 bytes)")
-    assert "10 matches in 10 rows" in result
+    assert result.splitlines()[-1] == (
+        f"# {len(shown) - 1} matches shown (stopped at the 120-byte result cap after "
+        f"{len(shown)} rows scanned; the next match did not fit)"
+    )
+
+
+_tables = itertools.count()
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    cells=st.lists(st.text(alphabet="ab x", max_size=12), min_size=1, max_size=12),
+    limit=st.integers(min_value=1, max_value=15),
+)
+def test_a_limited_search_shows_the_first_matches_of_the_full_one(
+    service: Service, cells: list[str], limit: int
+) -> None:
+    table = f"p{next(_tables)}"  # a new table per example: the fixture outlives them
+    service.write_query(f"CREATE TABLE {table}(body TEXT)")
+    for cell in cells:
+        service.write_query(f"INSERT INTO {table} VALUES (?)", [cell])
+    full = search(service, "ab", table, limit=1000, context_chars=0)
+    limited = search(service, "ab", table, limit=limit, context_chars=0)
+    everything = body_lines(full)
+    assert full.splitlines()[-1].endswith(f"of {len(cells)} scanned")
+    assert body_lines(limited) == everything[:limit]
+    if len(everything) < limit:
+        assert limited.splitlines()[-1] == full.splitlines()[-1]
+    else:
+        assert f"(stopped at limit {limit} after " in limited.splitlines()[-1]
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sqlgate.errors import InvalidArgument, NotFound
+from sqlgate.memory import search as search_module
 from sqlgate.memory.search import fts_query, preview
 from sqlgate.service import Service
 from tests.conftest import FakeClock
@@ -165,6 +166,37 @@ def test_plain_words_with_query_syntax_never_raise(recall: Service, query: str) 
 def test_top_k_limits_the_results(recall: Service) -> None:
     assert len(ids(recall.memory_search(EVERYTHING, top_k=50))) == 6
     assert len(ids(recall.memory_search(EVERYTHING, top_k=2))) == 2
+
+
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        pytest.param({}, [5, 6], id="no-filter"),
+        pytest.param({"session": "s-one"}, [2, 3], id="filters-apply-before-the-window"),
+        pytest.param({"until": "2026-01-02"}, [3, 4], id="until-reaches-older-events"),
+    ],
+)
+def test_search_ranks_only_the_newest_window_of_matches(
+    recall: Service, monkeypatch: pytest.MonkeyPatch, filters: dict[str, Any], expected: list[int]
+) -> None:
+    monkeypatch.setattr(search_module, "RANK_WINDOW", 2)
+    answer = recall.memory_search(EVERYTHING, top_k=50, **filters)
+    assert sorted(ids(answer)) == expected
+    assert answer.splitlines()[-1] == (
+        "# ranked the newest 2 matching events only; older ones may match too: "
+        "add words, filters or until= to reach them"
+    )
+
+
+def test_search_within_the_window_ranks_by_bm25(
+    recall: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search_module, "RANK_WINDOW", 3)  # the matches 2, 3 and 5; not 1
+    assert ids(recall.memory_search("deploy production zebra", top_k=1)) == [5]
+    monkeypatch.setattr(search_module, "RANK_WINDOW", 1000)
+    answer = recall.memory_search("zebra")
+    assert ids(answer) == [2, 3]
+    assert "newest" not in answer
 
 
 FILTERS: list[Any] = [

@@ -159,9 +159,12 @@ class TextSearch:
         header = csv_line(("key", "column", "snippet"), caps.cell_chars)
         state = {"matches": 0, "rows": 0, "scanned": 0, "bytes": len(header.encode())}
         lines = [header]
-        truncated: list[str] = []
+        stopped: list[str] = []  # why the scan stopped before the last row, if it did
 
         def consume(cursor: apsw.Cursor) -> None:
+            """Read rows until the result is full: at `limit` matches, or when the next
+            match would not fit the byte cap. Nothing more could be shown, so the rest of
+            the table is not read just to count (the totals then say so)."""
             for row in cursor:
                 state["scanned"] += 1
                 row_matched = False
@@ -171,20 +174,27 @@ class TextSearch:
                             continue
                         value = str(value)
                     for match in regex.finditer(value):
-                        row_matched = True
-                        state["matches"] += 1
-                        if truncated:
-                            continue
                         start, end = match.span()
                         snippet = _snippet(value, start, end, request.context_chars)
                         line = csv_line((row[0], column, snippet), caps.cell_chars)
-                        if len(lines) - 1 >= limit:
-                            truncated.append(f"row limit {limit}")
-                        elif state["bytes"] + len(line.encode()) > caps.bytes:
-                            truncated.append(f"{caps.bytes} bytes")
-                        else:
-                            lines.append(line)
-                            state["bytes"] += len(line.encode())
+                        if state["bytes"] + len(line.encode()) > caps.bytes:
+                            stopped.append(
+                                f"the {caps.bytes}-byte result cap after {state['scanned']} "
+                                "rows scanned; the next match did not fit"
+                            )
+                            state["rows"] += int(row_matched)
+                            return
+                        row_matched = True
+                        state["matches"] += 1
+                        lines.append(line)
+                        state["bytes"] += len(line.encode())
+                        if state["matches"] >= limit:
+                            stopped.append(
+                                f"limit {limit} after {state['scanned']} rows scanned; "
+                                "more may match"
+                            )
+                            state["rows"] += 1
+                            return
                 state["rows"] += int(row_matched)
 
         with self.db.reading() as conn:
@@ -192,11 +202,12 @@ class TextSearch:
             ctx = RunContext(conn, Tier.READ, self.db.protected, deadline, control)
             run_statement(ctx, sql, bindings, consume)
         shown = len(lines) - 1
-        trailer = (
-            f"# {shown} matches shown; {state['matches']} matches in {state['rows']} rows "
-            f"of {state['scanned']} scanned"
-        )
-        if truncated:
-            trailer += f" (truncated: {truncated[0]})"
-        detail = {"matches": state["matches"], "scanned": state["scanned"]}
+        if stopped:
+            trailer = f"# {shown} matches shown (stopped at {stopped[0]})"
+        else:
+            trailer = (
+                f"# {shown} matches shown; {state['matches']} matches in {state['rows']} rows "
+                f"of {state['scanned']} scanned"
+            )
+        detail = {"matches": state["matches"], "scanned": state["scanned"], "complete": not stopped}
         return Outcome("".join(lines) + trailer, shown, detail)

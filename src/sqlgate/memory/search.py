@@ -25,6 +25,7 @@ __all__ = ["EventReader", "SearchFilters", "fts_query", "preview"]
 PREVIEW_CHARS = 100
 MAX_TOP_K = 50
 MAX_WINDOW = 20
+RANK_WINDOW = 5000  # matching events memory_search ranks: the newest
 _WORD = re.compile(r"\w+(\*?)", re.UNICODE)
 
 
@@ -105,24 +106,34 @@ class EventReader:
             raise InvalidArgument(f"top_k must be a whole number from 1 to {MAX_TOP_K}")
         match = fts_query(query)
         extra, values = filters.where()
+        # BM25 has no early exit: ranking every match costs O(matches), which for a common
+        # word grows with the chain. So only the newest RANK_WINDOW matching events (fts5
+        # walks its doclists in rowid order, so that costs O(window)) are ranked, and only
+        # the top_k of them are fetched from the table.
         if extra:
-            sql = (
-                "SELECT e.id, -bm25(memory_events_fts) AS score, e.kind, e.ts, e.tags, e.content "
-                "FROM memory_events_fts JOIN memory_events AS e ON e.id = memory_events_fts.rowid "
-                f"WHERE memory_events_fts MATCH ?{extra} ORDER BY bm25(memory_events_fts) LIMIT ?"
+            window = (
+                "SELECT memory_events_fts.rowid AS id, memory_events_fts.rank AS r "
+                "FROM memory_events_fts JOIN memory_events AS e "
+                "ON e.id = memory_events_fts.rowid "
+                f"WHERE memory_events_fts MATCH ?{extra} "
+                "ORDER BY memory_events_fts.rowid DESC LIMIT ?"
             )
-        else:  # rank inside the index first, then fetch only the top_k events
-            sql = (
-                "SELECT e.id, -hit.rank AS score, e.kind, e.ts, e.tags, e.content FROM ("
-                "SELECT rowid, rank FROM memory_events_fts WHERE memory_events_fts MATCH ? "
-                "ORDER BY rank LIMIT ?) AS hit JOIN memory_events AS e ON e.id = hit.rowid "
-                "ORDER BY hit.rank"
+        else:
+            window = (
+                "SELECT rowid AS id, rank AS r FROM memory_events_fts "
+                "WHERE memory_events_fts MATCH ? ORDER BY rowid DESC LIMIT ?"
             )
+        sql = (
+            f"WITH hit AS MATERIALIZED ({window}), "
+            "top AS (SELECT id, r FROM hit ORDER BY r LIMIT ?) "
+            "SELECT e.id, -top.r AS score, e.kind, e.ts, e.tags, e.content, "
+            "(SELECT count(*) FROM hit) FROM top JOIN memory_events AS e ON e.id = top.id "
+            "ORDER BY top.r"
+        )
         with self.db.reading() as conn:
-            bound = (match, *values, top_k) if extra else (match, top_k)
-            rows = list(conn.execute(sql, bound))
+            rows = list(conn.execute(sql, (match, *values, RANK_WINDOW, top_k)))
         lines = [csv_line(("id", "score", "kind", "date", "tags", "preview"), self.cell_chars)]
-        for event_id, score, kind, ts, tags, content in rows:
+        for event_id, score, kind, ts, tags, content, _ in rows:
             shown_tags = _tags(tags) or None
             cells = (event_id, f"{score:.3g}", kind, _short_time(ts), shown_tags, preview(content))
             lines.append(csv_line(cells, self.cell_chars))
@@ -132,6 +143,11 @@ class EventReader:
                 f"# {len(rows)} results; next: memory_timeline(ids=[{ids}]) for what happened "
                 f"around them, memory_details(ids=[{ids}]) for full text"
             )
+            if rows[0][6] >= RANK_WINDOW:
+                trailer += (
+                    f"\n# ranked the newest {RANK_WINDOW} matching events only; older ones may "
+                    "match too: add words, filters or until= to reach them"
+                )
         else:
             trailer = "# 0 results; try other words, fewer filters, or a prefix like deploy*"
         return "".join(lines) + trailer, len(rows)
