@@ -36,6 +36,8 @@ DEFAULTS = [
     pytest.param("redact", "default", id="redact-default"),
     pytest.param("redact_patterns", None, id="no-extra-redact-patterns"),
     pytest.param("max_event_chars", 100_000, id="max-event-chars-100000"),
+    pytest.param("undo", "rows", id="undo-rows"),
+    pytest.param("undo_max_mb", 64, id="undo-max-mb-64"),
 ]
 
 
@@ -79,6 +81,8 @@ ENV_VALUES: dict[str, tuple[str, Any]] = {
     "redact_patterns": ("/etc/sqlgate/patterns.txt", Path("/etc/sqlgate/patterns.txt")),
     "max_event_chars": ("500", 500),
     "confirm": (" Always ", "always"),
+    "undo": (" FILE ", "file"),
+    "undo_max_mb": ("16", 16),
 }
 
 

@@ -95,11 +95,16 @@ def test_write_query_reports_rows_and_last_rowid(ready: Service) -> None:
     assert ready.write_query("UPDATE t SET body = 'z' WHERE id > ?", [1]) == ("ok: 2 rows affected")
 
 
-def test_destructive_query_needs_a_reason_and_snapshots(ready: Service) -> None:
+def test_destructive_query_needs_a_reason_and_names_its_undo(ready: Service) -> None:
     with pytest.raises(InvalidArgument, match="reason"):
         ready.destructive_query("DELETE FROM t", reason=" ")
     out = ready.destructive_query("DELETE FROM t WHERE id = 1", reason="remove alpha")
-    assert out.startswith("ok: 1 rows affected; snapshot: ")
+    assert re.fullmatch(r"ok: 1 rows affected; undo: sqlgate undo \d+", out)
+
+
+def test_destructive_ddl_snapshots(ready: Service) -> None:
+    out = ready.destructive_query("DROP TABLE t", reason="remove the table")
+    assert out.startswith("ok: DROP TABLE done; snapshot: ")
     assert Path(out.split("snapshot: ", 1)[1]).is_file()
 
 

@@ -15,6 +15,7 @@ from sqlgate.errors import (
     SqlError,
     SqlgateError,
     StartupError,
+    UndoConflict,
 )
 
 __version__ = "0.1.0"
@@ -32,6 +33,7 @@ __all__ = [
     "SqlError",
     "SqlgateError",
     "StartupError",
+    "UndoConflict",
     "__version__",
     "load_settings",
 ]

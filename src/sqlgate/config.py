@@ -19,6 +19,8 @@
 | --redact-patterns     | SQLGATE_REDACT_PATTERNS       | none (a file of extra patterns)  |
 | --max-event-chars     | SQLGATE_MAX_EVENT_CHARS       | 100000 characters                |
 | --confirm             | SQLGATE_CONFIRM               | auto (or always, never)          |
+| --undo                | SQLGATE_UNDO                  | rows (or file)                   |
+| --undo-max-mb         | SQLGATE_UNDO_MAX_MB           | 64 MiB                           |
 
 The CLI builds its options from `FLAGS`; `load_settings` applies, in order of strength,
 explicit values, then `SQLGATE_*` environment variables, then the defaults.
@@ -40,6 +42,7 @@ __all__ = ["FLAGS", "TOOL_GROUPS", "Flag", "Settings", "default_db_path", "load_
 
 TOOL_GROUPS = ("sql", "memory", "claims")
 CONFIRM_MODES = ("auto", "always", "never")
+UNDO_MODES = ("rows", "file")
 
 
 def default_db_path() -> Path:
@@ -68,6 +71,16 @@ class Settings:
     redact_patterns: Path | None = None
     max_event_chars: int = 100_000
     confirm: str = "auto"
+    undo: str = "rows"
+    undo_max_mb: int = 64
+
+    def __post_init__(self) -> None:
+        if self.undo not in UNDO_MODES:
+            raise InvalidArgument(f"undo={self.undo!r} is invalid: must be rows or file (--undo)")
+        if not isinstance(self.undo_max_mb, int) or self.undo_max_mb < 1:
+            raise InvalidArgument(
+                f"undo_max_mb={self.undo_max_mb!r} is invalid: must be 1 or more (--undo-max-mb)"
+            )
 
     @property
     def snapshot_dir(self) -> Path:
@@ -144,6 +157,13 @@ def _confirm_mode(text: str) -> str:
     return mode
 
 
+def _undo_mode(text: str) -> str:
+    mode = text.strip().lower()
+    if mode not in UNDO_MODES:
+        raise ValueError("must be rows or file")
+    return mode
+
+
 def _path(text: str) -> Path:
     if not text.strip():
         raise ValueError("must not be empty")
@@ -168,6 +188,17 @@ FLAGS: tuple[Flag, ...] = (
     Flag("redact_patterns", "file of extra redaction patterns (NAME REGEX per line)", _path),
     Flag("max_event_chars", "longest memory event or checkpoint summary", _positive_int),
     Flag("confirm", "ask the user before destructive_query: auto, always or never", _confirm_mode),
+    Flag(
+        "undo",
+        "how destructive_query keeps its undo: rows (a changeset for DELETE/UPDATE/INSERT) "
+        "or file (a whole-file snapshot every time)",
+        _undo_mode,
+    ),
+    Flag(
+        "undo_max_mb",
+        "largest row-level undo changeset, MiB; a bigger change takes a whole-file snapshot",
+        _positive_int,
+    ),
 )
 
 _FLAG_BY_NAME = {flag.name: flag for flag in FLAGS}

@@ -9,6 +9,7 @@
     │   └── QueryTimeout         the wall-clock budget ran out or the call was cancelled
     ├── SqlError                 SQLite refused or failed the statement (its words verbatim)
     ├── SnapshotError            a snapshot could not be taken, listed or restored
+    │   └── UndoConflict         rows an undo would restore were changed later; nothing undone
     ├── StartupError             the database cannot be opened as configured
     └── ChainBroken              the memory chain failed verification (CLI exit code 9)
 
@@ -30,6 +31,7 @@ __all__ = [
     "SqlError",
     "SqlgateError",
     "StartupError",
+    "UndoConflict",
 ]
 
 
@@ -82,6 +84,10 @@ class SnapshotError(SqlgateError):
     """A snapshot could not be taken, listed or restored."""
 
     exit_code = 7
+
+
+class UndoConflict(SnapshotError):
+    """An undo found rows changed after the call it would undo; nothing was undone."""
 
 
 class StartupError(SqlgateError):

@@ -30,6 +30,7 @@ from sqlgate.engine.limits import CallControl, Clock
 from sqlgate.engine.queries import Outcome, SqlTiers
 from sqlgate.engine.sqltext import fingerprint
 from sqlgate.engine.textsearch import SearchRequest, TextSearch
+from sqlgate.engine.undo_restore import UndoRestore, UndoTarget
 from sqlgate.engine.views import ViewSaver
 from sqlgate.errors import SqlgateError
 from sqlgate.memory.privacy import Redactor
@@ -78,7 +79,8 @@ class Service:
         self.session = session
         self.clock = clock
         self.audit = AuditLog(db.server, session, db.server_lock, enabled=db.settings.audit)
-        self.sql = SqlTiers(db, clock)
+        self.sql = SqlTiers(db, clock, session=session, wall_clock=wall_clock)
+        self.undoing = UndoRestore(db, session, wall_clock)
         self.introspection = Introspection(db, db.settings.query_timeout, clock)
         self.views = ViewSaver(self.sql)
         self.text_search = TextSearch(self.sql)
@@ -130,6 +132,8 @@ class Service:
         entry = AuditEntry(tool=tool, query=query if isinstance(query, str) else None)
         entry.detail = dict(detail or {})
         started = time.perf_counter()
+        outcome: Outcome | None = None
+        audit_id: int | None = None
         try:
             if entry.query:
                 entry.detail["fingerprint"] = _safe_fingerprint(entry.query)
@@ -137,7 +141,6 @@ class Service:
             entry.ok = True
             entry.rows = outcome.rows
             entry.detail.update(outcome.detail)
-            return outcome.text
         except SqlgateError as exc:
             entry.error = str(exc)
             raise
@@ -153,7 +156,9 @@ class Service:
                 "has the details"
             ) from exc
         finally:
-            self.audit.write(entry, (time.perf_counter() - started) * 1000)
+            audit_id = self.audit.write(entry, (time.perf_counter() - started) * 1000)
+        # the text may name this call's audit row (row-level undo: `sqlgate undo <id>`)
+        return outcome.text if outcome.finish is None else outcome.finish(audit_id)
 
     # -- the SQL tools ------------------------------------------------------------------
     def read_query(
@@ -198,6 +203,20 @@ class Service:
             control=control,
             detail={"reason": reason},
         )
+
+    def undo(self, audit_id: int | None = None, changeset: int | None = None) -> str:
+        """Restore the rows a destructive_query changed (its audit id, or its changeset id)."""
+
+        def work(_: _Call) -> Outcome:
+            text, rows, detail = self.undoing.undo(UndoTarget(audit_id, changeset))
+            return Outcome(text, rows, detail)
+
+        asked = {"undoes": audit_id, "changeset": changeset}
+        return self.call("undo", work, detail={k: v for k, v in asked.items() if v is not None})
+
+    def undoable(self) -> list[dict[str, Any]]:
+        """Destructive calls that can still be undone, newest first (not audited: a listing)."""
+        return self.undoing.undoable()
 
     def list_tables(
         self, include_row_counts: bool = True, control: CallControl | None = None

@@ -6,11 +6,14 @@ import json
 import logging
 import re
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import apsw
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sqlgate.engine.audit import MAX_QUERY_CHARS, utc_timestamp
 from sqlgate.engine.textsearch import SearchRequest
@@ -122,11 +125,20 @@ def test_a_row_holds_query_rows_timestamp_and_fingerprint(ready: Service, db_pat
     assert detail["kind"] == "SELECT"
 
 
-def test_destructive_rows_record_reason_and_snapshot(ready: Service, db_path: Path) -> None:
+def test_destructive_rows_record_reason_and_undo_changeset(ready: Service, db_path: Path) -> None:
     ready.destructive_query("DELETE FROM t WHERE id = 2", reason="drop beta")
     detail = json.loads(log_rows(db_path)[-1]["detail"])
     assert detail["reason"] == "drop beta"
+    assert isinstance(detail["undo"], int)
+    assert "snapshot" not in detail
+
+
+def test_destructive_ddl_records_reason_and_snapshot(ready: Service, db_path: Path) -> None:
+    ready.destructive_query("DROP TABLE t", reason="drop it")
+    detail = json.loads(log_rows(db_path)[-1]["detail"])
+    assert detail["reason"] == "drop it"
     assert Path(detail["snapshot"]).exists()
+    assert "undo" not in detail
 
 
 def test_calls_without_sql_have_no_fingerprint(ready: Service, db_path: Path) -> None:
@@ -250,3 +262,29 @@ def test_an_unexpected_failure_is_audited_and_surfaces_as_a_sqlgate_error(
 def test_utc_timestamp_has_milliseconds_and_z() -> None:
     assert utc_timestamp(0) == "1970-01-01T00:00:00.000Z"
     assert utc_timestamp(1767225600.1234) == "2026-01-01T00:00:00.123Z"
+
+
+def _datetime_timestamp(epoch_seconds: float) -> str:
+    """The reference form: datetime's own conversion, cut to milliseconds."""
+    moment = datetime.fromtimestamp(epoch_seconds, tz=timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(min_value=0, max_value=7_000_000_000, allow_nan=False))
+def test_utc_timestamp_matches_datetimes_conversion(epoch_seconds: float) -> None:
+    assert utc_timestamp(epoch_seconds) == _datetime_timestamp(epoch_seconds)
+
+
+@pytest.mark.parametrize(
+    "epoch_seconds",
+    [
+        pytest.param(1767225599.9999996, id="rounds-up-into-the-next-second"),
+        pytest.param(1767225599.9995, id="just-below-a-whole-second"),
+        pytest.param(1767225600.0005, id="half-a-millisecond"),
+        pytest.param(951782400.0, id="leap-day-2000"),
+        pytest.param(4102444799.999, id="last-millisecond-of-2099"),
+    ],
+)
+def test_utc_timestamp_matches_datetime_at_edges(epoch_seconds: float) -> None:
+    assert utc_timestamp(epoch_seconds) == _datetime_timestamp(epoch_seconds)

@@ -370,7 +370,7 @@ def test_zero_max_update_rows_refuses_any_rewrite(make_service: Callable[..., Se
 
 def test_destructive_query_is_not_guarded(guarded: Service) -> None:
     result = guarded.destructive_query("UPDATE t SET v = 7", "reset every value")
-    assert result.startswith(f"ok: {GUARD + 3} rows affected; snapshot: ")
+    assert result.startswith(f"ok: {GUARD + 3} rows affected; undo: sqlgate undo ")
 
 
 def test_a_timed_out_write_changes_nothing(make_service: Callable[..., Service]) -> None:

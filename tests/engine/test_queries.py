@@ -228,7 +228,10 @@ def test_read_query_refuses_changes(service: Service, sql: str) -> None:
 
 # -- destructive_query ------------------------------------------------------------------
 @pytest.fixture
-def shop(service: Service) -> Service:
+def shop(make_service: Callable[..., Service]) -> Service:
+    """Whole-file snapshots for every destructive call (--undo file): these tests are
+    about snapshots; row-level undo has its own tests (test_undo.py)."""
+    service = make_service(undo="file")
     service.write_query("CREATE TABLE item (id INTEGER PRIMARY KEY, name TEXT)")
     service.write_query("INSERT INTO item (name) VALUES ('pen'), ('ink'), ('pad')")
     return service
@@ -327,7 +330,7 @@ def test_a_failing_destructive_statement_leaves_no_snapshot(
 def test_a_failing_destructive_statement_keeps_older_snapshots(
     make_service: Callable[..., Service], settings: Settings
 ) -> None:
-    service = make_service(snapshots_keep=2)
+    service = make_service(snapshots_keep=2, undo="file")
     service.write_query("CREATE TABLE item (id INTEGER PRIMARY KEY)")
     service.write_query("CREATE TABLE sale (item INT REFERENCES item (id))")
     service.write_query("INSERT INTO item VALUES (1), (2), (3)")

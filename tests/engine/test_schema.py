@@ -79,7 +79,8 @@ CLAIMS_OBJECTS = {
     "claims_history_no_delete": "trigger",
     "claims_history_no_replace": "trigger",
 }
-ALL_OBJECTS = LOG_OBJECTS | MEMORY_OBJECTS | CLAIMS_OBJECTS
+UNDO_OBJECTS = {"undo_changesets": "table", "undo_chunks": "table"}
+ALL_OBJECTS = LOG_OBJECTS | MEMORY_OBJECTS | CLAIMS_OBJECTS | UNDO_OBJECTS
 
 
 def columns(conn: apsw.Connection, table: str) -> list[str]:
@@ -87,7 +88,7 @@ def columns(conn: apsw.Connection, table: str) -> list[str]:
 
 
 def test_migrate_creates_the_log_its_triggers_and_views(conn: apsw.Connection) -> None:
-    assert migrate(conn) == NEWEST == 3
+    assert migrate(conn) == NEWEST == 4
     assert objects(conn) == ALL_OBJECTS
     assert columns(conn, "query_log") == [
         "id", "ts", "session", "tool", "query", "ok", "rows", "error", "duration_ms", "detail",
@@ -141,12 +142,14 @@ def test_a_version_1_file_is_upgraded_to_the_newest_keeping_its_log(
     conn.execute(
         "INSERT INTO query_log (ts, session, tool, ok) VALUES ('2026-01-01', 's', 'read_query', 1)"
     )
-    assert migrate(conn) == NEWEST == 3
+    assert migrate(conn) == NEWEST == 4
     assert objects(conn) == ALL_OBJECTS
     assert conn.execute("SELECT tool FROM query_log").fetchall() == [("read_query",)]
 
 
-def test_a_version_2_file_is_upgraded_to_3_keeping_its_memory(conn: apsw.Connection) -> None:
+def test_a_version_2_file_is_upgraded_to_the_newest_keeping_its_memory(
+    conn: apsw.Connection,
+) -> None:
     for migration in MIGRATIONS[:2]:
         with immediate_transaction(conn):
             for statement in migration.statements:
@@ -155,7 +158,7 @@ def test_a_version_2_file_is_upgraded_to_3_keeping_its_memory(conn: apsw.Connect
             conn.pragma("user_version", migration.version)
     conn.execute(MEMORY_ROWS["memory_events"])
     assert objects(conn) == LOG_OBJECTS | MEMORY_OBJECTS
-    assert migrate(conn) == 3
+    assert migrate(conn) == NEWEST == 4
     assert objects(conn) == ALL_OBJECTS
     assert conn.execute("SELECT content FROM memory_events").fetchall() == [("kept",)]
 

@@ -233,7 +233,7 @@ def test_restore_can_itself_be_undone_with_the_before_copy(db: Path, folder: Pat
 def test_restore_in_wal_mode_is_seen_by_a_fresh_connection(
     make_service: Callable[..., Service], db_path: Path
 ) -> None:
-    service = make_service()
+    service = make_service(undo="file")
     service.write_query("CREATE TABLE notes(body TEXT)")
     service.write_query("INSERT INTO notes VALUES ('kept')")
     out = service.destructive_query("DELETE FROM notes", reason="test the restore")

@@ -506,6 +506,13 @@ RESERVED_NAMES = [
     d("ALTER TABLE main.notes RENAME TO memory_events_fts_idx", DENIED, "rename-to-shadow-name"),
     d("ALTER TABLE notes RENAME TO query_errors", DENIED, "rename-to-server-view"),
     d("ALTER TABLE notes RENAME TO memory_checkpoints", DENIED, "rename-to-checkpoints"),
+    w("CREATE TABLE undo_chunks(changeset_id, seq, data)", DENIED, "undo-chunks"),
+    w("CREATE TABLE IF NOT EXISTS Undo_Changesets(id)", DENIED, "undo-changesets"),
+    d("ALTER TABLE notes RENAME TO undo_changesets", DENIED, "rename-to-undo-changesets"),
+    d("DELETE FROM undo_chunks", DENIED, "clear-undo-chunks"),
+    d("UPDATE undo_changesets SET undone_at = NULL", DENIED, "unmark-undone"),
+    w("INSERT INTO undo_chunks VALUES (1, 0, x'00')", DENIED, "forge-undo-chunk"),
+    d("DROP TABLE undo_changesets", DENIED, "drop-undo-changesets"),
 ]
 
 EVENT = "(id, ts, session, kind, content, tags, prev_hash, hash)"

@@ -49,7 +49,7 @@ def count_rows(db: Path, table: str) -> int:
 @pytest.fixture
 def snapshotted(make_service: Callable[..., Service], db_path: Path) -> str:
     """A database with 3 rows whose snapshot (taken before deleting one) still has them."""
-    service = make_service()
+    service = make_service(undo="file")
     service.write_query("CREATE TABLE notes (body TEXT)")
     service.write_query("INSERT INTO notes VALUES ('a'), ('b'), ('c')")
     service.destructive_query("DELETE FROM notes WHERE body = 'a'", "a test of restore")
@@ -310,6 +310,8 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "redact_patterns": ("/etc/sqlgate/patterns.txt", Path("/etc/sqlgate/patterns.txt")),
     "max_event_chars": ("500", 500),
     "confirm": ("always", "always"),
+    "undo": ("file", "file"),
+    "undo_max_mb": ("8", 8),
 }
 
 

@@ -46,7 +46,8 @@ class Person:
 
 
 def make(make_service: Callable[..., Service], confirm: str) -> Service:
-    service = make_service(confirm=confirm)
+    """Whole-file snapshots (--undo file): a snapshot taken shows the statement ran."""
+    service = make_service(confirm=confirm, undo="file")
     service.write_query("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
     service.write_query("INSERT INTO notes (body) VALUES ('one'), ('two'), ('three')")
     return service
@@ -220,6 +221,12 @@ def test_question_cuts_a_huge_statement_and_says_how_much_is_not_shown() -> None
     assert "more characters not shown" in message
     assert "with values" not in message
     assert len(message) < 5000
+
+
+def test_question_says_how_the_change_can_be_undone() -> None:
+    message = confirmation_message("/db", "DELETE FROM t WHERE x = 1", "why", None)
+    assert "`sqlgate undo`" in message
+    assert "snapshot of the whole database for a schema change" in message
 
 
 @pytest.mark.parametrize(

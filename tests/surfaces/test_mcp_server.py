@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -237,14 +238,16 @@ async def test_tool_works_end_to_end(
     assert expected in text(result)
 
 
-async def test_destructive_query_deletes_after_a_snapshot(client: Client, seeded: Service) -> None:
+async def test_destructive_query_deletes_and_names_its_undo(
+    client: Client, seeded: Service
+) -> None:
     result = await client.call_tool(
         "destructive_query",
         {"query": "DELETE FROM notes WHERE id = ?", "reason": "drop a test row", "params": [1]},
     )
     assert not result.is_error, text(result)
-    assert "ok: 1 rows affected; snapshot:" in text(result)
-    assert any(seeded.settings.snapshot_dir.iterdir())
+    assert re.fullmatch(r"ok: 1 rows affected; undo: sqlgate undo \d+", text(result))
+    assert not seeded.settings.snapshot_dir.exists()  # row-level undo: no whole-file copy
     left = await client.call_tool("read_query", {"query": "SELECT count(*) AS n FROM notes"})
     assert "n\n2\n" in text(left)
 

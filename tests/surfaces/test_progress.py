@@ -60,7 +60,7 @@ async def test_verify_chain_reports_progress_over_a_long_chain(service: Service,
 async def test_destructive_query_reports_snapshot_progress_page_by_page(
     make_service: Callable[..., Service], mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    service = make_service(confirm="never")
+    service = make_service(confirm="never", undo="file")  # a snapshot to report on
     service.write_query("CREATE TABLE blobs (id INTEGER PRIMARY KEY, body BLOB)")
     for _ in range(12):
         service.write_query("INSERT INTO blobs (body) VALUES (zeroblob(3000))")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,31 +10,48 @@ from typing import Any
 
 import apsw
 
+from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.csvout import CsvResult, render_csv
 from sqlgate.engine.database import Database
 from sqlgate.engine.execute import Bindings, RewriteCounter, RunContext, run_statement
 from sqlgate.engine.limits import CallControl, Clock, Deadline, ResultCaps
-from sqlgate.engine.policy import Tier
+from sqlgate.engine.policy import Operation, Tier
 from sqlgate.engine.preflight import Statement, check_tier, inspect_statement
 from sqlgate.engine.snapshots import rotate_snapshots, take_snapshot
 from sqlgate.engine.sqltext import has_more_statements
-from sqlgate.errors import InvalidArgument
+from sqlgate.engine.undo import (
+    StoredChangeset,
+    UndoFallback,
+    capturing,
+    chunk_size,
+    null_key_table,
+    store_changeset,
+    unrestorable_write,
+    written_tables,
+)
+from sqlgate.errors import InvalidArgument, QueryTimeout
 
 __all__ = ["Outcome", "SqlTiers"]
 
 DML_KINDS = frozenset({"INSERT", "REPLACE", "UPDATE", "DELETE"})
 INSERT_KINDS = frozenset({"INSERT", "REPLACE"})
 Snapshotter = Callable[[], Path]
+MIB = 1024 * 1024
 
 
 @dataclass
 class Outcome:
-    """A finished call: the text the agent reads, and facts for the audit row."""
+    """A finished call: the text the agent reads, and facts for the audit row.
+
+    `finish`, when set, renders the final text once the call's audit id is known (None
+    when no audit row was written); `text` is what it renders without one.
+    """
 
     text: str
     rows: int
     detail: dict[str, Any] = field(default_factory=dict)
+    finish: Callable[[int | None], str] | None = None
 
 
 def _require_sql(sql: object) -> str:
@@ -46,10 +64,19 @@ def _require_sql(sql: object) -> str:
 class SqlTiers:
     """read_query, write_query and destructive_query over one `Database`."""
 
-    def __init__(self, db: Database, clock: Clock) -> None:
+    def __init__(
+        self,
+        db: Database,
+        clock: Clock,
+        *,
+        session: str = "",
+        wall_clock: Clock = time.time,
+    ) -> None:
         self.db = db
         self.settings = db.settings
         self.clock = clock
+        self.session = session
+        self.wall_clock = wall_clock
 
     @property
     def caps(self) -> ResultCaps:
@@ -150,21 +177,122 @@ class SqlTiers:
         confirm: Callable[[], None] | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> Outcome:
-        """Check policy on a dry prepare, snapshot, then run. `confirm` may veto (raise);
-        `progress(pages done, pages in all)` follows the snapshot."""
+        """Check policy on a dry prepare, keep what undoes the call, then run. `confirm` may
+        veto (raise); `progress(pages done, pages in all)` follows a whole-file snapshot.
+
+        DML keeps its changeset (row-level undo) unless `_snapshot_reason` or the capture
+        itself says it cannot; everything else takes a whole-file snapshot first.
+        """
         with self.db.writing() as conn:
-            text, statement = self._check_destructive(conn, sql, reason, bindings, control)
+            text, statement, facts = self._check_destructive(conn, sql, reason, bindings, control)
             if confirm is not None:
                 confirm()
-            # one spare place, so a failed call (whose copy is dropped) evicts no older snapshot
-            snapshot = self.snapshot(spare=1, progress=progress)
-            ctx = self._context(conn, Tier.DESTRUCTIVE, control)
-            try:
-                returned, changes, rowid = self._apply(conn, text, bindings, ctx)
-            except BaseException:
-                snapshot.unlink(missing_ok=True)  # nothing changed: the copy is redundant
-                raise
-            rotate_snapshots(self.settings.snapshot_dir, self.settings.snapshots_keep)
+            why = self._snapshot_reason(conn, statement, facts)
+            if why is None:
+                try:
+                    return self._destructive_rows(
+                        conn, text, statement, reason, bindings, control, facts
+                    )
+                except UndoFallback as fallback:
+                    why = fallback.reason
+            return self._destructive_file(
+                conn, text, statement, reason, bindings, control, progress, why
+            )
+
+    def _snapshot_reason(
+        self, conn: apsw.Connection, statement: Statement, facts: list[Operation]
+    ) -> str | None:
+        """Why this call takes a whole-file snapshot instead of row-level undo, or None."""
+        if self.settings.undo == "file":
+            return "--undo file"
+        if statement.kind not in DML_KINDS:
+            return f"{statement.kind} is not a row change"
+        if not self.settings.audit:
+            return "the audit log is off (--no-audit); row-level undo is keyed by its rows"
+        return unrestorable_write(conn, written_tables(facts))
+
+    def undo_budget(self) -> int:
+        """Bytes the session may hold: --undo-max-mb, and at most a quarter of the SQLite heap
+        limit (the changeset is built beside the session, under the same limit)."""
+        return min(self.settings.undo_max_mb, max(1, self.settings.heap_limit_mb // 4)) * MIB
+
+    def _destructive_rows(
+        self,
+        conn: apsw.Connection,
+        text: str,
+        statement: Statement,
+        reason: object,
+        bindings: Bindings,
+        control: CallControl,
+        facts: list[Operation],
+    ) -> Outcome:
+        ctx = self._context(conn, Tier.DESTRUCTIVE, control)
+        # a Session beside our preupdate hook crashes apsw: the destructive tier has none
+        assert ctx.rewrite is None, "never capture a changeset with the rewrite guard installed"
+        tables = written_tables(facts)
+        budget = self.undo_budget()
+        with immediate_transaction(conn):
+            self._refuse_null_keys(conn, tables)
+            with capturing(conn, budget) as capture:
+                try:
+                    returned = run_statement(
+                        ctx, text, bindings, lambda cur: self._collect(ctx, cur)
+                    )
+                except QueryTimeout:
+                    if capture.overflow and not control.cancelled:
+                        raise UndoFallback(self._overflow_reason()) from None
+                    raise
+                if capture.overflow:
+                    raise UndoFallback(self._overflow_reason())
+                changes, rowid = conn.changes(), conn.last_insert_rowid()
+            self._refuse_null_keys(conn, tables)
+            stored = store_changeset(
+                conn,
+                capture.changeset,
+                ts=utc_timestamp(self.wall_clock()),
+                session=self.session,
+                kind=statement.kind,
+                chunk=chunk_size(self.settings.max_value_bytes),
+                keep=self.settings.snapshots_keep,
+            )
+        rows = changes
+        summary = self._summary(statement, returned, changes, rowid)
+        detail = {"kind": statement.kind, "changes": rows, "reason": reason, "undo": stored.id}
+        finish = _undo_text(summary, stored)
+        return Outcome(finish(None), rows, detail, finish=finish)
+
+    def _overflow_reason(self) -> str:
+        mib = self.undo_budget() // MIB
+        return f"the changeset grew past {mib} MiB (--undo-max-mb)"
+
+    @staticmethod
+    def _refuse_null_keys(conn: apsw.Connection, tables: frozenset[str]) -> None:
+        table = null_key_table(conn, tables)
+        if table is not None:
+            raise UndoFallback(
+                f"{table} has a row whose PRIMARY KEY holds NULL, which a changeset skips"
+            )
+
+    def _destructive_file(
+        self,
+        conn: apsw.Connection,
+        text: str,
+        statement: Statement,
+        reason: object,
+        bindings: Bindings,
+        control: CallControl,
+        progress: Callable[[int, int], None] | None,
+        why: str | None,
+    ) -> Outcome:
+        # one spare place, so a failed call (whose copy is dropped) evicts no older snapshot
+        snapshot = self.snapshot(spare=1, progress=progress)
+        ctx = self._context(conn, Tier.DESTRUCTIVE, control)
+        try:
+            returned, changes, rowid = self._apply(conn, text, bindings, ctx)
+        except BaseException:
+            snapshot.unlink(missing_ok=True)  # nothing changed: the copy is redundant
+            raise
+        rotate_snapshots(self.settings.snapshot_dir, self.settings.snapshots_keep)
         rows = changes if statement.kind in DML_KINDS else 0
         summary = self._summary(statement, returned, changes, rowid)
         first, _, rest = summary.partition("\n")
@@ -175,6 +303,8 @@ class SqlTiers:
             "reason": reason,
             "snapshot": str(snapshot),
         }
+        if why is not None:
+            detail["undo_fallback"] = why
         return Outcome(text_out, rows, detail)
 
     def check_destructive(
@@ -191,7 +321,9 @@ class SqlTiers:
         reason: object,
         bindings: Bindings,
         control: CallControl,
-    ) -> tuple[str, Statement]:
+    ) -> tuple[str, Statement, list[Operation]]:
+        """Validate and prepare (EXPLAIN) without running; returns the text, what preflight
+        learned and the authorizer's facts from the prepare (which tables it writes)."""
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidArgument(
                 "reason is required: say in a sentence why this destructive change is needed"
@@ -200,7 +332,7 @@ class SqlTiers:
         # prepare only (EXPLAIN): the policy and the bindings are checked, nothing runs
         dry = self._context(conn, Tier.DESTRUCTIVE, control)
         run_statement(dry, f"EXPLAIN {text}", bindings, lambda cursor: None)
-        return text, statement
+        return text, statement, list(dry.recorder.operations)
 
     def snapshot(self, spare: int = 0, progress: Callable[[int, int], None] | None = None) -> Path:
         """Snapshot the database now, keeping the newest `--snapshots-keep` (plus `spare`)."""
@@ -211,3 +343,18 @@ class SqlTiers:
                 self.settings.snapshots_keep + spare,
                 progress,
             )
+
+
+def _undo_text(summary: str, stored: StoredChangeset) -> Callable[[int | None], str]:
+    """The agent's text once the audit id is known: how to undo this very call."""
+    first, _, rest = summary.partition("\n")
+
+    def finish(audit_id: int | None) -> str:
+        how = (
+            f"sqlgate undo {audit_id}"
+            if audit_id is not None
+            else (f"sqlgate undo --changeset {stored.id}")
+        )
+        return f"{first}; undo: {how}" + (f"\n{rest}" if rest else "")
+
+    return finish

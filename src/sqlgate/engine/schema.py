@@ -208,6 +208,35 @@ MIGRATIONS: tuple[Migration, ...] = (
             *_HISTORY_TRIGGER_OBJECTS,
         ),
     ),
+    Migration(
+        4,
+        "row-level undo: the changeset of each destructive DML call, stored in chunks",
+        (
+            # server-owned, not append-only: the server prunes old changesets and marks
+            # undone ones; agents may read both tables but never write them
+            """CREATE TABLE undo_changesets (
+                id INTEGER PRIMARY KEY,
+                ts TEXT NOT NULL,
+                session TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                tables TEXT NOT NULL DEFAULT '[]',
+                changes INTEGER NOT NULL,
+                bytes INTEGER NOT NULL,
+                undone_at TEXT,
+                undone_by TEXT
+            )""",
+            """CREATE TABLE undo_chunks (
+                changeset_id INTEGER NOT NULL,
+                seq INTEGER NOT NULL,
+                data BLOB NOT NULL,
+                PRIMARY KEY (changeset_id, seq)
+            ) WITHOUT ROWID""",
+        ),
+        (
+            ServerObject("undo_changesets", "table"),
+            ServerObject("undo_chunks", "table"),
+        ),
+    ),
 )
 
 # Names later features will create; reserved now so an agent's table cannot take them first.

@@ -22,6 +22,7 @@ from sqlgate.surfaces.cli_import import import_group
 from sqlgate.surfaces.cli_inspect import INSPECT_COMMANDS
 from sqlgate.surfaces.cli_install import install, uninstall
 from sqlgate.surfaces.cli_options import reports_errors, settings_from, settings_options
+from sqlgate.surfaces.cli_undo import undo
 from sqlgate.surfaces.http import http_options, serve_http
 
 __all__ = ["main"]
@@ -69,7 +70,7 @@ def serve(transport: str, host: str, port: int, token: str | None, **values: Any
 
 @main.group()
 def snapshots() -> None:
-    """List and restore the snapshots taken before destructive statements."""
+    """List and restore whole-file snapshots (taken before destructive schema changes)."""
 
 
 @snapshots.command("list")
@@ -136,6 +137,7 @@ main.add_command(import_group)
 main.add_command(install)
 main.add_command(uninstall)
 main.add_command(capture)
+main.add_command(undo)
 for _command in INSPECT_COMMANDS:
     main.add_command(_command)
 

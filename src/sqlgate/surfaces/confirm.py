@@ -12,8 +12,9 @@ runs, which works on both protocol eras: a standalone `elicitation/create` reque
 checks before the snapshot refuse (no reason, not one destructive statement, bad params, or
 the policy on a dry prepare) is not put to the person: the service refuses it, audited, as
 it would anyway. The answer reaches the worker as a `Verdict`, whose `enforce` the service
-calls after its dry-run policy check and before the snapshot: a declined, cancelled or
-unaskable call is an audited error, with nothing changed and no snapshot taken.
+calls after its dry-run policy check and before anything runs (or is snapshotted): a
+declined, cancelled or unaskable call is an audited error, with nothing changed and no
+snapshot taken.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ class Approval(BaseModel):
     approve: bool = Field(
         default=True,
         title="Run this statement",
-        description="Run it now (a snapshot of the database is taken first)",
+        description="Run it now (sqlgate keeps what undoes it first)",
     )
 
 
@@ -158,7 +159,8 @@ def confirmation_message(db: str, query: str, reason: str, params: object) -> st
         "",
         f"The agent's reason: {_shown('reason', reason.strip())}",
         "",
-        "A snapshot of the database is taken before it runs. Run it?",
+        "sqlgate keeps what undoes it: the rows it changes (`sqlgate undo`), or a snapshot of "
+        "the whole database for a schema change. Run it?",
     ]
     return "\n".join(lines)
 

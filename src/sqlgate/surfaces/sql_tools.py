@@ -58,7 +58,7 @@ def register_sql_tools(server: MCPServer, service: Service) -> None:
         reason: Annotated[str, Field(description="why this change is needed, in a sentence")],
         params: Params = None,
     ) -> str:
-        """Delete, drop or alter, after a snapshot of the database is taken."""
+        """Delete, drop or alter; the server keeps what undoes it (rows, or a file snapshot)."""
         progress = relay_progress(ctx, "pages copied to the snapshot")
         return await run_tool(
             lambda c: service.destructive_query(
