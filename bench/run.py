@@ -64,6 +64,7 @@ SUBJECT_FLOOR = "raw apsw in-process (floor)"
 SUBJECT_RATIO = "sqlgate / reference (calls/s)"
 BENCH_RESULT = "result size: 1,000 rows x 8 columns"
 SUBJECT_RESULT_RAW = "raw apsw fetchall (floor)"
+SUBJECT_RESULT_VALUES = "the values alone"
 SUBJECT_RESULT_RATIO = "sqlgate / reference (bytes)"
 BENCH_AUDIT = "audit cost: read_query('SELECT 1')"
 SUBJECT_AUDIT_ON = "sqlgate --audit (stdio)"
@@ -504,10 +505,27 @@ def result_size(ctx: Context) -> list[Row]:
         )
     conn = apsw.Connection(str(floor_db))
     try:
-        conn.execute(query).fetchall()
+        fetched = conn.execute(query).fetchall()
         lat = time_sync(lambda: conn.execute(query).fetchall(), ctx.plan.repeats)
     finally:
         conn.close()
+    sizes[SUBJECT_RESULT_VALUES] = values_bytes(fetched)
+    rows.append(
+        Row(
+            BENCH_RESULT,
+            SUBJECT_RESULT_VALUES,
+            "",
+            f"{sizes[SUBJECT_RESULT_VALUES]:,} bytes",
+            "",
+            "",
+            "every value's text, nothing between them: no row format can be smaller"
+            + (
+                f" ({sizes[SUBJECT_RESULT_VALUES] / sizes[SUBJECT_REFERENCE]:.1%} of the reference)"
+                if SUBJECT_REFERENCE in sizes
+                else ""
+            ),
+        )
+    )
     rows.append(
         Row(
             BENCH_RESULT,
@@ -533,6 +551,11 @@ def result_size(ctx: Context) -> list[Row]:
 def constant(arguments: dict[str, object]) -> Callable[[int], dict[str, object]]:
     """The same arguments for every call."""
     return lambda _call: arguments
+
+
+def values_bytes(rows: Sequence[Sequence[object]]) -> int:
+    """UTF-8 bytes of every value's text (NULL as nothing): the floor of any row format."""
+    return sum(len(str(v).encode("utf-8")) for row in rows for v in row if v is not None)
 
 
 def make_items(path: Path, count: int) -> None:

@@ -283,6 +283,50 @@ def test_every_conflict_is_counted(world: Service) -> None:
         world.undo(call)
 
 
+RESHAPED = [
+    pytest.param("DROP TABLE rich", id="table-dropped"),
+    pytest.param("ALTER TABLE rich DROP COLUMN x", id="column-dropped"),
+    pytest.param(
+        "DROP TABLE wr; CREATE TABLE wr (v, k TEXT PRIMARY KEY) WITHOUT ROWID",
+        id="primary-key-moved",
+    ),
+]
+
+
+@pytest.mark.parametrize("later", RESHAPED)
+def test_an_undo_into_a_reshaped_table_is_refused_not_skipped(
+    world: Service, db_path: Path, later: str
+) -> None:
+    # SQLite's apply skips changes to a table whose shape no longer matches, silently
+    calls = {
+        "rich": undo_id(world.destructive_query("DELETE FROM rich WHERE id IN (1, 2)", reason="r")),
+        "wr": undo_id(world.destructive_query("DELETE FROM wr WHERE k = 'a'", reason="r")),
+    }
+    with direct(db_path) as conn:
+        for statement in later.split("; "):
+            conn.execute(statement)
+    before = dump(db_path)
+    table = "wr" if "wr" in later else "rich"
+    with pytest.raises(UndoConflict, match="Nothing was undone") as refused:
+        world.undo(calls[table])
+    assert f"{table}, " in str(refused.value)
+    assert "(SCHEMA)" in str(refused.value)
+    assert dump(db_path) == before
+
+
+def test_an_undo_into_a_table_that_gained_a_column_restores_the_rows(
+    world: Service, db_path: Path
+) -> None:
+    call = undo_id(world.destructive_query("DELETE FROM rich WHERE id = 1", reason="r"))
+    world.destructive_query("ALTER TABLE rich ADD COLUMN later TEXT", reason="r")
+    world.undo(call)
+    with direct(db_path) as conn:
+        assert conn.execute("SELECT t, later FROM rich WHERE id = 1").fetchone() == (
+            "héllo wörld 🌍",
+            None,
+        )
+
+
 # -- whole-file snapshot instead ----------------------------------------------------------
 
 FALLBACKS = [

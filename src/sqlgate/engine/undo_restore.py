@@ -3,14 +3,16 @@
 The stored changeset is inverted and applied on the write connection inside one IMMEDIATE
 transaction, with triggers and foreign-key actions off (the rows they changed during the
 original call are in the changeset already, so firing them again would change more).
-Every conflict (a row changed, deleted or re-created after the call) is recorded and
-skipped, then the whole transaction is rolled back: either every row comes back, or
-nothing changes and `UndoConflict` lists what stands in the way.
+Every conflict (a row changed, deleted or re-created after the call; a table dropped or
+reshaped since, whose changes SQLite would skip silently) is recorded and skipped, then
+the whole transaction is rolled back: either every row comes back, or nothing changes and
+`UndoConflict` lists what stands in the way.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,13 +40,14 @@ _CONFLICT_MEANING = {
     "CONFLICT": "a row with this key was added after the call",
     "CONSTRAINT": "restoring it would break a constraint",
     "FOREIGN_KEY": "the restore would leave unmatched",
+    "SCHEMA": "the table was dropped, or its columns or primary key changed, after the call",
 }
 _SHOWN_CONFLICTS = 5
 
 
 @dataclass(frozen=True)
 class Conflict:
-    type: str  # DATA, NOTFOUND, CONFLICT, CONSTRAINT or FOREIGN_KEY
+    type: str  # DATA, NOTFOUND, CONFLICT, CONSTRAINT, FOREIGN_KEY or SCHEMA
     table: str
     key: tuple[Any, ...]
 
@@ -52,6 +55,8 @@ class Conflict:
         meaning = _CONFLICT_MEANING[self.type]
         if self.type == "FOREIGN_KEY":
             return f"{self.key[0]} row(s) whose foreign keys {meaning} (FOREIGN_KEY)"
+        if self.type == "SCHEMA":
+            return f"{self.table}, {self.key[0]} row(s): {meaning} (SCHEMA)"
         key = ", ".join(repr(value) for value in self.key)
         return f"{self.table} row ({key}): {meaning} ({self.type})"
 
@@ -177,26 +182,41 @@ class UndoRestore:
 
     def _apply_inverse(self, conn: apsw.Connection, data: bytes) -> list[Conflict]:
         conflicts: list[Conflict] = []
+        inverse = apsw.Changeset.invert(data)
+        expected: Counter[str] = Counter(
+            change.name
+            for change in apsw.Changeset.iter(inverse)
+            if change.name.lower() not in self.db.protected
+        )
+        offered: Counter[str] = Counter()
 
         def record(kind: int, change: apsw.TableChange) -> int:
             conflicts.append(_conflict(kind, change))
             return int(apsw.SQLITE_CHANGESET_OMIT)  # keep looking; all is rolled back after
 
-        def server_owned(table: str) -> bool:
-            return table.lower() not in self.db.protected
+        def agent_table(change: apsw.TableChange) -> bool:
+            if change.name.lower() in self.db.protected:
+                return False  # server tables are never written by an undo
+            offered[change.name] += 1
+            return True
 
         triggers = conn.config(apsw.SQLITE_DBCONFIG_ENABLE_TRIGGER, -1)
         conn.config(apsw.SQLITE_DBCONFIG_ENABLE_TRIGGER, 0)
         try:
             apsw.Changeset.apply(
-                apsw.Changeset.invert(data),
+                inverse,
                 conn,
-                filter=server_owned,
+                filter_change=agent_table,
                 conflict=record,
                 flags=apsw.SQLITE_CHANGESETAPPLY_FKNOACTION,
             )
         finally:
             conn.config(apsw.SQLITE_DBCONFIG_ENABLE_TRIGGER, triggers)
+        # SQLite skips, without a word, every change to a table that was dropped or whose
+        # columns or primary key no longer match the changeset: count what it offered
+        for table, count in expected.items():
+            if offered[table] < count:
+                conflicts.append(Conflict("SCHEMA", table, (count - offered[table],)))
         return conflicts
 
     def _refusal(self, target: UndoTarget, conflicts: list[Conflict]) -> UndoConflict:

@@ -23,8 +23,13 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from sqlgate.errors import ChainBroken, InvalidArgument, NotFound
-from sqlgate.surfaces.cli_options import reports_errors, settings_from, settings_options
+from sqlgate.errors import ChainBroken, InvalidArgument
+from sqlgate.surfaces.cli_options import (
+    existing_service,
+    reports_errors,
+    settings_from,
+    settings_options,
+)
 
 if TYPE_CHECKING:  # imported when a command runs, not at start-up
     import apsw
@@ -32,7 +37,6 @@ if TYPE_CHECKING:  # imported when a command runs, not at start-up
     from rich.progress import Progress
 
     from sqlgate.config import Settings
-    from sqlgate.service import Service
 
 __all__ = [
     "CHAIN_BROKEN_EXIT",
@@ -57,21 +61,6 @@ EXPORT_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 _EXPORT_FORMAT = 1
 _PROGRESS_ROWS = 1000  # export rows between two progress updates
-
-
-@contextmanager
-def _service(values: dict[str, Any]) -> Iterator[Service]:
-    """The database named by the options, opened as the server opens it; never created."""
-    from sqlgate.service import Service, new_session_id
-
-    settings = settings_from(values)
-    if not settings.db.is_file():
-        raise NotFound(f"no database at {settings.db}; give its path with --db or SQLGATE_DB")
-    service = Service.open(settings, session=new_session_id().replace("s-", "cli-", 1))
-    try:
-        yield service
-    finally:
-        service.close()
 
 
 def _stderr_progress() -> Progress:
@@ -120,7 +109,7 @@ def verify(as_json: bool, **values: Any) -> None:
 
     Exit 0 when the chain is whole, 9 when it is broken (the first broken event is named).
     """
-    with _service(values) as service, _stderr_progress() as progress:
+    with existing_service(values) as service, _stderr_progress() as progress:
         task = progress.add_task("verifying the memory chain", total=None)
 
         def advance(done: int, total: int) -> None:
@@ -179,7 +168,7 @@ def log(
         f"{'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC LIMIT ?"
     )
     params.append(limit or -1)
-    with _service(values) as service, service.db.reading() as conn:
+    with existing_service(values) as service, service.db.reading() as conn:
         calls = [_log_record(row) for row in conn.execute(sql, params)]
     if as_json:
         for call in calls:
@@ -246,7 +235,7 @@ def stats(as_json: bool, **values: Any) -> None:
     """Memory, claims and audit counts, and the rows of every table (chain checked cheaply)."""
     from sqlgate.engine.limits import CallControl
 
-    with _service(values) as service:
+    with existing_service(values) as service:
         memory = json.loads(service.memory.stats().text)
         listing, _ = service.introspection.list_tables(True, CallControl())
         with service.db.reading() as conn:
@@ -324,7 +313,7 @@ def export(out: str, **values: Any) -> None:
     from sqlgate import __version__
     from sqlgate.engine.audit import utc_timestamp
 
-    with _service(values) as service, service.db.snapshot_reader() as conn:
+    with existing_service(values) as service, service.db.snapshot_reader() as conn:
         counts = {kind: _count(conn, table) for table, kind, _ in EXPORT_TABLES}
         header = {"type": "export", "format": _EXPORT_FORMAT, "sqlgate": __version__,
                   "exported_at": utc_timestamp(time.time()), "counts": counts}  # fmt: skip

@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from sqlgate.config import FLAGS, Flag, Settings, load_settings
-from sqlgate.errors import SqlgateError
+from sqlgate.errors import NotFound, SqlgateError
 
-__all__ = ["reports_errors", "settings_from", "settings_options"]
+if TYPE_CHECKING:  # imported when a command runs, not at start-up
+    from sqlgate.service import Service
+
+__all__ = ["existing_service", "reports_errors", "settings_from", "settings_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -78,3 +82,20 @@ def reports_errors(fn: F) -> F:
             sys.exit(exc.exit_code)
 
     return wrapper  # type: ignore[return-value]
+
+
+@contextmanager
+def existing_service(values: dict[str, Any]) -> Iterator[Service]:
+    """The database named by the options, opened as the server opens it; never created.
+
+    The CLI run is its own session, `cli-<UTC time>-<random>`."""
+    from sqlgate.service import Service, new_session_id
+
+    settings = settings_from(values)
+    if not settings.db.is_file():
+        raise NotFound(f"no database at {settings.db}; give its path with --db or SQLGATE_DB")
+    service = Service.open(settings, session=new_session_id().replace("s-", "cli-", 1))
+    try:
+        yield service
+    finally:
+        service.close()

@@ -12,36 +12,24 @@ reported (exit 3), never created.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from sqlgate.errors import InvalidArgument, NotFound
-from sqlgate.surfaces.cli_options import reports_errors, settings_from, settings_options
+from sqlgate.errors import InvalidArgument
+from sqlgate.surfaces.cli_options import (
+    existing_service,
+    reports_errors,
+    settings_options,
+)
 
 if TYPE_CHECKING:  # imported when the command runs, not at start-up
-    from sqlgate.service import Service
+    pass
 
 __all__ = ["undo"]
 
 DB_OPTIONS = ("db", "busy_timeout", "max_value_bytes")
 _COLUMNS = ("audit_id", "changeset", "ts", "kind", "tables", "rows", "reason")
-
-
-@contextmanager
-def _service(values: dict[str, Any]) -> Iterator[Service]:
-    from sqlgate.service import Service, new_session_id
-
-    settings = settings_from(values)
-    if not settings.db.is_file():
-        raise NotFound(f"no database at {settings.db}; give its path with --db or SQLGATE_DB")
-    service = Service.open(settings, session=new_session_id().replace("s-", "cli-", 1))
-    try:
-        yield service
-    finally:
-        service.close()
 
 
 def _cell(name: str, value: Any) -> str:
@@ -85,7 +73,7 @@ def undo(
         raise InvalidArgument(
             "give one of: an AUDIT_ID, --changeset N, or --list (see `sqlgate undo --help`)"
         )
-    with _service(values) as service:
+    with existing_service(values) as service:
         if listing:
             items = service.undoable()
             if as_json:
