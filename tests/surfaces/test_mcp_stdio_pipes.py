@@ -46,6 +46,28 @@ async def test_pipe_lines_joins_lines_split_across_reads_and_ends_at_eof() -> No
 
 
 @pytest.mark.anyio
+async def test_pipe_lines_reads_many_lines_of_one_read_and_one_line_of_many_reads() -> None:
+    read_end, write_end = _pipe()
+    long_line = b"y" * 1_000_000 + b"\n"  # about 15 reads of 64 KiB
+    received: list[str] = []
+
+    async def read() -> None:
+        received.extend(await _all_lines(read_end))
+
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(read)
+            writer = _PipeWriter(write_end)
+            await writer.write("1\n2\n\n3\n")  # four lines, one of them empty, in one read
+            await writer.write(long_line.decode())
+            await writer.write("tail\n")
+            os.close(write_end)
+    finally:
+        os.close(read_end)
+    assert received == ["1\n", "2\n", "\n", "3\n", long_line.decode(), "tail\n"]
+
+
+@pytest.mark.anyio
 async def test_pipe_writer_delivers_a_message_larger_than_the_pipe_buffer() -> None:
     read_end, write_end = _pipe()
     message = "x" * 2_000_000 + "\n"  # far beyond a pipe's 64 KiB: the writer must wait

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, cast
@@ -85,32 +86,44 @@ def instructions_for(tools: tuple[str, ...]) -> str:
 
 
 class _PipeLines:
-    """Lines from a non-blocking pipe, read when the event loop says it is readable."""
+    """Lines from a non-blocking pipe, read when the event loop says it is readable.
+
+    Whole lines already read wait in `_ready`; an unfinished line is kept as a list of
+    pieces, so a long request costs time in proportion to its length.
+    """
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._buffer = b""
+        self._ready: deque[bytes] = deque()
+        self._partial: list[bytes] = []
 
     def __aiter__(self) -> _PipeLines:
         return self
 
+    def _take(self, chunk: bytes) -> None:
+        *complete, rest = chunk.split(b"\n")
+        for piece in complete:
+            self._partial.append(piece)
+            self._ready.append(b"".join(self._partial) + b"\n")
+            self._partial = []
+        if rest:
+            self._partial.append(rest)
+
     async def __anext__(self) -> str:
-        while True:
-            end = self._buffer.find(b"\n")
-            if end >= 0:
-                line, self._buffer = self._buffer[: end + 1], self._buffer[end + 1 :]
-                return line.decode("utf-8", errors="replace")
+        while not self._ready:
             await anyio.wait_readable(self._fd)
             try:
                 chunk = os.read(self._fd, 1 << 16)
             except BlockingIOError:
                 continue
-            if not chunk:
-                if not self._buffer:
+            if not chunk:  # end of input: a last line without its newline, then stop
+                if not self._partial:
                     raise StopAsyncIteration
-                line, self._buffer = self._buffer, b""
-                return line.decode("utf-8", errors="replace")
-            self._buffer += chunk
+                self._ready.append(b"".join(self._partial))
+                self._partial = []
+                break
+            self._take(chunk)
+        return self._ready.popleft().decode("utf-8", errors="replace")
 
 
 class _PipeWriter:
