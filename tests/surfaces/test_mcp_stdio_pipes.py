@@ -8,13 +8,13 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 
 from sqlgate.surfaces import mcp_server
 from sqlgate.surfaces.mcp_server import _PipeLines, _PipeWriter
+from tests.surfaces.stdio_helpers import rpc
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the pipe transport is POSIX-only")
 
@@ -45,10 +45,9 @@ async def test_pipe_lines_joins_lines_split_across_reads_and_ends_at_eof() -> No
     assert lines == ['{"a": 1}\n', '{"b": "é"}\n', "last without newline"]
 
 
-@pytest.mark.anyio
-async def test_pipe_lines_reads_many_lines_of_one_read_and_one_line_of_many_reads() -> None:
+async def _through_pipe(*messages: str) -> list[str]:
+    """Write `messages` with `_PipeWriter` while `_PipeLines` reads the other end."""
     read_end, write_end = _pipe()
-    long_line = b"y" * 1_000_000 + b"\n"  # about 15 reads of 64 KiB
     received: list[str] = []
 
     async def read() -> None:
@@ -58,34 +57,27 @@ async def test_pipe_lines_reads_many_lines_of_one_read_and_one_line_of_many_read
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(read)
             writer = _PipeWriter(write_end)
-            await writer.write("1\n2\n\n3\n")  # four lines, one of them empty, in one read
-            await writer.write(long_line.decode())
-            await writer.write("tail\n")
-            os.close(write_end)
-    finally:
-        os.close(read_end)
-    assert received == ["1\n", "2\n", "\n", "3\n", long_line.decode(), "tail\n"]
-
-
-@pytest.mark.anyio
-async def test_pipe_writer_delivers_a_message_larger_than_the_pipe_buffer() -> None:
-    read_end, write_end = _pipe()
-    message = "x" * 2_000_000 + "\n"  # far beyond a pipe's 64 KiB: the writer must wait
-    received: list[str] = []
-
-    async def read() -> None:
-        received.extend(await _all_lines(read_end))
-
-    try:
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(read)
-            writer = _PipeWriter(write_end)
-            await writer.write(message)
+            for message in messages:
+                await writer.write(message)
             await writer.flush()
             os.close(write_end)
     finally:
         os.close(read_end)
-    assert received == [message]
+    return received
+
+
+@pytest.mark.anyio
+async def test_pipe_lines_reads_many_lines_of_one_read_and_one_line_of_many_reads() -> None:
+    long_line = "y" * 1_000_000 + "\n"  # about 15 reads of 64 KiB
+    # four lines (one of them empty) in one read, then one line over many reads
+    received = await _through_pipe("1\n2\n\n3\n", long_line, "tail\n")
+    assert received == ["1\n", "2\n", "\n", "3\n", long_line, "tail\n"]
+
+
+@pytest.mark.anyio
+async def test_pipe_writer_delivers_a_message_larger_than_the_pipe_buffer() -> None:
+    message = "x" * 2_000_000 + "\n"  # far beyond a pipe's 64 KiB: the writer must wait
+    assert await _through_pipe(message) == [message]
 
 
 def test_claimed_pipes_leave_other_stdio_to_the_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -115,17 +107,6 @@ _NOISY_SERVER = textwrap.dedent(
 )
 
 
-def _request(process: subprocess.Popen[str], message: dict[str, Any]) -> dict[str, Any] | None:
-    assert process.stdin is not None
-    assert process.stdout is not None
-    process.stdin.write(json.dumps(message) + "\n")
-    process.stdin.flush()
-    if "id" not in message:
-        return None
-    response: dict[str, Any] = json.loads(process.stdout.readline())
-    return response
-
-
 def test_stray_stdout_never_reaches_the_wire_and_fd_1_is_restored(tmp_path: Path) -> None:
     env = dict(
         os.environ,
@@ -141,16 +122,14 @@ def test_stray_stdout_never_reaches_the_wire_and_fd_1_is_restored(tmp_path: Path
         env=env,
     )
     try:
-        _request(process, {
+        rpc(process, {
             "jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                        "clientInfo": {"name": "raw", "version": "0"}},
         })  # fmt: skip
-        _request(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        rpc(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         call = {"name": "shout", "arguments": {}}
-        answer = _request(
-            process, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}
-        )
+        answer = rpc(process, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
         stdout, stderr = process.communicate(timeout=30)  # EOF on stdin ends the server
     finally:
         if process.poll() is None:

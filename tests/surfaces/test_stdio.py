@@ -23,6 +23,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
 from sqlgate.surfaces.mcp_server import CLAIMS_TOOLS, MEMORY_TOOLS, SQL_TOOLS
+from tests.surfaces.stdio_helpers import rpc
 
 pytestmark = pytest.mark.stdio
 
@@ -147,21 +148,6 @@ async def test_stdio_cancelled_query_stops_and_the_server_answers_the_next_call(
     assert "Traceback" not in server_log.read()
 
 
-def _rpc(process: subprocess.Popen[str], message: dict[str, Any]) -> dict[str, Any] | None:
-    """Send one JSON-RPC message; for a request, return its response line, parsed."""
-    assert process.stdin is not None
-    assert process.stdout is not None
-    process.stdin.write(json.dumps(message) + "\n")
-    process.stdin.flush()
-    if "id" not in message:
-        return None
-    line = process.stdout.readline()
-    response: dict[str, Any] = json.loads(line)  # anything but JSON-RPC on stdout fails here
-    assert response["jsonrpc"] == "2.0"
-    assert response["id"] == message["id"]
-    return response
-
-
 def test_stdout_carries_only_protocol_messages(tmp_path: Path) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "sqlgate", "serve", "--db", str(tmp_path / "agent.db")],
@@ -173,12 +159,12 @@ def test_stdout_carries_only_protocol_messages(tmp_path: Path) -> None:
         env=child_env(),
     )
     try:
-        _rpc(process, {
+        rpc(process, {
             "jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                        "clientInfo": {"name": "raw", "version": "0"}},
         })  # fmt: skip
-        _rpc(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        rpc(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         calls: list[dict[str, Any]] = [
             {"name": "read_query", "arguments": {"query": "SELECT * FROM missing"}},
             {"name": "write_query", "arguments": {"query": "DROP TABLE query_log"}},
@@ -189,7 +175,7 @@ def test_stdout_carries_only_protocol_messages(tmp_path: Path) -> None:
         results = []
         for number, params in enumerate(calls, start=2):
             message = {"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": params}
-            response = _rpc(process, message)
+            response = rpc(process, message)
             assert response is not None
             results.append(response)
         assert [bool(r["result"]["isError"]) for r in results] == [True] * 4 + [False]
