@@ -365,29 +365,32 @@ def table(rows: Sequence[Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def report_head(title: str, written: str, command: str, remark: str = "") -> list[str]:
+    """The lines every benchmark report opens with: title, when and how, and the machine."""
+    stamp = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
+    return [
+        f"# {title}",
+        "",
+        f"Written by {written} on {stamp} UTC." + (f" {remark}" if remark else ""),
+        "",
+        "Command:",
+        "",
+        "```",
+        command,
+        "```",
+        "",
+        "Machine:",
+        "",
+        *machine(),
+        "",
+    ]
+
+
 def report(rows: Sequence[Row], notes: Sequence[str], command: str, plan_name: str) -> str:
-    return "\n".join(
-        [
-            "# Memory chain benchmarks",
-            "",
-            f"Written by `bench/memory_bench.py` ({plan_name} sizes) on "
-            f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC.",
-            "",
-            "Command:",
-            "",
-            "```",
-            command,
-            "```",
-            "",
-            "Machine:",
-            "",
-            *machine(),
-            "",
-            table(rows),
-            *notes,
-            "",
-        ]
+    head = report_head(
+        "Memory chain benchmarks", f"`bench/memory_bench.py` ({plan_name} sizes)", command
     )
+    return "\n".join([*head, table(rows), *notes, ""])
 
 
 def count_label(n: int) -> str:

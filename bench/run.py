@@ -23,7 +23,6 @@ import argparse
 import shlex
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -39,27 +38,13 @@ BENCHMARKS: list[Benchmark] = [call_overhead, result_size, audit_cost, chain, se
 
 
 def report(rows: Sequence[Row], command: str, plan: Plan) -> str:
-    return "\n".join(
-        [
-            "# sqlgate benchmarks",
-            "",
-            f"Written by `bench/run.py` ({plan.name} run) on "
-            f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC. Ratios are the figures: "
-            "absolute rates move with the machine's load.",
-            "",
-            "Command:",
-            "",
-            "```",
-            command,
-            "```",
-            "",
-            "Machine:",
-            "",
-            *mb.machine(),
-            "",
-            table(rows),
-        ]
+    head = mb.report_head(
+        "sqlgate benchmarks",
+        f"`bench/run.py` ({plan.name} run)",
+        command,
+        "Ratios are the figures: absolute rates move with the machine's load.",
     )
+    return "\n".join([*head, table(rows)])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -53,6 +53,7 @@ __all__ = [
     "EventChain",
     "canonical",
     "event_hash",
+    "stored_tags",
     "witness_restored_chain",
 ]
 
@@ -61,6 +62,20 @@ _EVENT_COLUMNS = "id, ts, session, kind, content, tags, prev_hash, hash"
 # the JSON string encoder json.dumps(..., ensure_ascii=False) itself uses (C when available)
 _string = encode_basestring
 _CANONICAL = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def stored_tags(raw: object) -> list[str] | None:
+    """The tag list a `tags` column holds (JSON array text of strings), or None when it
+    holds anything else: a value the contract cannot hash."""
+    if raw == "[]":
+        return []
+    try:
+        tags = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return None
+    if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
+        return None
+    return tags
 
 
 def canonical(

@@ -33,7 +33,14 @@ import apsw
 
 from sqlgate.engine.database import Database
 from sqlgate.errors import SqlgateError
-from sqlgate.memory.chain import _EVENT_COLUMNS, GENESIS, ChainStatus, _head, event_hash
+from sqlgate.memory.chain import (
+    _EVENT_COLUMNS,
+    GENESIS,
+    ChainStatus,
+    _head,
+    event_hash,
+    stored_tags,
+)
 from sqlgate.memory.witness import Witness, WitnessFile
 
 __all__ = ["verify_chain"]
@@ -199,7 +206,7 @@ class _Walk:
         if known.issuperset(texts):
             return True
         for text in set(texts).difference(known):
-            tags = _stored_tags(text)
+            tags = stored_tags(text)
             if tags is None or json.dumps(tags, ensure_ascii=False, separators=(",", ":")) != text:
                 return False
             if len(known) < _KNOWN_TAGS_LIMIT:
@@ -220,19 +227,6 @@ def _reporter(
         return None
     total, _ = _head(conn)
     return lambda done: progress(done, total)
-
-
-def _stored_tags(raw: object) -> list[str] | None:
-    """The stored tags, or None when the column does not hold a JSON list of strings."""
-    if raw == "[]":
-        return []
-    try:
-        tags = json.loads(raw) if isinstance(raw, str) else None
-    except ValueError:
-        return None
-    if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
-        return None
-    return tags
 
 
 def _is_utf8(conn: apsw.Connection) -> bool:
@@ -311,7 +305,7 @@ def _check_event(row: tuple[Any, ...], prev_hash: str | None) -> str | None:
     row_id, ts, session, kind, content, raw_tags, stored_prev, stored_hash = row
     if prev_hash is not None and stored_prev != prev_hash:
         return "link broken: prev_hash does not match the previous event's hash"
-    tags = _stored_tags(raw_tags)
+    tags = stored_tags(raw_tags)
     if (
         tags is None
         or type(row_id) is not int

@@ -27,6 +27,7 @@ from typing import Any
 
 from sqlgate.memory.chain import GENESIS as ZEROS
 from sqlgate.memory.chain import event_hash as sqlgate_event_hash
+from sqlgate.memory.chain import stored_tags
 from sqlgate.surfaces.importers.sources import (
     BrokenSource,
     ChainSource,
@@ -64,16 +65,6 @@ def sqlite_memory_hash(
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _tag_list(raw: object) -> list[str] | None:
-    try:
-        tags = json.loads(raw) if isinstance(raw, str) else None
-    except ValueError:
-        return None
-    if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
-        return None
-    return tags
-
-
 def _broken(path: Path, source: str, unit: str, ref: object, reason: str) -> BrokenSource:
     return BrokenSource(
         f"{path}: the {source} chain is broken at {unit} {ref}: {reason}; nothing was imported",
@@ -96,7 +87,7 @@ def read_mycorrhiza(path: Path) -> ChainSource:
 
             if isinstance(seq, bool) or not isinstance(seq, int):
                 raise broken("seq is not a whole number")
-            tags = _tag_list(raw_tags)
+            tags = stored_tags(raw_tags)
             if tags is None:
                 raise broken("tags is not a JSON array of strings")
             if prev_hash != prev:
@@ -135,7 +126,7 @@ def read_sqlite_memory(path: Path) -> ChainSource:
                 raise broken(f"expected event {expected_id} (events missing or renumbered)")
             tags: list[str] = []
             if with_tags:
-                parsed = _tag_list(row[7])
+                parsed = stored_tags(row[7])
                 if parsed is None:
                     raise broken("tags is not a JSON array of strings")
                 tags = parsed
