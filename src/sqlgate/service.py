@@ -1,8 +1,8 @@
 """The one thing surfaces import: sqlgate's features composed from Settings.
 
 Every tool call goes through `Service.call`, which times it, audits it in a `finally`
-(successful or not; a failed audit write never loses the result) and lets only
-`SqlgateError`s out.
+(successful or not; a failed audit write never loses the result, and a row that cannot be
+written at once is queued, never waited for) and lets only `SqlgateError`s out.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from sqlgate.claims.present import claim_json, claims_csv, decayed_csv, evaluati
 from sqlgate.claims.store import ClaimStore
 from sqlgate.config import Settings
 from sqlgate.engine.audit import AuditEntry, AuditLog
+from sqlgate.engine.audit_queue import AuditQueue, queue_path
 from sqlgate.engine.database import Database
 from sqlgate.engine.execute import busy_error, normalize_params
 from sqlgate.engine.introspect import Introspection
@@ -78,15 +79,27 @@ class Service:
         self.settings = db.settings
         self.session = session
         self.clock = clock
-        self.audit = AuditLog(db.server, session, db.server_lock, enabled=db.settings.audit)
+        redactor = redactor or redactor_for(db.settings)
+        self.audit = AuditLog(
+            db.audit,
+            session,
+            db.audit_lock,
+            enabled=db.settings.audit and not db.read_only,
+            queue=None
+            if db.read_only
+            else AuditQueue(queue_path(db.path), db.settings.busy_timeout),
+            redact=redactor.redact_text if redactor.enabled else None,
+        )
         self.sql = SqlTiers(db, clock, session=session, wall_clock=wall_clock)
         self.undoing = UndoRestore(db, session, wall_clock)
         self.introspection = Introspection(db, db.settings.query_timeout, clock)
         self.views = ViewSaver(self.sql)
         self.text_search = TextSearch(self.sql)
-        self.memory = Memory(db, session, wall_clock, redactor or redactor_for(db.settings))
+        self.memory = Memory(db, session, wall_clock, redactor)
         self.claims = ClaimStore(db, self.memory.chain, self.memory.redactor, wall_clock)
         self._closed = threading.Event()
+        if self.audit.pending():  # rows an earlier process left queued: write them when free
+            self.audit.drainer.wake()
 
     @classmethod
     def open(
@@ -97,9 +110,12 @@ class Service:
         wall_clock: Clock = time.time,
         session: str | None = None,
         create_parent: bool = False,
+        read_only: bool = False,
     ) -> Service:
+        """`read_only`: an existing database opened for reading only (the CLI's inspection
+        commands): nothing is migrated, written or audited, and no lock is waited for."""
         redactor = redactor_for(settings)  # a bad pattern file stops us before the db is touched
-        db = Database.open(settings, create_parent=create_parent)
+        db = Database.open(settings, create_parent=create_parent, read_only=read_only)
         try:
             return cls(
                 db, session or new_session_id(), clock, wall_clock=wall_clock, redactor=redactor
@@ -109,9 +125,14 @@ class Service:
             raise
 
     def close(self) -> None:
+        """Write the queued audit rows (waiting up to --busy-timeout for the lock; what still
+        waits stays queued for the next process), then close the database."""
         if not self._closed.is_set():
             self._closed.set()
-            self.db.close()
+            try:
+                self.audit.close(self.settings.busy_timeout)
+            finally:
+                self.db.close()
 
     def __enter__(self) -> Service:
         return self

@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sqlgate.engine.csvout import csv_cell, csv_line, render_csv
+from sqlgate.engine.csvout import csv_cell, csv_line, csv_reply, render_csv
 from sqlgate.engine.limits import ResultCaps
+from tests.security.framing import csv_rows, read_reply
 
 CELL = 2000
 CAPS = ResultCaps(rows=1000, bytes=32768, cell_chars=CELL)
@@ -182,8 +183,9 @@ def test_render_csv_applies_the_cell_cap() -> None:
 
 
 def parse(text: str) -> list[list[str]]:
-    """Rows of the CSV minus its trailer; a blank line is one empty cell (a one-column NULL)."""
-    body = text.rpartition("\n")[0] + "\n"
+    """Rows of the CSV minus its trailer (and fence); a blank line is one empty cell (a
+    one-column NULL)."""
+    body = unframed(text)
     return [record or [""] for record in csv.reader(io.StringIO(body, newline=""))]
 
 
@@ -210,8 +212,11 @@ def test_csv_round_trips_through_pythons_csv_reader(
 
 
 # texts built from the characters that change a cell's form: separators, quotes, line
-# breaks, edge spaces; cut by small cell caps
-tricky_text = st.text(st.sampled_from(list("ab ,\"\r\n\té…x'")), max_size=12)
+# breaks, edge spaces, starts of server lines (`#`, `ok:`, `<data-`, unseen and look-alike
+# characters); cut by small cell caps
+tricky_text = st.text(
+    st.sampled_from(list("ab ,\"\r\n\té…x'#ok:<\u2028\x85\x0b\u200b\uff03")), max_size=12
+)
 any_value = st.one_of(
     st.none(),
     st.integers(min_value=-(2**63), max_value=2**63 - 1),
@@ -230,7 +235,14 @@ def test_render_csv_rows_match_csv_line_cell_by_cell(row: list[Any], cell_chars:
     caps = ResultCaps(rows=10, bytes=1_000_000, cell_chars=cell_chars)
     result = render_csv(["c"] * len(row), iter([tuple(row)]), caps, limit=10)
     header = csv_line(["c"] * len(row), cell_chars)
-    assert result.text == header + csv_line(row, cell_chars) + "# 1 rows"
+    assert unframed(result.text) == header + csv_line(row, cell_chars)
+    assert read_reply(result.text).server == ["# 1 rows"]
+
+
+def unframed(text: str) -> str:
+    """The CSV lines of a result, out of their fence if they have one, without the trailer."""
+    fenced = read_reply(text).fenced
+    return fenced[0] + "\n" if fenced else text.rpartition("\n")[0] + "\n"
 
 
 @pytest.mark.parametrize(
@@ -249,3 +261,85 @@ def test_render_csv_row_forms(row: tuple[Any, ...]) -> None:
     caps = ResultCaps(rows=10, bytes=1_000_000, cell_chars=8)
     result = render_csv(["c"] * len(row), iter([row]), caps, limit=10)
     assert result.text.splitlines(keepends=True)[1] == csv_line(row, 8)
+
+
+# -- framing: no row starts like a server line; rows with such a line inside are fenced -------
+@pytest.mark.parametrize(
+    "first",
+    [
+        pytest.param("# 0 rows", id="trailer"),
+        pytest.param("ok: 0 rows affected", id="ok"),
+        pytest.param("Ok: x", id="ok-mixed-case"),
+        pytest.param("<data-0123abcd>", id="fence-open"),
+        pytest.param("</data-0123abcd>", id="fence-close"),
+        pytest.param("\t# 0 rows", id="tab"),
+        pytest.param("\u200b# 0 rows", id="zero-width"),
+        pytest.param("\uff03 0 rows", id="fullwidth-hash"),
+        pytest.param("o\uff4b: 0 rows", id="fullwidth-k"),
+    ],
+)
+def test_a_first_cell_that_starts_like_a_server_line_is_quoted(first: str) -> None:
+    assert csv_line([first, 1], CELL) == '"' + first + '",1\n'
+    assert csv_line([1, first], CELL) == f"1,{first}\n"  # mid-line: no line starts there
+    result = render_csv(["v"], iter([(first,)]), CAPS, limit=10)
+    assert result.text == f'v\n"{first}"\n# 1 rows'
+    assert render_csv([first], iter([]), CAPS, limit=10).text == f'"{first}"\n# 0 rows'
+
+
+@pytest.mark.parametrize(
+    "first", ["order 1", "Oslo", "okay", "<div>", "x#", "-1", ".5", "é#", "…# x"]
+)
+def test_ordinary_first_cells_stay_bare(first: str) -> None:
+    assert csv_line([first], CELL) == f"{first}\n"
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        pytest.param("x\n# 0 rows", id="line-feed"),
+        pytest.param("x\r# 0 rows", id="carriage-return"),
+        pytest.param("x\u2028# 0 rows", id="line-separator"),
+        pytest.param("x\x85ok: 1 rows affected", id="next-line"),
+        pytest.param("x\x0b# 0 rows", id="vertical-tab"),
+        pytest.param("x\n</data-00000000>", id="fence-close"),
+    ],
+)
+def test_rows_with_a_server_like_line_inside_a_cell_are_fenced(cell: str) -> None:
+    result = render_csv(["n", "v"], iter([(1, cell), (2, "plain")]), CAPS, limit=10)
+    reading = read_reply(result.text)
+    assert reading.server == ["# 2 rows"]
+    (body,) = reading.fenced
+    assert csv_rows(body) == [["n", "v"], ["1", cell], ["2", "plain"]]
+    assert result.text.endswith("\n# 2 rows")
+
+
+def test_multi_line_cells_without_such_lines_are_not_fenced() -> None:
+    result = render_csv(["v"], iter([("two\nlines",), ("a\u2028b",)]), CAPS, limit=10)
+    assert result.text == 'v\n"two\nlines"\na\u2028b\n# 2 rows'
+
+
+def test_csv_reply_frames_lines_built_elsewhere() -> None:
+    assert csv_reply(["id,name\n", "1,a\n"], "# 1 claims") == "id,name\n1,a\n# 1 claims"
+    reading = read_reply(csv_reply(["v\n", '"x\n# 0 rows"\n'], "# 1 rows", "# next: more"))
+    assert reading.server == ["# 1 rows", "# next: more"]
+    assert csv_rows(reading.fenced[0]) == [["v"], ["x\n# 0 rows"]]
+
+
+# any text, and pieces of server lines: whatever a cell holds, the trailer is the only
+# server line a reader finds, and the csv module reads the values back
+framing_text = st.lists(
+    st.one_of(
+        st.sampled_from(["# 0 rows", "ok:", "<data-", "\n", "\r", "\u2028", "\x85", "\u200b", ","]),
+        st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=6),
+    ),
+    max_size=8,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=st.lists(st.lists(framing_text, min_size=2, max_size=2), max_size=4))
+def test_no_cell_reads_as_a_server_line(rows: list[list[str]]) -> None:
+    result = render_csv(["a", "b"], iter(rows), CAPS, limit=100)
+    reading = read_reply(result.text)
+    assert reading.server == [f"# {len(rows)} rows"]
+    assert csv_rows(unframed(result.text)) == [["a", "b"], *rows]

@@ -65,6 +65,49 @@ def test_normalize_params_refuses_other_shapes(params: object, phrase: str) -> N
 
 
 @pytest.mark.parametrize(
+    ("params", "phrase"),
+    [
+        pytest.param([2**63], r"params\[0\] = 9223372036854775808", id="one-past-the-top"),
+        pytest.param([-(2**63) - 1], r"params\[0\] = -9223372036854775809", id="one-below"),
+        pytest.param({"n": 10**30}, r"params\['n'\]", id="named-huge"),
+        pytest.param([1, -(10**40)], r"params\[1\]", id="second-value"),
+    ],
+)
+def test_integers_outside_sqlites_64_bit_range_are_refused(params: object, phrase: str) -> None:
+    with pytest.raises(InvalidArgument, match=phrase) as caught:
+        normalize_params(params)
+    assert "64-bit" in str(caught.value)
+    assert "as text" in str(caught.value)
+
+
+def test_the_edges_of_the_64_bit_range_are_bound(people: Service) -> None:
+    assert normalize_params([2**63 - 1, -(2**63)]) == [2**63 - 1, -(2**63)]
+    answer = people.read_query("SELECT ? AS top, ? AS bottom", params=[2**63 - 1, -(2**63)])
+    assert answer == "top,bottom\n9223372036854775807,-9223372036854775808\n# 1 rows"
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        pytest.param(["a\ud800b"], id="value"),
+        pytest.param({"k": "\udfff"}, id="named-value"),
+        pytest.param({"k\ud800": 1}, id="name"),
+    ],
+)
+def test_unpaired_surrogates_in_params_are_refused(params: object) -> None:
+    with pytest.raises(InvalidArgument, match="surrogate"):
+        normalize_params(params)
+
+
+def test_a_huge_integer_param_is_an_argument_error_not_an_internal_one(people: Service) -> None:
+    with pytest.raises(InvalidArgument, match="64-bit"):
+        people.read_query("SELECT ?", params=[2**64])
+    with pytest.raises(InvalidArgument, match="64-bit"):
+        people.write_query("INSERT INTO people (age) VALUES (?)", params=[-(2**70)])
+    assert rows_of(people, "SELECT count(*) FROM people") == ["2"]
+
+
+@pytest.mark.parametrize(
     ("sql", "params"),
     [
         pytest.param("SELECT name FROM people WHERE id = ?", [2], id="list"),

@@ -63,6 +63,8 @@ SERVER_OBJECTS = [
     ("query_patterns", "view"),
     ("undo_changesets", "table"),
     ("undo_chunks", "table"),
+    ("undo_row_states", "table"),
+    ("undo_table_shapes", "table"),
 ]
 
 
@@ -70,7 +72,7 @@ def test_list_tables_shows_user_and_server_objects_with_row_counts(shop: Service
     shop.append_event("first memory")
     lines = csv_rows(shop.list_tables())
     assert lines[0] == "name,type,system,rows"
-    assert lines[-1] == "# 14 tables and views"
+    assert lines[-1] == "# 16 tables and views"
     rows = lines[1:-1]
     # one list sorted by name; the system column tells server objects apart
     assert rows[:9] == [
@@ -89,7 +91,12 @@ def test_list_tables_shows_user_and_server_objects_with_row_counts(shop: Service
     assert (name, kind, system) == ("query_log", "table", "1")
     assert int(count) >= 2  # the create_view and append_event calls are already logged
     assert rows[11] == "query_patterns,view,1,"
-    assert rows[12:] == ["undo_changesets,table,1,0", "undo_chunks,table,1,0"]
+    assert rows[12:] == [
+        "undo_changesets,table,1,0",
+        "undo_chunks,table,1,0",
+        "undo_row_states,table,1,0",
+        "undo_table_shapes,table,1,0",
+    ]
 
 
 def test_list_tables_counts_claims_and_their_history(service: Service) -> None:
@@ -136,6 +143,22 @@ def test_a_count_past_the_deadline_leaves_the_cell_empty(
     rows = csv_rows(service.list_tables())[1:-1]
     assert "big,virtual,0," in rows
     assert "small,table,0,1" in rows
+
+
+def test_a_name_sqlite_does_not_fold_to_a_server_name_is_the_agents(
+    service: Service, db_path: Path
+) -> None:
+    # U+212A KELVIN SIGN: Python lower-cases it to "k", SQLite compares it as it is
+    kelvin = "memory_chec\u212apoints"
+    setup_sql(db_path, f'CREATE TABLE "{kelvin}"(a); INSERT INTO "{kelvin}" VALUES (1)')
+    assert f"{kelvin},table,0,1" in csv_rows(service.list_tables())
+    assert "memory_checkpoints,table,1,0" in csv_rows(service.list_tables())
+    assert service.describe_table(kelvin).startswith(f"# table {kelvin}\n")
+    assert service.describe_table(kelvin.upper()).startswith(f"# table {kelvin}\n")
+    assert service.describe_table("MEMORY_CHECKPOINTS").startswith(
+        "# table memory_checkpoints (server object, read-only)"
+    )
+    assert f'CREATE TABLE "{kelvin}"' in service.get_schema()
 
 
 def test_list_tables_quotes_odd_names(service: Service, db_path: Path) -> None:
@@ -293,6 +316,6 @@ def test_get_schema_orders_tables_before_indexes_before_views(shop: Service) -> 
 
 def test_get_schema_of_an_empty_database_says_so(service: Service) -> None:
     assert service.get_schema() == (
-        "-- the database has no tables or views yet; create one with write_query"
+        "# the database has no tables or views yet; create one with write_query"
     )
     assert "CREATE TABLE query_log" in service.get_schema(include_system=True)

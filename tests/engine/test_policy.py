@@ -6,7 +6,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from sqlgate.engine.policy import NEVER, TIER_RULES, Operation, Tier, decide
+from sqlgate.engine.policy import (
+    NEVER,
+    TIER_RULES,
+    Operation,
+    Reference,
+    Tier,
+    decide,
+    decide_reference,
+)
 
 R, W, D, V = Tier.READ, Tier.WRITE, Tier.DESTRUCTIVE, Tier.VIEW
 ALL = frozenset(Tier)
@@ -15,7 +23,7 @@ NONE: frozenset[Tier] = frozenset()
 PROTECTED = frozenset(
     {
         "query_log", "query_log_no_update", "query_errors", "memory_events",
-        "memory_events_fts", "memory_events_fts_data",
+        "memory_events_fts", "memory_events_fts_data", "memory_checkpoints",
     }
 )  # fmt: skip
 
@@ -170,6 +178,23 @@ RULES: list[tuple[str, Operation, frozenset[Tier]]] = [
     ("read-attached-database", op("READ", "t", "x", database="aux"), NONE),
     ("insert-temp-database", op("INSERT", "t", database="temp"), NONE),
     ("pragma-other-database", op("PRAGMA", "table_info", "t", database="aux"), NONE),
+    # names compare as SQLite compares them: ASCII letters fold, nothing else does
+    ("create-server-name-upper", op("CREATE_TABLE", "MEMORY_CHECKPOINTS"), NONE),
+    ("create-kelvin-sign-name", op("CREATE_TABLE", "memory_chec\u212apoints"), frozenset({W, D})),
+    ("drop-kelvin-sign-name", op("DROP_TABLE", "memory_chec\u212apoints"), frozenset({D})),
+    (
+        "alter-kelvin-sign-name",
+        op("ALTER_TABLE", "main", "memory_chec\u212apoints"),
+        frozenset({D}),
+    ),
+    ("insert-kelvin-sign-name", op("INSERT", "memory_chec\u212apoints"), frozenset({W, D})),
+    (
+        "index-on-kelvin-sign-name",
+        op("CREATE_INDEX", "i", "memory_chec\u212apoints"),
+        frozenset({W, D}),
+    ),
+    ("pragma-kelvin-sign-quick_check", op("PRAGMA", "quic\u212a_check"), NONE),
+    ("function-kelvin-sign-fts3_tokenizer", op("FUNCTION", None, "fts3_to\u212aenizer"), ALL),
 ]
 
 
@@ -246,3 +271,26 @@ def test_protected_names_come_from_the_caller() -> None:
 def test_nested_bookkeeping_is_not_a_view_loophole() -> None:
     for tier in (V,):
         assert not decide(tier, op("DELETE", "docs_data", nested=True), PROTECTED).allowed
+
+
+# a foreign key SQLite stored (the authorizer never reports its parent): (parent, allowed)
+REFERENCES = [
+    pytest.param("customers", True, id="own-table"),
+    pytest.param("query_log", False, id="server-table"),
+    pytest.param("QUERY_LOG", False, id="server-table-upper"),
+    pytest.param("query_errors", False, id="server-view"),
+    pytest.param("memory_events_fts_data", False, id="server-shadow-table"),
+    pytest.param("memory_chec\u212apoints", True, id="kelvin-sign-is-another-name"),
+    pytest.param("sqlite_sequence", True, id="sqlite-table-is-not-the-servers"),
+]
+
+
+@pytest.mark.parametrize(("parent", "allowed"), REFERENCES)
+def test_decide_reference_refuses_foreign_keys_to_server_objects(
+    parent: str, allowed: bool
+) -> None:
+    verdict = decide_reference(Reference("pin", "c", parent), PROTECTED)
+    assert verdict.allowed is allowed
+    if not allowed:
+        assert verdict.reason.startswith(f"pin.c REFERENCES {parent}: ")
+        assert "without REFERENCES" in verdict.reason  # what to do instead

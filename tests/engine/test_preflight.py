@@ -329,3 +329,52 @@ def test_validate_new_name_refuses_server_names_in_any_case(name: str) -> None:
 def test_inspect_statement_never_raises_on_any_text(text: str) -> None:
     statement = inspect_statement(text)
     assert statement.kind
+
+
+@pytest.mark.parametrize(
+    ("sql", "writes", "target"),
+    [
+        pytest.param(
+            'ALTER TABLE x RENAME TO "memory_chec\u212apoints"',
+            ("memory_chec\u212apoints",),
+            None,
+            id="rename-to-kelvin-sign",
+        ),
+        pytest.param("CREATE TABLE tabl\u00e9 (a)", ("tabl\u00e9",), None, id="bare-accented"),
+        pytest.param(
+            "CREATE TABLE [memory_events_fts_id\u00e9] (a)",
+            ("memory_events_fts_id\u00e9",),
+            None,
+            id="bracketed-accented",
+        ),
+        pytest.param(
+            'INSERT INTO "q""u\u00e9ry" VALUES (1)', (), 'q"u\u00e9ry', id="quoted-doubled-quote"
+        ),
+        pytest.param(
+            "CREATE TRIGGER tg AFTER INSERT ON t BEGIN DELETE FROM `l\u00f6g`; END",
+            ("tg", "l\u00f6g"),
+            None,
+            id="trigger-body-backticked",
+        ),
+    ],
+)
+def test_names_keep_their_real_characters(
+    sql: str, writes: tuple[str, ...], target: str | None
+) -> None:
+    # the tokenizer reads non-ASCII characters as "x"; the names preflight reports must be
+    # the ones SQLite reads, or a name could pass for a server name (or the other way)
+    statement = inspect_statement(sql)
+    assert statement.writes == writes
+    assert statement.target == target
+
+
+def test_a_name_that_is_not_a_server_name_to_sqlite_is_not_refused() -> None:
+    for sql in (
+        'ALTER TABLE x RENAME TO "memory_chec\u212apoints"',
+        'CREATE TABLE "memory_events_fts_id\u00e9" (a)',
+    ):
+        check_tier(inspect_statement(sql), Tier.DESTRUCTIVE)
+    with pytest.raises(PolicyDenied, match="server object"):
+        check_tier(
+            inspect_statement('ALTER TABLE x RENAME TO "MEMORY_CHECKPOINTS"'), Tier.DESTRUCTIVE
+        )

@@ -8,9 +8,12 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+import re2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sqlgate.engine import textsearch
+from sqlgate.engine.limits import CallControl, Deadline
 from sqlgate.engine.textsearch import MAX_PATTERN_CHARS, SearchRequest
 from sqlgate.errors import (
     InvalidArgument,
@@ -342,7 +345,88 @@ def test_whitespace_in_snippets_is_folded(service: Service) -> None:
     assert body_lines(search(service, "two", "w")) == ["1,body,line one line two"]
 
 
-def test_a_long_scan_stops_at_the_deadline(
+def test_search_requests_are_values() -> None:
+    request = SearchRequest("x", "t")
+    assert replace(request, limit=5).limit == 5
+    assert request.key_column is None
+
+
+# -- the deadline while matching, windows, and patterns too complex to run -------------------
+
+
+def _reference_snippet(text: str, start: int, end: int, context: int) -> str:
+    """How a snippet is cut, on characters: the contract `_snippet` keeps on UTF-8 bytes."""
+    left = max(0, start - context)
+    right = min(len(text), end + context)
+    shown = " ".join(text[left:right].split())
+    return ("…" if left else "") + shown + ("…" if right < len(text) else "")
+
+
+@given(
+    text=st.text(alphabet=st.sampled_from("ab é😀\n\t"), max_size=40),
+    data=st.data(),
+    context=st.integers(min_value=0, max_value=12),
+)
+def test_snippets_cut_from_utf8_bytes_equal_snippets_cut_from_characters(
+    text: str, data: st.DataObject, context: int
+) -> None:
+    start = data.draw(st.integers(min_value=0, max_value=len(text)))
+    end = data.draw(st.integers(min_value=start, max_value=len(text)))
+    encoded = text.encode()
+    byte_start, byte_end = len(text[:start].encode()), len(text[:end].encode())
+    assert textsearch._snippet(encoded, byte_start, byte_end, context) == _reference_snippet(
+        text, start, end, context
+    )
+
+
+WINDOW_PATTERNS = ["ab", "a{1,3}", "é", "b$", "^a", r"\ba", "ab|ba", "x*", "(?i)A", "[^a]"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from("aab é"), max_size=60),
+    pattern=st.sampled_from(WINDOW_PATTERNS),
+    window=st.integers(min_value=8, max_value=24),
+)
+def test_matching_in_windows_finds_what_one_pass_finds(
+    text: str, pattern: str, window: int
+) -> None:
+    # every pattern here matches at most 3 characters (6 bytes), well inside half a window;
+    # one pass is `finditer` over the text as characters, its spans counted in UTF-8 bytes
+    regex = textsearch._compile(SearchRequest(pattern, "t"))
+    data = text.encode()
+    offsets = [len(text[:i].encode()) for i in range(len(text) + 1)]
+    whole = [(offsets[m.start()], offsets[m.end()]) for m in re2.finditer(pattern, text)]
+    never = Deadline(60.0, FakeClock())
+    windowed = textsearch.Matcher(regex, never, window=window)
+    assert list(windowed.spans(data)) == whole
+
+
+def test_windows_are_smaller_for_bigger_programs() -> None:
+    never = Deadline(60.0, FakeClock())
+    small = textsearch.Matcher(textsearch._compile(SearchRequest("fox", "t")), never)
+    big = textsearch.Matcher(textsearch._compile(SearchRequest("(a|aa){1,300}b", "t")), never)
+    assert small.window == textsearch.MAX_WINDOW_BYTES
+    assert textsearch.MIN_WINDOW_BYTES <= big.window < small.window
+
+
+def test_matching_stops_at_the_deadline_inside_one_long_cell_and_says_so(
+    make_service: Callable[..., Service],
+) -> None:
+    clock = FakeClock()
+    service = make_service(clock_=clock, query_timeout=5.0)
+    service.write_query("CREATE TABLE big(body TEXT)")
+    service.write_query("INSERT INTO big VALUES (?)", ["ab" + "a" * 400_000])
+    clock.step = 1.0  # every reading of the clock now costs a second
+    result = search(service, "(a|aa){1,100}b", "big", context_chars=0)
+    assert body_lines(result) == ["1,body,ab…"]  # found before the time ran out, and kept
+    assert result.splitlines()[-1] == (
+        "# 1 matches shown (stopped at the 5 s time limit (--query-timeout) partway through "
+        "row 1; more may match)"
+    )
+
+
+def test_a_search_whose_sql_reaches_the_deadline_answers_with_what_it_scanned(
     make_service: Callable[..., Service],
 ) -> None:
     clock = FakeClock()
@@ -353,11 +437,55 @@ def test_a_long_scan_stops_at_the_deadline(
         "INSERT INTO big SELECT 'row ' || i FROM n"
     )
     clock.step = 1.0  # every reading of the clock now costs a second
+    # the first row passes the condition; no other does, so the time runs out inside SQLite
+    result = search(service, "row", "big", where="body IN ('row 1', 'never there')")
+    assert body_lines(result) == ["1,body,row 1"]
+    assert result.splitlines()[-1] == (
+        "# 1 matches shown (stopped at the 5 s time limit (--query-timeout) after 1 rows "
+        "scanned; more may match)"
+    )
+    logged = service.read_query(
+        "SELECT json_extract(detail, '$.complete') AS complete FROM query_log "
+        "WHERE tool = 'search_text'"
+    )
+    assert logged == "complete\n0\n# 1 rows"
+
+
+def test_a_search_whose_sql_returns_no_row_before_the_deadline_fails(
+    make_service: Callable[..., Service],
+) -> None:
+    clock = FakeClock()
+    service = make_service(clock_=clock, query_timeout=5.0)
+    service.write_query("CREATE TABLE big(body TEXT)")
+    service.write_query(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) "
+        "INSERT INTO big SELECT 'row ' || i FROM n"
+    )
+    clock.step = 1.0
     with pytest.raises(QueryTimeout, match="--query-timeout"):
-        search(service, "never there", "big")
+        search(service, "row", "big", where="body = 'never there'")
 
 
-def test_search_requests_are_values() -> None:
-    request = SearchRequest("x", "t")
-    assert replace(request, limit=5).limit == 5
-    assert request.key_column is None
+def test_a_cancelled_search_fails_instead_of_answering(docs: Service) -> None:
+    control = CallControl()
+    control.cancel()
+    with pytest.raises(QueryTimeout, match="cancelled"):
+        docs.search_text(SearchRequest("fox", "docs"), control=control)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        pytest.param("(a|aa){1,1000}b", id="repeated-alternation"),
+        pytest.param("[^x]{0,1000}y", id="long-counted-class"),
+    ],
+)
+def test_a_pattern_too_complex_for_re2_is_refused_with_advice(docs: Service, pattern: str) -> None:
+    with pytest.raises(InvalidArgument, match="fewer repetitions") as caught:
+        search(docs, pattern)
+    assert "RE2 instructions" in str(caught.value)
+
+
+def test_a_pattern_with_a_lone_surrogate_is_refused(docs: Service) -> None:
+    with pytest.raises(InvalidArgument, match="surrogate"):
+        search(docs, "fo\ud800x")

@@ -12,6 +12,7 @@ from typing import Any
 import apsw
 import pytest
 
+from sqlgate.engine.names import fold_name
 from sqlgate.engine.schema import protected_names
 from sqlgate.errors import (
     InvalidArgument,
@@ -51,6 +52,10 @@ CREATE TRIGGER logged_deleted AFTER DELETE ON logged
 CREATE TRIGGER logged_inserted AFTER INSERT ON logged
     BEGIN INSERT INTO log (what) VALUES ('inserted ' || NEW.body); END;
 INSERT INTO logged (id, body) VALUES (1, 'a'), (2, 'b'), (3, 'c');
+CREATE TABLE gen (id INTEGER PRIMARY KEY, a, b, v AS (a * 2), s AS (a || b) STORED);
+INSERT INTO gen (id, a, b) VALUES (1, 1, 'x'), (2, 2, 'y');
+CREATE TABLE odd (rowid TEXT, oid, v);
+INSERT INTO odd VALUES ('r1', 1, 'one'), ('r2', 2, 'two');
 """
 
 
@@ -72,7 +77,7 @@ def user_tables(conn: apsw.Connection) -> list[tuple[str, bool]]:
             "SELECT name, wr FROM pragma_table_list WHERE schema = 'main' AND type = 'table' "
             "AND name NOT LIKE 'sqlite%' ORDER BY name"
         )
-        if str(name).lower() not in SERVER
+        if fold_name(str(name)) not in SERVER
     ]
 
 
@@ -136,6 +141,8 @@ RESTORED = [
     pytest.param("DELETE FROM parent WHERE id = 1", id="fk-cascade"),
     pytest.param("DELETE FROM logged WHERE id <= 2", id="trigger-logs-elsewhere"),
     pytest.param("UPDATE rich SET id = id + 100 WHERE id = 3", id="update-of-the-key"),
+    pytest.param("UPDATE gen SET a = a + 10 WHERE id = 1", id="update-with-generated-columns"),
+    pytest.param("UPDATE odd SET v = 'new' WHERE oid = 2", id="update-columns-named-rowid"),
 ]
 
 
@@ -253,6 +260,44 @@ CONFLICTS = [
         "FOREIGN_KEY",
         id="inserted-parent-gained-a-child",  # no cascade deletes the later child
     ),
+    # an UPDATE's changeset holds only the columns it changed: the row's other columns are
+    # checked against the state the call left
+    pytest.param(
+        "UPDATE rich SET t = 'mid' WHERE id IN (1, 4)",
+        "UPDATE rich SET f = 9 WHERE id = 1",
+        "DATA",
+        id="other-column-updated-later",
+    ),
+    pytest.param(
+        "UPDATE nopk SET b = 'mid' WHERE a = 1",
+        "UPDATE nopk SET a = 10 WHERE a = 1",
+        "DATA",
+        id="other-column-of-a-table-without-pk",
+    ),
+    pytest.param(
+        "UPDATE rich SET t = 'mid' WHERE id = 2",
+        "UPDATE rich SET x = CAST(x AS TEXT) WHERE id = 2",
+        "DATA",
+        id="same-value-other-type-later",
+    ),
+    pytest.param(
+        "UPDATE rich SET t = 'mid' WHERE id = 3",
+        "DELETE FROM rich WHERE id = 3",
+        "NOTFOUND",
+        id="updated-row-deleted-later",
+    ),
+    pytest.param(
+        "UPDATE gen SET a = 5 WHERE id = 2",
+        "UPDATE gen SET b = 'z' WHERE id = 2",
+        "DATA",
+        id="other-column-of-a-table-with-generated-columns",
+    ),
+    pytest.param(
+        "UPDATE odd SET v = 'mid' WHERE oid = 1",
+        "UPDATE odd SET rowid = 'r9' WHERE oid = 1",
+        "DATA",
+        id="column-named-rowid-updated-later",
+    ),
 ]
 
 
@@ -283,21 +328,59 @@ def test_every_conflict_is_counted(world: Service) -> None:
         world.undo(call)
 
 
+RICH_COLUMNS = "(id INTEGER PRIMARY KEY, t TEXT, f REAL, b BLOB, n NUMERIC, x)"
 RESHAPED = [
-    pytest.param("DROP TABLE rich", id="table-dropped"),
-    pytest.param("ALTER TABLE rich DROP COLUMN x", id="column-dropped"),
+    pytest.param("DROP TABLE rich", "dropped", id="table-dropped"),
+    pytest.param("ALTER TABLE rich RENAME TO rich2", "dropped", id="table-renamed-away"),
+    pytest.param("ALTER TABLE rich DROP COLUMN x", "columns", id="column-dropped"),
+    pytest.param("ALTER TABLE rich ADD COLUMN later TEXT", "columns", id="column-added"),
+    pytest.param("ALTER TABLE rich RENAME COLUMN t TO title", "columns", id="column-renamed"),
+    # the same number of columns: SQLite would apply by position, x into public_note
+    pytest.param(
+        "ALTER TABLE rich DROP COLUMN x; ALTER TABLE rich ADD COLUMN public_note",
+        "columns",
+        id="column-dropped-then-another-added",
+    ),
+    pytest.param(
+        "DROP TABLE rich; CREATE TABLE rich (id INTEGER PRIMARY KEY, a, b, c, d, e)",
+        "columns",
+        id="table-recreated-with-other-columns",
+    ),
+    pytest.param(
+        f"CREATE TABLE other {RICH_COLUMNS}; ALTER TABLE rich RENAME TO rich_old; "
+        "ALTER TABLE other RENAME TO rich",
+        "another table",
+        id="same-shape-table-swapped-in",
+    ),
+    pytest.param(
+        f"CREATE TABLE spacer (x); DROP TABLE rich; CREATE TABLE rich {RICH_COLUMNS}",
+        "another table",
+        id="table-recreated-with-the-same-columns",
+    ),
     pytest.param(
         "DROP TABLE wr; CREATE TABLE wr (v, k TEXT PRIMARY KEY) WITHOUT ROWID",
+        "columns",
         id="primary-key-moved",
+    ),
+    pytest.param(
+        "DROP TABLE wr; CREATE TABLE wr (k TEXT PRIMARY KEY, v INTEGER) WITHOUT ROWID",
+        "columns",
+        id="column-type-changed",
+    ),
+    pytest.param(
+        "DROP TABLE wr; CREATE TABLE wr (k TEXT PRIMARY KEY, v)",
+        "columns",
+        id="without-rowid-became-rowid",
     ),
 ]
 
 
-@pytest.mark.parametrize("later", RESHAPED)
+@pytest.mark.parametrize(("later", "what"), RESHAPED)
 def test_an_undo_into_a_reshaped_table_is_refused_not_skipped(
-    world: Service, db_path: Path, later: str
+    world: Service, db_path: Path, later: str, what: str
 ) -> None:
-    # SQLite's apply skips changes to a table whose shape no longer matches, silently
+    # SQLite's apply skips changes to a table whose shape no longer matches, silently, and
+    # applies by position to one with as many columns: either way the wrong data
     calls = {
         "rich": undo_id(world.destructive_query("DELETE FROM rich WHERE id IN (1, 2)", reason="r")),
         "wr": undo_id(world.destructive_query("DELETE FROM wr WHERE k = 'a'", reason="r")),
@@ -309,22 +392,58 @@ def test_an_undo_into_a_reshaped_table_is_refused_not_skipped(
     table = "wr" if "wr" in later else "rich"
     with pytest.raises(UndoConflict, match="Nothing was undone") as refused:
         world.undo(calls[table])
-    assert f"{table}, " in str(refused.value)
+    assert f"{table}: " in str(refused.value)
+    assert what in str(refused.value)
     assert "(SCHEMA)" in str(refused.value)
+    assert dump(db_path) == before
+    with direct(db_path) as conn:
+        assert conn.execute(
+            "SELECT count(*) FROM undo_changesets WHERE undone_at IS NULL"
+        ).fetchone() == (2,)
+
+
+def test_the_refusal_of_a_reshaped_table_names_the_columns(world: Service, db_path: Path) -> None:
+    call = undo_id(world.destructive_query("DELETE FROM wr WHERE k = 'a'", reason="r"))
+    with direct(db_path) as conn:
+        conn.execute("ALTER TABLE wr RENAME COLUMN v TO value")
+    with pytest.raises(UndoConflict) as refused:
+        world.undo(call)
+    message = str(refused.value)
+    assert "then (k TEXT PRIMARY KEY, v)" in message
+    assert "now (k TEXT PRIMARY KEY, value)" in message
+
+
+def test_a_table_renamed_away_and_back_is_still_the_same_table(
+    world: Service, db_path: Path
+) -> None:
+    before = dump(db_path)
+    call = undo_id(world.destructive_query("UPDATE rich SET t = 'x' WHERE id < 3", reason="r"))
+    world.destructive_query("ALTER TABLE rich RENAME TO rich_away", reason="r")
+    world.destructive_query("ALTER TABLE rich_away RENAME TO rich", reason="r")
+    world.undo(call)
     assert dump(db_path) == before
 
 
-def test_an_undo_into_a_table_that_gained_a_column_restores_the_rows(
-    world: Service, db_path: Path
-) -> None:
+def test_a_table_reshaped_and_put_back_takes_its_rows_back(world: Service, db_path: Path) -> None:
+    before = dump(db_path)
     call = undo_id(world.destructive_query("DELETE FROM rich WHERE id = 1", reason="r"))
     world.destructive_query("ALTER TABLE rich ADD COLUMN later TEXT", reason="r")
+    with pytest.raises(UndoConflict, match="columns"):
+        world.undo(call)
+    world.destructive_query("ALTER TABLE rich DROP COLUMN later", reason="r")
     world.undo(call)
+    assert dump(db_path) == before
+
+
+def test_changesets_kept_without_table_shapes_are_refused(world: Service, db_path: Path) -> None:
+    # changesets stored before the shapes and row states were kept cannot be checked
+    call = undo_id(world.destructive_query("DELETE FROM rich WHERE id = 1", reason="r"))
     with direct(db_path) as conn:
-        assert conn.execute("SELECT t, later FROM rich WHERE id = 1").fetchone() == (
-            "héllo wörld 🌍",
-            None,
-        )
+        conn.execute("DELETE FROM undo_table_shapes")
+    before = dump(db_path)
+    with pytest.raises(UndoConflict, match="older sqlgate"):
+        world.undo(call)
+    assert dump(db_path) == before
 
 
 # -- whole-file snapshot instead ----------------------------------------------------------
@@ -441,6 +560,9 @@ ARGUMENTS = [
     pytest.param({}, InvalidArgument, "name the call", id="nothing-named"),
     pytest.param({"audit_id": 1, "changeset": 1}, InvalidArgument, "name the call", id="both"),
     pytest.param({"audit_id": 0}, InvalidArgument, "whole number", id="zero"),
+    pytest.param({"audit_id": 2**63}, InvalidArgument, "whole number", id="past-int64"),
+    pytest.param({"changeset": 2**63}, InvalidArgument, "whole number", id="changeset-past-int64"),
+    pytest.param({"changeset": -(2**63) - 1}, InvalidArgument, "whole number", id="below-int64"),
     pytest.param({"audit_id": 9999}, NotFound, "no call 9999", id="unknown-call"),
     pytest.param({"changeset": 9999}, NotFound, "--snapshots-keep", id="unknown-changeset"),
     pytest.param({"audit_id": 1}, InvalidArgument, "a call of read_query", id="not-destructive"),
@@ -502,6 +624,23 @@ def test_agents_cannot_write_the_undo_tables(
         run()
     assert world.read_query("SELECT * FROM undo_changesets") == before
     assert world.read_query("SELECT changeset_id, seq, hex(data) FROM undo_chunks") == chunks
+
+
+def test_no_agent_table_can_pin_the_undo_data_so_pruning_keeps_working(
+    make_service: Callable[..., Service], db_path: Path
+) -> None:
+    service = make_service(snapshots_keep=2)
+    service.write_query("CREATE TABLE t (id INTEGER PRIMARY KEY, v)")
+    service.write_query("INSERT INTO t (v) VALUES (1), (2), (3), (4)")
+    undo_id(service.destructive_query("DELETE FROM t WHERE id = 1", reason="r"))
+    with pytest.raises(PolicyDenied, match=r"pin\.c REFERENCES undo_changesets"):
+        service.write_query("CREATE TABLE pin (c INTEGER REFERENCES undo_changesets (id))")
+    with pytest.raises(SqlError, match="no such table"):
+        service.write_query("INSERT INTO pin VALUES (1)")
+    for key in (2, 3, 4):  # the first changeset is pruned on the way
+        undo_id(service.destructive_query("DELETE FROM t WHERE id = ?", "r", [key]))
+    with direct(db_path) as conn:
+        assert conn.execute("SELECT count(*) FROM undo_changesets").fetchone() == (2,)
 
 
 def test_agents_may_read_the_undo_tables(world: Service) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -94,11 +94,21 @@ def test_event_tags_refuses_malformed_tags(value: object) -> None:
 def test_event_ids_accepts_one_id_or_a_list_and_drops_repeats() -> None:
     assert event_ids(7) == [7]
     assert event_ids([3, 1, 3]) == [3, 1]
+    assert event_ids([2**63 - 1]) == [2**63 - 1]  # the largest id SQLite can hold
+
+
+def test_event_ids_counts_a_long_list_before_looking_at_its_items() -> None:
+    class Endless(list[object]):
+        def __iter__(self) -> Iterator[object]:
+            raise AssertionError("the items of a list over the limit were read")
+
+    with pytest.raises(InvalidArgument, match=f"at most {MAX_IDS} ids"):
+        event_ids(Endless([1] * 3_000_000))
 
 
 @pytest.mark.parametrize(
     "value",
-    [[], "1", [0], [-2], [1.5], [True], None, list(range(1, MAX_IDS + 2))],
+    [[], "1", [0], [-2], [1.5], [True], None, list(range(1, MAX_IDS + 2)), [2**63], [10**30]],
     ids=repr,
 )
 def test_event_ids_refuses_what_is_not_a_list_of_ids(value: object) -> None:

@@ -51,6 +51,18 @@ SECRETS = [
     pytest.param("x-api-key: 12ab34cd56", "12ab34cd56", "secret", id="api-key-header"),
     pytest.param("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrX",
                  "secret", id="aws-secret"),
+    # a prefixed token glued to a name by `_`, which \b counts as a letter
+    pytest.param("AWS_KEY_AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE", "aws-key",
+                 id="aws-after-underscore"),
+    pytest.param("id=AKIAIOSFODNN7EXAMPLE_prod", "AKIAIOSFODNN7EXAMPLE", "aws-key",
+                 id="aws-before-underscore"),
+    pytest.param("MY_TOKEN_ghp_" + "a1B2" * 9, "a1B2a1B2", "github-token",
+                 id="ghp-after-underscore"),
+    pytest.param("SLACK_xoxb-1234567890-abcdefghijkl", "1234567890", "slack-token",
+                 id="slack-after-underscore"),
+    pytest.param("OPENAI_sk-abcdefghij0123456789XYZ", "abcdefghij0123", "api-key",
+                 id="sk-after-underscore"),
+    pytest.param(f"SESSION_{JWT}", "dozjgNry", "jwt", id="jwt-after-underscore"),
 ]  # fmt: skip
 
 
@@ -99,6 +111,8 @@ ORDINARY = [
     pytest.param("Bearer authentication is described in RFC 6750", id="prose-bearer"),
     pytest.param("uses sk-learn and task-1234567890123456789012", id="sk-and-task"),
     pytest.param("AKIA is the prefix of an access key id", id="aws-prefix-word"),
+    pytest.param("serial XAKIAIOSFODNN7EXAMPLE", id="aws-inside-a-word"),
+    pytest.param("code AKIAIOSFODNN7EXAMPLE2 is longer", id="aws-too-long"),
     pytest.param("base64 aGVsbG8gd29ybGQ= decodes to hello world", id="base64-word"),
     pytest.param("import base64; base64.b64decode(data)", id="base64-code"),
     pytest.param("retry: 3, timeout: 30, credentials: see the vault", id="config-prose"),
@@ -120,8 +134,15 @@ def test_ordinary_text_is_left_alone(text: str) -> None:
         pytest.param("keep <private>my secret</private> this", "keep  this", id="inline"),
         pytest.param("a <PRIVATE>x\ny</Private> b <private>z</private> c", "a  b  c", id="many"),
         pytest.param("before <private>never closed\nat all", "before ", id="unclosed"),
+        pytest.param("a <private>outer <private>inner</private> SECRET</private> b", "a  b",
+                     id="nested"),
+        pytest.param("a <private>1 <private>2 <private>3</private></private> S</private> b",
+                     "a  b", id="nested-deep"),
+        pytest.param("a <private>x <private>y</private> SECRET", "a ", id="nested-unclosed"),
+        pytest.param("a </private> b <private>c</private> d", "a </private> b  d",
+                     id="stray-close-before"),
     ],
-)
+)  # fmt: skip
 def test_private_blocks_are_dropped_whole(text: str, kept: str) -> None:
     redaction = Redactor().redact(text)
     assert redaction.text == kept

@@ -263,14 +263,14 @@ def test_details_give_full_content_and_metadata_in_the_asked_order(
     assert six.startswith("## event 6 · 2026-01-03T00:00:06.000Z · note · session s-two\n")
     assert six.endswith(f"\n{LONG}")
     assert two.startswith(
-        "event 2 · 2026-01-01T00:00:02.000Z · bug · session s-one · tags: db migration\nhash "
+        "event 2 · 2026-01-01T00:00:02.000Z · bug · session s-one · tags: db migration\n# hash "
     )
     conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
     (digest, prev) = conn.execute(
         "SELECT hash, prev_hash FROM memory_events WHERE id = 2"
     ).fetchone()
     conn.close()
-    assert f"hash {digest} · prev {prev}\n" in two
+    assert f"\n# hash {digest} · prev {prev}\n" in two
 
 
 def test_details_of_unknown_ids_name_them(recall: Service) -> None:

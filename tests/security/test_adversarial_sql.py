@@ -454,7 +454,7 @@ SERVER_TABLES = [
     w("CREATE UNIQUE INDEX log_ts ON query_log(ts)", DENIED, "unique-index-log"),
     w("CREATE INDEX IF NOT EXISTS main.log_ts ON query_log(session)", DENIED, "index-main-log"),
     w("CREATE INDEX log_failures ON query_log(ts) WHERE ok = 0", DENIED, "partial-index-log"),
-    d("REINDEX query_log", HARMLESS, "reindex-log-rebuilds-nothing"),
+    d("REINDEX query_log", DENIED, "reindex-log"),
     d("DROP TRIGGER query_log_no_update", DENIED, "drop-append-only-trigger"),
     d("DROP TRIGGER IF EXISTS query_log_no_delete", DENIED, "drop-append-only-trigger-2"),
     d("DROP TRIGGER main.query_log_no_update", DENIED, "drop-main-append-only-trigger"),
@@ -514,6 +514,40 @@ RESERVED_NAMES = [
     w("INSERT INTO undo_chunks VALUES (1, 0, x'00')", DENIED, "forge-undo-chunk"),
     d("DROP TABLE undo_changesets", DENIED, "drop-undo-changesets"),
 ]
+
+# no agent object may make the server's own writes depend on it: a foreign key to a server
+# table blocks (or cascades from) the server's deletes, e.g. the pruning of undo_changesets
+PINS = [
+    w("CREATE TABLE pin(c INTEGER REFERENCES undo_changesets(id))", DENIED, "fk-to-undo",
+      phrase="pin.c REFERENCES undo_changesets"),
+    w("CREATE TABLE pin(c, FOREIGN KEY (c) REFERENCES query_log(id))", DENIED, "fk-constraint"),
+    w('CREATE TABLE pin(c REFERENCES "QUERY_LOG")', DENIED, "fk-quoted-upper"),
+    w("CREATE TABLE pin(c REFERENCES [Memory_Events] ON DELETE CASCADE)", DENIED, "fk-cascade"),
+    w("CREATE TABLE pin(c REFERENCES claims(id) DEFERRABLE INITIALLY DEFERRED)", DENIED,
+      "fk-deferred"),
+    w("CREATE TABLE pin(c REFERENCES query_errors)", DENIED, "fk-to-server-view"),
+    w("CREATE TABLE pin(c REFERENCES memory_events_fts_data)", DENIED, "fk-to-server-shadow"),
+    w("CREATE TABLE IF NOT EXISTS pin(a, b AS (a) STORED REFERENCES undo_chunks)", DENIED,
+      "fk-on-generated-column"),
+    w("CREATE TABLE pin(a PRIMARY KEY, b REFERENCES undo_chunks(seq)) WITHOUT ROWID", DENIED,
+      "fk-without-rowid"),
+    d("ALTER TABLE notes ADD COLUMN run INTEGER REFERENCES undo_changesets(id)", DENIED,
+      "add-column-fk", phrase="REFERENCES undo_changesets"),
+    d("ALTER TABLE notes ADD COLUMN ev REFERENCES memory_checkpoints ON UPDATE SET NULL", DENIED,
+      "add-column-fk-action"),
+    d("CREATE TRIGGER tg INSTEAD OF UPDATE ON cheap_items BEGIN "
+      "UPDATE undo_changesets SET undone_at = 'x'; END", DENIED, "view-writes-through-to-undo"),
+    d("CREATE TRIGGER tg AFTER INSERT ON notes BEGIN "
+      "INSERT INTO undo_chunks VALUES (new.id, 0, x'00'); END", DENIED, "trigger-forges-undo"),
+    # SQLite itself refuses subqueries where a table's rows could come to depend on another
+    w("CREATE TABLE pin(c CHECK (c IN (SELECT id FROM query_log)))", SQL, "check-subquery"),
+    w("CREATE TABLE pin(a, b AS ((SELECT count(*) FROM query_log)))", SQL, "generated-subquery"),
+    w("CREATE TABLE pin(a DEFAULT (SELECT max(id) FROM query_log))", SQL, "default-subquery"),
+    w("CREATE INDEX ix ON items(qty) WHERE qty IN (SELECT ok FROM query_log)", SQL,
+      "partial-index-subquery"),
+    w("CREATE INDEX ix ON items((SELECT max(id) FROM undo_changesets))", SQL,
+      "index-expression-subquery"),
+]  # fmt: skip
 
 EVENT = "(id, ts, session, kind, content, tags, prev_hash, hash)"
 FORGED_EVENT = f"INSERT INTO memory_events{EVENT} VALUES (4, 't', 's', 'note', 'x', '[]', 'p', 'h')"
@@ -998,6 +1032,7 @@ CASES = [
     *SERVER_TABLES,
     *SERVER_VIEWS,
     *RESERVED_NAMES,
+    *PINS,
     *MEMORY_SERVER_OBJECTS,
     *FTS_COMMANDS,
     *SQLITE_INTERNALS,

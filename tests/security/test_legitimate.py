@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from sqlgate.engine.names import fold_name
 from sqlgate.engine.schema import protected_names
 from tests.security.cases import call
 from tests.security.conftest import World
@@ -332,6 +333,34 @@ VIEWS_AND_INTROSPECTION = [
             "lazy",
         ),
     ),
+    # SQLite folds only ASCII letters: these names are the agent's, not the server's
+    legit(
+        "kelvin-sign-name-by-rename",
+        w("CREATE TABLE kelvin(a)"),
+        d('ALTER TABLE kelvin RENAME TO "memory_chec\u212apoints"'),
+        Step("list_tables", {}, "memory_chec\u212apoints,table,0,0"),
+        Step(
+            "describe_table",
+            {"table": "memory_chec\u212apoints"},
+            "# table memory_chec\u212apoints\n",
+        ),
+        Step("get_schema", {}, 'CREATE TABLE "memory_chec\u212apoints"'),
+        d('DROP TABLE "memory_chec\u212apoints"'),
+    ),
+    legit(
+        "kelvin-sign-name-created",
+        w('CREATE TABLE "undo_chun\u212as"(a)'),
+        w('INSERT INTO "undo_chun\u212as" VALUES (1)'),
+        d('DELETE FROM "undo_chun\u212as" WHERE a = 1', "undo: sqlgate undo"),
+        d('DROP TABLE "undo_chun\u212as"'),
+    ),
+    legit(
+        "accented-name-near-a-server-name",
+        w('CREATE TABLE "memory_events_fts_id\u00e9"(a)'),
+        w("CREATE TABLE memory_events_fts_id\u00e9s(a)"),
+        d('ALTER TABLE "memory_events_fts_id\u00e9" RENAME TO query_l\u00f6g'),
+        Step("create_view", {"name": "v", "select_sql": "SELECT a FROM query_l\u00f6g"}, "created"),
+    ),
     legit("describe-table", Step("describe_table", {"table": "children"}, "parents")),
     legit("list-tables", Step("list_tables", {}, "query_log,table,1")),
     legit(
@@ -441,7 +470,7 @@ LEGIT = READS + WRITES + DESTRUCTIVE + VIEWS_AND_INTROSPECTION + MEMORY
 
 def _server_rows(state: DatabaseState) -> list[tuple[Any, ...]]:
     protected = protected_names()
-    return [row for row in state.schema if str(row[1]).lower() in protected]
+    return [row for row in state.schema if fold_name(str(row[1])) in protected]
 
 
 @pytest.mark.parametrize("steps", LEGIT)

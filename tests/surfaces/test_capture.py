@@ -407,6 +407,21 @@ def test_log_moves_aside_past_its_size_limit(tmp_path: Path) -> None:
     assert path.with_name("c.log.1").stat().st_size == LOG_MAX_BYTES + 1
 
 
+def test_log_lines_show_control_and_bidi_characters_visibly(tmp_path: Path) -> None:
+    path = tmp_path / "c.log"
+    CaptureLog(path, wall_clock=lambda: 0.0).write("bad \x1b[2K\x9b2J\u202eevil")
+    assert path.read_text("utf-8") == "1970-01-01T00:00:00.000Z -: bad \\x1b[2K\\x9b2J\\u202eevil\n"
+
+
+def test_resume_context_shows_bidi_characters_visibly(db_path: Path) -> None:
+    # the memory refuses control bytes but keeps format characters such as an override
+    run(db_path, payload("UserPromptSubmit", session="old", prompt="pay \u202e0001\u202c now"))
+    result = run(db_path, payload("SessionStart", source="startup"))
+    assert result.exit_code == 0
+    assert "pay \\u202e0001\\u202c now" in result.stdout
+    assert "\u202e" not in result.stdout
+
+
 # -- the pieces ---------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("session", "tag"),

@@ -178,7 +178,13 @@ def test_search_without_a_match_says_none(db_path: Path) -> None:
 
 
 def test_search_for_nothing_exits_2(db_path: Path) -> None:
+    add(db_path, "acme", "fact", "acme ships weekly")
     assert "query is empty" in error_line(run(db_path, "search", " "), 2)
+
+
+def test_search_of_a_missing_database_exits_3_and_creates_nothing(db_path: Path) -> None:
+    assert "no database at" in error_line(run(db_path, "search", "acme"), 3)
+    assert not db_path.exists()
 
 
 # -- stale -----------------------------------------------------------------------------------------

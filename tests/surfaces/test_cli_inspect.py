@@ -261,7 +261,7 @@ def test_stats_json_counts_memory_claims_audit_and_table_rows(seeded: Path) -> N
     assert memory["kinds"] == {"note": 3, "claim": 2}
     assert memory["chain"]["ok"] is True
     assert report["claims"] == {"active": 1}
-    assert report["audit"] == {"calls": SEEDED_CALLS, "errors": 1}
+    assert report["audit"] == {"calls": SEEDED_CALLS, "errors": 1, "queued": 0}
     tables = {item["name"]: item for item in report["tables"]}
     assert tables["notes"] == {"name": "notes", "type": "table", "system": False, "rows": 2}
     assert tables["memory_events"]["rows"] == SEEDED_EVENTS

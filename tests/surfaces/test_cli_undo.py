@@ -125,12 +125,42 @@ def test_a_conflict_exits_with_the_snapshot_error_code_and_changes_nothing(
         pytest.param(("999",), NotFound.exit_code, "no call 999", id="unknown-call"),
         pytest.param(("1",), InvalidArgument.exit_code, "write_query", id="not-destructive"),
         pytest.param(("--changeset", "99"), NotFound.exit_code, "--snapshots-keep", id="pruned"),
+        pytest.param(("0",), InvalidArgument.exit_code, "whole number", id="zero"),
+        pytest.param(
+            (str(2**63),), InvalidArgument.exit_code, "whole number", id="past-signed-64-bit"
+        ),
+        pytest.param(
+            ("--changeset", str(2**63)),
+            InvalidArgument.exit_code,
+            "whole number",
+            id="changeset-past-signed-64-bit",
+        ),
+        pytest.param(
+            ("--changeset", str(-(2**63) - 1)),
+            InvalidArgument.exit_code,
+            "whole number",
+            id="changeset-below-signed-64-bit",
+        ),
     ],
 )
 def test_errors_are_one_line_with_the_error_exit_code(
     db_path: Path, changed: tuple[int, int], args: tuple[str, ...], code: int, phrase: str
 ) -> None:
     assert phrase in error_line(undo(db_path, *args), code)
+
+
+def test_an_id_out_of_range_changes_nothing(db_path: Path, changed: tuple[int, int]) -> None:
+    before = read(db_path, "SELECT count(*) FROM undo_changesets WHERE undone_at IS NULL")
+    error_line(undo(db_path, str(2**64)), InvalidArgument.exit_code)
+    assert read(db_path, "SELECT count(*) FROM undo_changesets WHERE undone_at IS NULL") == before
+    assert notes(db_path) == ["A", "C"]
+
+
+def test_an_id_out_of_range_is_refused_before_the_file_is_opened(tmp_path: Path) -> None:
+    db = tmp_path / "none.db"
+    line = error_line(undo(db, str(2**63)), InvalidArgument.exit_code)
+    assert "from 1 to 9223372036854775807" in line
+    assert not db.exists()
 
 
 def test_a_second_undo_is_refused(db_path: Path, changed: tuple[int, int]) -> None:

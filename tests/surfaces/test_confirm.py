@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -245,3 +246,20 @@ def test_confirm_setting_comes_from_sqlgate_confirm(raw: str | None, expected: s
 def test_unknown_confirm_mode_names_the_variable() -> None:
     with pytest.raises(InvalidArgument, match="SQLGATE_CONFIRM"):
         load_settings({"db": "x.db"}, {"SQLGATE_CONFIRM": "sometimes"})
+
+
+def test_question_shows_control_characters_visibly_and_indents_the_agents_lines() -> None:
+    payload = "\x1b[2K\x1b[1A\x9b2J\u202e\x07\r"
+    query = f"DELETE FROM t\n WHERE x = '{payload}'"
+    reason = f"cleanup{payload}\n\nsqlgate keeps what undoes it. Run it?"
+    message = confirmation_message("/db", query, reason, [payload])
+    shown = [c for c in message if c != "\n" and unicodedata.category(c) in {"Cc", "Cf"}]
+    assert shown == []
+    assert "\\x1b[2K\\x1b[1A\\x9b2J\\u202e\\x07\\r" in message
+    assert 'with values: ["\\u001b[2K' in message
+    # a line the agent wrote never starts where sqlgate's own lines start
+    agent_lines = [line for line in message.splitlines() if "sqlgate keeps" in line]
+    assert len(agent_lines) == 2
+    assert [line.startswith(" ") for line in agent_lines] == [True, False]
+    assert "    DELETE FROM t\n     WHERE x = " in message
+    assert "The agent's reason: cleanup" in message

@@ -38,6 +38,7 @@ from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces import http as http_surface
 from sqlgate.surfaces.cli import main
 from sqlgate.surfaces.http import (
+    MCP_PATH,
     MIN_TOKEN_CHARS,
     BearerTokenGate,
     Message,
@@ -500,3 +501,138 @@ async def test_explicit_token_is_not_printed_and_sigterm_closes_the_database(
     assert "Bearer" not in stderr
     assert stderr.rstrip().endswith("sqlgate: stopped; database closed")
     assert "Traceback" not in stderr
+
+
+# -- every POSTed message gets an answer: the JSON-RPC guard -----------------------------------
+
+
+@dataclass
+class BodyRecorder:
+    """An ASGI app that reads each request's whole body, remembers it, and answers 200."""
+
+    bodies: list[bytes] = field(default_factory=list)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        self.bodies.append(body)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"inner"})
+
+
+@asynccontextmanager
+async def guarded(inner: BodyRecorder) -> AsyncIterator[httpx2.AsyncClient]:
+    transport = httpx2.ASGITransport(app=http_surface.JsonRpcGuard(inner))
+    async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        yield client
+
+
+DEEP = "[" * 1000 + "]" * 1000
+CALL = '{"jsonrpc": "2.0", "id": %s, "method": "tools/call", "params": %s}'
+TOOL = '{"name": "read_query", "arguments": {"query": %s}}'
+
+# (body, HTTP status, JSON-RPC code, the id the answer must carry)
+UNSERVABLE = [
+    pytest.param(CALL % ("7", TOOL % '"\\ud800"'), 400, -32700, 7, id="lone-surrogate"),
+    pytest.param(CALL % ('"a"', TOOL % '"\\udc00 x"'), 400, -32700, "a", id="lone-low-surrogate"),
+    pytest.param(CALL % ("8", TOOL % DEEP), 400, -32700, 8, id="1000-deep"),
+    pytest.param('{"jsonrpc": "2.0", "id": 9, "method": ', 400, -32700, 9, id="cut-short"),
+    pytest.param("not json at all", 400, -32700, None, id="not-json"),
+    pytest.param("", 400, -32700, None, id="empty"),
+    pytest.param("[" + CALL % ("3", "{}") + "]", 400, -32600, None, id="batch"),
+    pytest.param('"just a string"', 400, -32600, None, id="not-an-object"),
+    pytest.param('{"jsonrpc": "2.0", "id": 4, "method": "x", "params": 5}', 400, -32600, 4,
+                 id="params-not-an-object"),
+    pytest.param('{"jsonrpc": "1.0", "id": 5, "method": "ping"}', 400, -32600, 5, id="version"),
+    pytest.param('{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}', 400, -32600, None,
+                 id="float-id"),
+    pytest.param('{"params": {}, "method": "ping", "jsonrpc": "2.0", "id": 11, "x": 1e999999}',
+                 None, None, None, id="id-last-and-huge-number-still-served"),
+    pytest.param(CALL % ("12", '{"junk": [' + ",".join(["[]"] * 200_000) + "]}"), 400, -32600,
+                 12, id="too-many-values"),
+    pytest.param(CALL % ("13", '{"x": "' + "y" * (4 * 1024 * 1024) + '"}'), 413, -32600, 13,
+                 id="over-4-MiB"),
+]  # fmt: skip
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("body", "status", "code", "request_id"), UNSERVABLE)
+async def test_the_guard_answers_what_the_sdk_could_not_serve_with_its_id(
+    body: str, status: int | None, code: int | None, request_id: object
+) -> None:
+    inner = BodyRecorder()
+    async with guarded(inner) as client:
+        response = await client.post(MCP_PATH, content=body.encode("utf-8", "surrogatepass"))
+    if status is None:  # servable: it reaches the app untouched
+        assert response.status_code == 200
+        assert inner.bodies == [body.encode()]
+        return
+    assert response.status_code == status
+    assert inner.bodies == []
+    answer = response.json()
+    assert answer["jsonrpc"] == "2.0"
+    assert answer["id"] == request_id
+    assert answer["error"]["code"] == code
+    assert "nothing was run" in answer["error"]["message"] or code == -32600
+
+
+@pytest.mark.anyio
+async def test_the_guard_refuses_a_declared_oversized_body_after_its_first_piece() -> None:
+    inner = BodyRecorder()
+    sent: list[Message] = []
+    pieces = [{"type": "http.request", "body": b'{"jsonrpc": "2.0", "id": 31, "method": "x", '
+               b'"params": {"a": "', "more_body": True}]  # fmt: skip
+
+    async def receive() -> Message:
+        assert pieces, "more of the body was read than its first piece"
+        return pieces.pop()
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": MCP_PATH,
+             "headers": [(b"content-length", str(64 * 1024 * 1024).encode())]}  # fmt: skip
+    await http_surface.JsonRpcGuard(inner)(scope, receive, send)
+    assert sent[0]["status"] == 413
+    assert b'"id":31' in sent[1]["body"]
+    assert b'"code":-32600' in sent[1]["body"]
+    assert inner.bodies == []
+
+
+@pytest.mark.anyio
+async def test_the_guard_lets_other_methods_and_paths_through() -> None:
+    inner = BodyRecorder()
+    async with guarded(inner) as client:
+        assert (await client.get(MCP_PATH)).status_code == 200
+        assert (await client.post("/elsewhere", content=b"not json")).status_code == 200
+    assert inner.bodies == [b"", b"not json"]
+
+
+@pytest.mark.stdio
+@pytest.mark.anyio
+async def test_http_server_answers_unservable_messages_and_keeps_serving(
+    shared_server: RunningServer,
+) -> None:
+    headers = {
+        "Authorization": f"Bearer {shared_server.token}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+    }
+    bodies = [
+        (CALL % ("21", TOOL % '"\\ud800"'), 400, 21),
+        (CALL % ("22", TOOL % DEEP), 400, 22),
+        (CALL % ("23", '{"x": "' + "y" * (5 * 1024 * 1024) + '"}'), 413, 23),
+    ]
+    async with httpx2.AsyncClient(headers=headers, timeout=CALL_SECONDS) as http:
+        for body, status, request_id in bodies:
+            response = await http.post(shared_server.url, content=body.encode())
+            assert response.status_code == status
+            assert response.json()["id"] == request_id
+    with anyio.fail_after(CALL_SECONDS):
+        async with connected(shared_server.url, shared_server.token) as client:
+            answer = await call(client, "read_query", query="SELECT 6 * 7 AS answer")
+    assert answer == "answer\n42\n# 1 rows"

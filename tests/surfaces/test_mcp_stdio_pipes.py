@@ -7,13 +7,15 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
 import pytest
 
-from sqlgate.surfaces import mcp_server
-from sqlgate.surfaces.mcp_server import _PipeLines, _PipeWriter
+from sqlgate.surfaces import stdio_transport
+from sqlgate.surfaces.jsonrpc_guard import Unreadable
+from sqlgate.surfaces.stdio_transport import _PipeLines, _PipeWriter
 from tests.surfaces.stdio_helpers import rpc
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the pipe transport is POSIX-only")
@@ -81,8 +83,8 @@ async def test_pipe_writer_delivers_a_message_larger_than_the_pipe_buffer() -> N
 
 
 def test_claimed_pipes_leave_other_stdio_to_the_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(mcp_server, "_is_pipe", lambda fd: False)
-    with mcp_server._claimed_pipes() as wire:
+    monkeypatch.setattr(stdio_transport, "_is_pipe", lambda fd: False)
+    with stdio_transport._claimed_pipes() as wire:
         assert wire is None
 
 
@@ -143,3 +145,42 @@ def test_stray_stdout_never_reaches_the_wire_and_fd_1_is_restored(tmp_path: Path
     assert [json.loads(line) for line in stdout.splitlines()] == [
         {"jsonrpc": "2.0", "method": "after"}
     ]
+
+
+# -- the bound on a line -----------------------------------------------------------------------
+
+
+def test_a_line_past_the_limit_is_counted_not_kept_and_answered_with_its_id() -> None:
+    lines = stdio_transport._Lines(limit=100)
+    long = b'{"jsonrpc": "2.0", "id": 42, "method": "x", "params": {"a": "' + b"y" * 10_000
+    for start in range(0, len(long), 64):
+        lines.take(long[start : start + 64])
+        assert sum(map(len, lines._partial)) <= 100  # never more than the limit kept
+    lines.take(b'"}}\n{"next": 1}\nlast')
+    lines.finish()
+    refused, following, last = lines.ready
+    assert isinstance(refused, Unreadable)
+    assert refused.rejection.request_id == 42
+    assert f"{len(long) + 3:,} bytes" in refused.rejection.message
+    assert (following, last) == ('{"next": 1}\n', "last")
+
+
+def test_a_line_of_exactly_the_limit_is_kept() -> None:
+    lines = stdio_transport._Lines(limit=10)
+    lines.take(b"0123456789\n01234567890\n")
+    kept, refused = lines.ready
+    assert kept == "0123456789\n"
+    assert isinstance(refused, Unreadable)
+
+
+@pytest.mark.anyio
+async def test_screening_passes_messages_skips_blank_lines_and_stands_in_for_others() -> None:
+    async def lines() -> AsyncIterator[str]:
+        for line in ['{"jsonrpc": "2.0", "method": "x"}\n', "\n", "  \n", '{"id": 3, oops\n']:
+            yield line
+
+    screened = [line async for line in stdio_transport._screened(lines())]
+    assert screened[0] == '{"jsonrpc": "2.0", "method": "x"}\n'
+    assert len(screened) == 2
+    assert isinstance(screened[1], Unreadable)
+    assert (screened[1].rejection.code, screened[1].rejection.request_id) == (-32700, 3)

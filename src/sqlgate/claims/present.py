@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlgate.claims.model import Claim
 from sqlgate.claims.store import Decayed, Evaluation
-from sqlgate.engine.csvout import csv_line
+from sqlgate.engine.csvout import csv_line, csv_reply
+from sqlgate.engine.framing import one_line_json
 
 __all__ = ["claim_json", "claims_csv", "decayed_csv", "evaluation_json"]
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return one_line_json(value)
 
 
 def claim_json(claim: Claim, at: datetime, **extra: Any) -> str:
@@ -32,7 +32,7 @@ def claims_csv(claims: Sequence[Claim], at: datetime, cell_chars: int) -> str:
         row = (c.id, c.entity, c.kind, c.claim, c.rank, c.volatility, f"{c.confidence:.2f}",
                f"{c.effective(at):.2f}", c.state, c.last_confirmed)  # fmt: skip
         lines.append(csv_line(row, cell_chars))
-    return "".join(lines) + f"# {len(claims)} claims"
+    return csv_reply(lines, f"# {len(claims)} claims")
 
 
 def decayed_csv(
@@ -50,7 +50,7 @@ def decayed_csv(
         trailer += f"; marked stale: {', '.join(str(change['id']) for change in changes)}"
     if items:
         trailer += "; claim_confirm(id) if still true, claim_retract(id) if not"
-    return "".join(lines) + trailer
+    return csv_reply(lines, trailer)
 
 
 def evaluation_json(evaluation: Evaluation, as_of: str | None) -> str:

@@ -11,22 +11,36 @@ FTS5's 'delete-all' and 'rebuild' commands prepare `DELETE FROM <shadow table>` 
 WHERE, whatever way the command value was written (literal, bound, computed). A statement
 tracer reports each nested statement's text while the recorder is installed, and a DELETE
 without WHERE becomes an `EMPTY_TABLE` fact for the policy.
+
+Nor is the authorizer told the parent table of a FOREIGN KEY: `check_references` reads the
+foreign keys SQLite stored for the tables a statement created or altered, after it ran and
+before its transaction commits, and `policy.decide_reference` judges each.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import apsw
 
-from sqlgate.engine.policy import WRITE_ACTIONS, Operation, Tier, Verdict, decide
+from sqlgate.engine.names import fold_name
+from sqlgate.engine.policy import (
+    WRITE_ACTIONS,
+    Operation,
+    Reference,
+    Tier,
+    Verdict,
+    decide,
+    decide_reference,
+)
 from sqlgate.engine.preflight import emptied_table
+from sqlgate.errors import PolicyDenied
 
-__all__ = ["PolicyRecorder", "recording", "shadow_tables"]
+__all__ = ["PolicyRecorder", "check_references", "recording", "shadow_tables"]
 
 _PREFIX = "SQLITE_"
 _TRACER_ID = "sqlgate-policy-tracer"
@@ -40,7 +54,7 @@ _shadow_cache_lock = threading.Lock()
 
 
 def shadow_tables(conn: apsw.Connection) -> frozenset[str]:
-    """Lower-cased names of the virtual-table shadow tables (module bookkeeping) on `conn`.
+    """Folded names (`fold_name`) of the virtual-table shadow tables (module bookkeeping).
 
     Listing them scans the schema; they only change with the schema, so the list is kept
     per connection and read again only when `PRAGMA schema_version` has moved.
@@ -50,7 +64,7 @@ def shadow_tables(conn: apsw.Connection) -> frozenset[str]:
         cached = _shadow_cache.get(conn)
     if cached is not None and cached[0] == version:
         return cached[1]
-    names = frozenset(str(name).lower() for (name,) in conn.execute(_SHADOW_TABLES))
+    names = frozenset(fold_name(str(name)) for (name,) in conn.execute(_SHADOW_TABLES))
     if isinstance(version, int):
         with _shadow_cache_lock:
             _shadow_cache[conn] = (version, names)
@@ -73,7 +87,7 @@ class PolicyRecorder:
         self.operations: list[Operation] = []
         self.refusal: Verdict | None = None
         self.running = False  # set once preparation is over: later facts are nested
-        self.shadow_tables: frozenset[str] = frozenset()  # lower-cased; set by `recording`
+        self.shadow_tables: frozenset[str] = frozenset()  # folded; set by `recording`
 
     def _allowed(self, op: Operation) -> bool:
         self.operations.append(op)
@@ -96,7 +110,7 @@ class PolicyRecorder:
         module_write = (
             inside is None
             and action in WRITE_ACTIONS
-            and (arg1 or "").lower() in self.shadow_tables
+            and fold_name(arg1 or "") in self.shadow_tables
         )
         nested = self.running or module_write
         op = Operation(action, arg1, arg2, database, inside, nested=nested)
@@ -128,3 +142,28 @@ def recording(conn: apsw.Connection, recorder: PolicyRecorder) -> Iterator[Polic
     finally:
         conn.trace_v2(0, None, id=_TRACER_ID)
         conn.authorizer = None
+
+
+def _created_or_altered(operations: Iterable[Operation]) -> set[str]:
+    tables = set()
+    for op in operations:
+        if op.action == "CREATE_TABLE" and op.target:
+            tables.add(op.target)
+        elif op.action == "ALTER_TABLE" and op.detail:  # (database, table)
+            tables.add(op.detail)
+    return tables
+
+
+def check_references(
+    conn: apsw.Connection, operations: Iterable[Operation], protected: frozenset[str]
+) -> None:
+    """Refuse (PolicyDenied) a foreign key that a statement, whose authorizer facts are
+    `operations`, gave a table it created or altered, when the policy does not allow it.
+    Call it after the statement ran, inside its transaction, so a refusal rolls it back."""
+    for table in sorted(_created_or_altered(operations)):
+        for column, parent in conn.execute(
+            'SELECT "from", "table" FROM pragma_foreign_key_list(?)', (table,)
+        ):
+            verdict = decide_reference(Reference(table, str(column), str(parent)), protected)
+            if not verdict.allowed:
+                raise PolicyDenied(f"refused: {verdict.reason}")

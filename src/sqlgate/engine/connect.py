@@ -23,8 +23,11 @@ __all__ = [
     "SQLITE_HEADER",
     "apply_process_limits",
     "check_database_file",
+    "connect_read_only",
     "immediate_transaction",
+    "lock_if_free",
     "open_agent_connection",
+    "open_audit_connection",
     "open_server_connection",
 ]
 
@@ -107,6 +110,12 @@ def wal(conn: apsw.Connection, settings: Settings) -> None:
             if time.monotonic() >= deadline:
                 raise
             time.sleep(0.01)  # another process holds the lock for a moment: wait, then retry
+    normal_sync(conn, settings)
+
+
+def normal_sync(conn: apsw.Connection, _: Settings) -> None:
+    """In WAL mode, a commit survives the crash of the process without an fsync of its own
+    (it may not survive a power cut); `synchronous` is set per connection."""
     conn.pragma("synchronous", "normal")
 
 
@@ -125,6 +134,7 @@ def no_mmap(conn: apsw.Connection, _: Settings) -> None:
 COMMON: tuple[Step, ...] = (defensive, untrusted_schema, no_extensions, busy_timeout, no_mmap)
 AGENT: tuple[Step, ...] = (*COMMON, no_attached_files, no_double_quoted_strings, size_limits)
 SERVER_STEPS: tuple[Step, ...] = (*COMMON, no_double_quoted_ddl, wal)
+AUDIT_STEPS: tuple[Step, ...] = (*COMMON, normal_sync)
 WRITE_STEPS: tuple[Step, ...] = (*AGENT, no_double_quoted_ddl, foreign_keys)
 READ_STEPS: tuple[Step, ...] = (*AGENT, sorts_in_memory, query_only)
 
@@ -134,8 +144,9 @@ def apply_process_limits(settings: Settings) -> None:
     apsw.hard_heap_limit(settings.heap_limit_mb * 1024 * 1024)
 
 
-def check_database_file(path: Path) -> None:
-    """Refuse, before SQLite touches anything, a path that cannot be a database we may open."""
+def check_database_file(path: Path, *, writable: bool = True) -> None:
+    """Refuse, before SQLite touches anything, a path that cannot be a database we may open
+    (`writable`: for writing too)."""
     if path.exists() and path.is_dir():
         raise StartupError(f"{path} is a directory; --db needs a file path")
     if not path.parent.exists():
@@ -148,17 +159,53 @@ def check_database_file(path: Path) -> None:
             raise StartupError(f"cannot read {path}: {exc.strerror}") from None
         if header and header != SQLITE_HEADER:
             raise StartupError(f"{path} is not a SQLite database; it was left untouched")
-        if not os.access(path, os.W_OK):
+        if writable and not os.access(path, os.W_OK):
             raise StartupError(
                 f"{path} is not writable; fix its permissions or choose another --db"
             )
-    elif not os.access(path.parent, os.W_OK):
+    elif writable and not os.access(path.parent, os.W_OK):
         raise StartupError(f"folder {path.parent} is not writable; choose another --db")
+
+
+def connect_read_only(path: Path, busy_timeout: float = 0.0) -> apsw.Connection:
+    """A read-only connection to the database at `path`.
+
+    A WAL database needs a shared-memory file (`-shm`) beside it even to be read. In a
+    folder where SQLite can neither find nor create one (an archived copy on read-only
+    media), the file is opened immutable instead: no writer can be working on it there,
+    since a writer needs that file too. When a write-ahead log with content sits beside it,
+    that log cannot be read without the shared memory, so the open is refused rather than
+    showing the database without its newest changes.
+    """
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    conn.set_busy_timeout(int(busy_timeout * 1000))  # another server may be starting on it
+    try:
+        conn.execute("PRAGMA schema_version").fetchall()
+        return conn
+    except apsw.CantOpenError:
+        conn.close()
+    except BaseException:
+        conn.close()
+        raise
+    wal = path.with_name(path.name + "-wal")
+    if wal.is_file() and wal.stat().st_size > 0:
+        raise StartupError(
+            f"cannot read {path}: its folder is not writable and its write-ahead log "
+            f"{wal.name} holds changes SQLite can only read with a shared-memory file beside "
+            "it; copy the database with its -wal file to a writable folder and read that copy"
+        )
+    uri = f"{path.resolve().as_uri()}?immutable=1"
+    conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    conn.set_busy_timeout(int(busy_timeout * 1000))
+    return conn
 
 
 def _open(path: Path, flags: int, steps: Sequence[Step], settings: Settings) -> apsw.Connection:
     try:
-        conn = apsw.Connection(str(path), flags=flags)
+        if flags == apsw.SQLITE_OPEN_READONLY:
+            conn = connect_read_only(path, settings.busy_timeout)
+        else:
+            conn = apsw.Connection(str(path), flags=flags)
         for step in steps:
             step(conn, settings)
     except apsw.Error as exc:
@@ -171,10 +218,33 @@ def open_server_connection(settings: Settings) -> apsw.Connection:
     return _open(settings.db, flags, SERVER_STEPS, settings)
 
 
+def open_audit_connection(settings: Settings) -> apsw.Connection:
+    """The audit log's own connection: it never waits for the write lock (busy timeout 0);
+    a row it cannot write at once goes to the audit queue instead."""
+    conn = _open(settings.db, apsw.SQLITE_OPEN_READWRITE, AUDIT_STEPS, settings)
+    conn.set_busy_timeout(0)
+    return conn
+
+
 def open_agent_connection(settings: Settings, *, readonly: bool) -> apsw.Connection:
     if readonly:
         return _open(settings.db, apsw.SQLITE_OPEN_READONLY, READ_STEPS, settings)
     return _open(settings.db, apsw.SQLITE_OPEN_READWRITE, WRITE_STEPS, settings)
+
+
+def lock_if_free(conn: apsw.Connection) -> bool:
+    """BEGIN IMMEDIATE without waiting: True when this connection now holds the write lock,
+    False when another connection holds it (or the file is read-only). The connection's
+    busy timeout is put back as it was."""
+    previous = conn.pragma("busy_timeout")
+    conn.set_busy_timeout(0)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except (apsw.BusyError, apsw.ReadOnlyError):
+        return False
+    finally:
+        conn.set_busy_timeout(int(previous))
+    return True
 
 
 @contextmanager

@@ -3,19 +3,37 @@
 Header row, RFC 4180 quoting (only where needed), NULL as an empty cell and the empty
 string as `""`, blobs as `x'hex'`, long cells cut with `…[+K chars]`, then one trailer
 line: `# N rows`, or `# N rows (truncated: row limit L)` / `(truncated: B bytes)`.
+
+Framing (engine/framing.py): a row's first cell is quoted when it would start like a server
+line (`#`, `ok:`, a fence tag), so no row starts like one; when a line that starts inside a
+cell would (after any line break a reader may know: LF, CR, VT, FF, FS, GS, RS, NEL, U+2028,
+U+2029), the rows are fenced between `<data-T>` lines.
 """
 
 from __future__ import annotations
 
+import re
+import string
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sqlgate.engine.framing import (
+    FramedReply,
+    fence,
+    fence_token,
+    looks_like_server_line,
+    needs_fence,
+)
 from sqlgate.engine.limits import ResultCaps
 
-__all__ = ["CsvResult", "csv_cell", "csv_line", "render_csv"]
+__all__ = ["CsvResult", "csv_cell", "csv_line", "csv_reply", "render_csv"]
 
 _NEEDS_QUOTES = frozenset(',"\r\n')
+# what no server line starts with, even past unseen characters: most first cells
+_PLAIN_START = frozenset(string.ascii_letters + string.digits + "-.") - frozenset("oO")
+_ASCII_RARE_BREAKS = "\x0b\x0c\x1c\x1d\x1e"
+_RARE_BREAKS = re.compile(f"[{_ASCII_RARE_BREAKS}\x85\u2028\u2029]")
 # value types whose cell is `str(value)` (None: empty) unless it needs quotes or a cut
 _PLAIN_TYPES = frozenset({int, float, str, type(None)})
 
@@ -24,6 +42,15 @@ def _cut(text: str, limit: int, unit: str = "chars") -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}…[+{len(text) - limit} {unit}]"
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def _starts_like_server(cell: str) -> bool:
+    """A row's first cell, as printed, would make the row start like a server line."""
+    return cell[:1] not in _PLAIN_START and looks_like_server_line(cell)
 
 
 def csv_cell(value: Any, cell_chars: int) -> str:
@@ -40,12 +67,16 @@ def csv_cell(value: Any, cell_chars: int) -> str:
         return '""'
     text = _cut(text, cell_chars)
     if _NEEDS_QUOTES.intersection(text) or text != text.strip(" "):
-        return '"' + text.replace('"', '""') + '"'
+        return _quoted(text)
     return text
 
 
 def csv_line(values: Iterable[Any], cell_chars: int) -> str:
-    return ",".join(csv_cell(value, cell_chars) for value in values) + "\n"
+    """One row; its first cell is quoted too when it would start like a server line."""
+    cells = [csv_cell(value, cell_chars) for value in values]
+    if cells and _starts_like_server(cells[0]):
+        cells[0] = _quoted(cells[0])
+    return ",".join(cells) + "\n"
 
 
 def _row_line(row: Sequence[Any], cell_chars: int) -> str:
@@ -71,14 +102,17 @@ def _row_line(row: Sequence[Any], cell_chars: int) -> str:
         and line[-1:] != " "
         and " ," not in line
         and ", " not in line
+        and (line[:1] in _PLAIN_START or not looks_like_server_line(line))
     ):
         return line + "\n"
     cells = [
-        '"' + t.replace('"', '""') + '"'
+        _quoted(t)
         if "," in t or '"' in t or "\n" in t or "\r" in t or t[:1] == " " or t[-1:] == " "
         else t
         for t in texts
     ]  # the same test as csv_cell's, spelt out: `in` on a str is the cheapest check there is
+    if cells[0][:1] not in _PLAIN_START and looks_like_server_line(cells[0]):
+        cells[0] = _quoted(cells[0])
     return ",".join(cells) + "\n"
 
 
@@ -114,4 +148,25 @@ def render_csv(
         used += size
         count += 1
     trailer = f"# {count} rows" + (f" (truncated: {truncated})" if truncated else "")
-    return CsvResult("".join(parts) + trailer, count, truncated)
+    body = "".join(parts)
+    if _has_inner_lines(body, count + 1) and needs_fence(body):
+        return CsvResult(f"{fence(body[:-1], fence_token(body))}\n{trailer}", count, truncated)
+    return CsvResult(body + trailer, count, truncated)
+
+
+def _has_inner_lines(body: str, rows: int) -> bool:
+    """Whether a line of `body` starts inside a cell. When none does, every line starts a
+    row, which csv_line already made safe, and the body needs no fence."""
+    if body.count("\n") != rows or "\r" in body:
+        return True
+    if body.isascii():
+        return any(char in body for char in _ASCII_RARE_BREAKS)
+    return _RARE_BREAKS.search(body) is not None
+
+
+def csv_reply(lines: Sequence[str], *server: str) -> str:
+    """CSV lines (each ending in a line feed), then the server's line(s) after them."""
+    reply = FramedReply().data("".join(lines).removesuffix("\n"))
+    for line in server:
+        reply.server(line)
+    return reply.render()

@@ -10,6 +10,7 @@ Errors leave here as `SqlgateError`s whose message tells the agent what to do ne
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,7 +19,9 @@ from typing import Any, TypeVar
 import apsw
 
 from sqlgate.engine.authorizer import PolicyRecorder, recording
-from sqlgate.engine.limits import CallControl, Deadline, watched
+from sqlgate.engine.framing import one_line
+from sqlgate.engine.limits import SQLITE_INT_MAX, SQLITE_INT_MIN, CallControl, Deadline, watched
+from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import Tier
 from sqlgate.engine.sqltext import has_more_statements
 from sqlgate.errors import (
@@ -44,6 +47,11 @@ Bindings = Sequence[Any] | Mapping[str, Any] | None
 T = TypeVar("T")
 
 _SCALARS = (str, int, float, type(None))
+# a lone UTF-16 surrogate is a valid Python str but no UTF-8: SQLite could not store it
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ADVICE = (
+    "holds an unpaired UTF-16 surrogate (U+D800-U+DFFF), which is not text; send valid Unicode"
+)
 # (words in SQLite's message, the next step to suggest): the first match wins
 _SQLITE_HINTS = (
     ("no such table", "call list_tables to see which tables exist"),
@@ -87,6 +95,8 @@ def normalize_params(params: object) -> Bindings:
         for key, value in params.items():
             if not isinstance(key, str) or not key.lstrip(":@$"):
                 raise InvalidArgument(f"params key {key!r} must be a parameter name like 'id'")
+            if _SURROGATE.search(key):
+                raise InvalidArgument(f"params key {key!r} {_SURROGATE_ADVICE}")
             _check_param(value, f"params[{key!r}]")
             named[key.lstrip(":@$")] = int(value) if isinstance(value, bool) else value
         return named
@@ -99,6 +109,13 @@ def _check_param(value: object, where: str) -> None:
             f"{where} is a {type(value).__name__}; bound values must be strings, numbers, "
             "booleans or null"
         )
+    if isinstance(value, int) and not SQLITE_INT_MIN <= value <= SQLITE_INT_MAX:
+        raise InvalidArgument(
+            f"{where} = {value} is outside SQLite's 64-bit integer range ({SQLITE_INT_MIN} to "
+            f'{SQLITE_INT_MAX}); pass it as text ("{value}") or as a float'
+        )
+    if isinstance(value, str) and _SURROGATE.search(value):
+        raise InvalidArgument(f"{where} {_SURROGATE_ADVICE}")
 
 
 def row_shadow(table: str, shadows: frozenset[str]) -> bool:
@@ -129,7 +146,7 @@ class RewriteCounter:
     exceeded: bool = False
 
     def __call__(self, change: apsw.PreUpdate) -> None:
-        table = change.table_name.lower()
+        table = fold_name(change.table_name)
         if change.op == "INSERT":
             return
         if table in self.shadow_tables and not row_shadow(table, self.shadow_tables):
@@ -171,7 +188,7 @@ def _translate(exc: apsw.Error, ctx: RunContext) -> Exception:
     if isinstance(exc, apsw.AuthError) or ctx.recorder.refusal is not None:
         refusal = ctx.recorder.refusal
         reason = refusal.reason if refusal else "not authorized"
-        return PolicyDenied(f"refused: {reason}")
+        return PolicyDenied(f"refused: {one_line(reason)}")  # it may name a stored trigger
     if isinstance(exc, apsw.ExecTraceAbort):
         return PolicyDenied(
             "one statement per call: the text holds more than one; send each in its own call"
@@ -187,7 +204,7 @@ def _translate(exc: apsw.Error, ctx: RunContext) -> Exception:
             "the statement needed more memory or disk than sqlgate allows (--heap-limit-mb); "
             "nothing was changed. Narrow the query"
         )
-    message = _sqlite_message(exc)
+    message = one_line(_sqlite_message(exc))  # it may quote stored SQL or a RAISE message
     hint = next((hint for needle, hint in _SQLITE_HINTS if needle in message), _DEFAULT_HINT)
     return SqlError(f"SQLite error: {message}. Next: {hint}")
 

@@ -12,9 +12,11 @@ from dataclasses import dataclass
 
 import apsw
 
-from sqlgate.engine.csvout import csv_line
+from sqlgate.engine.csvout import csv_line, csv_reply
 from sqlgate.engine.database import Database
+from sqlgate.engine.framing import FramedReply, inline
 from sqlgate.engine.limits import CallControl, Clock, Deadline, watched
+from sqlgate.engine.names import fold_name, same_name
 from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.errors import InvalidArgument, NotFound, QueryTimeout
 
@@ -34,11 +36,11 @@ def _objects(conn: apsw.Connection, protected: frozenset[str]) -> list[SchemaObj
         "AND type IN ('table', 'view', 'virtual') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
         "ORDER BY name"
     )
-    return [SchemaObject(str(n), str(t), str(n).lower() in protected) for n, t in rows]
+    return [SchemaObject(str(n), str(t), fold_name(str(n)) in protected) for n, t in rows]
 
 
 def find_object(conn: apsw.Connection, name: object, protected: frozenset[str]) -> SchemaObject:
-    """The table or view called `name` (exact, then case-insensitive), or NotFound."""
+    """The table or view called `name` (exact, then as SQLite matches names), or NotFound."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidArgument("table must be the name of a table or view")
     objects = _objects(conn, protected)
@@ -46,7 +48,7 @@ def find_object(conn: apsw.Connection, name: object, protected: frozenset[str]) 
         if obj.name == name:
             return obj
     for obj in objects:
-        if obj.name.lower() == name.lower():
+        if same_name(obj.name, name):
             return obj
     raise NotFound(f"no table or view named {name!r}; call list_tables to see what exists")
 
@@ -76,7 +78,7 @@ class Introspection:
                 if include_row_counts and obj.type != "view":
                     rows = self._count(conn, obj.name, control)
                 lines.append(csv_line((obj.name, obj.type, int(obj.system), rows), cells))
-        return "".join(lines) + f"# {len(objects)} tables and views", len(objects)
+        return csv_reply(lines, f"# {len(objects)} tables and views"), len(objects)
 
     def _count(self, conn: apsw.Connection, name: str, control: CallControl) -> int | None:
         try:
@@ -109,22 +111,23 @@ class Introspection:
                 )
                 for idx in indexes
             }
-        out = [f"# {obj.type} {obj.name}{' (server object, read-only)' if obj.system else ''}\n"]
-        out.append("# columns\n")
-        out.append(csv_line(("cid", "name", "type", "notnull", "default", "pk"), cells))
+        reply = FramedReply()
+        system = " (server object, read-only)" if obj.system else ""
+        reply.server(f"# {obj.type} {inline(obj.name)}{system}\n# columns")
+        out = [csv_line(("cid", "name", "type", "notnull", "default", "pk"), cells)]
         out.extend(csv_line(row[:6], cells) for row in columns)
+        reply.data("".join(out).removesuffix("\n"))
         if fks:
-            out.append("# foreign keys\n")
             header = ("id", "seq", "table", "from", "to", "on_update", "on_delete")
-            out.append(csv_line(header, cells))
-            out.extend(csv_line(row[:7], cells) for row in fks)
+            out = [csv_line(header, cells), *(csv_line(row[:7], cells) for row in fks)]
+            reply.server("# foreign keys").data("".join(out).removesuffix("\n"))
         if indexes:
-            out.append("# indexes\n")
-            out.append(csv_line(("name", "unique", "origin", "partial", "columns"), cells))
+            out = [csv_line(("name", "unique", "origin", "partial", "columns"), cells)]
             out.extend(
                 csv_line((i[1], i[2], i[3], i[4], index_columns[str(i[1])]), cells) for i in indexes
             )
-        return "".join(out).rstrip("\n"), len(columns)
+            reply.server("# indexes").data("".join(out).removesuffix("\n"))
+        return reply.render(), len(columns)
 
     def get_schema(self, include_system: bool) -> tuple[str, int]:
         with self.db.reading() as conn:
@@ -132,7 +135,7 @@ class Introspection:
             rows = list(conn.execute(_SCHEMA_SQL))
         statements = []
         for _type, name, table, sql in rows:
-            lowered, parent = str(name).lower(), str(table).lower()
+            lowered, parent = fold_name(str(name)), fold_name(str(table))
             if lowered in shadows or parent in shadows:
                 continue
             system = lowered in self.db.protected or parent in self.db.protected
@@ -140,5 +143,6 @@ class Introspection:
                 continue
             statements.append(str(sql).strip() + ";")
         if not statements:
-            return "-- the database has no tables or views yet; create one with write_query", 0
-        return "\n\n".join(statements), len(statements)
+            return "# the database has no tables or views yet; create one with write_query", 0
+        # stored SQL is data: fenced when a line of it (a comment, a string) looks like ours
+        return FramedReply().data("\n\n".join(statements)).render(), len(statements)

@@ -20,9 +20,21 @@ import apsw
 
 from sqlgate.errors import QueryTimeout
 
-__all__ = ["CallControl", "Clock", "Deadline", "ResultCaps", "watched"]
+__all__ = [
+    "SQLITE_INT_MAX",
+    "SQLITE_INT_MIN",
+    "CallControl",
+    "Clock",
+    "Deadline",
+    "ResultCaps",
+    "watched",
+]
 
 Clock = Callable[[], float]
+
+# the integers SQLite stores: binding anything outside raises OverflowError in apsw
+SQLITE_INT_MIN = -(2**63)
+SQLITE_INT_MAX = 2**63 - 1
 
 PROGRESS_STEPS = 200  # VM instructions between checks: cheap, and sub-millisecond to react
 

@@ -16,7 +16,8 @@ facts; `decide` is a pure function of (tier, operation, protected names) -> `Ver
                                                 the read connection is read-only)
     EMPTY_TABLE       .     .      x      .     a module's DELETE without WHERE (FTS5
                                                 'delete-all', 'rebuild'): user tables
-    CREATE TABLE/IDX  .     x      x      .     new user names; index on a user table
+    CREATE TABLE/IDX  .     x      x      .     new user names; index on a user table;
+                                                no foreign key to a server object
     CREATE VTABLE     .     x      x      .     modules fts5, rtree
     ANALYZE           .     x      x      .     -; it may delete old sqlite_stat1/4 rows
     CREATE VIEW       .     .      .      x     new user name (create_view only)
@@ -26,6 +27,15 @@ facts; `decide` is a pure function of (tier, operation, protected names) -> `Ver
     CREATE TRIGGER    .     .      x      .     on user tables
     everything else   .     .      .      .     ATTACH, DETACH, transactions, savepoints,
                                                 temp objects, unknown action codes
+
+What SQLite stores but never reports to the authorizer is a second kind of fact: the
+foreign keys of a table a statement created or altered (`Reference`, gathered after the
+statement and before COMMIT). `decide_reference` refuses a key whose parent is a server
+object: it would make the server's own deletes (pruning undo_changesets, say) fail or
+cascade into the agent's rows. Reading server objects stays open to agent DDL (views,
+external-content fts5 tables, trigger bodies that only read).
+
+Names are compared as SQLite compares them (`engine.names.fold_name`): only A-Z fold.
 
 Every fact is about the main database, except the temp catalog's rows: ALTER TABLE ...
 RENAME reads and rewrites them to fix temp triggers, and since temp objects are never
@@ -39,7 +49,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-__all__ = ["Operation", "Tier", "Verdict", "decide"]
+from sqlgate.engine.names import fold_name
+
+__all__ = ["Operation", "Reference", "Tier", "Verdict", "decide", "decide_reference"]
 
 
 class Tier(enum.Enum):
@@ -71,6 +83,19 @@ class Operation:
     database: str | None = None
     inside: str | None = None  # trigger or view whose body caused this
     nested: bool = False
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A foreign key SQLite stored for an agent's table: `table`.`column` REFERENCES `parent`.
+
+    SQLite's authorizer is never told the parent of a FOREIGN KEY (in CREATE TABLE or ALTER
+    TABLE ADD COLUMN), so these are read from `pragma_foreign_key_list` after the statement.
+    """
+
+    table: str
+    column: str
+    parent: str
 
 
 @dataclass(frozen=True)
@@ -173,7 +198,7 @@ NAMED_OBJECT_ACTIONS = frozenset(
 
 
 def _is_protected(name: str | None, protected: frozenset[str]) -> bool:
-    return name is not None and name.lower() in protected
+    return name is not None and fold_name(name) in protected
 
 
 def _protected_message(name: str) -> str:
@@ -184,7 +209,7 @@ def _protected_message(name: str) -> str:
 
 
 def _check_pragma(op: Operation) -> Verdict:
-    name = (op.target or "").lower()
+    name = fold_name(op.target or "")
     if name in INTROSPECTION_PRAGMAS:
         return ALLOW
     if name in READABLE_SETTINGS and op.detail is None:
@@ -197,7 +222,7 @@ def _check_pragma(op: Operation) -> Verdict:
 def _check_target(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdict:
     """Rules about which object an allowed action may touch."""
     action, target = op.action, (op.target or "")
-    lowered = target.lower()
+    lowered = fold_name(target)
     if action in ROW_ACTIONS:
         if lowered in CATALOG:
             return ALLOW
@@ -214,7 +239,7 @@ def _check_target(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdi
         return ALLOW
     if action == "CREATE_TRIGGER":  # target: trigger name, detail: table
         table = op.detail or ""
-        if _is_protected(table, protected) or table.lower().startswith(INTERNAL_PREFIX):
+        if _is_protected(table, protected) or fold_name(table).startswith(INTERNAL_PREFIX):
             return Verdict(False, _protected_message(table))
         if _is_protected(target, protected):
             return Verdict(False, _protected_message(target))
@@ -223,14 +248,14 @@ def _check_target(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdi
         if _is_protected(op.detail, protected):
             return Verdict(False, _protected_message(op.detail or ""))
         return ALLOW
-    if action == "CREATE_VTABLE" and (op.detail or "").lower() not in VTABLE_MODULES:
+    if action == "CREATE_VTABLE" and fold_name(op.detail or "") not in VTABLE_MODULES:
         modules = ", ".join(sorted(VTABLE_MODULES))
         return Verdict(
             False, f"virtual table module {op.detail!r} is not allowed; use one of {modules}"
         )
     if action in NAMED_OBJECT_ACTIONS and _is_protected(target, protected):
         return Verdict(False, _protected_message(target))
-    if action == "FUNCTION" and (op.detail or "").lower() in FORBIDDEN_FUNCTIONS:
+    if action == "FUNCTION" and fold_name(op.detail or "") in FORBIDDEN_FUNCTIONS:
         return Verdict(False, f"function {op.detail}() is never allowed")
     if action == "PRAGMA":
         return _check_pragma(op)
@@ -246,8 +271,8 @@ def _database_of(op: Operation) -> str | None:
 def decide(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdict:
     """Allow or deny one operation for one tier. Pure: same facts, same verdict.
 
-    `protected` holds the lower-cased names of server objects (tables, their FTS shadow
-    tables, views, triggers, indexes).
+    `protected` holds the folded names (`fold_name`) of server objects (tables, their FTS
+    shadow tables, views, triggers, indexes).
     """
     if op.action in NEVER:
         return Verdict(False, NEVER[op.action])
@@ -255,19 +280,19 @@ def decide(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdict:
     temp_catalog = (
         database == "temp"
         and op.action in WRITE_ACTIONS | {"READ"}
-        and (op.target or "").lower() in CATALOG
+        and fold_name(op.target or "") in CATALOG
     )
     if database not in (None, "main") and not temp_catalog:
         return Verdict(False, f"only the main database may be used, not {database!r}")
     if (
         op.action in WRITE_ACTIONS
-        and (op.target or "").lower() in CATALOG
+        and fold_name(op.target or "") in CATALOG
         and tier is not Tier.READ
     ):
         return ALLOW  # SQLite's own catalog rows written by DDL the tier already allowed
     if (
         op.action == "DELETE"
-        and (op.target or "").lower() in STATISTICS
+        and fold_name(op.target or "") in STATISTICS
         and op.inside is None
         and tier is Tier.WRITE
     ):
@@ -283,3 +308,17 @@ def decide(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdict:
             hint = f"{hint} (done by trigger or view {op.inside})"
         return Verdict(False, f"{hint}; {tier.value} does not allow it")
     return _check_target(tier, op, protected)
+
+
+def decide_reference(ref: Reference, protected: frozenset[str]) -> Verdict:
+    """Allow or deny one foreign key an agent's statement left in the schema. Pure."""
+    if not _is_protected(ref.parent, protected):
+        return ALLOW
+    return Verdict(
+        False,
+        f"{ref.table}.{ref.column} REFERENCES {ref.parent}: a foreign key may not point at a "
+        "sqlgate server object, whose rows the server deletes and rewrites (it prunes "
+        "undo_changesets, for one): your key would block those writes or cascade them into "
+        "your rows. Keep the id in a plain column without REFERENCES, or point the key at a "
+        "table of your own; nothing was changed",
+    )

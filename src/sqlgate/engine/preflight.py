@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from sqlglot.tokenizer_core import Token, TokenType
 
+from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import Tier
 from sqlgate.engine.schema import protected_names
 from sqlgate.engine.sqltext import (
@@ -173,11 +174,13 @@ def _is_fts_delete(tokens: list[Token], table: str | None, after: int) -> bool:
     if table is None or at >= len(tokens) or tokens[at].token_type != TokenType.L_PAREN:
         return False
     end = _after_parens(tokens, at)
-    columns = {t.text.lower() for t in tokens[at + 1 : end - 1] if t.token_type not in _PUNCTUATION}
-    if table.lower() not in columns:
+    columns = {
+        fold_name(t.text) for t in tokens[at + 1 : end - 1] if t.token_type not in _PUNCTUATION
+    }
+    if fold_name(table) not in columns:
         return False
     return any(
-        token.token_type == TokenType.STRING and token.text.lower() in _FTS_DESTRUCTIVE_COMMANDS
+        token.token_type == TokenType.STRING and fold_name(token.text) in _FTS_DESTRUCTIVE_COMMANDS
         for token in tokens[end:]
     )
 
@@ -221,6 +224,33 @@ def _renamed_to(tokens: list[Token], verb_at: int) -> tuple[str, ...]:
     return ()
 
 
+_CLOSING_QUOTE = {'"': '"', "'": "'", "`": "`", "[": "]"}
+
+
+def _with_real_names(sql: str, tokens: list[Token]) -> list[Token]:
+    """`sqlite_tokens` reads every non-ASCII character as "x", so that sqlglot draws
+    SQLite's token boundaries; put the real characters back into names and strings, so a
+    name is compared with the server's as SQLite compares it. A bare word holding a
+    non-ASCII character is a name to SQLite, never a keyword (its keywords are ASCII)."""
+    if sql.isascii():
+        return tokens
+    out = []
+    for token in tokens:
+        raw = sql[token.start : token.end + 1]
+        if raw.isascii() or token.token_type == TokenType.PLACEHOLDER:
+            out.append(token)
+            continue
+        kind, text = TokenType.IDENTIFIER, raw
+        quoted = token.token_type in (TokenType.IDENTIFIER, TokenType.STRING)
+        if quoted and raw[:1] in _CLOSING_QUOTE and len(raw) > 1:
+            close = _CLOSING_QUOTE[raw[0]]
+            kind, text = token.token_type, raw[1:-1]
+            if close != "]":
+                text = text.replace(close * 2, close)
+        out.append(Token(kind, text, token.line, token.col, token.start, token.end))
+    return out
+
+
 @bounded_cache
 def inspect_statement(sql: str) -> Statement:
     if "\x00" in sql:
@@ -228,6 +258,7 @@ def inspect_statement(sql: str) -> Statement:
     tokens = sqlite_tokens(sql)
     if tokens is None:
         return Statement("UNKNOWN")  # an unterminated string or quoted name
+    tokens = _with_real_names(sql, tokens)
     while tokens and tokens[0].token_type == TokenType.SEMICOLON:
         tokens = tokens[1:]  # SQLite skips empty statements before the first one
     if not tokens:
@@ -300,7 +331,7 @@ def _server_names() -> frozenset[str]:
 def check_tier(statement: Statement, tier: Tier, protected: frozenset[str] | None = None) -> None:
     """Refuse early, naming the right tool, a statement this tier never takes.
 
-    `protected` (lower-cased server object names) defaults to the schema's registry.
+    `protected` (folded server object names, `fold_name`) defaults to the schema's registry.
     """
     kind = statement.kind
     if statement.has_nul:
@@ -311,7 +342,7 @@ def check_tier(statement: Statement, tier: Tier, protected: frozenset[str] | Non
         raise PolicyDenied(f"{kind} is not allowed: TEMP objects vanish and escape the audit")
     server_names = _server_names() if protected is None else protected
     for name in statement.writes:
-        if name.lower() in server_names:
+        if fold_name(name) in server_names:
             raise PolicyDenied(
                 f"{name} is a sqlgate server object: no object may take its name and no "
                 "trigger may write it; agents may only read it"
@@ -354,8 +385,8 @@ def validate_new_name(name: str, what: str, protected: frozenset[str]) -> str:
             f"{what} name {name!r} is invalid: use letters, digits and _ (not starting with a "
             "digit), at most 128 characters"
         )
-    if name.lower().startswith("sqlite_"):
+    if fold_name(name).startswith("sqlite_"):
         raise InvalidArgument(f"{what} name {name!r} is reserved by SQLite (sqlite_ prefix)")
-    if name.lower() in protected:
+    if fold_name(name) in protected:
         raise PolicyDenied(f"{name} is a sqlgate server object; choose another name")
     return name

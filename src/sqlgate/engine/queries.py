@@ -11,6 +11,7 @@ from typing import Any
 import apsw
 
 from sqlgate.engine.audit import utc_timestamp
+from sqlgate.engine.authorizer import check_references
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.csvout import CsvResult, render_csv
 from sqlgate.engine.database import Database
@@ -144,7 +145,10 @@ class SqlTiers:
     ) -> tuple[CsvResult | None, int, int]:
         with immediate_transaction(conn):
             returned = run_statement(ctx, text, bindings, lambda cur: self._collect(ctx, cur))
-            return returned, conn.changes(), conn.last_insert_rowid()
+            changes, rowid = conn.changes(), conn.last_insert_rowid()
+            # foreign keys are never shown to the authorizer: judged as stored, before COMMIT
+            check_references(conn, ctx.recorder.operations, ctx.protected)
+            return returned, changes, rowid
 
     def _summary(
         self, statement: Statement, returned: CsvResult | None, changes: int, rowid: int

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import apsw
 
 from sqlgate.engine.connect import immediate_transaction
+from sqlgate.engine.names import fold_name
 from sqlgate.errors import StartupError
 
 __all__ = [
@@ -28,6 +29,9 @@ __all__ = [
 # "SQGT": marks a file whose user_version is sqlgate's schema version
 APPLICATION_ID = 0x53514754
 FTS5_SHADOW_SUFFIXES = ("_data", "_idx", "_content", "_docsize", "_config")
+# the audit queue's token of a query_log row; NULL for rows written at once (and for a
+# detail that is not JSON, which json_extract would refuse)
+QUEUED_KEY = "(CASE WHEN json_valid(detail) THEN json_extract(detail, '$.queued') END)"
 
 
 @dataclass(frozen=True)
@@ -237,6 +241,45 @@ MIGRATIONS: tuple[Migration, ...] = (
             ServerObject("undo_chunks", "table"),
         ),
     ),
+    Migration(
+        5,
+        "audit queue: rows written late (the write lock was held) are inserted exactly once",
+        # a row that waited in the audit queue carries its token in detail ("queued"); a drain
+        # interrupted after its commit inserts nothing twice when it runs again
+        (
+            f"CREATE UNIQUE INDEX query_log_queued ON query_log ({QUEUED_KEY}) "
+            f"WHERE {QUEUED_KEY} IS NOT NULL",
+        ),
+        (ServerObject("query_log_queued", "index"),),
+    ),
+    Migration(
+        6,
+        "row-level undo checks: each changeset's tables as they were, and its rows' states",
+        (
+            # one row per table a changeset changed: which table it was (its catalog row and
+            # root page) and its columns, so an undo never writes into another or reshaped one
+            """CREATE TABLE undo_table_shapes (
+                changeset_id INTEGER NOT NULL,
+                name TEXT NOT NULL,
+                schema_rowid INTEGER NOT NULL,
+                rootpage INTEGER NOT NULL,
+                shape TEXT NOT NULL,
+                PRIMARY KEY (changeset_id, name)
+            ) WITHOUT ROWID""",
+            # a 16-byte digest of every row an UPDATE left, in changeset order, in chunks: an
+            # UPDATE's changeset holds only the columns it changed
+            """CREATE TABLE undo_row_states (
+                changeset_id INTEGER NOT NULL,
+                seq INTEGER NOT NULL,
+                digests BLOB NOT NULL,
+                PRIMARY KEY (changeset_id, seq)
+            ) WITHOUT ROWID""",
+        ),
+        (
+            ServerObject("undo_table_shapes", "table"),
+            ServerObject("undo_row_states", "table"),
+        ),
+    ),
 )
 
 # Names later features will create; reserved now so an agent's table cannot take them first.
@@ -249,12 +292,13 @@ REGISTRY: tuple[ServerObject, ...] = (
 
 
 def protected_names() -> frozenset[str]:
-    """Lower-cased names of every server object, FTS5 shadow tables included."""
+    """Names of every server object, FTS5 shadow tables included, folded as SQLite folds
+    them (`engine.names.fold_name`): compare a folded name against them."""
     names: set[str] = set()
     for obj in REGISTRY:
-        names.add(obj.name.lower())
+        names.add(fold_name(obj.name))
         if obj.kind == "fts5":
-            names.update(f"{obj.name}{suffix}".lower() for suffix in FTS5_SHADOW_SUFFIXES)
+            names.update(fold_name(f"{obj.name}{suffix}") for suffix in FTS5_SHADOW_SUFFIXES)
     return frozenset(names)
 
 

@@ -1,32 +1,54 @@
 """search_text: SQL narrows the rows (under the read policy), RE2 finds the matches.
 
-RE2 runs in time linear in the text, so no pattern can hang the server, and the scan
-itself runs under the same deadline and cancellation as any read.
+RE2 runs in time linear in the text, but the factor grows with the pattern's program: a
+few thousand instructions can cost tens of microseconds per byte. So the deadline holds
+while matching too:
+
+    patterns over 5000 RE2 instructions   refused at compile time, naming the problem
+    each cell                             matched in windows of 2-256 KiB (smaller for
+                                          bigger programs), the deadline checked between
+    the deadline passes                   the scan stops and the answer says so:
+                                          `(stopped at the 10 s time limit ...)`, with the
+                                          matches found so far (also when SQLite was
+                                          looking for the next row)
+    ... before any row came back          QueryTimeout, as for any read: the SQL is too slow
+    the client cancels                    QueryTimeout, as for any read
+
+A match longer than half a window (1 KiB at least) that straddles two windows can be
+missed or reported in part; shorter matches are found exactly as one pass would.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import apsw
 import re2
 
-from sqlgate.engine.csvout import csv_line
+from sqlgate.engine.csvout import csv_line, csv_reply
 from sqlgate.engine.execute import Bindings, RunContext, run_statement
+from sqlgate.engine.framing import inline
 from sqlgate.engine.introspect import SchemaObject, find_object
 from sqlgate.engine.limits import CallControl, Deadline
+from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import Tier
 from sqlgate.engine.queries import Outcome, SqlTiers
 from sqlgate.engine.sqltext import check_condition, quote_identifier
-from sqlgate.errors import InvalidArgument
+from sqlgate.errors import InvalidArgument, QueryTimeout
 
-__all__ = ["SearchRequest", "TextSearch"]
+__all__ = ["Matcher", "SearchRequest", "TextSearch"]
 
 MAX_PATTERN_CHARS = 1000
 MAX_CONTEXT_CHARS = 1000
 RE2_MAX_MEM = 8 << 20
+# RE2's slowest case costs about 10 ns per byte per program instruction: above this size a
+# pattern is refused, and windows are sized so one costs ~WINDOW_WORK such steps (~0.1 s)
+MAX_PROGRAM_SIZE = 5000
+WINDOW_WORK = 8 << 20
+MIN_WINDOW_BYTES = 2 << 10
+MAX_WINDOW_BYTES = 256 << 10
 
 
 @dataclass(frozen=True)
@@ -53,20 +75,102 @@ def _compile(request: SearchRequest) -> Any:
     options.max_mem = RE2_MAX_MEM
     options.literal = request.fixed_strings
     try:
-        return re2.compile(request.pattern, options)
+        encoded = request.pattern.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgument(
+            "pattern holds an unpaired UTF-16 surrogate (U+D800-U+DFFF), which is not text; "
+            "send the pattern as valid Unicode"
+        ) from None
+    try:
+        # compiled on UTF-8 bytes: cells are matched as bytes, in windows (see Matcher)
+        regex = re2.compile(encoded, options)
     except re2.error as exc:
         message = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
         raise InvalidArgument(
             f"pattern is not a valid RE2 expression ({message}); pass fixed_strings=true to "
             "search for the text literally"
         ) from None
+    if regex.programsize > MAX_PROGRAM_SIZE:
+        raise InvalidArgument(
+            f"pattern is too complex to search with: it compiles to {regex.programsize} RE2 "
+            f"instructions, over the limit of {MAX_PROGRAM_SIZE}, mostly from counted "
+            "repetition ({1,1000}, .{0,500}). Use fewer repetitions (e.g. {1,50}), a shorter "
+            "pattern, or fixed_strings=true for plain text"
+        )
+    return regex
 
 
-def _snippet(text: str, start: int, end: int, context: int) -> str:
-    left = max(0, start - context)
-    right = min(len(text), end + context)
-    shown = " ".join(text[left:right].split())
-    return ("…" if left else "") + shown + ("…" if right < len(text) else "")
+def _char_start(data: bytes, index: int) -> int:
+    """`index`, moved back to the first byte of the UTF-8 character it falls in."""
+    while 0 < index < len(data) and 0x80 <= data[index] < 0xC0:
+        index -= 1
+    return index
+
+
+def _next_char(data: bytes, index: int) -> int:
+    """The first byte of the character after the one starting at `index`."""
+    index += 1
+    while index < len(data) and 0x80 <= data[index] < 0xC0:
+        index += 1
+    return index
+
+
+class Matcher:
+    """RE2 over UTF-8 bytes in windows, so the deadline is checked between windows.
+
+    One pass of `finditer` over a whole cell cannot be stopped: a 1 MB cell and a costly
+    pattern took a minute. Each window is one RE2 call; the full cell stays RE2's context,
+    so `^`, `$` and `\\b` see the real edges. A match that touches a window's end may go
+    on: it is looked for again from its start. When a window holds no match, the next
+    starts half a window back, so matches up to half a window long are never cut.
+    """
+
+    def __init__(self, regex: Any, deadline: Deadline, window: int | None = None) -> None:
+        self.regex = regex
+        self.deadline = deadline
+        steps = max(1, int(regex.programsize))
+        default = min(MAX_WINDOW_BYTES, max(MIN_WINDOW_BYTES, WINDOW_WORK // steps))
+        self.window = window or default
+
+    def spans(self, data: bytes) -> Iterator[tuple[int, int]]:
+        """(start, end) byte offsets of the matches in `data`, as `finditer` would give them.
+
+        Raises QueryTimeout when the deadline passes between two windows.
+        """
+        size, pos = len(data), 0
+        while pos <= size:
+            if self.deadline.expired():
+                raise QueryTimeout("the deadline passed while matching")
+            end = size if size - pos <= self.window else _char_start(data, pos + self.window)
+            match = self.regex.search(data, pos, end)
+            if match is None:
+                if end == size:
+                    return
+                pos = max(_char_start(data, end - self.window // 2), _next_char(data, pos))
+                continue
+            start, stop = match.span()
+            if stop == end < size and start > pos:
+                pos = start  # it may go on past this window: look again from its start
+                continue
+            yield start, stop
+            pos = stop if stop > start else _next_char(data, stop)
+
+
+def _snippet(data: bytes, start: int, end: int, context: int) -> str:
+    """The match at bytes [start, end) with `context` characters either side, whitespace
+    folded, `…` where the cell goes on. At most 4 bytes make a character, so 4 per
+    character (and 3 for a cut one) are enough to decode."""
+    reach = 4 * context + 3
+    before_from = max(0, start - reach)
+    before = data[before_from:start].decode("utf-8", "replace")
+    shown_before = before[max(0, len(before) - context) :] if context else ""
+    more_left = before_from > 0 or len(before) > context
+    after_to = min(len(data), end + reach)
+    after = data[end:after_to].decode("utf-8", "replace")
+    more_right = after_to < len(data) or len(after) > context
+    middle = data[start:end].decode("utf-8", "replace")
+    shown = " ".join((shown_before + middle + after[:context]).split())
+    return ("…" if more_left else "") + shown + ("…" if more_right else "")
 
 
 class TextSearch:
@@ -102,7 +206,7 @@ class TextSearch:
             available = self._columns(conn, obj.name)
             has_rowid = self._has_rowid(conn, obj)
             primary_key = self._primary_key(conn, obj.name)
-        lookup = {name.lower(): name for name in available}
+        lookup = {fold_name(name): name for name in available}
         if request.columns is None:
             chosen = available
         else:
@@ -110,28 +214,28 @@ class TextSearch:
                 isinstance(c, str) for c in request.columns
             ):
                 raise InvalidArgument("columns must be a list of column names")
-            missing = [c for c in request.columns if c.lower() not in lookup]
+            missing = [c for c in request.columns if fold_name(c) not in lookup]
             if missing:
                 raise InvalidArgument(
-                    f"no column {', '.join(map(repr, missing))} in {obj.name}; it has: "
-                    f"{', '.join(available)}"
+                    f"no column {', '.join(map(repr, missing))} in {inline(obj.name)}; it has: "
+                    f"{', '.join(map(inline, available))}"
                 )
-            chosen = [lookup[c.lower()] for c in request.columns]
+            chosen = [lookup[fold_name(c)] for c in request.columns]
         if not chosen:
-            raise InvalidArgument(f"{obj.name} has no columns to search")
+            raise InvalidArgument(f"{inline(obj.name)} has no columns to search")
         # `rowid` stays bare: quoted, SQLite would read it as a string where there is no rowid
         if request.key_column is None:
             key = "rowid" if has_rowid else quote_identifier((primary_key or chosen)[0])
         elif not isinstance(request.key_column, str):
             raise InvalidArgument("key_column must be a column name")
-        elif request.key_column.lower() in lookup:
-            key = quote_identifier(lookup[request.key_column.lower()])
-        elif request.key_column.lower() == "rowid" and has_rowid:
+        elif fold_name(request.key_column) in lookup:
+            key = quote_identifier(lookup[fold_name(request.key_column)])
+        elif fold_name(request.key_column) == "rowid" and has_rowid:
             key = "rowid"
         else:
             raise InvalidArgument(
-                f"key_column {request.key_column!r} is not a column of {obj.name}; it has: "
-                f"{', '.join(available)}"
+                f"key_column {request.key_column!r} is not a column of {inline(obj.name)}; "
+                f"it has: {', '.join(map(inline, available))}"
             )
         return obj.name, chosen, key
 
@@ -160,11 +264,17 @@ class TextSearch:
         state = {"matches": 0, "rows": 0, "scanned": 0, "bytes": len(header.encode())}
         lines = [header]
         stopped: list[str] = []  # why the scan stopped before the last row, if it did
+        deadline = Deadline(self.tiers.settings.query_timeout, self.tiers.clock)
+        matcher = Matcher(regex, deadline)
+        out_of_time = (
+            f"the {deadline.seconds:g} s time limit (--query-timeout) {{where}}; more may match"
+        )
 
         def consume(cursor: apsw.Cursor) -> None:
             """Read rows until the result is full: at `limit` matches, or when the next
             match would not fit the byte cap. Nothing more could be shown, so the rest of
-            the table is not read just to count (the totals then say so)."""
+            the table is not read just to count (the totals then say so). The deadline
+            stops it too, between rows and between windows of a cell."""
             for row in cursor:
                 state["scanned"] += 1
                 row_matched = False
@@ -173,34 +283,50 @@ class TextSearch:
                         if value is None or isinstance(value, bytes):
                             continue
                         value = str(value)
-                    for match in regex.finditer(value):
-                        start, end = match.span()
-                        snippet = _snippet(value, start, end, request.context_chars)
-                        line = csv_line((row[0], column, snippet), caps.cell_chars)
-                        if state["bytes"] + len(line.encode()) > caps.bytes:
-                            stopped.append(
-                                f"the {caps.bytes}-byte result cap after {state['scanned']} "
-                                "rows scanned; the next match did not fit"
-                            )
-                            state["rows"] += int(row_matched)
-                            return
-                        row_matched = True
-                        state["matches"] += 1
-                        lines.append(line)
-                        state["bytes"] += len(line.encode())
-                        if state["matches"] >= limit:
-                            stopped.append(
-                                f"limit {limit} after {state['scanned']} rows scanned; "
-                                "more may match"
-                            )
-                            state["rows"] += 1
-                            return
+                    data = value.encode("utf-8", "surrogatepass")
+                    try:
+                        for start, end in matcher.spans(data):
+                            snippet = _snippet(data, start, end, request.context_chars)
+                            line = csv_line((row[0], column, snippet), caps.cell_chars)
+                            if state["bytes"] + len(line.encode()) > caps.bytes:
+                                stopped.append(
+                                    f"the {caps.bytes}-byte result cap after "
+                                    f"{state['scanned']} rows scanned; the next match did "
+                                    "not fit"
+                                )
+                                state["rows"] += int(row_matched)
+                                return
+                            row_matched = True
+                            state["matches"] += 1
+                            lines.append(line)
+                            state["bytes"] += len(line.encode())
+                            if state["matches"] >= limit:
+                                stopped.append(
+                                    f"limit {limit} after {state['scanned']} rows scanned; "
+                                    "more may match"
+                                )
+                                state["rows"] += 1
+                                return
+                    except QueryTimeout:
+                        where = f"partway through row {state['scanned']}"
+                        stopped.append(out_of_time.format(where=where))
+                        state["rows"] += int(row_matched)
+                        return
                 state["rows"] += int(row_matched)
+                if deadline.expired():
+                    where = f"after {state['scanned']} rows scanned"
+                    stopped.append(out_of_time.format(where=where))
+                    return
 
         with self.db.reading() as conn:
-            deadline = Deadline(self.tiers.settings.query_timeout, self.tiers.clock)
             ctx = RunContext(conn, Tier.READ, self.db.protected, deadline, control)
-            run_statement(ctx, sql, bindings, consume)
+            try:
+                run_statement(ctx, sql, bindings, consume)
+            except QueryTimeout:
+                if control.cancelled or not state["scanned"]:
+                    raise  # nothing to show: the statement itself is too slow, as in read_query
+                # the deadline stopped SQLite while it looked for the next row
+                stopped.append(out_of_time.format(where=f"after {state['scanned']} rows scanned"))
         shown = len(lines) - 1
         if stopped:
             trailer = f"# {shown} matches shown (stopped at {stopped[0]})"
@@ -210,4 +336,4 @@ class TextSearch:
                 f"of {state['scanned']} scanned"
             )
         detail = {"matches": state["matches"], "scanned": state["scanned"], "complete": not stopped}
-        return Outcome("".join(lines) + trailer, shown, detail)
+        return Outcome(csv_reply(lines, trailer), shown, detail)

@@ -7,7 +7,9 @@
              declared PRIMARY KEY recorded by rowid), a progress handler that stops the
              statement once the session holds more than the budget, then `changeset()`
     store    in the SAME transaction, in chunks (the write connection's SQLITE_LIMIT_LENGTH
-             is --max-value-bytes), pruned to the newest --snapshots-keep changesets
+             is --max-value-bytes), with what the undo checks (`engine.undo_checks`: each
+             table's identity and columns, a digest of each row an UPDATE left), pruned to
+             the newest --snapshots-keep changesets
 
 `UndoFallback` is how a step says "take a whole-file snapshot instead"; the caller rolls
 back, snapshots and runs the statement again. The restore side is `engine.undo_restore`.
@@ -22,8 +24,10 @@ from dataclasses import dataclass
 
 import apsw
 
+from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import Operation
 from sqlgate.engine.sqltext import quote_identifier
+from sqlgate.engine.undo_checks import TableShape, row_digests, table_shape
 
 __all__ = [
     "Capture",
@@ -70,10 +74,10 @@ def chunk_size(max_value_bytes: int) -> int:
 
 
 def written_tables(operations: Iterable[Operation]) -> frozenset[str]:
-    """Lower-cased tables of "main" the statement (or its triggers) inserts, updates or
-    deletes rows of, as the authorizer saw them while the statement was prepared."""
+    """Tables of "main" the statement (or its triggers) inserts, updates or deletes rows of,
+    as the authorizer saw them while the statement was prepared; names folded (`fold_name`)."""
     return frozenset(
-        op.target.lower()
+        fold_name(op.target)
         for op in operations
         if op.action in _ROW_WRITES and op.target and op.database in (None, "main")
     )
@@ -82,7 +86,7 @@ def written_tables(operations: Iterable[Operation]) -> frozenset[str]:
 def unrestorable_write(conn: apsw.Connection, tables: frozenset[str]) -> str | None:
     """Why a changeset cannot restore what the statement writes, or None when it can."""
     for name, kind in conn.execute(_MODULE_TABLES):
-        if str(name).lower() in tables:
+        if fold_name(str(name)) in tables:
             what = "virtual table" if kind == "virtual" else "virtual table's shadow table"
             return f"it writes {name}, a {what} (fts5, rtree), which a changeset cannot restore"
     return None
@@ -92,7 +96,7 @@ def _with_foreign_keys_to(conn: apsw.Connection, tables: frozenset[str]) -> set[
     """`tables` and every table whose foreign keys reach them (cascades change those)."""
     found = set(tables)
     edges = [
-        (str(child).lower(), str(parent).lower())
+        (fold_name(str(child)), fold_name(str(parent)))
         for child, parent in conn.execute(
             'SELECT t.name, f."table" FROM pragma_table_list AS t, '
             "pragma_foreign_key_list(t.name) AS f WHERE t.schema = 'main' AND t.type = 'table'"
@@ -178,6 +182,23 @@ def describe(changeset: bytes) -> tuple[tuple[str, ...], int]:
     return tuple(tables), count
 
 
+def _shapes(conn: apsw.Connection, tables: tuple[str, ...]) -> dict[str, TableShape]:
+    """Each changed table as it is now (in the call's transaction), under its folded name."""
+    shapes: dict[str, TableShape] = {}
+    for name in tables:
+        shape = table_shape(conn, name)
+        if shape is None:  # never: the statement just changed its rows
+            raise UndoFallback(f"table {name} of the changeset was not found")
+        shapes[fold_name(name)] = shape
+    return shapes
+
+
+def _chunks(data: bytes, chunk: int) -> Iterator[tuple[int, bytes]]:
+    view = memoryview(data)
+    for seq, start in enumerate(range(0, len(data), chunk)):
+        yield seq, bytes(view[start : start + chunk])
+
+
 def store_changeset(
     conn: apsw.Connection,
     changeset: bytes,
@@ -188,23 +209,39 @@ def store_changeset(
     chunk: int,
     keep: int,
 ) -> StoredChangeset:
-    """Save `changeset` in the current transaction and prune to the newest `keep`."""
+    """Save `changeset`, with the table shapes and row states its undo checks, in the
+    current transaction (right after the statement), and prune to the newest `keep`."""
     tables, changes = describe(changeset)
+    shapes = _shapes(conn, tables)
+    digests = row_digests(conn, changeset, shapes)
+    if digests is None:
+        raise UndoFallback(
+            "a changed table has no rowid the undo can name (columns rowid, _rowid_ and oid)"
+        )
     conn.execute(
         "INSERT INTO undo_changesets (ts, session, kind, tables, changes, bytes) "
         "VALUES (?, ?, ?, ?, ?, ?)",
         (ts, session, kind, json.dumps(list(tables), ensure_ascii=False), changes, len(changeset)),
     )
     changeset_id = int(conn.last_insert_rowid())
-    view = memoryview(changeset)
     conn.executemany(
         "INSERT INTO undo_chunks (changeset_id, seq, data) VALUES (?, ?, ?)",
+        ((changeset_id, seq, data) for seq, data in _chunks(changeset, chunk)),
+    )
+    conn.executemany(
+        "INSERT INTO undo_table_shapes (changeset_id, name, schema_rowid, rootpage, shape) "
+        "VALUES (?, ?, ?, ?, ?)",
         (
-            (changeset_id, seq, bytes(view[start : start + chunk]))
-            for seq, start in enumerate(range(0, len(changeset), chunk))
+            (changeset_id, name, shape.schema_rowid, shape.rootpage, shape.to_json())
+            for name, shape in ((name, shapes[fold_name(name)]) for name in tables)
         ),
     )
+    conn.executemany(
+        "INSERT INTO undo_row_states (changeset_id, seq, digests) VALUES (?, ?, ?)",
+        ((changeset_id, seq, data) for seq, data in _chunks(digests, chunk)),
+    )
     old = "SELECT id FROM undo_changesets ORDER BY id DESC LIMIT -1 OFFSET ?"
-    conn.execute(f"DELETE FROM undo_chunks WHERE changeset_id IN ({old})", (keep,))
+    for table in ("undo_chunks", "undo_table_shapes", "undo_row_states"):
+        conn.execute(f"DELETE FROM {table} WHERE changeset_id IN ({old})", (keep,))
     conn.execute(f"DELETE FROM undo_changesets WHERE id IN ({old})", (keep,))
     return StoredChangeset(changeset_id, tables, changes, len(changeset))

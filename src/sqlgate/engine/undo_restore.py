@@ -3,10 +3,12 @@
 The stored changeset is inverted and applied on the write connection inside one IMMEDIATE
 transaction, with triggers and foreign-key actions off (the rows they changed during the
 original call are in the changeset already, so firing them again would change more).
-Every conflict (a row changed, deleted or re-created after the call; a table dropped or
-reshaped since, whose changes SQLite would skip silently) is recorded and skipped, then
-the whole transaction is rolled back: either every row comes back, or nothing changes and
-`UndoConflict` lists what stands in the way.
+Before anything is written, `engine.undo_checks` compares each table with what the call
+recorded (the same table, the same columns) and each row an UPDATE changed with the state
+the call left it in. Every conflict (a table gone, replaced or reshaped; a row changed,
+deleted or re-created after the call) is recorded, then the whole transaction is rolled
+back: either every row comes back, or nothing changes and `UndoConflict` lists what stands
+in the way.
 """
 
 from __future__ import annotations
@@ -23,6 +25,15 @@ import apsw
 from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.database import Database
+from sqlgate.engine.names import fold_name
+from sqlgate.engine.undo_checks import (
+    DIGEST_BYTES,
+    Conflict,
+    TableShape,
+    changed_rows,
+    shape_conflict,
+    table_shape,
+)
 from sqlgate.errors import InvalidArgument, NotFound, UndoConflict
 
 __all__ = ["Conflict", "UndoRestore", "UndoTarget"]
@@ -34,31 +45,9 @@ _CONFLICT_NAMES = {
     apsw.SQLITE_CHANGESET_CONSTRAINT: "CONSTRAINT",
     apsw.SQLITE_CHANGESET_FOREIGN_KEY: "FOREIGN_KEY",
 }
-_CONFLICT_MEANING = {
-    "DATA": "changed again after the call",
-    "NOTFOUND": "deleted after the call",
-    "CONFLICT": "a row with this key was added after the call",
-    "CONSTRAINT": "restoring it would break a constraint",
-    "FOREIGN_KEY": "the restore would leave unmatched",
-    "SCHEMA": "the table was dropped, or its columns or primary key changed, after the call",
-}
 _SHOWN_CONFLICTS = 5
-
-
-@dataclass(frozen=True)
-class Conflict:
-    type: str  # DATA, NOTFOUND, CONFLICT, CONSTRAINT, FOREIGN_KEY or SCHEMA
-    table: str
-    key: tuple[Any, ...]
-
-    def describe(self) -> str:
-        meaning = _CONFLICT_MEANING[self.type]
-        if self.type == "FOREIGN_KEY":
-            return f"{self.key[0]} row(s) whose foreign keys {meaning} (FOREIGN_KEY)"
-        if self.type == "SCHEMA":
-            return f"{self.table}, {self.key[0]} row(s): {meaning} (SCHEMA)"
-        key = ", ".join(repr(value) for value in self.key)
-        return f"{self.table} row ({key}): {meaning} ({self.type})"
+# ids are SQLite integers: signed 64-bit
+_LARGEST_ID = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -76,8 +65,11 @@ class UndoTarget:
 
 
 def _whole_number(value: object, what: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise InvalidArgument(f"{what} must be a whole number from 1 up")
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= _LARGEST_ID:
+        raise InvalidArgument(
+            f"{what} must be a whole number from 1 to {_LARGEST_ID}; "
+            "`sqlgate undo --list` shows the calls that can be undone"
+        )
     return value
 
 
@@ -97,6 +89,12 @@ def _detail(text: object) -> dict[str, Any]:
     except ValueError:
         return {}
     return parsed if isinstance(parsed, dict) else {}
+
+
+def _joined(conn: apsw.Connection, table: str, column: str, changeset_id: int) -> bytes:
+    """The chunks one changeset's `column` was stored in, joined again."""
+    sql = f"SELECT {column} FROM {table} WHERE changeset_id = ? ORDER BY seq"
+    return b"".join(bytes(chunk) for (chunk,) in conn.execute(sql, (changeset_id,)))
 
 
 class UndoRestore:
@@ -161,14 +159,10 @@ class UndoRestore:
                     f"{target.label} was already undone at {undone_at} by session {undone_by}; "
                     "nothing was done"
                 )
-            data = b"".join(
-                bytes(chunk)
-                for (chunk,) in conn.execute(
-                    "SELECT data FROM undo_chunks WHERE changeset_id = ? ORDER BY seq",
-                    (changeset_id,),
-                )
-            )
-            conflicts = self._apply_inverse(conn, data)
+            data = _joined(conn, "undo_chunks", "data", changeset_id)
+            conflicts = self._checks(conn, target, changeset_id, data, int(changes))
+            if not conflicts:
+                conflicts = self._apply_inverse(conn, data)
             if conflicts:
                 raise self._refusal(target, conflicts)
             conn.execute(
@@ -180,13 +174,61 @@ class UndoRestore:
         detail = {"undoes": target.audit_id, "changeset": changeset_id}
         return text, int(changes), detail
 
+    def _checks(
+        self,
+        conn: apsw.Connection,
+        target: UndoTarget,
+        changeset_id: int,
+        data: bytes,
+        changes: int,
+    ) -> list[Conflict]:
+        """What stands in the way before anything is written: tables that are gone, are
+        other tables now or have other columns; rows an UPDATE changed that differ now."""
+        shapes = {
+            fold_name(str(name)): TableShape.from_row(str(name), int(rowid), int(root), str(text))
+            for name, rowid, root, text in conn.execute(
+                "SELECT name, schema_rowid, rootpage, shape FROM undo_table_shapes "
+                "WHERE changeset_id = ?",
+                (changeset_id,),
+            )
+        }
+        if changes and not shapes:
+            raise UndoConflict(
+                f"undo of {target.label} refused: its changeset was kept by an older sqlgate, "
+                "without the table shapes and row states an undo checks, so it cannot be "
+                "undone safely. Nothing was undone. Next: restore the rows by hand, or the "
+                "whole file from a snapshot (`sqlgate snapshots list`)"
+            )
+        conflicts: list[Conflict] = []
+        for name in dict.fromkeys(change.name for change in apsw.Changeset.iter(data)):
+            if fold_name(name) in self.db.protected:
+                continue  # server tables are never written by an undo
+            recorded = shapes.get(fold_name(name))
+            if recorded is None:
+                conflicts.append(Conflict("SCHEMA", name, (), "its shape was not recorded"))
+                continue
+            reason = shape_conflict(recorded, table_shape(conn, name))
+            if reason is not None:
+                conflicts.append(Conflict("SCHEMA", name, (), reason))
+        if conflicts:
+            return conflicts
+        digests = _joined(conn, "undo_row_states", "digests", changeset_id)
+        updates = sum(1 for change in apsw.Changeset.iter(data) if change.op == "UPDATE")
+        if len(digests) != updates * DIGEST_BYTES:
+            raise UndoConflict(
+                f"undo of {target.label} refused: the row states kept with changeset "
+                f"{changeset_id} are incomplete. Nothing was undone. Next: restore the rows by "
+                "hand, or the whole file from a snapshot (`sqlgate snapshots list`)"
+            )
+        return changed_rows(conn, data, shapes, digests)
+
     def _apply_inverse(self, conn: apsw.Connection, data: bytes) -> list[Conflict]:
         conflicts: list[Conflict] = []
         inverse = apsw.Changeset.invert(data)
         expected: Counter[str] = Counter(
             change.name
             for change in apsw.Changeset.iter(inverse)
-            if change.name.lower() not in self.db.protected
+            if fold_name(change.name) not in self.db.protected
         )
         offered: Counter[str] = Counter()
 
@@ -195,7 +237,7 @@ class UndoRestore:
             return int(apsw.SQLITE_CHANGESET_OMIT)  # keep looking; all is rolled back after
 
         def agent_table(change: apsw.TableChange) -> bool:
-            if change.name.lower() in self.db.protected:
+            if fold_name(change.name) in self.db.protected:
                 return False  # server tables are never written by an undo
             offered[change.name] += 1
             return True
@@ -213,10 +255,13 @@ class UndoRestore:
         finally:
             conn.config(apsw.SQLITE_DBCONFIG_ENABLE_TRIGGER, triggers)
         # SQLite skips, without a word, every change to a table that was dropped or whose
-        # columns or primary key no longer match the changeset: count what it offered
+        # columns or primary key no longer match the changeset: the checks above refuse
+        # those first; counting what it offered makes sure no row is reported restored
         for table, count in expected.items():
             if offered[table] < count:
-                conflicts.append(Conflict("SCHEMA", table, (count - offered[table],)))
+                skipped = count - offered[table]
+                reason = f"SQLite skipped {skipped} of its rows: its columns no longer match"
+                conflicts.append(Conflict("SCHEMA", table, (), reason))
         return conflicts
 
     def _refusal(self, target: UndoTarget, conflicts: list[Conflict]) -> UndoConflict:

@@ -119,15 +119,20 @@ class ChainStatus:
     first_broken_id: int | None = None
     reason: str | None = None
     checked: int = 0  # events whose hashes were recomputed by this verification
+    # why the newest witnessed events could not be checked (another writer held the lock)
+    unconfirmed: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         if self.ok:
-            return {
+            answer: dict[str, Any] = {
                 "ok": True,
                 "events": self.events,
                 "head_id": self.head_id,
                 "head_hash": self.head_hash,
             }
+            if self.unconfirmed:
+                answer["unconfirmed"] = self.unconfirmed
+            return answer
         return {"ok": False, "first_broken_id": self.first_broken_id, "reason": self.reason}
 
     def as_json(self) -> str:

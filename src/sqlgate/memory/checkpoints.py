@@ -18,6 +18,7 @@ from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.csvout import csv_line
 from sqlgate.engine.database import Database
+from sqlgate.engine.framing import LINE_BREAKS, FramedReply, data_bytes, inline
 from sqlgate.errors import InvalidArgument
 from sqlgate.memory.chain import ChainStatus, EventChain
 from sqlgate.memory.search import preview
@@ -126,39 +127,45 @@ class Checkpoints:
         exclude_kinds: tuple[str, ...],
     ) -> str:
         cells = self.db.settings.max_cell_chars
-        out = [_chain_line(status)]
+        chain = _chain_line(status)
+        reply = FramedReply().server(chain.rstrip("\n"))
+        used = len(chain.encode())
         if checkpoint:
             cid, ts, session, summary, last_event_id = checkpoint
-            out.append(
-                f"# checkpoint {cid} · {ts} · session {session} · after event {last_event_id}\n"
+            shown_summary = str(summary).rstrip(LINE_BREAKS)
+            line = (
+                f"# checkpoint {cid} · {inline(str(ts))} · session {inline(str(session))} · "
+                f"after event {last_event_id}"
             )
-            out.append(summary.rstrip("\n") + "\n")
+            reply.server(line).data(shown_summary)
+            used += len(line.encode()) + 1 + data_bytes(shown_summary) + 1
             since = "since the checkpoint"
         else:
-            out.append("# no checkpoint yet: call checkpoint(summary) when you reach a milestone\n")
+            line = "# no checkpoint yet: call checkpoint(summary) when you reach a milestone"
+            reply.server(line)
+            used += len(line.encode()) + 1
             since = "in the memory"
         skipped = f", not counting kinds {', '.join(exclude_kinds)}" if exclude_kinds else ""
         header = csv_line(("id", "date", "kind", "tags", "content"), cells)
-        budget = self.db.settings.max_result_bytes - sum(len(p.encode()) for p in out)
+        budget = self.db.settings.max_result_bytes - used
         kept: list[str] = []  # newest first, while they fit: the oldest are dropped first
-        used = len(header.encode())
+        size = len(header.encode())
         for event_id, ts, kind, tags, content in reversed(rows):
             shown_content = content if len(content) <= cells else preview(content, cells)
             when = ts[:16].replace("T", " ")
             line = csv_line((event_id, when, kind, _tag_text(tags) or None, shown_content), cells)
-            if kept and used + len(line.encode()) > budget:
+            if kept and size + len(line.encode()) > budget:
                 break
             kept.append(line)
-            used += len(line.encode())
+            size += len(line.encode())
         shown = f" (the newest {len(kept)} shown)" if len(kept) < total else ""
-        out.append(f"# {total} events {since}{skipped}{shown}\n")
+        reply.server(f"# {total} events {since}{skipped}{shown}")
         if kept:
-            out.append(header)
-            out.extend(reversed(kept))
-        out.append(
+            reply.data("".join([header, *reversed(kept)]).removesuffix("\n"))
+        reply.server(
             "# next: memory_search for older context, memory_details(ids=[...]) for full text"
         )
-        return "".join(out)
+        return reply.render()
 
 
 def _tag_text(raw: object) -> str:
@@ -179,7 +186,12 @@ def _chain_line(status: ChainStatus) -> str:
         head = (
             f", head {status.head_id} ({(status.head_hash or '')[:12]}…)" if status.head_id else ""
         )
-        return f"# chain: ok, {status.events} events{head}\n"
+        pending = (
+            "; newer events unconfirmed (another writer held the lock)"
+            if status.unconfirmed
+            else ""
+        )
+        return f"# chain: ok, {status.events} events{head}{pending}\n"
     return (
         f"# chain: BROKEN at event {status.first_broken_id}: {status.reason}. Tell the user; "
         "verify_chain gives the details\n"

@@ -7,10 +7,13 @@ import unicodedata
 from collections.abc import Sequence
 from datetime import date, datetime, timedelta, timezone
 
+from sqlgate.engine.limits import SQLITE_INT_MAX
 from sqlgate.errors import InvalidArgument
 
 __all__ = [
+    "MAX_ID",
     "MAX_IDS",
+    "MAX_KINDS",
     "MAX_TAGS",
     "event_ids",
     "event_kind",
@@ -21,7 +24,9 @@ __all__ = [
 ]
 
 MAX_IDS = 50
+MAX_ID = SQLITE_INT_MAX  # a bigger id could not even be looked up
 MAX_TAGS = 20
+MAX_KINDS = 50
 MAX_TAG_CHARS = 64
 _KIND = re.compile(r"[a-z][a-z0-9_.-]{0,31}")
 # control bytes, and lone surrogates (valid in a Python str, not encodable as UTF-8)
@@ -61,6 +66,8 @@ def event_kinds(values: object, name: str) -> tuple[str, ...]:
         return ()
     if isinstance(values, str) or not isinstance(values, Sequence):
         raise InvalidArgument(f'{name} must be a list of kinds, e.g. ["tool"]')
+    if len(values) > MAX_KINDS:
+        raise InvalidArgument(f"{name}: at most {MAX_KINDS} kinds")
     return tuple(event_kind(value) for value in values)
 
 
@@ -97,8 +104,10 @@ def event_ids(values: object, limit: int = MAX_IDS) -> list[int]:
         raise InvalidArgument(f"at most {limit} ids per call")
     ids: list[int] = []
     for value in values:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidArgument(f"id {value!r} is not an event id (a whole number from 1)")
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ID:
+            raise InvalidArgument(
+                f"id {value!r} is not an event id (a whole number from 1 to {MAX_ID})"
+            )
         if value not in ids:
             ids.append(value)
     return ids

@@ -2,7 +2,10 @@
 
 Every pattern is RE2 (linear time, so an extra pattern from a file cannot hang a call) and
 replaces what it matches with a typed marker, `[REDACTED:<name>]`. Text inside
-`<private>…</private>` is dropped whole (an unclosed `<private>` drops the rest).
+`<private>…</private>` is dropped whole, nested blocks included (the block ends at the
+`</private>` that closes the first `<private>`; an unclosed one drops the rest). A token
+with a known prefix (AKIA…, ghp_…, xoxb-…, sk-…, eyJ…) counts as one when no letter or digit
+touches it, so `AWS_KEY_AKIA…` and `MY_TOKEN=ghp_…` are caught, while `task-123…` is not.
 
 What is meant to survive: environment variable *names* (`OPENAI_API_KEY`, `$GITHUB_TOKEN`),
 hex digests (the chain's own hashes), UUIDs, and ordinary code such as
@@ -19,6 +22,7 @@ A bearer token must look like one (a digit in it, or 24+ characters), so prose s
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,11 +40,11 @@ __all__ = ["DEFAULT_PATTERNS", "Redaction", "Redactor", "load_extra_patterns"]
 DEFAULT_PATTERNS: tuple[tuple[str, str], ...] = (
     ("private-key",
      r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY-----|\z)"),
-    ("aws-key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
-    ("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})\b"),
-    ("slack-token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-    ("api-key", r"\bsk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{20,}"),
-    ("jwt", r"\beyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}"),
+    ("aws-key", r"(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}"),
+    ("github-token", r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
+    ("slack-token", r"xox[abposr]-[A-Za-z0-9-]{10,}"),
+    ("api-key", r"sk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{20,}"),
+    ("jwt", r"eyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}"),
     ("bearer-token", r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/-]{12,}=*)"),
     ("url-password", r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:(?P<secret>[^/\s@]+)@"),
 )  # fmt: skip
@@ -71,7 +75,13 @@ _DIGIT = re.compile(r"[0-9]")
 _PLAUSIBLE: dict[str, Callable[[str], bool]] = {
     "bearer-token": lambda token: bool(_DIGIT.search(token)) or len(token) >= 24,
 }
-PRIVATE_BLOCK = r"(?is)<private>.*?(?:</private>|\z)"
+# prefixed tokens: a match counts only where no letter or digit touches it on either side
+# (RE2's \b would take `_` for a letter, and miss AWS_KEY_AKIA…)
+_ALONE = frozenset({"aws-key", "github-token", "slack-token", "api-key", "jwt"})
+PRIVATE_TAG = r"(?i)<(/?)private>"
+_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+_CACHED_TEXTS, _CACHED_CHARS = 4096, 512  # at most 2 MiB of short texts remembered
+_ESCAPE_BEFORE = re.compile(r"\\(?:[ntrfvab0]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})\Z")
 Replace = Callable[[Any], str]
 
 
@@ -98,6 +108,18 @@ def _compile(name: str, pattern: str) -> Any:
         raise InvalidArgument(f"redaction pattern {name!r} is not valid RE2: {detail}") from None
 
 
+def _stands_alone(text: str, start: int, end: int) -> bool:
+    """Whether no letter or digit touches text[start:end] on either side. An escape such as
+    `\\n` or `\\x0a` just before it (a value shown with repr() in a message) is a boundary."""
+    before = text[start - 1] if start > 0 else ""
+    after = text[end] if end < len(text) else ""
+    if after.isalnum():
+        return False
+    return (
+        not before.isalnum() or _ESCAPE_BEFORE.search(text, max(0, start - 10), start) is not None
+    )
+
+
 def _looks_secret(key: str, value: str, separator: str) -> bool:
     """Whether an assignment's value is a literal secret rather than code or a reference."""
     if _KEY_PARTS.split(key.lower())[-1] in _ABOUT_WORDS:
@@ -121,27 +143,61 @@ class Redactor:
 
     def __init__(self, extra: tuple[tuple[str, str], ...] = (), *, enabled: bool = True) -> None:
         self.enabled = enabled
-        self._private = _compile("private", PRIVATE_BLOCK)
+        self._private = _compile("private", PRIVATE_TAG)
         self._patterns = [(name, _compile(name, p)) for name, p in (*DEFAULT_PATTERNS, *extra)]
         self._assignment = _compile("assignment", _ASSIGNMENT)
+        # one linear search that matches wherever any rule could: most texts (SQL, ids,
+        # words) match none, and need no pass of their own per pattern
+        every = (PRIVATE_TAG, *(p for _, p in (*DEFAULT_PATTERNS, *extra)), _ASSIGNMENT)
+        self._remembered = functools.lru_cache(maxsize=_CACHED_TEXTS)(
+            lambda text: self.redact(text).text
+        )
+        self._any = _compile("any", "|".join(f"(?:{_NAMED_GROUP.sub('(?:', p)})" for p in every))
 
     def redact(self, text: str) -> Redaction:
-        if not self.enabled:
+        if not self.enabled or self._any.search(text) is None:
             return Redaction(text)
         counts: dict[str, int] = {}
 
         def count(name: str) -> None:
             counts[name] = counts.get(name, 0) + 1
 
-        def drop_private(_: Any) -> str:
-            count("private")
-            return ""
-
-        text = self._private.sub(drop_private, text)
+        text = self._without_private(text, count)
         for name, pattern in self._patterns:
             text = pattern.sub(self._marker(name, pattern, count), text)
         text = self._assignment.sub(self._assigned(count), text)
         return Redaction(text, counts)
+
+    def redact_text(self, text: str) -> str:
+        """`redact(text).text`: for texts the server stores about a call (the audit log).
+
+        Short texts are remembered: agents repeat their statements, and every audit row
+        redacts a few texts (the statement, its fingerprint, its kind)."""
+        if not self.enabled:
+            return text
+        if len(text) <= _CACHED_CHARS:
+            return self._remembered(text)
+        return self.redact(text).text
+
+    def _without_private(self, text: str, count: Callable[[str], None]) -> str:
+        """`text` without its `<private>` blocks; a block ends where its nesting closes."""
+        kept: list[str] = []
+        depth, start = 0, 0
+        for tag in self._private.finditer(text):
+            if tag.group(1):  # a closing tag
+                if depth == 0:
+                    continue  # closes nothing: it is just text
+                depth -= 1
+                if depth == 0:
+                    start = tag.end()
+            else:
+                if depth == 0:
+                    kept.append(text[start : tag.start()])
+                    count("private")
+                depth += 1
+        if depth == 0:
+            kept.append(text[start:])
+        return "".join(kept)
 
     @staticmethod
     def _marker(name: str, pattern: Any, count: Callable[[str], None]) -> Replace:
@@ -149,10 +205,13 @@ class Redactor:
         group = pattern.groupindex.get("secret")
 
         plausible = _PLAUSIBLE.get(name)
+        alone = name in _ALONE
 
         def replace(match: Any) -> str:
             secret = match.group(group) if group is not None else None
             if plausible is not None and not plausible(str(secret or match.group(0))):
+                return str(match.group(0))
+            if alone and not _stands_alone(match.string, match.start(), match.end()):
                 return str(match.group(0))
             count(name)
             marker = f"[REDACTED:{name}]"

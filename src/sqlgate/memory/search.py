@@ -16,8 +16,9 @@ from typing import Any
 
 import apsw
 
-from sqlgate.engine.csvout import csv_line
+from sqlgate.engine.csvout import csv_line, csv_reply
 from sqlgate.engine.database import Database
+from sqlgate.engine.framing import LINE_BREAKS, FramedReply, data_bytes, inline
 from sqlgate.errors import InvalidArgument, NotFound
 
 __all__ = ["EventReader", "SearchFilters", "fts_query", "preview"]
@@ -150,7 +151,7 @@ class EventReader:
                 )
         else:
             trailer = "# 0 results; try other words, fewer filters, or a prefix like deploy*"
-        return "".join(lines) + trailer, len(rows)
+        return csv_reply(lines, trailer), len(rows)
 
     def timeline(self, ids: Sequence[int], window: int) -> tuple[str, int]:
         if isinstance(window, bool) or not isinstance(window, int) or not 0 <= window <= MAX_WINDOW:
@@ -186,7 +187,7 @@ class EventReader:
             trailer += (
                 f" (truncated: {self.result_bytes} bytes; ask for fewer ids or a smaller window)"
             )
-        return "".join(lines) + trailer, shown
+        return csv_reply(lines, trailer), shown
 
     def details(self, ids: Sequence[int]) -> tuple[str, int]:
         with self.db.reading() as conn:
@@ -199,28 +200,38 @@ class EventReader:
                     (json.dumps(list(ids)),),
                 )
             }
-        blocks: list[str] = []
+        reply = FramedReply()
         used = 0
+        shown = 0
         left: list[int] = []
         for event_id in ids:
-            _, ts, session, kind, content, tags, prev_hash, digest = rows[event_id]
-            block = (
-                f"## event {event_id} · {ts} · {kind} · session {session}"
-                f"{' · tags: ' + _tags(tags) if _tags(tags) else ''}\n"
-                f"hash {digest} · prev {prev_hash}\n{content}\n"
+            _, ts, session, kind, stored, tags, prev_hash, digest = rows[event_id]
+            content = str(stored).rstrip(LINE_BREAKS)
+            # stored fields stay one field each (inline), whatever a damaged row holds
+            ts, kind, session, digest, prev_hash = (
+                inline(str(field)) for field in (ts, kind, session, digest, prev_hash)
             )
-            size = len(block.encode()) + (1 if blocks else 0)  # and the blank line between
+            tag_words = " ".join(inline(tag) for tag in _tags(tags).split())
+            header = (
+                f"## event {event_id} · {ts} · {kind} · session {session}"
+                f"{' · tags: ' + tag_words if tag_words else ''}\n"
+                f"# hash {digest} · prev {prev_hash}"
+            )
+            # the header lines, the content, its line feed and the blank line between blocks
+            size = len(header.encode()) + 1 + data_bytes(content) + (2 if shown else 0)
             # the first block always goes out whole: details is the one way to read it
-            if blocks and used + size > self.result_bytes:
+            if shown and used + size > self.result_bytes:
                 left.append(event_id)
                 continue
-            blocks.append(block)
+            if shown:
+                reply.server("")
+            reply.server(header).data(content)
             used += size
-        text = "\n".join(blocks)
+            shown += 1
         if left:
             rest = ", ".join(map(str, left))
-            text += f"\n# truncated: {self.result_bytes} bytes; ask again for ids [{rest}]"
-        return text.rstrip("\n"), len(blocks)
+            reply.server(f"# truncated: {self.result_bytes} bytes; ask again for ids [{rest}]")
+        return reply.render(), shown
 
     def _require(self, conn: apsw.Connection, ids: Sequence[int]) -> None:
         known = {

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from sqlgate.config import Settings
 from sqlgate.engine.database import Database
+from sqlgate.engine.framing import one_line_json
 from sqlgate.errors import InvalidArgument
 from sqlgate.memory.chain import EventChain
 from sqlgate.memory.checkpoints import Checkpoints
@@ -40,7 +40,7 @@ class Reply:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return one_line_json(value)  # stored names (sessions) stay on one line whatever they hold
 
 
 def redactor_for(settings: Settings) -> Redactor:

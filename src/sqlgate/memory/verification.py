@@ -26,11 +26,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import apsw
 
+from sqlgate.engine.connect import lock_if_free
 from sqlgate.engine.database import Database
 from sqlgate.errors import SqlgateError
 from sqlgate.memory.chain import (
@@ -42,6 +43,8 @@ from sqlgate.memory.chain import (
     stored_tags,
 )
 from sqlgate.memory.witness import Witness, WitnessFile
+from sqlgate.memory.witness_check import broken as _broken
+from sqlgate.memory.witness_check import check_visible, check_witness, record_verified
 
 __all__ = ["verify_chain"]
 
@@ -83,11 +86,17 @@ def verify_chain(
     incremental: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> ChainStatus:
-    """`EventChain.verify`: the walk on a snapshot, then the judgement under the write lock."""
+    """`EventChain.verify`: the walk on a snapshot, then the judgement against the witness.
+
+    The judgement runs under the write lock when it is free at that moment (then the
+    verified position is recorded in the witness). When another connection holds the lock,
+    it never waits: it judges on a newer snapshot and records nothing (`_judge_unlocked`).
+    """
     try:
         witness = witness_file.read()
     except SqlgateError as exc:
         return _broken(None, f"witness mismatch: {exc}")
+    # the witness is read before the snapshot: its verified position is then committed in it
     with db.snapshot_reader() as reader:
         walk = _Walk.start(reader, witness, incremental)
         if walk.status is None:
@@ -95,16 +104,23 @@ def verify_chain(
     if walk.status is not None:
         return walk.status
     conn = db.server
-    with db.server_lock:
-        conn.execute("BEGIN IMMEDIATE")
+    # the server connection may be busy in this process too (an append waiting for the
+    # lock): then the lock is not free, and the judgement does not wait for it either
+    if not db.read_only and db.server_lock.acquire(blocking=False):
         try:
-            status = _judge(conn, witness_file, walk)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-    return status
+            if lock_if_free(conn):
+                try:
+                    status = _judge(conn, witness_file, walk)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                return status
+        finally:
+            db.server_lock.release()
+    with db.snapshot_reader() as reader:
+        return _judge_unlocked(reader, witness_file, walk)
 
 
 def _judge(conn: apsw.Connection, witness_file: WitnessFile, walk: _Walk) -> ChainStatus:
@@ -116,22 +132,50 @@ def _judge(conn: apsw.Connection, witness_file: WitnessFile, walk: _Walk) -> Cha
     walk.run(conn)  # events committed since the snapshot, if any
     if walk.status is not None:
         return walk.status
-    problem = _check_witness(conn, witness, walk.count)
+    problem = check_witness(conn, witness, walk.count)
     if problem is not None:
         return problem
     status = walk.result()
     if witness is not None and status.head_id is not None:
-        _record_verified(witness_file, witness, status.head_id, status.head_hash or "")
+        record_verified(witness_file, witness, status.head_id, status.head_hash or "")
     return status
 
 
-def _record_verified(
-    witness_file: WitnessFile, current: Witness, verified_id: int, verified_hash: str
-) -> None:
-    """Called inside the write transaction, so witness writes stay ordered."""
-    if current.verified_id == verified_id and current.verified_hash == verified_hash:
-        return
-    witness_file.write(Witness(current.head_id, current.head_hash, verified_id, verified_hash))
+def _judge_unlocked(reader: apsw.Connection, witness_file: WitnessFile, walk: _Walk) -> ChainStatus:
+    """The judgement while another connection holds the write lock, on a snapshot taken
+    after the walk's, with the witness read after that snapshot began.
+
+    Every append writes the witness before it commits, and honest writers only ever move
+    the witness forward, so the witness names at least every event this snapshot holds.
+    Whatever the snapshot can see is judged exactly as under the lock; a witness naming
+    events it cannot see yet (an append in flight, or committed since) cannot be told from
+    events removed, so the answer says the head is unconfirmed instead of failing or
+    waiting. Nothing is recorded: the witness is only written under the write lock.
+    """
+    try:
+        witness = witness_file.read()
+    except SqlgateError as exc:
+        return _broken(None, f"witness mismatch: {exc}")
+    walk.run(reader)
+    if walk.status is not None:
+        return walk.status
+    count = walk.count
+    if witness is None or max(witness.head_id, witness.verified_id) <= count:
+        return check_witness(reader, witness, count) or walk.result()
+    rewritten = check_visible(reader, witness, count)
+    if rewritten is not None:
+        return rewritten
+    if witness.head_id < count:
+        return check_witness(reader, witness, count) or walk.result()
+    unseen = max(witness.head_id, witness.verified_id)
+    return replace(
+        walk.result(),
+        unconfirmed=(
+            f"the witness names event {unseen}, not committed when checked (another process "
+            f"held the write lock); events 1 to {count} are verified. Verify again to confirm "
+            "the rest"
+        ),
+    )
 
 
 @dataclass
@@ -296,10 +340,6 @@ def _rows(conn: apsw.Connection, after_id: int, limit: int) -> list[tuple[Any, .
     return rows
 
 
-def _broken(event_id: int | None, reason: str) -> ChainStatus:
-    return ChainStatus(False, first_broken_id=event_id, reason=reason)
-
-
 def _check_event(row: tuple[Any, ...], prev_hash: str | None) -> str | None:
     """What is wrong with one stored event, or None. `prev_hash` None skips the link check."""
     row_id, ts, session, kind, content, raw_tags, stored_prev, stored_hash = row
@@ -345,60 +385,3 @@ def _check_anchor(conn: apsw.Connection, anchor_id: int, anchor_hash: str) -> Ch
     if problem is None and row[7] != anchor_hash:
         problem = "witness mismatch: the last verified event was rewritten (hashes recomputed)"
     return None if problem is None else _broken(anchor_id, problem)
-
-
-def _check_witness(
-    conn: apsw.Connection, witness: Witness | None, count: int
-) -> ChainStatus | None:
-    """The earliest way in which the chain 1..count disagrees with its witness, if any."""
-    if witness is None:
-        if count == 0:
-            return None  # a new database
-        return _broken(
-            None,
-            f"witness mismatch: the witness file is missing but the chain has {count} events; "
-            "it cannot vouch that they were not rewritten (the next append starts a new one)",
-        )
-    problems: list[tuple[int, str]] = []
-    if witness.head_id > count:
-        problems.append(
-            (
-                count + 1,
-                f"witness mismatch: the witness names event {witness.head_id} as the head, but "
-                f"the chain ends at {count} (events were removed, or a crash interrupted an "
-                "append)",
-            )
-        )
-    elif witness.head_id < count:
-        problems.append(
-            (
-                witness.head_id + 1,
-                f"witness mismatch: events {witness.head_id + 1} to {count} follow the "
-                "witnessed head (written outside the server)",
-            )
-        )
-    for event_id, expected, what in (
-        (witness.head_id, witness.head_hash, "head"),
-        (witness.verified_id, witness.verified_hash, "last verified"),
-    ):
-        if 0 < event_id <= count and _stored_hash(conn, event_id) != expected:
-            problems.append(
-                (
-                    event_id,
-                    f"witness mismatch: the witnessed {what} event {event_id} was rewritten "
-                    "(hashes recomputed)",
-                )
-            )
-    if witness.verified_id > count:
-        problems.append(
-            (count + 1, f"witness mismatch: the last verified event {witness.verified_id} is gone")
-        )
-    if not problems:
-        return None
-    event_id, reason = min(problems, key=lambda problem: problem[0])
-    return _broken(event_id, reason)
-
-
-def _stored_hash(conn: apsw.Connection, event_id: int) -> object:
-    row = conn.execute("SELECT hash FROM memory_events WHERE id = ?", (event_id,)).fetchone()
-    return None if row is None else row[0]

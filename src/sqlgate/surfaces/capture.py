@@ -38,6 +38,7 @@ from typing import Any
 
 from sqlgate.config import Settings, default_db_path
 from sqlgate.engine.audit import utc_timestamp
+from sqlgate.surfaces.terminal import visible, visible_lines
 
 __all__ = [
     "CAPTURED",
@@ -347,7 +348,8 @@ class CaptureLog:
 
     def write(self, message: str, hook: Hook | None = None) -> None:
         where = f"{hook.event} {session_tag(hook.session_id)}" if hook else "-"
-        line = f"{utc_timestamp(self.wall_clock())} {where}: {_one_line(message)}"
+        # payloads and errors carry any text; a person reads this file in a terminal
+        line = visible(f"{utc_timestamp(self.wall_clock())} {where}: {_one_line(message)}")
         with self._lock:
             self.lines.append(line)
             try:
@@ -470,7 +472,9 @@ def _resume(service: Any, settings: Settings, log: CaptureLog, hook: Hook) -> st
         f"# sqlgate memory from {settings.db} (tool events left out; the sqlgate memory "
         "tools have them)\n"
     )
-    return clip(header + context, RESUME_CHARS) + "\n"
+    # the memory keeps format characters (a bidi override, zero-width text): shown as
+    # escapes, to the agent that reads this and to a person who runs it in a terminal
+    return clip(visible_lines(header + context), RESUME_CHARS) + "\n"
 
 
 def run_bounded(work: Callable[[], str], seconds: float) -> str | None:

@@ -8,8 +8,9 @@ import anyio
 from mcp.server import MCPServer
 from pydantic import Field
 
+from sqlgate.memory.inputs import MAX_IDS
 from sqlgate.service import Service
-from sqlgate.surfaces.tooling import READ_ONLY, WRITES, run_tool
+from sqlgate.surfaces.tooling import READ_ONLY, WRITES, at_most, run_tool
 
 __all__ = ["CLAIMS_TOOLS", "register_claims_tools"]
 
@@ -23,7 +24,11 @@ CLAIMS_TOOLS = (
 )
 
 Moment = Annotated[str | None, Field(description="ISO-8601 date or date-time; default: now")]
-Evidence = Annotated[list[int] | None, Field(description="memory event ids that support it")]
+Evidence = Annotated[
+    Annotated[list[int], Field(max_length=MAX_IDS)] | None,
+    at_most(MAX_IDS, "evidence ids"),
+    Field(description="memory event ids that support it"),
+]
 
 
 def register_claims_tools(server: MCPServer, service: Service) -> None:

@@ -8,7 +8,6 @@ Errors end a command with one readable line on stderr and the error's exit code:
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -16,6 +15,7 @@ import click
 
 from sqlgate import __version__
 from sqlgate.config import default_db_path
+from sqlgate.surfaces import terminal
 from sqlgate.surfaces.cli_capture import capture
 from sqlgate.surfaces.cli_claims import claims
 from sqlgate.surfaces.cli_import import import_group
@@ -87,18 +87,18 @@ def snapshots_list(as_json: bool, **values: Any) -> None:
         for info in found:
             record = {"name": info.name, "created": info.created, "bytes": info.size,
                       "path": str(info.path)}  # fmt: skip
-            click.echo(json.dumps(record))
+            click.echo(terminal.json_dumps(record))
         return
     if not found:
-        click.echo(f"no snapshots in {settings.snapshot_dir}")
+        click.echo(f"no snapshots in {terminal.visible(str(settings.snapshot_dir))}")
         return
-    from rich.console import Console
     from rich.table import Table
 
-    table = Table("name", "created (UTC)", "size", title=str(settings.snapshot_dir))
+    # file names are shown as typed: any program can put a file in the folder
+    table = Table("name", "created (UTC)", "size", title=terminal.cell(settings.snapshot_dir))
     for info in found:
-        table.add_row(info.name, info.created, _size(info.size))
-    Console().print(table)
+        table.add_row(terminal.cell(info.name), terminal.cell(info.created), _size(info.size))
+    terminal.console().print(table)
 
 
 def _size(count: int) -> str:

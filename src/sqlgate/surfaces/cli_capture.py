@@ -22,6 +22,7 @@ from sqlgate.surfaces.capture import (
     run_bounded,
     run_hook,
 )
+from sqlgate.surfaces.terminal import visible
 
 __all__ = ["capture"]
 
@@ -36,7 +37,7 @@ def _abandon() -> None:  # pragma: no cover - ends the test process; tests repla
 
 def _stderr_line(text: str) -> None:
     with contextlib.suppress(OSError, ValueError):
-        click.echo(text, err=True)
+        click.echo(visible(text), err=True)
 
 
 def _emit(text: str, log: CaptureLog) -> None:

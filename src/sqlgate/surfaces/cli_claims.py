@@ -12,7 +12,13 @@ import click
 
 from sqlgate.config import default_db_path
 from sqlgate.errors import InvalidArgument
-from sqlgate.surfaces.cli_options import reports_errors, settings_from, settings_options
+from sqlgate.surfaces.cli_options import (
+    existing_service,
+    reports_errors,
+    settings_from,
+    settings_options,
+)
+from sqlgate.surfaces.terminal import cell, console, json_dumps, json_text, one_line, visible
 
 __all__ = ["claims"]
 
@@ -27,9 +33,15 @@ if TYPE_CHECKING:  # the service is imported when a command runs, not at start-u
 
 
 @contextmanager
-def _service(values: dict[str, Any]) -> Iterator[Service]:
+def _service(values: dict[str, Any], *, read_only: bool = False) -> Iterator[Service]:
+    """The database, created at the default path if missing; `read_only` for commands that
+    only look (an existing file opened read-only: no lock is taken or waited for)."""
     from sqlgate.service import Service, new_session_id
 
+    if read_only:
+        with existing_service(values, read_only=True) as service:
+            yield service
+        return
     settings = settings_from(values)
     service = Service.open(
         settings,
@@ -45,21 +57,19 @@ def _service(values: dict[str, Any]) -> Iterator[Service]:
 def _print_claims(rows: Sequence[dict[str, Any]], as_json: bool, title: str) -> None:
     if as_json:
         for row in rows:
-            click.echo(json.dumps(row, ensure_ascii=False))
+            click.echo(json_dumps(row))
         return
     if not rows:
-        click.echo(f"{title}: none")  # click prints plain text
+        click.echo(f"{visible(title)}: none")
         return
-    from rich.console import Console
     from rich.table import Table
-    from rich.text import Text  # cells are plain text, never rich markup
 
     columns = [c for c in ("id", "entity", "kind", "claim", "rank", "effective_confidence",
                            "state", "last_confirmed") if c in rows[0]]  # fmt: skip
-    table = Table(*[c.replace("_", " ") for c in columns], title=Text(title))
-    for row in rows:
-        table.add_row(*(Text("" if row.get(c) is None else str(row.get(c))) for c in columns))
-    Console().print(table)
+    table = Table(*[c.replace("_", " ") for c in columns], title=cell(title))
+    for row in rows:  # cells as typed: no rich markup, control characters as escapes
+        table.add_row(*(cell(row.get(c)) for c in columns))
+    console().print(table)
 
 
 def _rounded(row: dict[str, Any]) -> dict[str, Any]:
@@ -91,9 +101,10 @@ def claims_add(
         claim, created = service.claims.add(entity, kind, text, volatility, confidence, rank)
         row = _rounded(claim.as_dict(service.claims.now()))
         if as_json:
-            click.echo(json.dumps({"created": created, **row}, ensure_ascii=False))
+            click.echo(json_dumps({"created": created, **row}))
         else:
-            click.echo(f"{'added' if created else 'updated'} claim {claim.id}: {claim.claim}")
+            verb = "added" if created else "updated"
+            click.echo(f"{verb} claim {claim.id}: {visible(claim.claim)}")
 
 
 @claims.command("search")
@@ -103,7 +114,7 @@ def claims_add(
 @reports_errors
 def claims_search(text: str, as_json: bool, **values: Any) -> None:
     """Claims whose text or entity contains TEXT (any case)."""
-    with _service(values) as service:
+    with _service(values, read_only=True) as service:
         now = service.claims.now()
         rows = [_rounded(c.as_dict(now)) for c in service.claims.search(text)]
         _print_claims(rows, as_json, f"claims matching {text!r}")
@@ -117,7 +128,7 @@ def claims_search(text: str, as_json: bool, **values: Any) -> None:
 @reports_errors
 def claims_stale(threshold: float, as_of: str | None, as_json: bool, **values: Any) -> None:
     """Live claims below THRESHOLD (default 0.5), oldest confirmation first; marks them stale."""
-    with _service(values) as service:
+    with _service(values, read_only=as_of is not None) as service:
         items, changes = service.claims.decayed(threshold, as_of)
         rows = []
         for item in items:
@@ -146,21 +157,21 @@ def claims_contradictions(
             signals = json.loads(observed.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise InvalidArgument(f"cannot read {observed} as JSON: {exc}") from None
-    with _service(values) as service:
+    with _service(values, read_only=as_of is not None) as service:
         evaluation = service.claims.contradictions(signals, as_of)
         if as_json:  # one object, as the MCP tool answers: findings and state changes
             from sqlgate.claims.present import evaluation_json
 
-            click.echo(evaluation_json(evaluation, as_of))
+            click.echo(json_text(evaluation_json(evaluation, as_of)))
             return
         if not evaluation.findings:
             click.echo("no contradictions among live claims")
         for finding in evaluation.findings:
             ids = ", ".join(map(str, finding.claim_ids))
-            click.echo(f"{finding.rule}: {', '.join(finding.entities)} (claims {ids}): "
-                       f"{finding.detail}")  # fmt: skip
+            entities = visible(", ".join(finding.entities))
+            click.echo(f"{finding.rule}: {entities} (claims {ids}): {one_line(finding.detail)}")
         for change in evaluation.state_changes:
-            click.echo(f"claim {change['id']}: {change['from']} -> {change['to']}")
+            click.echo(visible(f"claim {change['id']}: {change['from']} -> {change['to']}"))
 
 
 @claims.command("confirm")
@@ -174,9 +185,7 @@ def claims_confirm(claim_id: int, confidence: float | None, as_json: bool, **val
     with _service(values) as service:
         claim = service.claims.confirm(claim_id, confidence)
         row = _rounded(claim.as_dict(service.claims.now()))
-        click.echo(
-            json.dumps(row, ensure_ascii=False) if as_json else f"confirmed claim {claim.id}"
-        )
+        click.echo(json_dumps(row) if as_json else f"confirmed claim {claim.id}")
 
 
 @claims.command("retract")
@@ -189,6 +198,4 @@ def claims_retract(claim_id: int, as_json: bool, **values: Any) -> None:
     with _service(values) as service:
         claim = service.claims.retract(claim_id)
         row = _rounded(claim.as_dict(service.claims.now()))
-        click.echo(
-            json.dumps(row, ensure_ascii=False) if as_json else f"retracted claim {claim.id}"
-        )
+        click.echo(json_dumps(row) if as_json else f"retracted claim {claim.id}")

@@ -7,13 +7,13 @@ written to, and on an error nothing is written to the database either.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import click
 
 from sqlgate.surfaces.cli_options import reports_errors, settings_from, settings_options
+from sqlgate.surfaces.terminal import json_dumps, visible
 
 __all__ = ["import_group"]
 
@@ -32,8 +32,10 @@ def import_group() -> None:
 
 
 def _print(report: dict[str, Any], as_json: bool) -> None:
+    """The report; names and paths come from the source file and the command line, so
+    control characters in them are shown as escapes (surfaces/terminal.py)."""
     if as_json:
-        click.echo(json.dumps(report, ensure_ascii=False))
+        click.echo(json_dumps(report))
         return
     what = ", ".join(
         f"{report[key]} {key}" for key in ("events", "checkpoints", "claims") if report.get(key)
@@ -41,11 +43,11 @@ def _print(report: dict[str, Any], as_json: bool) -> None:
     line = f"{report['status']}: {what or 'nothing'} from {report['source']} {report['path']}"
     if report.get("after"):
         line += f" (after seq/id {report['after']})"
-    click.echo(line)
+    click.echo(visible(line))
     for label in ("redacted", "skipped"):
         if report.get(label):
             parts = ", ".join(f"{name} {count}" for name, count in sorted(report[label].items()))
-            click.echo(f"  {label}: {parts}")
+            click.echo(f"  {label}: {visible(parts)}")
     if report.get("provenance_event"):
         click.echo(f"  recorded as event {report['provenance_event']} (kind import)")
 

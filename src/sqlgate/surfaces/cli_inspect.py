@@ -24,6 +24,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from sqlgate.errors import ChainBroken, InvalidArgument
+from sqlgate.surfaces import terminal
 from sqlgate.surfaces.cli_options import (
     existing_service,
     reports_errors,
@@ -82,21 +83,17 @@ def _stderr_progress() -> Progress:
 
 
 def _stdout() -> Console:
-    from rich.console import Console
-
-    return Console(highlight=False)
+    return terminal.console()
 
 
 def _cell(value: Any) -> Any:
-    """A table cell that shows its text as is (rich would read `[...]` as markup)."""
-    from rich.text import Text
-
-    return Text("" if value is None else str(value))
+    """A table cell that shows its text as typed: no rich markup, control characters as
+    escapes (surfaces/terminal.py)."""
+    return terminal.cell(value)
 
 
 def _one_line(text: str | None, width: int = 100) -> str:
-    folded = " ".join((text or "").split())
-    return folded if len(folded) <= width else folded[: width - 1] + "…"
+    return terminal.one_line(text or "", width)
 
 
 # -- verify ---------------------------------------------------------------------------------
@@ -109,7 +106,7 @@ def verify(as_json: bool, **values: Any) -> None:
 
     Exit 0 when the chain is whole, 9 when it is broken (the first broken event is named).
     """
-    with existing_service(values) as service, _stderr_progress() as progress:
+    with existing_service(values, read_only=True) as service, _stderr_progress() as progress:
         task = progress.add_task("verifying the memory chain", total=None)
 
         def advance(done: int, total: int) -> None:
@@ -117,17 +114,18 @@ def verify(as_json: bool, **values: Any) -> None:
 
         status = service.memory.chain.verify(progress=advance)
     if as_json:
-        click.echo(status.as_json())
+        click.echo(terminal.json_text(status.as_json()))
     elif status.ok and status.head_id is None:
         click.echo("chain ok: no events yet")
     elif status.ok:
         click.echo(
             f"chain ok: {status.events} events, head {status.head_id} "
             f"(hash {(status.head_hash or '')[:16]}…)"
+            + (f"; {status.unconfirmed}" if status.unconfirmed else "")
         )
     else:
         where = "" if status.first_broken_id is None else f" at event {status.first_broken_id}"
-        click.echo(f"chain BROKEN{where}: {status.reason}")
+        click.echo(f"chain BROKEN{where}: {terminal.visible(status.reason or '')}")
     if not status.ok:
         raise SystemExit(CHAIN_BROKEN_EXIT)
 
@@ -168,11 +166,11 @@ def log(
         f"{'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC LIMIT ?"
     )
     params.append(limit or -1)
-    with existing_service(values) as service, service.db.reading() as conn:
+    with existing_service(values, read_only=True) as service, service.db.reading() as conn:
         calls = [_log_record(row) for row in conn.execute(sql, params)]
     if as_json:
         for call in calls:
-            click.echo(json.dumps(call, ensure_ascii=False))
+            click.echo(terminal.json_dumps(call))
         return
     if not calls:
         click.echo("no calls in the audit log" + (" match" if where else ""))
@@ -232,10 +230,13 @@ def _parsed(text: Any) -> Any:
 @settings_options((*DB_OPTIONS, "query_timeout"))
 @reports_errors
 def stats(as_json: bool, **values: Any) -> None:
-    """Memory, claims and audit counts, and the rows of every table (chain checked cheaply)."""
+    """Memory, claims and audit counts, and the rows of every table (chain checked cheaply).
+
+    `queued` counts audit rows waiting for the write lock (another process held it)."""
+    from sqlgate.engine.audit_queue import queued_rows
     from sqlgate.engine.limits import CallControl
 
-    with existing_service(values) as service:
+    with existing_service(values, read_only=True) as service:
         memory = json.loads(service.memory.stats().text)
         listing, _ = service.introspection.list_tables(True, CallControl())
         with service.db.reading() as conn:
@@ -247,11 +248,11 @@ def stats(as_json: bool, **values: Any) -> None:
         "db": str(service.settings.db),
         "memory": memory,
         "claims": claims,
-        "audit": {"calls": calls, "errors": failed},
+        "audit": {"calls": calls, "errors": failed, "queued": queued_rows(service.settings.db)},
         "tables": _tables(listing),
     }
     if as_json:
-        click.echo(json.dumps(report, ensure_ascii=False))
+        click.echo(terminal.json_dumps(report))
     else:
         _print_stats(report)
 
@@ -273,9 +274,11 @@ def _print_stats(report: dict[str, Any]) -> None:
     chain = memory["chain"]
     if chain["ok"]:
         chain_line = f"ok up to event {chain['head_id']}" if chain["head_id"] else "ok (empty)"
+        if chain.get("unconfirmed"):
+            chain_line += "; newer events unconfirmed (another writer held the lock)"
     else:
         chain_line = f"BROKEN at event {chain['first_broken_id']}: {chain['reason']}"
-    summary = Table("", "", show_header=False, title=report["db"])
+    summary = Table("", "", show_header=False, title=_cell(report["db"]))
     for label, value in (
         ("database size", f"{int(memory['db_bytes']):,} bytes"),
         ("events", memory["events"]),
@@ -286,6 +289,7 @@ def _print_stats(report: dict[str, Any]) -> None:
         ("chain (incremental check)", chain_line),
         ("claims", ", ".join(f"{k} {n}" for k, n in report["claims"].items()) or "-"),
         ("audited calls", f"{report['audit']['calls']} ({report['audit']['errors']} failed)"),
+        ("audit rows queued", f"{report['audit']['queued']} (waiting for the write lock)"),
     ):
         summary.add_row(_cell(label), _cell(value))
     console.print(summary)
@@ -313,7 +317,7 @@ def export(out: str, **values: Any) -> None:
     from sqlgate import __version__
     from sqlgate.engine.audit import utc_timestamp
 
-    with existing_service(values) as service, service.db.snapshot_reader() as conn:
+    with existing_service(values, read_only=True) as service, service.db.snapshot_reader() as conn:
         counts = {kind: _count(conn, table) for table, kind, _ in EXPORT_TABLES}
         header = {"type": "export", "format": _EXPORT_FORMAT, "sqlgate": __version__,
                   "exported_at": utc_timestamp(time.time()), "counts": counts}  # fmt: skip
@@ -347,7 +351,7 @@ def _records(conn: apsw.Connection) -> Iterator[dict[str, Any]]:
 
 
 def _jsonl(record: dict[str, Any]) -> bytes:
-    return (json.dumps(record, ensure_ascii=False, default=_blob) + "\n").encode("utf-8")
+    return (terminal.json_dumps(record, default=_blob) + "\n").encode("utf-8")
 
 
 def _blob(value: object) -> str:
@@ -405,7 +409,7 @@ def tools(size: bool, as_json: bool, **values: Any) -> None:
             report.pop("size")
             for tool in report["tools"]:
                 tool.pop("bytes")
-        click.echo(json.dumps(report, ensure_ascii=False))
+        click.echo(terminal.json_dumps(report))
     else:
         _print_tools(report, size)
 

@@ -16,6 +16,7 @@ import click
 from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces import install as setup
 from sqlgate.surfaces.cli_options import reports_errors, settings_from, settings_options
+from sqlgate.surfaces.terminal import visible
 
 __all__ = ["install", "uninstall"]
 
@@ -89,20 +90,26 @@ def uninstall(client: str, name: str, scope: str | None, dry_run: bool) -> None:
 def _carry_out(changes: list[setup.Change], dry_run: bool) -> None:
     """Every plan is made (and every file checked) before the first write."""
     for change in changes:
+        shown = visible(str(change.path))
+        target = setup.link_target(change.path)
+        link = f"the link {shown} -> {visible(str(target))}" if target else ""
         if not change.needed:
-            click.echo(f"{change.path}: {change.summary}; nothing to change")
+            click.echo(f"{shown}: {change.summary}; nothing to change")
         elif dry_run:
-            click.echo(f"would {change.summary} in {change.path}:")
+            click.echo(f"would {change.summary} in {shown}{f' (through {link})' if link else ''}:")
             click.echo(_diff(change), nl=False)
         else:
             backup = setup.apply(change)
-            made = f"backup: {backup}" if backup else "new file"
-            click.echo(f"{change.path}: {change.summary} ({made})")
+            made = f"backup: {visible(str(backup))}" if backup else "new file"
+            click.echo(f"{shown}: {change.summary} ({made})")
+            if link:
+                click.echo(f"  wrote through {link}; the link is kept")
 
 
 def _diff(change: setup.Change) -> str:
+    """A unified diff; each line shown visibly (the file can hold any text)."""
     before = (change.before or "").splitlines(keepends=True)
     after = (change.after or "").splitlines(keepends=True)
     label = str(change.path)
     lines = difflib.unified_diff(before, after, "(none)" if change.before is None else label, label)
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    return "".join(visible(line.removesuffix("\n").removesuffix("\r")) + "\n" for line in lines)

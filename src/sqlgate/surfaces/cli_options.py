@@ -7,12 +7,14 @@ import functools
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from sqlgate.config import FLAGS, Flag, Settings, load_settings
-from sqlgate.errors import NotFound, SqlgateError
+from sqlgate.errors import NotFound, SqlError, SqlgateError
+from sqlgate.surfaces.terminal import visible
 
 if TYPE_CHECKING:  # imported when a command runs, not at start-up
     from sqlgate.service import Service
@@ -71,30 +73,56 @@ def settings_from(values: dict[str, Any]) -> Settings:
 
 
 def reports_errors(fn: F) -> F:
-    """Turn SqlgateError into one line on stderr and its exit code; never a traceback."""
+    """Turn SqlgateError (and SQLite's own errors, a busy lock among them) into one line on
+    stderr and its exit code; never a traceback."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        import apsw
+
         try:
             return fn(*args, **kwargs)
+        except apsw.Error as exc:
+            error = _sqlite_error(exc, kwargs)
+            click.echo(f"sqlgate: error: {visible(str(error))}", err=True)
+            sys.exit(error.exit_code)
         except SqlgateError as exc:
-            click.echo(f"sqlgate: error: {exc}", err=True)
+            click.echo(f"sqlgate: error: {visible(str(exc))}", err=True)  # agent text
             sys.exit(exc.exit_code)
 
     return wrapper  # type: ignore[return-value]
 
 
+def _sqlite_error(exc: Exception, values: dict[str, Any]) -> SqlgateError:
+    """What a command tells a person when SQLite itself failed it."""
+    import apsw
+
+    from sqlgate.engine.execute import busy_error
+
+    if isinstance(exc, apsw.BusyError):
+        try:
+            timeout = settings_from(values).busy_timeout
+        except SqlgateError:
+            timeout = Settings(db=Path()).busy_timeout
+        return busy_error(timeout)
+    return SqlError(f"SQLite error: {exc}; nothing more was done")
+
+
 @contextmanager
-def existing_service(values: dict[str, Any]) -> Iterator[Service]:
+def existing_service(values: dict[str, Any], *, read_only: bool = False) -> Iterator[Service]:
     """The database named by the options, opened as the server opens it; never created.
 
-    The CLI run is its own session, `cli-<UTC time>-<random>`."""
+    `read_only`: for commands that only look (the file is opened read-only: they work on a
+    read-only copy, and never wait for nor take the write lock). The CLI run is its own
+    session, `cli-<UTC time>-<random>`."""
     from sqlgate.service import Service, new_session_id
 
     settings = settings_from(values)
     if not settings.db.is_file():
         raise NotFound(f"no database at {settings.db}; give its path with --db or SQLGATE_DB")
-    service = Service.open(settings, session=new_session_id().replace("s-", "cli-", 1))
+    service = Service.open(
+        settings, session=new_session_id().replace("s-", "cli-", 1), read_only=read_only
+    )
     try:
         yield service
     finally:

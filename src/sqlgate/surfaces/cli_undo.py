@@ -11,7 +11,6 @@ reported (exit 3), never created.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -22,6 +21,7 @@ from sqlgate.surfaces.cli_options import (
     reports_errors,
     settings_options,
 )
+from sqlgate.surfaces.terminal import json_dumps, one_line, visible
 
 if TYPE_CHECKING:  # imported when the command runs, not at start-up
     pass
@@ -30,15 +30,16 @@ __all__ = ["undo"]
 
 DB_OPTIONS = ("db", "busy_timeout", "max_value_bytes")
 _COLUMNS = ("audit_id", "changeset", "ts", "kind", "tables", "rows", "reason")
+_LARGEST_ID = 2**63 - 1
 
 
 def _cell(name: str, value: Any) -> str:
+    """One line, control characters shown as escapes (agents write names and reasons)."""
     if value is None:
         return "-"
     if name == "tables":
-        return ",".join(value)
-    text = " ".join(str(value).split())
-    return text if len(text) <= 60 else text[:59] + "…"
+        return visible(",".join(value))
+    return one_line(str(value), 60)
 
 
 def _print_list(items: list[dict[str, Any]]) -> None:
@@ -50,6 +51,15 @@ def _print_list(items: list[dict[str, Any]]) -> None:
     for row in rows:
         click.echo(
             "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        )
+
+
+def _check_id_range(value: int | None, what: str) -> None:
+    """Ids are SQLite integers (signed 64-bit): refuse others before the file is opened."""
+    if value is not None and not 1 <= value <= _LARGEST_ID:
+        raise InvalidArgument(
+            f"{what} must be a whole number from 1 to {_LARGEST_ID}; "
+            "`sqlgate undo --list` shows the calls that can be undone"
         )
 
 
@@ -73,12 +83,14 @@ def undo(
         raise InvalidArgument(
             "give one of: an AUDIT_ID, --changeset N, or --list (see `sqlgate undo --help`)"
         )
-    with existing_service(values) as service:
+    _check_id_range(audit_id, "the audit id")
+    _check_id_range(changeset, "the changeset id")
+    with existing_service(values, read_only=listing) as service:
         if listing:
             items = service.undoable()
             if as_json:
-                click.echo(json.dumps(items, ensure_ascii=False))
+                click.echo(json_dumps(items))
             else:
                 _print_list(items)
             return
-        click.echo(service.undo(audit_id, changeset))
+        click.echo(visible(service.undo(audit_id, changeset)))

@@ -19,7 +19,6 @@ snapshot taken.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Annotated, Any
 from weakref import WeakKeyDictionary
@@ -41,6 +40,7 @@ from sqlgate.engine.execute import normalize_params
 from sqlgate.engine.limits import CallControl
 from sqlgate.errors import PolicyDenied, SqlgateError
 from sqlgate.service import Service
+from sqlgate.surfaces.terminal import json_dumps, visible, visible_lines
 
 __all__ = [
     "CANCELLED",
@@ -145,19 +145,27 @@ def _shown(label: str, text: str) -> str:
     return f"{text[:limit]}… ({len(text) - limit} more characters not shown)"
 
 
+def _indented(text: str, first: str = "    ") -> str:
+    """The agent's text as a block: control characters shown as escapes (a terminal shows
+    this question), and every line but the first (after `first`) indented, so no line the
+    agent wrote can pass for one of sqlgate's own."""
+    head, *rest = visible_lines(text).split("\n")
+    return "\n".join([first + head, *(("    " + line).rstrip() for line in rest)])
+
+
 def confirmation_message(db: str, query: str, reason: str, params: object) -> str:
     """The question the person sees: the statement, its values and the agent's reason."""
     lines = [
-        f"The agent wants to run a destructive statement on {db}:",
+        f"The agent wants to run a destructive statement on {visible(db)}:",
         "",
-        _shown("statement", query.strip()),
+        _indented(_shown("statement", query.strip())),
     ]
     if params is not None:
-        values = json.dumps(params, ensure_ascii=False, default=str)
+        values = json_dumps(params, default=str)
         lines.append(f"with values: {_shown('values', values)}")
     lines += [
         "",
-        f"The agent's reason: {_shown('reason', reason.strip())}",
+        _indented(_shown("reason", reason.strip()), "The agent's reason: "),
         "",
         "sqlgate keeps what undoes it: the rows it changes (`sqlgate undo`), or a snapshot of "
         "the whole database for a schema change. Run it?",

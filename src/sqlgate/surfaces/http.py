@@ -13,6 +13,10 @@ starts and closed after it stops (never per MCP session). Every HTTP request mus
 No CORS: the server never sends Access-Control-* headers, so browsers on other origins
 cannot read its answers; a preflight is answered 401 like any request without the token.
 TLS is left to a reverse proxy in front (README: "Serve over HTTP").
+
+Behind the token, `JsonRpcGuard` screens each POSTed message as stdio does
+(`jsonrpc_guard`): a body over 4 MiB is answered 413 as soon as it passes the limit, one
+the SDK could not serve 400, both with a JSON-RPC error carrying the request's id.
 """
 
 from __future__ import annotations
@@ -32,6 +36,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from sqlgate.errors import InvalidArgument, StartupError
+from sqlgate.surfaces.jsonrpc_guard import (
+    MAX_REQUEST_BYTES,
+    Rejection,
+    RequestIdScan,
+    oversized,
+    screen,
+)
 
 if TYPE_CHECKING:
     from sqlgate.config import Settings
@@ -43,6 +54,7 @@ __all__ = [
     "MCP_PATH",
     "MIN_TOKEN_CHARS",
     "BearerTokenGate",
+    "JsonRpcGuard",
     "build_http_app",
     "http_options",
     "is_loopback",
@@ -152,16 +164,95 @@ async def _unauthorized(send: Send, *, wrong: bool) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+class JsonRpcGuard:
+    """Pure ASGI middleware: a POST to the MCP path reaches the SDK only if it can serve it.
+
+    The body is read up to MAX_REQUEST_BYTES; past that (or when its Content-Length says
+    so, after its first piece) the request is answered 413 at once. A body the SDK could
+    not serve is answered 400. Both answers are JSON-RPC errors with the request's id when
+    it can be read (`jsonrpc_guard`); anything else passes on unchanged, its body replayed.
+    """
+
+    def __init__(self, app: ASGIApp, path: str = MCP_PATH) -> None:
+        self.app = app
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.path:
+            await self.app(scope, receive, send)
+            return
+        too_long = _declared_length(scope) > MAX_REQUEST_BYTES
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away before sending it all
+            body += message.get("body", b"")
+            # declared too long: its first piece is read only to find the request's id
+            if too_long or len(body) > MAX_REQUEST_BYTES:
+                scan = RequestIdScan()
+                scan.feed(bytes(body))
+                await _json_rpc_error(send, 413, oversized(scan, complete=False))
+                return
+            if not message.get("more_body", False):
+                break
+        rejection = screen(bytes(body))
+        if rejection is not None:
+            await _json_rpc_error(send, 400, rejection)
+            return
+        await self.app(scope, _replay(bytes(body), receive), send)
+
+
+def _declared_length(scope: Scope) -> int:
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return 0
+    return 0
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
+
+
+async def _json_rpc_error(send: Send, status: int, rejection: Rejection) -> None:
+    body = rejection.as_json()
+    await send({
+        "type": "http.response.start",
+        "status": status,
+        "headers": [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode("ascii")),
+            (b"cache-control", b"no-store"),
+        ],
+    })  # fmt: skip
+    await send({"type": "http.response.body", "body": body})
+
+
 def build_http_app(service: Service, token: str, host: str = DEFAULT_HOST) -> ASGIApp:
-    """The SDK's streamable HTTP app for `service`'s tools, behind the bearer-token gate.
+    """The SDK's streamable HTTP app for `service`'s tools, behind the bearer-token gate
+    and the JSON-RPC guard.
 
     Its lifespan runs the SDK's session manager; `service` stays open across sessions and
     is the caller's to close.
     """
     from sqlgate.surfaces.mcp_server import build_server
 
-    app = build_server(service).streamable_http_app(streamable_http_path=MCP_PATH, host=host)
-    return BearerTokenGate(app, token)
+    app = build_server(service).streamable_http_app(
+        streamable_http_path=MCP_PATH, host=host, max_request_body_size=MAX_REQUEST_BYTES
+    )
+    return BearerTokenGate(JsonRpcGuard(app), token)
 
 
 def http_options(fn: F) -> F:

@@ -8,6 +8,11 @@ every OS's scheme on one machine and `--dry-run` shows the exact plan. `apply` i
 writer: temp file beside the target, backup of the old file, then an atomic rename. A file that
 does not parse is reported and never rewritten; a rewrite that would change anything but our
 own entry is refused before it is written.
+
+A config that is a symlink (dotfiles) is written through: the chain of links is followed to
+the file (`link_target`), that file is backed up and replaced (temp file in its folder), and
+the links stay. A dangling link gets its file created when the file's folder exists; a link
+to a folder, into a missing folder, or a loop is refused before anything is written.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ __all__ = [
     "current_platform",
     "find_launcher",
     "is_capture_command",
+    "link_target",
     "plan_capture",
     "plan_install",
     "plan_uncapture",
@@ -66,6 +72,7 @@ CAPTURE_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop")
 _CAPTURE_MATCHER = {"PostToolUse": "*"}
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_MAX_LINKS = 40  # hops followed before a chain of links counts as a loop (Linux's MAXSYMLINKS)
 
 
 class ConfigMalformed(InvalidArgument):
@@ -294,6 +301,7 @@ def _without_capture(groups: list[Any]) -> list[Any]:
 
 
 def _read(path: Path) -> str | None:
+    path = link_target(path) or path
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -346,16 +354,76 @@ def _umask() -> int:
     return mask
 
 
+def link_target(path: Path) -> Path | None:
+    """The file a symlinked config really is; None when `path` is not a symlink.
+
+    A chain of links is followed (a relative link from its own folder). Refused, with what to
+    do: a loop, a link to a folder or to something that is not a file, and a dangling link
+    whose folder does not exist (a dangling link into an existing folder is fine: the file
+    is created there).
+    """
+    if not path.is_symlink():
+        return None
+    chain = [path]
+    try:
+        while chain[-1].is_symlink():
+            if len(chain) > _MAX_LINKS:
+                raise _loop(chain)
+            raw = Path(os.readlink(chain[-1]))
+            hop = raw if raw.is_absolute() else chain[-1].parent / raw
+            hop = Path(os.path.realpath(hop.parent)) / hop.name  # one spelling per file
+            if hop in chain:
+                raise _loop([*chain, hop])
+            chain.append(hop)
+        target = chain[-1]
+        if target.is_dir():
+            raise ConfigUnwritable(
+                f"{path} is a link to a folder ({target}), not to a config file; nothing was "
+                "written: point the link at the file, or replace the link with the file"
+            )
+        if target.exists() and not target.is_file():
+            raise ConfigUnwritable(
+                f"{path} is a link to {target}, which is not a regular file; nothing was written"
+            )
+        if not target.exists() and not target.parent.is_dir():
+            raise ConfigUnwritable(
+                f"{path} is a link to {target}, which does not exist, in a folder that does not "
+                "exist either; nothing was written: create the folder (or fix the link) and "
+                "run this again"
+            )
+    except OSError as exc:
+        raise ConfigUnwritable(
+            f"cannot follow the link {path}: {exc.strerror or exc}; nothing was written"
+        ) from None
+    return target
+
+
+def _loop(chain: list[Path]) -> ConfigUnwritable:
+    shown = " -> ".join(str(hop) for hop in chain[:6]) + (" -> ..." if len(chain) > 6 else "")
+    return ConfigUnwritable(
+        f"{chain[0]} is a symlink loop ({shown}); nothing was written: fix the link, or "
+        "replace it with the config file"
+    )
+
+
 def apply(change: Change, now: datetime | None = None) -> Path | None:
-    """Write `change` atomically; back the old file up first. Returns the backup's path."""
+    """Write `change` atomically; back the old file up first. Returns the backup's path.
+
+    Through a symlinked config, the file at the end of the links is the one backed up and
+    replaced (the temp file and the backup are in its folder); the links stay as they are.
+    """
     if not change.needed or change.after is None:
         return None
-    path = change.path
+    link = link_target(change.path)
+    path = link or change.path
+    through = f" (through the link {change.path})" if link else ""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:
-        raise ConfigUnwritable(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise ConfigUnwritable(
+            f"cannot write {path}{through}: {exc.strerror or exc}; nothing was changed"
+        ) from None
     tmp = Path(tmp_name)
     backup = None
     try:
@@ -376,7 +444,9 @@ def apply(change: Change, now: datetime | None = None) -> Path | None:
         if backup is not None:
             with contextlib.suppress(OSError):
                 backup.unlink()
-        raise ConfigUnwritable(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise ConfigUnwritable(
+            f"cannot write {path}{through}: {exc.strerror or exc}; nothing was changed"
+        ) from None
     return backup
 
 

@@ -8,9 +8,10 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
+from sqlgate.memory.inputs import MAX_IDS, MAX_KINDS, MAX_TAGS
 from sqlgate.service import Service
 from sqlgate.surfaces.progress import relay_progress
-from sqlgate.surfaces.tooling import READ_ONLY, WRITES, run_tool
+from sqlgate.surfaces.tooling import READ_ONLY, WRITES, at_most, run_tool
 
 __all__ = ["MEMORY_TOOLS", "register_memory_tools"]
 
@@ -25,7 +26,16 @@ MEMORY_TOOLS = (
     "memory_stats",
 )
 
-Ids = Annotated[list[int], Field(description="event ids, e.g. from memory_search")]
+Ids = Annotated[
+    list[int],
+    at_most(MAX_IDS, "ids"),
+    Field(max_length=MAX_IDS, description="event ids, e.g. from memory_search"),
+]
+# the bound inside the union, so the schema says maxItems on the array
+Tags = Annotated[Annotated[list[str], Field(max_length=MAX_TAGS)] | None, at_most(MAX_TAGS, "tags")]
+Kinds = Annotated[
+    Annotated[list[str], Field(max_length=MAX_KINDS)] | None, at_most(MAX_KINDS, "kinds")
+]
 
 
 def register_memory_tools(server: MCPServer, service: Service) -> None:
@@ -33,7 +43,7 @@ def register_memory_tools(server: MCPServer, service: Service) -> None:
     async def append_event(
         content: Annotated[str, Field(description="what to remember; secrets are redacted")],
         kind: Annotated[str, Field(description="note, decision, todo, error, …")] = "note",
-        tags: list[str] | None = None,
+        tags: Tags = None,
     ) -> str:
         """Append an event to the tamper-evident memory chain; returns its id and hash."""
         return await run_tool(lambda c: service.append_event(content, kind, tags))
@@ -54,7 +64,7 @@ def register_memory_tools(server: MCPServer, service: Service) -> None:
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def get_resume_context(
         max_events: Annotated[int, Field(ge=1, le=1000)] = 50,
-        exclude_kinds: list[str] | None = None,
+        exclude_kinds: Kinds = None,
     ) -> str:
         """Call first in a session: last checkpoint, events since, and the chain's status."""
         return await run_tool(lambda c: service.get_resume_context(max_events, exclude_kinds))
@@ -65,7 +75,7 @@ def register_memory_tools(server: MCPServer, service: Service) -> None:
         top_k: Annotated[int, Field(ge=1, le=50)] = 5,
         kind: str | None = None,
         session: str | None = None,
-        tags: Annotated[list[str] | None, Field(description="events must have all")] = None,
+        tags: Annotated[Tags, Field(description="events must have all")] = None,
         since: Annotated[str | None, Field(description="ISO date or date-time")] = None,
         until: Annotated[str | None, Field(description="ISO date or date-time")] = None,
     ) -> str:

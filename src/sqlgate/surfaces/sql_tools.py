@@ -12,9 +12,22 @@ from sqlgate.engine.textsearch import SearchRequest
 from sqlgate.service import Service
 from sqlgate.surfaces.confirm import Confirmation, guard_destructive_calls
 from sqlgate.surfaces.progress import relay_progress
-from sqlgate.surfaces.tooling import DESTRUCTIVE, READ_ONLY, WRITES, Params, run_tool
+from sqlgate.surfaces.tooling import (
+    DESTRUCTIVE,
+    READ_ONLY,
+    WRITES,
+    Params,
+    at_most,
+    run_tool,
+    sql_text,
+)
 
 __all__ = ["SQL_TOOLS", "register_sql_tools"]
+
+MAX_COLUMNS = 2000  # SQLITE_LIMIT_COLUMN (engine/connect.py): no table has more
+Columns = Annotated[
+    Annotated[list[str], Field(max_length=MAX_COLUMNS)] | None, at_most(MAX_COLUMNS, "columns")
+]
 
 SQL_TOOLS = (
     "read_query",
@@ -31,7 +44,9 @@ SQL_TOOLS = (
 def register_sql_tools(server: MCPServer, service: Service) -> None:
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def read_query(
-        query: Annotated[str, Field(description="one SELECT/WITH/EXPLAIN/PRAGMA statement")],
+        query: Annotated[
+            str, sql_text("query"), Field(description="one SELECT/WITH/EXPLAIN/PRAGMA statement")
+        ],
         limit: Annotated[
             int | None, Field(ge=1, description="rows to return at most (default: --default-limit)")
         ] = None,
@@ -42,7 +57,11 @@ def register_sql_tools(server: MCPServer, service: Service) -> None:
 
     @server.tool(annotations=WRITES, structured_output=False)
     async def write_query(
-        query: Annotated[str, Field(description="one INSERT/UPDATE…WHERE/upsert/CREATE statement")],
+        query: Annotated[
+            str,
+            sql_text("query"),
+            Field(description="one INSERT/UPDATE…WHERE/upsert/CREATE statement"),
+        ],
         params: Params = None,
     ) -> str:
         """Insert or update rows, or create tables and indexes. Returns rows affected."""
@@ -54,7 +73,11 @@ def register_sql_tools(server: MCPServer, service: Service) -> None:
     async def destructive_query(
         ctx: Context,  # filled by the SDK, like `confirmation` (the user's answer, if asked)
         confirmation: Confirmation,
-        query: Annotated[str, Field(description="one DELETE/DROP/ALTER/trigger/UPDATE statement")],
+        query: Annotated[
+            str,
+            sql_text("query"),
+            Field(description="one DELETE/DROP/ALTER/trigger/UPDATE statement"),
+        ],
         reason: Annotated[str, Field(description="why this change is needed, in a sentence")],
         params: Params = None,
     ) -> str:
@@ -84,7 +107,7 @@ def register_sql_tools(server: MCPServer, service: Service) -> None:
     @server.tool(annotations=WRITES, structured_output=False)
     async def create_view(
         name: Annotated[str, Field(description="letters, digits and _")],
-        select_sql: Annotated[str, Field(description="one SELECT to save")],
+        select_sql: Annotated[str, sql_text("select_sql"), Field(description="one SELECT to save")],
         description: Annotated[str, Field(description="what the view answers")] = "",
         replace: bool = False,
     ) -> str:
@@ -97,8 +120,10 @@ def register_sql_tools(server: MCPServer, service: Service) -> None:
     async def search_text(
         pattern: Annotated[str, Field(description="RE2 regular expression (or text)")],
         table: str,
-        columns: list[str] | None = None,
-        where: Annotated[str | None, Field(description="SQL condition narrowing rows")] = None,
+        columns: Columns = None,
+        where: Annotated[
+            str | None, sql_text("where"), Field(description="SQL condition narrowing rows")
+        ] = None,
         key_column: Annotated[str | None, Field(description="column naming a row")] = None,
         limit: Annotated[int, Field(ge=1)] = 100,
         ignore_case: bool = False,

@@ -16,6 +16,7 @@ from typing import Any
 
 import apsw
 
+from sqlgate.engine.names import fold_name
 from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.errors import InvalidArgument, NotFound
 
@@ -126,9 +127,10 @@ def open_source(path: Path) -> Iterator[apsw.Connection]:
 
 
 def columns_of(conn: apsw.Connection, table: str) -> frozenset[str]:
-    """The table's column names, lower-cased; empty when there is no such table."""
+    """The table's column names, folded as SQLite folds them (`fold_name`); empty when
+    there is no such table."""
     rows = conn.execute("SELECT name FROM pragma_table_info(?)", (table,)).fetchall()
-    return frozenset(str(name).lower() for (name,) in rows)
+    return frozenset(fold_name(str(name)) for (name,) in rows)
 
 
 def require_columns(

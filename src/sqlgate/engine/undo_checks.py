@@ -1,0 +1,273 @@
+"""What an undo checks before it writes a row, and what the call records for it.
+
+SQLite applies a changeset by table name and column position, and an UPDATE's changeset
+holds only the columns the UPDATE changed (and the key). So with each changeset the call
+records, in its own transaction:
+
+    table shapes  for each table it changed: which table it was (its catalog row and root
+                  page) and its columns (names, declared types, primary key, generated)
+    row states    a 16-byte digest of every row an UPDATE left, in changeset order
+
+and the undo refuses (`Conflict`s, nothing written) when a table is gone, is another table
+now (dropped and re-created, renamed and another renamed into its place), or has other
+columns; or when a row an UPDATE changed differs in any column from what the call left.
+A VACUUM (or auto_vacuum) may move root pages: such an undo is refused, never misapplied.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+from sqlgate.engine.names import fold_name
+from sqlgate.engine.sqltext import quote_identifier
+
+__all__ = [
+    "DIGEST_BYTES",
+    "Conflict",
+    "TableShape",
+    "changed_rows",
+    "row_digests",
+    "shape_conflict",
+    "table_shape",
+]
+
+DIGEST_BYTES = 16
+_ROWID_NAMES = ("rowid", "_rowid_", "oid")
+_MEANING = {
+    "DATA": "changed again after the call",
+    "NOTFOUND": "deleted after the call",
+    "CONFLICT": "a row with this key was added after the call",
+    "CONSTRAINT": "restoring it would break a constraint",
+    "FOREIGN_KEY": "the restore would leave unmatched",
+}
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """One thing standing in the way of an undo."""
+
+    type: str  # DATA, NOTFOUND, CONFLICT, CONSTRAINT, FOREIGN_KEY or SCHEMA
+    table: str
+    key: tuple[Any, ...]
+    reason: str = ""  # SCHEMA: what changed about the table
+
+    def describe(self) -> str:
+        if self.type == "SCHEMA":
+            return f"{self.table}: {self.reason} (SCHEMA)"
+        meaning = _MEANING.get(self.type, "conflicts with a later change")
+        if self.type == "FOREIGN_KEY":
+            return f"{self.key[0]} row(s) whose foreign keys {meaning} (FOREIGN_KEY)"
+        key = ", ".join(repr(value) for value in self.key)
+        return f"{self.table} row ({key}): {meaning} ({self.type})"
+
+
+Column = tuple[str, str, int, int]  # name, declared type, position in the primary key, hidden
+
+
+@dataclass(frozen=True)
+class TableShape:
+    """A table as the call found it: which one it is, and its columns."""
+
+    name: str
+    schema_rowid: int  # its row in sqlite_schema: ALTER TABLE keeps it, DROP + CREATE does not
+    rootpage: int  # its b-tree: kept by ALTER TABLE; may move on VACUUM
+    without_rowid: bool
+    columns: tuple[Column, ...]
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"without_rowid": self.without_rowid, "columns": [list(c) for c in self.columns]},
+            ensure_ascii=False,
+        )
+
+    @classmethod
+    def from_row(cls, name: str, schema_rowid: int, rootpage: int, shape: str) -> TableShape:
+        parsed = json.loads(shape)
+        columns = tuple((str(n), str(t), int(p), int(h)) for n, t, p, h in parsed["columns"])
+        return cls(name, schema_rowid, rootpage, bool(parsed["without_rowid"]), columns)
+
+    def key(self) -> tuple[tuple[str, str, int, int], ...]:
+        """The columns as SQLite tells them apart: names and types fold ASCII case."""
+        return tuple((fold_name(n), fold_name(t), p, h) for n, t, p, h in self.columns)
+
+    def describe(self) -> str:
+        keys = sum(1 for column in self.columns if column[2])
+        parts = []
+        for name, kind, pk, hidden in self.columns:
+            text = f"{name} {kind}".strip()
+            if pk:
+                text += " PRIMARY KEY" if keys == 1 else f" PRIMARY KEY #{pk}"
+            if hidden:
+                text += " GENERATED"
+            parts.append(text)
+        return f"({', '.join(parts)})" + (" WITHOUT ROWID" if self.without_rowid else "")
+
+    def keyed_by_rowid(self) -> bool:
+        """A changeset keys this table's rows by rowid (its first column), since it has no
+        declared primary key; otherwise by the key columns, generated columns left out."""
+        return not self.without_rowid and not any(column[2] for column in self.columns)
+
+    def rowid_name(self) -> str | None:
+        """A name that reaches the rowid (a column may take any of its three names)."""
+        taken = {fold_name(name) for name, _, _, _ in self.columns}
+        return next((name for name in _ROWID_NAMES if name not in taken), None)
+
+
+def table_shape(conn: apsw.Connection, name: str) -> TableShape | None:
+    """The table of "main" that SQLite resolves `name` to, or None when there is none."""
+    wanted = fold_name(name)
+    found = [
+        (str(stored), int(rowid), int(rootpage))
+        for stored, rowid, rootpage in conn.execute(
+            "SELECT name, rowid, rootpage FROM main.sqlite_schema WHERE type = 'table'"
+        )
+        if fold_name(str(stored)) == wanted
+    ]
+    if not found:
+        return None
+    stored, rowid, rootpage = found[0]
+    listed = conn.execute(
+        "SELECT wr FROM pragma_table_list(?) WHERE schema = 'main'", (stored,)
+    ).fetchone()
+    columns = tuple(
+        (str(col), str(kind or ""), int(pk), int(hidden))
+        for col, kind, pk, hidden in conn.execute(
+            "SELECT name, type, pk, hidden FROM pragma_table_xinfo(?) ORDER BY cid", (stored,)
+        )
+    )
+    return TableShape(stored, rowid, rootpage, bool(listed and listed[0]), columns)
+
+
+def shape_conflict(recorded: TableShape, current: TableShape | None) -> str | None:
+    """Why an undo may not write into `current` what the call changed in `recorded`."""
+    if current is None:
+        return (
+            "the table was dropped or renamed after the call; give it back its name (or "
+            "re-create it as it was) and run the undo again"
+        )
+    if current.key() != recorded.key() or current.without_rowid != recorded.without_rowid:
+        return (
+            f"its columns changed after the call: then {recorded.describe()}, now "
+            f"{current.describe()}; SQLite would write by position into other columns. Put "
+            "the columns back as they were and run the undo again, or restore the rows by hand"
+        )
+    if (current.schema_rowid, current.rootpage) != (recorded.schema_rowid, recorded.rootpage):
+        return (
+            "another table has its name now (it was dropped and re-created, or another table "
+            "was renamed into its place; a VACUUM also moves tables): the undo cannot tell it "
+            "is the same table, so restore the rows by hand"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class _Lookup:
+    """One table's rows by changeset key: each result row is the key, then every column
+    (`SELECT *`); a key whose row is gone returns nothing."""
+
+    sql: str  # SELECT key columns, then *
+    rows_sql: str  # SELECT *
+    positions: tuple[int, ...]  # the key's columns in the changeset's order
+
+    def key(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(values[at] for at in self.positions)
+
+    def keys(self, olds: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        if len(self.positions) == 1:
+            (at,) = self.positions
+            return [(old[at],) for old in olds]
+        return [self.key(old) for old in olds]
+
+
+def _lookup(shape: TableShape) -> _Lookup | None:
+    """How to read one of `shape`'s rows by its changeset key; None when it has no way."""
+    positions: tuple[int, ...]
+    if shape.keyed_by_rowid():
+        rowid = shape.rowid_name()
+        if rowid is None:
+            return None
+        keys, positions = [rowid], (0,)  # bare: a quoted "rowid" could be read as a string
+    else:
+        plain = [column for column in shape.columns if not column[3]]
+        positions = tuple(at for at, column in enumerate(plain) if column[2])
+        keys = [quote_identifier(plain[at][0]) for at in positions]
+    rows = f"* FROM main.{quote_identifier(shape.name)} WHERE " + " AND ".join(
+        f"{key} = ?" for key in keys
+    )
+    return _Lookup(f"SELECT {', '.join(keys)}, {rows}", f"SELECT {rows}", positions)
+
+
+def _digest(row: tuple[Any, ...]) -> bytes:
+    """16 bytes naming a row's values and their types: text and blobs by length and bytes,
+    numbers and NULL by their Python spelling (the same on every Python version)."""
+    digest = hashlib.blake2b(digest_size=DIGEST_BYTES)
+    for value in row:
+        if isinstance(value, bytes):
+            digest.update(b"b%d:" % len(value))
+            digest.update(value)
+        elif isinstance(value, str):
+            data = value.encode("utf-8", "surrogatepass")
+            digest.update(b"s%d:" % len(data))
+            digest.update(data)
+        else:  # int, float, None: "5", "5.0", "None", never holding ";"
+            digest.update(repr(value).encode("ascii") + b";")
+    return digest.digest()
+
+
+def _updates(changeset: bytes) -> dict[str, list[tuple[Any, ...]]]:
+    """The old values of each UPDATE in the changeset, by table, in changeset order."""
+    found: dict[str, list[tuple[Any, ...]]] = {}
+    for change in apsw.Changeset.iter(changeset):
+        if change.op == "UPDATE" and change.old is not None:
+            found.setdefault(change.name, []).append(change.old)
+    return found
+
+
+def row_digests(
+    conn: apsw.Connection, changeset: bytes, shapes: dict[str, TableShape]
+) -> bytes | None:
+    """The digest of every row an UPDATE in `changeset` left (call it right after the
+    statement, in its transaction); None when a table's rows cannot be looked up."""
+    out = bytearray()
+    for table, olds in _updates(changeset).items():
+        lookup = _lookup(shapes[fold_name(table)])
+        if lookup is None:
+            return None
+        before = len(out)
+        for row in conn.cursor().executemany(lookup.rows_sql, lookup.keys(olds)):
+            out += _digest(row)
+        if len(out) - before != len(olds) * DIGEST_BYTES:
+            return None  # never: an UPDATE's row exists at the end of the statement
+    return bytes(out)
+
+
+def changed_rows(
+    conn: apsw.Connection, changeset: bytes, shapes: dict[str, TableShape], digests: bytes
+) -> list[Conflict]:
+    """Each row an UPDATE in `changeset` changed that is gone or differs, in any column,
+    from the state the call left it in (`digests`, from `row_digests`, in the same order)."""
+    conflicts: list[Conflict] = []
+    at = 0
+    for table, olds in _updates(changeset).items():
+        lookup = _lookup(shapes[fold_name(table)])
+        if lookup is None:
+            return [Conflict("SCHEMA", table, (), "its rows have no key the undo can read")]
+        width = len(lookup.positions)
+        now = {
+            tuple(row[:width]): _digest(tuple(row[width:]))
+            for row in conn.cursor().executemany(lookup.sql, lookup.keys(olds))
+        }
+        for key in lookup.keys(olds):
+            # a key that reads back otherwise (another case under NOCASE, say) counts as gone
+            digest = now.get(key)
+            if digest is None:
+                conflicts.append(Conflict("NOTFOUND", table, key))
+            elif digest != digests[at : at + DIGEST_BYTES]:
+                conflicts.append(Conflict("DATA", table, key))
+            at += DIGEST_BYTES
+    return conflicts
