@@ -142,6 +142,7 @@ def test_a_writing_command_ends_with_the_busy_message_not_a_traceback(
     assert done.returncode == 5, done.stderr
     assert "Traceback" not in done.stderr
     assert done.stderr.startswith("sqlgate: error: the database is busy")
+    assert "more than 0.2 s (--busy-timeout)" in done.stderr
 
 
 @pytest.mark.timeout(90)

@@ -100,8 +100,9 @@ def _sqlite_error(exc: Exception, values: dict[str, Any]) -> SqlgateError:
     from sqlgate.engine.execute import busy_error
 
     if isinstance(exc, apsw.BusyError):
+        known = {flag.name for flag in FLAGS}
         try:
-            timeout = settings_from(values).busy_timeout
+            timeout = settings_from({k: v for k, v in values.items() if k in known}).busy_timeout
         except SqlgateError:
             timeout = Settings(db=Path()).busy_timeout
         return busy_error(timeout)
