@@ -19,6 +19,13 @@ SUBJECT_SQLGATE = "sqlgate (stdio)"
 SUBJECT_REFERENCE = "reference mcp-server-sqlite (stdio)"
 SUBJECT_FLOOR = "raw apsw in-process (floor)"
 SUBJECT_RATIO = "sqlgate / reference (calls/s)"
+SUBJECT_NOOP = "no-op tool, same SDK (stdio, floor)"
+SUBJECT_NOOP_RATIO = "sqlgate / no-op (stdio p50 latency)"
+BENCH_HTTP_CALLS = "call overhead over HTTP: read_query('SELECT 1')"
+SUBJECT_HTTP_SQLGATE = "sqlgate (streamable HTTP)"
+SUBJECT_HTTP_NOOP = "no-op tool, same SDK (streamable HTTP, floor)"
+SUBJECT_HTTP_RATIO = "sqlgate / no-op (HTTP p50 latency)"
+BENCH_HTTP_LOAD = "load over HTTP: append, insert, read, search"
 BENCH_RESULT = "result size: 1,000 rows x 8 columns"
 SUBJECT_RESULT_RAW = "raw apsw fetchall (floor)"
 SUBJECT_RESULT_VALUES = "the values alone"
@@ -59,6 +66,8 @@ class Plan:
     heavy_repeats: int  # repetitions of calls that walk a whole chain or table
     destructive_mb: int  # size of the database behind the destructive-cost benchmark
     destructive_repeats: int  # repetitions of each destructive variant
+    load_sessions: tuple[int, ...]  # concurrent HTTP sessions of the load benchmark
+    load_calls: int  # calls per load level, shared among its sessions
 
 
 FULL = Plan(
@@ -80,6 +89,8 @@ FULL = Plan(
     heavy_repeats=3,
     destructive_mb=200,
     destructive_repeats=3,
+    load_sessions=(1, 16, 64),
+    load_calls=3200,
 )
 QUICK = Plan(
     "quick",
@@ -100,6 +111,8 @@ QUICK = Plan(
     heavy_repeats=1,
     destructive_mb=5,
     destructive_repeats=1,
+    load_sessions=(1, 4),
+    load_calls=40,
 )
 
 

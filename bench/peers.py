@@ -37,6 +37,11 @@ def sqlgate_params(db: Path, *flags: str) -> StdioServerParameters:
     )
 
 
+def noop_params() -> StdioServerParameters:
+    """bench/noop_server.py on stdio: the same SDK, a tool that does nothing."""
+    return StdioServerParameters(command=sys.executable, args=[str(BENCH / "noop_server.py")])
+
+
 def text_of(result: CallToolResult) -> str:
     return " ".join(part.text for part in result.content if part.type == "text")
 

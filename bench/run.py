@@ -14,7 +14,8 @@ server (PyPI `mcp-server-sqlite`, archived) needs `mcp<2`, so it gets its own ve
 driven over stdio by this repo's SDK v2 client, exactly as sqlgate is.
 
 The benchmarks live beside this file: benchkit.py (plans, rows, timers, the table), peers.py
-(starting sqlgate and the reference server), stdio_bench.py and inprocess_bench.py.
+(starting sqlgate and the reference server), stdio_bench.py, http_bench.py (HTTP latency and
+load), noop_server.py (the SDK's floor: a tool that does nothing) and inprocess_bench.py.
 """
 
 from __future__ import annotations
@@ -29,12 +30,22 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import memory_bench as mb
 from benchkit import BENCH, FULL, QUICK, Benchmark, Context, Plan, Row, table
+from http_bench import http_call_overhead, http_load
 from inprocess_bench import chain, destructive, search
 from stdio_bench import audit_cost, call_overhead, result_size
 
 DEFAULT_OUT = BENCH / "results.md"
 
-BENCHMARKS: list[Benchmark] = [call_overhead, result_size, audit_cost, chain, search, destructive]
+BENCHMARKS: list[Benchmark] = [
+    call_overhead,
+    http_call_overhead,
+    http_load,
+    result_size,
+    audit_cost,
+    chain,
+    search,
+    destructive,
+]
 
 
 def report(rows: Sequence[Row], command: str, plan: Plan) -> str:

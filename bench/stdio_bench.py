@@ -19,6 +19,8 @@ from benchkit import (
     SUBJECT_AUDIT_ON,
     SUBJECT_AUDIT_RATIO,
     SUBJECT_FLOOR,
+    SUBJECT_NOOP,
+    SUBJECT_NOOP_RATIO,
     SUBJECT_RATIO,
     SUBJECT_REFERENCE,
     SUBJECT_RESULT_RATIO,
@@ -35,6 +37,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from peers import (
     REFERENCE_VENV,
+    noop_params,
     peer_versions,
     reference_params,
     server_failure,
@@ -51,8 +54,10 @@ def call_overhead(ctx: Context) -> list[Row]:
     """read_query('SELECT 1'): sqlgate and the reference over stdio, raw apsw in-process."""
     rows: list[Row] = []
     rates: dict[str, float] = {}
+    p50: dict[str, float] = {}
     servers: list[tuple[str, str, StdioServerParameters | str]] = [
         (SUBJECT_SQLGATE, "sqlgate", sqlgate_params(ctx.folder / "calls-sqlgate.db")),
+        (SUBJECT_NOOP, "noop", noop_params()),
         (
             SUBJECT_REFERENCE,
             "reference",
@@ -74,6 +79,7 @@ def call_overhead(ctx: Context) -> list[Row]:
                 rows.append(Row(BENCH_CALLS, subject, "", "not available", "", "", reason))
                 continue
         rates[subject] = lat.rate
+        p50[subject] = lat.percentile(50)
         versions = (
             peer_versions(REFERENCE_VENV)
             if slug == "reference"
@@ -92,6 +98,10 @@ def call_overhead(ctx: Context) -> list[Row]:
         latency_row(BENCH_CALLS, SUBJECT_FLOOR, lat, '`conn.execute("SELECT 1").fetchall()`')
     )
 
+    if SUBJECT_SQLGATE in p50 and SUBJECT_NOOP in p50:
+        ratio = p50[SUBJECT_SQLGATE] / p50[SUBJECT_NOOP]
+        rows.append(Row(BENCH_CALLS, SUBJECT_NOOP_RATIO, "", f"{ratio:.2f}x", "", "",
+                        "what sqlgate adds to the SDK's own cost of a call"))  # fmt: skip
     if SUBJECT_SQLGATE in rates and SUBJECT_REFERENCE in rates:
         ratio = rates[SUBJECT_SQLGATE] / rates[SUBJECT_REFERENCE]
         verdict = "goal met (>= 1)" if ratio >= 1 else "goal not met (< 1)"

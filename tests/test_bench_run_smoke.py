@@ -22,8 +22,18 @@ VERIFY = "chain: verify_chain (full)"
 RESUME = "chain: get_resume_context, repeated call"
 MEMORY_SEARCH = "search: memory_search p50"
 TEXT_SEARCH = "search: search_text, 1 KB rows"
+HTTP_CALLS = "call overhead over HTTP: read_query('SELECT 1')"
+HTTP_LOAD = "load over HTTP: append, insert, read, search"
 EXPECTED_ROWS = [
     (CALLS, "sqlgate (stdio)"),
+    (CALLS, "no-op tool, same SDK (stdio, floor)"),
+    (CALLS, "sqlgate / no-op (stdio p50 latency)"),
+    (HTTP_CALLS, "sqlgate (streamable HTTP)"),
+    (HTTP_CALLS, "no-op tool, same SDK (streamable HTTP, floor)"),
+    (HTTP_CALLS, "sqlgate / no-op (HTTP p50 latency)"),
+    (HTTP_LOAD, "sqlgate, 1 session"),
+    (HTTP_LOAD, "sqlgate, 4 sessions"),
+    (HTTP_LOAD, "no-op tool, same SDK, 4 sessions (floor)"),
     (CALLS, "reference mcp-server-sqlite (stdio)"),
     (CALLS, "raw apsw in-process (floor)"),
     (CALLS, "sqlgate / reference (calls/s)"),
@@ -56,7 +66,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> str:
         capture_output=True,
         text=True,
         check=False,
-        timeout=120,
+        timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return out.read_text(encoding="utf-8")
@@ -154,3 +164,12 @@ def test_destructive_cost_rows_come_from_destructive_bench(
         (DESTRUCTIVE, "row-level undo", "3", "4%", "12.5 ms", "db_mb=5"),
         (DESTRUCTIVE, "whole-file snapshot", "", "", "310 ms", "copy of the file"),
     ]
+
+
+def test_quick_run_loses_nothing_under_http_load(report: str) -> None:
+    """The load scenario checks the database after the run: no acknowledged write missing,
+    a whole chain, one audit row per call."""
+    lines = [line for line in report.splitlines() if line.startswith(f"| {HTTP_LOAD} | sqlgate")]
+    assert len(lines) == 2
+    for line in lines:
+        assert "0 errors; lost after the run: 0 events, 0 rows, 0 audit rows; chain ok" in line
