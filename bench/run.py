@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -32,9 +33,20 @@ import memory_bench as mb
 from benchkit import BENCH, FULL, QUICK, Benchmark, Context, Plan, Row, table
 from http_bench import http_call_overhead, http_load
 from inprocess_bench import chain, destructive, search
+from replication_bench import replication
 from stdio_bench import audit_cost, call_overhead, result_size
 
 DEFAULT_OUT = BENCH / "results.md"
+
+
+def replicated(ctx: Context) -> list[Row]:
+    """Replication's loss window, 10 kills per target (S3 too when moto's `moto_server` is on
+    PATH). A quick run leaves it to `bench/replication_bench.py --quick`, which its own smoke
+    test runs."""
+    if ctx.plan.name == "quick":
+        return []
+    return replication(ctx, s3_server=shutil.which("moto_server"))
+
 
 BENCHMARKS: list[Benchmark] = [
     call_overhead,
@@ -45,6 +57,7 @@ BENCHMARKS: list[Benchmark] = [
     chain,
     search,
     destructive,
+    replicated,
 ]
 
 

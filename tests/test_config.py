@@ -38,6 +38,7 @@ DEFAULTS = [
     pytest.param("max_event_chars", 100_000, id="max-event-chars-100000"),
     pytest.param("undo", "rows", id="undo-rows"),
     pytest.param("undo_max_mb", 64, id="undo-max-mb-64"),
+    pytest.param("replicate", None, id="no-replication"),
 ]
 
 
@@ -83,6 +84,7 @@ ENV_VALUES: dict[str, tuple[str, Any]] = {
     "confirm": (" Always ", "always"),
     "undo": (" FILE ", "file"),
     "undo_max_mb": ("16", 16),
+    "replicate": (" file:///srv/backups/agent ", "file:///srv/backups/agent"),
 }
 
 

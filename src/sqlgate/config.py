@@ -21,6 +21,7 @@
 | --confirm             | SQLGATE_CONFIRM               | auto (or always, never)          |
 | --undo                | SQLGATE_UNDO                  | rows (or file)                   |
 | --undo-max-mb         | SQLGATE_UNDO_MAX_MB           | 64 MiB                           |
+| --replicate           | SQLGATE_REPLICATE             | none (file:///… or s3://…)       |
 
 The CLI builds its options from `FLAGS`; `load_settings` applies, in order of strength,
 explicit values, then `SQLGATE_*` environment variables, then the defaults.
@@ -73,6 +74,7 @@ class Settings:
     confirm: str = "auto"
     undo: str = "rows"
     undo_max_mb: int = 64
+    replicate: str | None = None  # a replica URL; checked by surfaces/replication/target.py
 
     def __post_init__(self) -> None:
         if self.undo not in UNDO_MODES:
@@ -164,6 +166,13 @@ def _undo_mode(text: str) -> str:
     return mode
 
 
+def _replica_url(text: str) -> str:
+    """The URL as given; its full check (scheme, bucket, endpoint) runs when serving starts."""
+    if not text.strip():
+        raise ValueError("must not be empty: give file:///folder or s3://bucket/prefix")
+    return text.strip()
+
+
 def _path(text: str) -> Path:
     if not text.strip():
         raise ValueError("must not be empty")
@@ -198,6 +207,12 @@ FLAGS: tuple[Flag, ...] = (
         "undo_max_mb",
         "largest row-level undo changeset, MiB; a bigger change takes a whole-file snapshot",
         _positive_int,
+    ),
+    Flag(
+        "replicate",
+        "replicate the database with Litestream to file:///folder or s3://bucket/prefix "
+        "(S3-compatible: ?endpoint=http://host:port); needs sqlgate[replicate]",
+        _replica_url,
     ),
 )
 

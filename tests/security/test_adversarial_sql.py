@@ -7,11 +7,14 @@ were; the audit log grew by the one row that records the call.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import apsw
 import pytest
 
 from sqlgate.errors import InvalidArgument, LimitExceeded, PolicyDenied, SqlError
+from sqlgate.service import Service
 from tests.security.cases import HARMLESS, Expected, case, check_refused_and_unchanged
 from tests.security.cases import destructive as d
 from tests.security.cases import read as r
@@ -1062,3 +1065,28 @@ def test_read_query_reads_the_claims_the_tools_wrote(claims_world: World) -> Non
     assert text.splitlines() == [
         "id,state,changes", "1,active,1", "2,active,1", "3,active,1", "4,retired,2", "# 4 rows",
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DROP TABLE _litestream_seq",
+        "DELETE FROM _litestream_seq",
+        "UPDATE _litestream_lock SET id = 2 WHERE id = 1",
+        "ALTER TABLE _litestream_seq RENAME TO gone",
+    ],
+)
+def test_litestreams_tables_are_server_objects(
+    make_service: Callable[..., Service], sql: str
+) -> None:
+    """Under `--replicate` Litestream keeps two tables of its own in the database: an agent may
+    read them, never drop or write them (replication would lose its place)."""
+    service = make_service()
+    conn = apsw.Connection(str(service.db.path))
+    conn.execute("CREATE TABLE _litestream_seq (id INTEGER PRIMARY KEY, seq INTEGER)")
+    conn.execute("CREATE TABLE _litestream_lock (id INTEGER)")
+    conn.execute("INSERT INTO _litestream_seq VALUES (1, 1)")
+    conn.close()
+    assert "_litestream_seq" in service.read_query("SELECT name FROM sqlite_schema")
+    with pytest.raises(PolicyDenied, match="server object"):
+        service.destructive_query(sql, reason="tidy up")

@@ -312,6 +312,7 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "confirm": ("always", "always"),
     "undo": ("file", "file"),
     "undo_max_mb": ("8", 8),
+    "replicate": ("file:///srv/backups/agent", "file:///srv/backups/agent"),
 }
 
 

@@ -36,6 +36,7 @@ from mcp.types import CallToolResult
 from sqlgate.config import FLAGS
 from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces import http as http_surface
+from sqlgate.surfaces import http_access
 from sqlgate.surfaces.cli import main
 from sqlgate.surfaces.http import (
     MCP_PATH,
@@ -45,7 +46,9 @@ from sqlgate.surfaces.http import (
     Receive,
     Scope,
     Send,
+    check_tokenless,
     is_loopback,
+    rebinding_protection,
     token_for,
 )
 from sqlgate.surfaces.mcp_server import CLAIMS_TOOLS, MEMORY_TOOLS, SQL_TOOLS
@@ -116,6 +119,105 @@ def test_non_loopback_without_token_is_refused(host: str) -> None:
 def test_malformed_tokens_are_refused(given: str, phrase: str) -> None:
     with pytest.raises(InvalidArgument, match=phrase):
         token_for("127.0.0.1", given)
+
+
+# -- --insecure-no-token: loopback only, never with a token ------------------------------------
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.8.9.10", "::1", "[::1]", "localhost"])
+def test_tokenless_mode_is_allowed_on_loopback(host: str) -> None:
+    check_tokenless(host, None)
+
+
+@pytest.mark.parametrize(
+    "host", ["0.0.0.0", "::", "192.168.1.20", "db.example.com", "localhost.example.com"]
+)
+def test_tokenless_mode_is_refused_off_loopback(host: str) -> None:
+    with pytest.raises(InvalidArgument, match="only on a loopback address"):
+        check_tokenless(host, None)
+
+
+def test_tokenless_mode_with_a_token_is_refused() -> None:
+    with pytest.raises(InvalidArgument, match="drop one"):
+        check_tokenless("127.0.0.1", TOKEN)
+
+
+@dataclass
+class FakeSocket:
+    address: tuple[str, int]
+
+    def getsockname(self) -> tuple[str, int]:
+        return self.address
+
+
+@pytest.mark.parametrize(
+    ("address", "loopback"),
+    [
+        pytest.param(("127.0.0.1", 8765), True, id="ipv4"),
+        pytest.param(("::1", 8765), True, id="ipv6"),
+        pytest.param(("192.168.1.20", 8765), False, id="lan"),
+        pytest.param(("0.0.0.0", 8765), False, id="all"),
+    ],
+)
+def test_tokenless_mode_checks_the_address_actually_bound(
+    address: tuple[str, int], loopback: bool
+) -> None:
+    """`localhost` is looked up when binding: a hosts file could point it elsewhere."""
+    sock = FakeSocket(address)
+    if loopback:
+        http_access.require_loopback_socket(sock)  # type: ignore[arg-type]
+    else:
+        with pytest.raises(InvalidArgument, match="only on a loopback address"):
+            http_access.require_loopback_socket(sock)  # type: ignore[arg-type]
+
+
+def security_answer(host: str, headers: dict[str, str]) -> int | None:
+    """The status the SDK's DNS-rebinding check gives a GET with `headers` (None: passes)."""
+    from mcp.server.transport_security import TransportSecurityMiddleware
+    from starlette.requests import Request
+
+    settings = rebinding_protection(host)
+    assert settings is not None
+    raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+    request = Request({"type": "http", "method": "GET", "path": MCP_PATH, "headers": raw})
+    response = anyio.run(TransportSecurityMiddleware(settings).validate_request, request)
+    return None if response is None else response.status_code
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.8.9.10", "::1", "[::1]", "localhost"])
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        pytest.param({"Host": "evil.example:8765"}, 421, id="foreign-host"),
+        pytest.param({"Host": "evil.example"}, 421, id="foreign-host-no-port"),
+        pytest.param({"Host": "127.0.0.1:8765", "Origin": "http://evil.example"}, 403,
+                     id="foreign-origin"),
+        pytest.param({"Host": "localhost:8765", "Origin": "http://localhost.evil.example:80"},
+                     403, id="lookalike-origin"),
+        pytest.param({"Host": "127.0.0.1:8765"}, None, id="own-ipv4"),
+        pytest.param({"Host": "localhost:8765", "Origin": "http://localhost:8765"}, None,
+                     id="own-name-and-origin"),
+        pytest.param({"Host": "[::1]:8765"}, None, id="own-ipv6"),
+    ],
+)  # fmt: skip
+def test_every_loopback_host_refuses_other_hosts_and_origins(
+    host: str, headers: dict[str, str], status: int | None
+) -> None:
+    assert security_answer(host, headers) == status
+
+
+@pytest.mark.parametrize("host", ["127.8.9.10", "::1", "[::1]"])
+def test_rebinding_protection_accepts_the_host_it_listens_on(host: str) -> None:
+    shown = f"[{host.strip('[]')}]" if ":" in host else host
+    assert (
+        security_answer(host, {"Host": f"{shown}:8765", "Origin": f"http://{shown}:8765"}) is None
+    )
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.20", "db.example.com"])
+def test_no_rebinding_protection_off_loopback(host: str) -> None:
+    """Behind a reverse proxy the Host varies; the bearer token protects those servers."""
+    assert rebinding_protection(host) is None
 
 
 # -- the bearer gate alone, through httpx2's ASGI transport ------------------------------------
@@ -210,7 +312,7 @@ async def test_gate_compares_in_constant_time(monkeypatch: pytest.MonkeyPatch) -
         compared.append((a, b))
         return real(a, b)
 
-    monkeypatch.setattr(http_surface.hmac, "compare_digest", spy)
+    monkeypatch.setattr(http_access.hmac, "compare_digest", spy)
     async with gated(Recorder()) as client:
         await client.get("/mcp", headers={"Authorization": "Bearer guess-0123456789abcdef"})
     assert compared == [(b"guess-0123456789abcdef", TOKEN.encode())]
@@ -290,8 +392,18 @@ def one_error_line(result: Result) -> str:
         pytest.param((), {"SQLGATE_HOST": "::"}, "not a loopback address", id="public-by-env"),
         pytest.param(("--token", "short"), None, "at least", id="short-token"),
         pytest.param((), {"SQLGATE_TOKEN": "short"}, "at least", id="short-token-by-env"),
+        pytest.param(("--insecure-no-token", "--host", "0.0.0.0"), None,
+                     "only on a loopback address", id="tokenless-public"),
+        pytest.param(("--insecure-no-token", "--host", "192.168.1.20"), None,
+                     "only on a loopback address", id="tokenless-lan"),
+        pytest.param(("--insecure-no-token",), {"SQLGATE_HOST": "::"},
+                     "only on a loopback address", id="tokenless-public-by-env"),
+        pytest.param(("--insecure-no-token", "--token", TOKEN), None, "drop one",
+                     id="tokenless-with-token"),
+        pytest.param(("--insecure-no-token",), {"SQLGATE_TOKEN": TOKEN}, "drop one",
+                     id="tokenless-with-token-by-env"),
     ],
-)
+)  # fmt: skip
 def test_serve_http_refuses_with_exit_2_and_writes_nothing(
     tmp_path: Path, args: tuple[str, ...], env: dict[str, str] | None, phrase: str
 ) -> None:
@@ -369,7 +481,9 @@ def start_server(db: Path, *flags: str, env: dict[str, str] | None = None) -> Ru
     lines: list[str] = []
     deadline = time.monotonic() + STARTUP_SECONDS
     url = token = None
-    while url is None or (token is None and "--token" not in flags and env is None):
+    tokenless, warned = "--insecure-no-token" in flags, False
+    wants_token = "--token" not in flags and not tokenless and env is None
+    while url is None or (token is None and wants_token) or (tokenless and not warned):
         line = pending.get(timeout=left(deadline))
         if line is None:
             process.wait(timeout=STARTUP_SECONDS)
@@ -379,6 +493,7 @@ def start_server(db: Path, *flags: str, env: dict[str, str] | None = None) -> Ru
             url = found.group(1)
         if found := re.search(r"Authorization: Bearer (\S+)$", line.strip()):
             token = found.group(1)
+        warned = warned or "WARNING" in line
     return RunningServer(process, url, token or "", lines, pending)
 
 
@@ -393,8 +508,8 @@ def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningS
 
 
 @asynccontextmanager
-async def connected(url: str, token: str) -> AsyncIterator[Client]:
-    headers = {"Authorization": f"Bearer {token}"}
+async def connected(url: str, token: str | None) -> AsyncIterator[Client]:
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=CALL_SECONDS) as http,
         Client(streamable_http_client(url, http_client=http)) as client,
@@ -501,6 +616,73 @@ async def test_explicit_token_is_not_printed_and_sigterm_closes_the_database(
     assert "Bearer" not in stderr
     assert stderr.rstrip().endswith("sqlgate: stopped; database closed")
     assert "Traceback" not in stderr
+
+
+# -- the real server with --insecure-no-token -------------------------------------------------
+
+INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "test", "version": "0"}},
+}  # fmt: skip
+STREAMABLE = {"Accept": "application/json, text/event-stream"}
+
+
+@pytest.fixture(scope="module")
+def tokenless_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    server = start_server(tmp_path_factory.mktemp("http") / "tests.db", "--insecure-no-token")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.mark.stdio
+@pytest.mark.anyio
+async def test_tokenless_server_serves_clients_that_send_no_token(
+    tokenless_server: RunningServer,
+) -> None:
+    with anyio.fail_after(CALL_SECONDS):
+        async with connected(tokenless_server.url, None) as client:
+            answer = await call(client, "read_query", query="SELECT 6 * 7 AS answer")
+    assert answer == "answer\n42\n# 1 rows"
+
+
+@pytest.mark.stdio
+def test_tokenless_server_says_so_on_stderr(tokenless_server: RunningServer) -> None:
+    said = "".join(tokenless_server.lines)
+    assert "--insecure-no-token" in said
+    assert "any program or user on this machine" in said
+    assert "Bearer" not in said
+
+
+@pytest.mark.stdio
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        pytest.param({"Host": "evil.example"}, 421, id="foreign-host"),
+        pytest.param({"Origin": "http://evil.example"}, 403, id="foreign-origin"),
+    ],
+)
+def test_tokenless_server_refuses_dns_rebinding(
+    tokenless_server: RunningServer, headers: dict[str, str], status: int
+) -> None:
+    response = httpx2.post(tokenless_server.url, json=INITIALIZE,
+                           headers={**STREAMABLE, **headers}, timeout=CALL_SECONDS)  # fmt: skip
+    assert response.status_code == status
+
+
+@pytest.mark.stdio
+def test_no_environment_variable_turns_the_token_off(tmp_path: Path) -> None:
+    """Only the explicit flag serves without a token: an inherited variable cannot."""
+    env = child_env(SQLGATE_INSECURE_NO_TOKEN="1", SQLGATE_NO_TOKEN="1")
+    server = start_server(tmp_path / "team.db", env=env)
+    try:
+        response = httpx2.post(server.url, json=INITIALIZE, headers=STREAMABLE,
+                               timeout=CALL_SECONDS)  # fmt: skip
+    finally:
+        server.stop()
+    assert response.status_code == 401
 
 
 # -- every POSTed message gets an answer: the JSON-RPC guard -----------------------------------
@@ -663,5 +845,6 @@ def test_connections_accepted_by_the_server_send_without_waiting_for_acks() -> N
             writer.close()
 
     anyio.run(check)
-    assert seen and seen[0] != 0
+    assert seen
+    assert seen[0] != 0
     assert listener.proto == socket.IPPROTO_TCP

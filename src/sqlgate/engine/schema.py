@@ -282,8 +282,13 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
 )
 
-# Names later features will create; reserved now so an agent's table cannot take them first.
-RESERVED: tuple[ServerObject, ...] = ()
+# Names the server does not create but protects (an agent's table cannot take them).
+# Litestream's own bookkeeping (`sqlgate serve --replicate`): created by Litestream, never by
+# a migration; an agent may read them but must not drop or write them under replication.
+LITESTREAM_TABLES = ("_litestream_seq", "_litestream_lock")
+RESERVED: tuple[ServerObject, ...] = tuple(
+    ServerObject(name, "table") for name in LITESTREAM_TABLES
+)
 
 REGISTRY: tuple[ServerObject, ...] = (
     *(obj for migration in MIGRATIONS for obj in migration.objects),

@@ -2,13 +2,14 @@
 
 Errors end a command with one readable line on stderr and the error's exit code:
 1 unexpected, 2 bad usage or argument, 3 not found, 4 refused by policy, 5 limit,
-6 SQLite error, 7 snapshot problem, 8 the database cannot be opened,
-9 the memory chain is broken (`sqlgate verify`).
+6 SQLite error, 7 snapshot problem, 8 the database cannot be opened (or replication cannot
+start), 9 the memory chain is broken (`sqlgate verify`, `sqlgate restore`).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -22,6 +23,7 @@ from sqlgate.surfaces.cli_import import import_group
 from sqlgate.surfaces.cli_inspect import INSPECT_COMMANDS
 from sqlgate.surfaces.cli_install import install, uninstall
 from sqlgate.surfaces.cli_options import reports_errors, settings_from, settings_options
+from sqlgate.surfaces.cli_replicate import REPLICATE_COMMANDS, replica_target, start_replication
 from sqlgate.surfaces.cli_undo import undo
 from sqlgate.surfaces.http import http_options, serve_http
 
@@ -42,7 +44,9 @@ def main() -> None:
 )  # fmt: skip
 @http_options
 @reports_errors
-def serve(transport: str, host: str, port: int, token: str | None, **values: Any) -> None:
+def serve(
+    transport: str, host: str, port: int, token: str | None, insecure_no_token: bool, **values: Any
+) -> None:
     """Serve MCP on stdio for one client (what MCP clients launch), or over HTTP.
 
     Only protocol messages go to stdout; errors and logs go to stderr.
@@ -50,13 +54,25 @@ def serve(transport: str, host: str, port: int, token: str | None, **values: Any
     from sqlgate.service import Service
 
     settings = settings_from(values)
+    replica = replica_target(settings)  # a bad --replicate URL stops here, before any file opens
     if transport == "http":
+
+        def replicating() -> Callable[[], None] | None:
+            replication = start_replication(settings, replica, prepare=True)
+            return None if replication is None else replication.stop
+
         try:
-            serve_http(settings, host=host, port=port, token=token)
+            serve_http(settings, host=host, port=port, token=token,
+                       insecure_no_token=insecure_no_token, beside=replicating)  # fmt: skip
         except KeyboardInterrupt:
             sys.exit(130)
         return
     service = Service.open(settings, create_parent=settings.db == default_db_path())
+    try:
+        replication = start_replication(settings, replica)
+    except BaseException:
+        service.close()
+        raise
     try:
         # imported after the database opened: a start-up error does not pay for the SDK
         from sqlgate.surfaces.mcp_server import build_server
@@ -66,6 +82,8 @@ def serve(transport: str, host: str, port: int, token: str | None, **values: Any
         sys.exit(130)
     finally:
         service.close()
+        if replication is not None:  # after close: its last sync has the final audit rows
+            replication.stop()
 
 
 @main.group()
@@ -138,7 +156,7 @@ main.add_command(install)
 main.add_command(uninstall)
 main.add_command(capture)
 main.add_command(undo)
-for _command in INSPECT_COMMANDS:
+for _command in (*INSPECT_COMMANDS, *REPLICATE_COMMANDS):
     main.add_command(_command)
 
 

@@ -232,9 +232,12 @@ def _parsed(text: Any) -> Any:
 def stats(as_json: bool, **values: Any) -> None:
     """Memory, claims and audit counts, and the rows of every table (chain checked cheaply).
 
-    `queued` counts audit rows waiting for the write lock (another process held it)."""
+    `queued` counts audit rows waiting for the write lock (another process held it).
+    `replication`: running, restarting (Litestream died: its exit and last error), gone (the
+    process replicating it was killed), stopped, or not configured."""
     from sqlgate.engine.audit_queue import queued_rows
     from sqlgate.engine.limits import CallControl
+    from sqlgate.surfaces.replication.status import replication_report
 
     with existing_service(values, read_only=True) as service:
         memory = json.loads(service.memory.stats().text)
@@ -250,6 +253,7 @@ def stats(as_json: bool, **values: Any) -> None:
         "claims": claims,
         "audit": {"calls": calls, "errors": failed, "queued": queued_rows(service.settings.db)},
         "tables": _tables(listing),
+        "replication": replication_report(service.settings.db),
     }
     if as_json:
         click.echo(terminal.json_dumps(report))
@@ -268,6 +272,8 @@ def _tables(listing: str) -> list[dict[str, Any]]:
 
 def _print_stats(report: dict[str, Any]) -> None:
     from rich.table import Table
+
+    from sqlgate.surfaces.replication.status import describe as describe_replication
 
     console = _stdout()
     memory = report["memory"]
@@ -290,6 +296,7 @@ def _print_stats(report: dict[str, Any]) -> None:
         ("claims", ", ".join(f"{k} {n}" for k, n in report["claims"].items()) or "-"),
         ("audited calls", f"{report['audit']['calls']} ({report['audit']['errors']} failed)"),
         ("audit rows queued", f"{report['audit']['queued']} (waiting for the write lock)"),
+        ("replication", describe_replication(report["replication"])),
     ):
         summary.add_row(_cell(label), _cell(value))
     console.print(summary)

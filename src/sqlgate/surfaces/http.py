@@ -2,13 +2,9 @@
 
 Several MCP clients share one database through one `Service`, opened before the server
 starts and closed after it stops (never per MCP session). Every HTTP request must carry
-`Authorization: Bearer <token>`; the token is compared in constant time.
-
-    host        token given   what happens
-    loopback    yes           serve with it
-    loopback    no            generate one, print it (and how to use it) on stderr
-    elsewhere   yes           serve with it
-    elsewhere   no            refuse to start (exit 2): a public port needs a chosen token
+`Authorization: Bearer <token>`, compared in constant time, unless the server was started
+with `--insecure-no-token` (for tests, loopback only); `http_access` holds those rules and
+the DNS-rebinding check on loopback hosts.
 
 No CORS: the server never sends Access-Control-* headers, so browsers on other origins
 cannot read its answers; a preflight is answered 401 like any request without the token.
@@ -21,22 +17,34 @@ the SDK could not serve 400, both with a JSON-RPC error carrying the request's i
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
 import os
-import secrets
 import signal
 import socket
 import sys
 import threading
-from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from sqlgate.errors import InvalidArgument, StartupError
+from sqlgate.surfaces.http_access import (
+    MIN_TOKEN_CHARS,
+    TOKENLESS_FLAG,
+    ASGIApp,
+    BearerTokenGate,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    Token,
+    check_tokenless,
+    is_loopback,
+    rebinding_protection,
+    require_loopback_socket,
+    token_for,
+)
 from sqlgate.surfaces.jsonrpc_guard import (
     MAX_REQUEST_BYTES,
     Rejection,
@@ -54,115 +62,31 @@ __all__ = [
     "DEFAULT_PORT",
     "MCP_PATH",
     "MIN_TOKEN_CHARS",
+    "TOKENLESS_FLAG",
+    "ASGIApp",
     "BearerTokenGate",
     "JsonRpcGuard",
+    "Message",
+    "Receive",
+    "Scope",
+    "Send",
     "build_http_app",
+    "check_tokenless",
     "http_options",
     "is_loopback",
+    "rebinding_protection",
+    "require_loopback_socket",
     "serve_http",
     "token_for",
 ]
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
-MIN_TOKEN_CHARS = 16
 # open response streams must not hold a stopping server forever
 GRACEFUL_SHUTDOWN_SECONDS = 3
-
-
-def is_loopback(host: str) -> bool:
-    """Whether `host` names this machine only. Other names are not resolved: not loopback."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-@dataclass(frozen=True)
-class Token:
-    value: str
-    generated: bool
-
-
-def token_for(host: str, given: str | None, *, generate: Callable[[], str] | None = None) -> Token:
-    """The token the server requires, from the table in this module's docstring."""
-    if given is not None:
-        if len(given) < MIN_TOKEN_CHARS:
-            raise InvalidArgument(
-                f"--token must have at least {MIN_TOKEN_CHARS} characters; "
-                "generate one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
-            )
-        if not (given.isascii() and given.isprintable()) or any(c.isspace() for c in given):
-            raise InvalidArgument("--token must be printable ASCII without spaces")
-        return Token(given, generated=False)
-    if not is_loopback(host):
-        raise InvalidArgument(
-            f"refusing to serve on {host}, which is not a loopback address, without a token "
-            "you chose: pass --token or set SQLGATE_TOKEN (and put TLS in front, see README)"
-        )
-    return Token((generate or (lambda: secrets.token_urlsafe(32)))(), generated=True)
-
-
-class BearerTokenGate:
-    """Pure ASGI middleware: HTTP and WebSocket requests without the bearer token get 401.
-
-    Lifespan events pass through, so the wrapped app starts and stops normally.
-    """
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self._expected = token.encode("ascii")
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket"):
-            await self.app(scope, receive, send)
-            return
-        presented = _bearer_credentials(scope)
-        if presented is not None and hmac.compare_digest(presented, self._expected):
-            await self.app(scope, receive, send)
-        elif scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008})
-        else:
-            await _unauthorized(send, wrong=presented is not None)
-
-
-def _bearer_credentials(scope: Scope) -> bytes | None:
-    for name, value in scope.get("headers", ()):
-        if name.lower() == b"authorization":
-            scheme, _, credentials = bytes(value).strip().partition(b" ")
-            if scheme.lower() == b"bearer" and credentials.strip():
-                return credentials.strip()
-            return None
-    return None
-
-
-async def _unauthorized(send: Send, *, wrong: bool) -> None:
-    challenge = b'Bearer realm="sqlgate"' + (b', error="invalid_token"' if wrong else b"")
-    body = (
-        b'{"error": "unauthorized", "message": "send the header Authorization: Bearer '
-        b'<token> (the token sqlgate serve was given or printed)"}'
-    )
-    await send({
-        "type": "http.response.start",
-        "status": 401,
-        "headers": [
-            (b"www-authenticate", challenge),
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode("ascii")),
-            (b"cache-control", b"no-store"),
-        ],
-    })  # fmt: skip
-    await send({"type": "http.response.body", "body": body})
 
 
 class JsonRpcGuard:
@@ -241,9 +165,10 @@ async def _json_rpc_error(send: Send, status: int, rejection: Rejection) -> None
     await send({"type": "http.response.body", "body": body})
 
 
-def build_http_app(service: Service, token: str, host: str = DEFAULT_HOST) -> ASGIApp:
+def build_http_app(service: Service, token: str | None, host: str = DEFAULT_HOST) -> ASGIApp:
     """The SDK's streamable HTTP app for `service`'s tools, behind the bearer-token gate
-    and the JSON-RPC guard.
+    (none when `token` is None: `--insecure-no-token`, checked by the caller) and the
+    JSON-RPC guard.
 
     Its lifespan runs the SDK's session manager; `service` stays open across sessions and
     is the caller's to close.
@@ -251,9 +176,11 @@ def build_http_app(service: Service, token: str, host: str = DEFAULT_HOST) -> AS
     from sqlgate.surfaces.mcp_server import build_server
 
     app = build_server(service).streamable_http_app(
-        streamable_http_path=MCP_PATH, host=host, max_request_body_size=MAX_REQUEST_BYTES
-    )
-    return BearerTokenGate(JsonRpcGuard(app), token)
+        streamable_http_path=MCP_PATH, host=host, max_request_body_size=MAX_REQUEST_BYTES,
+        transport_security=rebinding_protection(host),
+    )  # fmt: skip
+    guarded = JsonRpcGuard(app)
+    return guarded if token is None else BearerTokenGate(guarded, token)
 
 
 def http_options(fn: F) -> F:
@@ -267,6 +194,10 @@ def http_options(fn: F) -> F:
         click.option("--token", envvar="SQLGATE_TOKEN", default=None,
                      help="http: bearer token clients must send; generated on loopback if "
                           "absent, required elsewhere [env SQLGATE_TOKEN]"),
+        # no environment variable on purpose: an inherited one must not turn the token off
+        click.option(TOKENLESS_FLAG, "insecure_no_token", is_flag=True, default=False,
+                     help="http, for tests only: serve on loopback without a token; every "
+                          "local user and program can then use the server"),
     )  # fmt: skip
     for option in reversed(options):
         fn = option(fn)
@@ -318,10 +249,15 @@ def _url(sock: socket.socket) -> str:
     return f"http://{shown}:{port}{MCP_PATH}"
 
 
-def _announce(url: str, token: Token) -> None:
+def _announce(url: str, token: Token | None) -> None:
     say = sys.stderr.write
     say(f"sqlgate: serving MCP over streamable HTTP at {url}\n")
-    if token.generated:
+    if token is None:
+        say(
+            f"sqlgate: WARNING: {TOKENLESS_FLAG}: no token is required, so any program or user "
+            "on this machine can use this server; use it for tests only\n"
+        )
+    elif token.generated:
         say(
             "sqlgate: no --token given, so clients must send this generated one "
             "(valid until the server stops):\n"
@@ -349,25 +285,47 @@ def _announcing_server_class() -> type[Any]:
     return AnnouncingServer
 
 
-def serve_http(settings: Settings, *, host: str, port: int, token: str | None) -> None:
+def serve_http(
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    token: str | None,
+    insecure_no_token: bool = False,
+    beside: Callable[[], Callable[[], None] | None] | None = None,
+) -> None:
     """Listen, open the shared Service, serve until stopped, close the Service.
 
-    Nothing is opened or written when the host/token check or the bind fails.
+    Nothing is opened or written when the host/token check or the bind fails. `beside`
+    (replication) is started once both passed, before the Service opens; what it returns
+    is called to stop it after the Service closed.
     """
     import uvicorn
 
     from sqlgate.config import default_db_path
     from sqlgate.service import Service
 
-    required = token_for(host, token)
+    required: Token | None = None
+    if insecure_no_token:
+        check_tokenless(host, token)
+    else:
+        required = token_for(host, token)
     sock = _listen(host, port)
+    if insecure_no_token:
+        try:
+            require_loopback_socket(sock)
+        except InvalidArgument:
+            sock.close()
+            raise
     previous = None
     if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGTERM"):
         previous = signal.signal(signal.SIGTERM, _stop)
     service: Service | None = None
+    stop_beside: Callable[[], None] | None = None
     try:
+        stop_beside = beside() if beside is not None else None
         service = Service.open(settings, create_parent=settings.db == default_db_path())
-        app = build_http_app(service, required.value, host)
+        app = build_http_app(service, None if required is None else required.value, host)
         config = uvicorn.Config(
             app, lifespan="on", loop="asyncio", log_level="warning", access_log=False,
             server_header=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
@@ -382,5 +340,7 @@ def serve_http(settings: Settings, *, host: str, port: int, token: str | None) -
         if service is not None:
             service.close()
             sys.stderr.write("sqlgate: stopped; database closed\n")
+        if stop_beside is not None:  # after close: its last sync has the final audit rows
+            stop_beside()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

@@ -13,6 +13,7 @@ from mcp.server import MCPServer
 from sqlgate import __version__
 from sqlgate.service import Service
 from sqlgate.surfaces.claims_tools import CLAIMS_TOOLS, register_claims_tools
+from sqlgate.surfaces.client_logging import enable_client_logging
 from sqlgate.surfaces.memory_tools import MEMORY_TOOLS, register_memory_tools
 from sqlgate.surfaces.schemas import compact_tools
 from sqlgate.surfaces.sql_tools import SQL_TOOLS, register_sql_tools
@@ -104,4 +105,5 @@ def build_server(service: Service) -> MCPServer[Any]:
         register_claims_tools(server, service)
     refuse_unpaired_surrogates(server)
     compact_tools(server)
+    enable_client_logging(server)
     return server

@@ -1,0 +1,189 @@
+"""Who may use the HTTP transport: the bearer token, `--insecure-no-token`, and the
+DNS-rebinding check on loopback (`http` builds the app and serves it).
+
+    host        token given   what happens
+    loopback    yes           serve with it
+    loopback    no            generate one, print it (and how to use it) on stderr
+    elsewhere   yes           serve with it
+    elsewhere   no            refuse to start (exit 2): a public port needs a chosen token
+
+`--insecure-no-token` is for tests (the MCP conformance suite sends no header): no gate at
+all, refused with a token or off loopback (the address actually bound is checked too), and
+announced on stderr. Any local user or program can then use the server; see
+docs/security-model.md, "HTTP transport".
+
+On a loopback host the SDK's DNS-rebinding check answers a foreign `Host` 421 and a foreign
+`Origin` 403 (`rebinding_protection`), token or not.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import secrets
+import socket
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlgate.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from mcp.server.transport_security import TransportSecuritySettings
+
+__all__ = [
+    "LOOPBACK_NAMES",
+    "MIN_TOKEN_CHARS",
+    "TOKENLESS_FLAG",
+    "ASGIApp",
+    "BearerTokenGate",
+    "Message",
+    "Receive",
+    "Scope",
+    "Send",
+    "Token",
+    "check_tokenless",
+    "is_loopback",
+    "rebinding_protection",
+    "require_loopback_socket",
+    "token_for",
+]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+MIN_TOKEN_CHARS = 16
+TOKENLESS_FLAG = "--insecure-no-token"
+# the names a browser may use for this machine, besides the address the server listens on
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` names this machine only. Other names are not resolved: not loopback."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class Token:
+    value: str
+    generated: bool
+
+
+def token_for(host: str, given: str | None, *, generate: Callable[[], str] | None = None) -> Token:
+    """The token the server requires, from the table in this module's docstring."""
+    if given is not None:
+        if len(given) < MIN_TOKEN_CHARS:
+            raise InvalidArgument(
+                f"--token must have at least {MIN_TOKEN_CHARS} characters; "
+                "generate one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+            )
+        if not (given.isascii() and given.isprintable()) or any(c.isspace() for c in given):
+            raise InvalidArgument("--token must be printable ASCII without spaces")
+        return Token(given, generated=False)
+    if not is_loopback(host):
+        raise InvalidArgument(
+            f"refusing to serve on {host}, which is not a loopback address, without a token "
+            "you chose: pass --token or set SQLGATE_TOKEN (and put TLS in front, see README)"
+        )
+    return Token((generate or (lambda: secrets.token_urlsafe(32)))(), generated=True)
+
+
+def check_tokenless(host: str, given: str | None) -> None:
+    """--insecure-no-token is allowed only on a loopback host and never with a token."""
+    if given is not None:
+        raise InvalidArgument(
+            f"{TOKENLESS_FLAG} and --token (or SQLGATE_TOKEN) contradict each other; drop one"
+        )
+    if not is_loopback(host):
+        raise InvalidArgument(
+            f"{TOKENLESS_FLAG} serves only on a loopback address (127.0.0.1, ::1, localhost), "
+            f"not {host}; anywhere else pass --token or SQLGATE_TOKEN"
+        )
+
+
+def require_loopback_socket(sock: socket.socket) -> None:
+    """The address bound must be loopback too: a name such as `localhost` was looked up."""
+    bound = str(sock.getsockname()[0])
+    if not is_loopback(bound):
+        raise InvalidArgument(
+            f"{TOKENLESS_FLAG} serves only on a loopback address, but the host given was bound "
+            f"to {bound}; pass --host 127.0.0.1"
+        )
+
+
+def rebinding_protection(host: str) -> TransportSecuritySettings | None:
+    """The SDK's DNS-rebinding check for a loopback host: only this machine's names may
+    appear in `Host` and `Origin`. None elsewhere: behind a reverse proxy the `Host` varies,
+    and the bearer token protects those servers."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    if not is_loopback(host):
+        return None
+    bare = host.strip("[]")
+    own = f"[{bare}]" if ":" in bare else bare.lower()
+    names = list(dict.fromkeys((*LOOPBACK_NAMES, own)))
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*names, *(f"{name}:*" for name in names)],
+        allowed_origins=[f"http://{name}{port}" for name in names for port in ("", ":*")],
+    )
+
+
+class BearerTokenGate:
+    """Pure ASGI middleware: HTTP and WebSocket requests without the bearer token get 401.
+
+    Lifespan events pass through, so the wrapped app starts and stops normally.
+    """
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self._expected = token.encode("ascii")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        presented = _bearer_credentials(scope)
+        if presented is not None and hmac.compare_digest(presented, self._expected):
+            await self.app(scope, receive, send)
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+        else:
+            await _unauthorized(send, wrong=presented is not None)
+
+
+def _bearer_credentials(scope: Scope) -> bytes | None:
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"authorization":
+            scheme, _, credentials = bytes(value).strip().partition(b" ")
+            if scheme.lower() == b"bearer" and credentials.strip():
+                return credentials.strip()
+            return None
+    return None
+
+
+async def _unauthorized(send: Send, *, wrong: bool) -> None:
+    challenge = b'Bearer realm="sqlgate"' + (b', error="invalid_token"' if wrong else b"")
+    body = (
+        b'{"error": "unauthorized", "message": "send the header Authorization: Bearer '
+        b'<token> (the token sqlgate serve was given or printed)"}'
+    )
+    await send({
+        "type": "http.response.start",
+        "status": 401,
+        "headers": [
+            (b"www-authenticate", challenge),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode("ascii")),
+            (b"cache-control", b"no-store"),
+        ],
+    })  # fmt: skip
+    await send({"type": "http.response.body", "body": body})
