@@ -266,6 +266,7 @@ class TextSearch:
         stopped: list[str] = []  # why the scan stopped before the last row, if it did
         deadline = Deadline(self.tiers.settings.query_timeout, self.tiers.clock)
         matcher = Matcher(regex, deadline)
+        window, search = matcher.window, regex.search
         out_of_time = (
             f"the {deadline.seconds:g} s time limit (--query-timeout) {{where}}; more may match"
         )
@@ -284,6 +285,8 @@ class TextSearch:
                             continue
                         value = str(value)
                     data = value.encode("utf-8", "surrogatepass")
+                    if len(data) <= window and search(data) is None:
+                        continue  # one RE2 call settles a short cell without a match
                     try:
                         for start, end in matcher.spans(data):
                             snippet = _snippet(data, start, end, request.context_chars)
