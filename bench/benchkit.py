@@ -111,7 +111,7 @@ QUICK = Plan(
     heavy_repeats=1,
     destructive_mb=5,
     destructive_repeats=1,
-    load_sessions=(1, 4),
+    load_sessions=(4,),
     load_calls=40,
 )
 

@@ -19,6 +19,7 @@ import stat
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
@@ -91,7 +92,28 @@ def release(holder: subprocess.Popen[str]) -> None:
         holder.wait(30)
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def cli(*args: str) -> Ran:
+    """A CLI command run in this process (the lock holder is the other process): what a
+    separate command would print and exit with, without paying its start-up each time."""
+    from click.testing import CliRunner
+
+    from sqlgate.surfaces.cli import main
+
+    result = CliRunner().invoke(main, list(args), prog_name="sqlgate", env={"COLUMNS": "200"})
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return Ran(result.exit_code, result.stdout, result.stderr)
+
+
+def cli_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """A CLI command in its own process."""
     return subprocess.run(
         [sys.executable, "-m", "sqlgate", *args],
         capture_output=True,
@@ -138,7 +160,7 @@ def test_a_read_only_command_answers_while_another_process_holds_the_lock(
 def test_a_writing_command_ends_with_the_busy_message_not_a_traceback(
     seeded: Path, lock_holder: subprocess.Popen[str], command: tuple[str, ...]
 ) -> None:
-    done = cli(*command, "--db", str(seeded), "--busy-timeout", "0.2")
+    done = cli_process(*command, "--db", str(seeded), "--busy-timeout", "0.2")
     assert done.returncode == 5, done.stderr
     assert "Traceback" not in done.stderr
     assert done.stderr.startswith("sqlgate: error: the database is busy")
