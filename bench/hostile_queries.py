@@ -23,7 +23,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.surfaces.test_stdio import (  # the test suite's bomb list
+from tests.surfaces.mcp.test_stdio import (  # the test suite's bomb list
     ENDLESS,
     MEMORY_BOMBS,
     _children_serving,

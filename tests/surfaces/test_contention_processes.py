@@ -26,8 +26,8 @@ import apsw
 import pytest
 
 from sqlgate.service import Service
+from tests.surfaces.mcp.test_stdio import child_env
 from tests.surfaces.stdio_helpers import rpc
-from tests.surfaces.test_stdio import child_env
 
 pytestmark = pytest.mark.stdio
 
@@ -104,7 +104,7 @@ def cli(*args: str) -> Ran:
     separate command would print and exit with, without paying its start-up each time."""
     from click.testing import CliRunner
 
-    from sqlgate.surfaces.cli import main
+    from sqlgate.surfaces.cli.app import main
 
     result = CliRunner().invoke(main, list(args), prog_name="sqlgate", env={"COLUMNS": "200"})
     if result.exception is not None and not isinstance(result.exception, SystemExit):

@@ -28,9 +28,9 @@ from sqlgate.errors import StartupError
 from sqlgate.surfaces.replication.litestream import Litestream, find_litestream
 from sqlgate.surfaces.replication.status import read_status, replication_dir
 from sqlgate.surfaces.replication.witness_log import WitnessLog
+from tests.surfaces.mcp.test_stdio import child_env
 from tests.surfaces.replication.conftest import eventually
 from tests.surfaces.stdio_helpers import rpc
-from tests.surfaces.test_stdio import child_env
 
 
 def _litestream() -> Litestream | None:

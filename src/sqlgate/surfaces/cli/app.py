@@ -1,0 +1,168 @@
+"""The command line: `sqlgate serve` and the commands humans use to inspect and restore.
+
+Errors end a command with one readable line on stderr and the error's exit code:
+1 unexpected, 2 bad usage or argument, 3 not found, 4 refused by policy, 5 limit,
+6 SQLite error, 7 snapshot problem, 8 the database cannot be opened (or replication cannot
+start), 9 the memory chain is broken (`sqlgate verify`, `sqlgate restore`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from sqlgate import __version__
+from sqlgate.config import default_db_path
+from sqlgate.surfaces import terminal
+from sqlgate.surfaces.cli.capture import capture
+from sqlgate.surfaces.cli.claims import claims
+from sqlgate.surfaces.cli.imports import import_group
+from sqlgate.surfaces.cli.inspection import INSPECT_COMMANDS
+from sqlgate.surfaces.cli.install import install, uninstall
+from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
+from sqlgate.surfaces.cli.replicate import REPLICATE_COMMANDS, replica_target, start_replication
+from sqlgate.surfaces.cli.undo import undo
+from sqlgate.surfaces.mcp.http import http_options, serve_http
+
+__all__ = ["main"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="sqlgate")
+def main() -> None:
+    """sqlgate: SQL over one SQLite file for coding agents, with the safety in the server."""
+
+
+@main.command()
+@settings_options()
+@click.option(
+    "--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
+    help="how clients connect: stdio (one client) or streamable http (several, with a token)",
+)  # fmt: skip
+@http_options
+@reports_errors
+def serve(
+    transport: str, host: str, port: int, token: str | None, insecure_no_token: bool, **values: Any
+) -> None:
+    """Serve MCP on stdio for one client (what MCP clients launch), or over HTTP.
+
+    Only protocol messages go to stdout; errors and logs go to stderr.
+    """
+    from sqlgate.service import Service
+
+    settings = settings_from(values)
+    replica = replica_target(settings)  # a bad --replicate URL stops here, before any file opens
+    if transport == "http":
+
+        def replicating() -> Callable[[], None] | None:
+            replication = start_replication(settings, replica, prepare=True)
+            return None if replication is None else replication.stop
+
+        try:
+            serve_http(settings, host=host, port=port, token=token,
+                       insecure_no_token=insecure_no_token, beside=replicating)  # fmt: skip
+        except KeyboardInterrupt:
+            sys.exit(130)
+        return
+    service = Service.open(settings, create_parent=settings.db == default_db_path())
+    try:
+        replication = start_replication(settings, replica)
+    except BaseException:
+        service.close()
+        raise
+    try:
+        # imported after the database opened: a start-up error does not pay for the SDK
+        from sqlgate.surfaces.mcp.server import build_server
+
+        build_server(service).run("stdio")
+    except KeyboardInterrupt:
+        sys.exit(130)
+    finally:
+        service.close()
+        if replication is not None:  # after close: its last sync has the final audit rows
+            replication.stop()
+
+
+@main.group()
+def snapshots() -> None:
+    """List and restore whole-file snapshots (taken before destructive schema changes)."""
+
+
+@snapshots.command("list")
+@settings_options(("db",))
+@click.option("--json", "as_json", is_flag=True, help="print JSON lines for scripts")
+@reports_errors
+def snapshots_list(as_json: bool, **values: Any) -> None:
+    """Snapshots of the database, newest first."""
+    from sqlgate.engine.snapshots import list_snapshots
+
+    settings = settings_from(values)
+    found = list_snapshots(settings.snapshot_dir)
+    if as_json:
+        for info in found:
+            record = {"name": info.name, "created": info.created, "bytes": info.size,
+                      "path": str(info.path)}  # fmt: skip
+            click.echo(terminal.json_dumps(record))
+        return
+    if not found:
+        click.echo(f"no snapshots in {terminal.visible(str(settings.snapshot_dir))}")
+        return
+    from rich.table import Table
+
+    # file names are shown as typed: any program can put a file in the folder
+    table = Table("name", "created (UTC)", "size", title=terminal.cell(settings.snapshot_dir))
+    for info in found:
+        table.add_row(terminal.cell(info.name), terminal.cell(info.created), _size(info.size))
+    terminal.console().print(table)
+
+
+def _size(count: int) -> str:
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{count} B"
+
+
+@snapshots.command("restore")
+@click.argument("name")
+@settings_options(("db", "snapshots_keep"))
+@reports_errors
+def snapshots_restore(name: str, **values: Any) -> None:
+    """Put snapshot NAME back as the database (the current file is kept as a snapshot)."""
+    from sqlgate.engine.snapshots import restore_snapshot
+    from sqlgate.memory.chain import witness_restored_chain
+
+    settings = settings_from(values)
+    source, before = restore_snapshot(
+        settings.db, settings.snapshot_dir, name, settings.snapshots_keep
+    )
+    click.echo(f"restored {settings.db} from {source.name}; the previous content is {before.name}")
+    kept = before.with_name(before.name + ".witness.json")
+    restored = witness_restored_chain(settings.db, kept)
+    if kept.exists():
+        click.echo(f"the memory witness now names the restored head; the old one is {kept.name}")
+    elif restored is not None:
+        click.echo(f"the memory witness now names the restored head (event {restored.head_id})")
+
+
+main.add_command(claims)
+main.add_command(import_group)
+main.add_command(install)
+main.add_command(uninstall)
+main.add_command(capture)
+main.add_command(undo)
+for _command in (*INSPECT_COMMANDS, *REPLICATE_COMMANDS):
+    main.add_command(_command)
+
+
+def _entry() -> None:  # pragma: no cover - `python -m sqlgate`
+    main(prog_name="sqlgate")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    _entry()

@@ -1,0 +1,201 @@
+"""`sqlgate claims …`: the claims, for humans, on the same database as the server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from sqlgate.config import default_db_path
+from sqlgate.errors import InvalidArgument
+from sqlgate.surfaces.cli.options import (
+    existing_service,
+    reports_errors,
+    settings_from,
+    settings_options,
+)
+from sqlgate.surfaces.terminal import cell, console, json_dumps, json_text, one_line, visible
+
+__all__ = ["claims"]
+
+DB_OPTIONS = ("db", "busy_timeout", "redact", "redact_patterns")
+JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="print JSON for scripts")
+AS_OF_OPTION = click.option(
+    "--as-of", default=None, help="ISO date or date-time; nothing is written"
+)
+
+if TYPE_CHECKING:  # the service is imported when a command runs, not at start-up
+    from sqlgate.service import Service
+
+
+@contextmanager
+def _service(values: dict[str, Any], *, read_only: bool = False) -> Iterator[Service]:
+    """The database, created at the default path if missing; `read_only` for commands that
+    only look (an existing file opened read-only: no lock is taken or waited for)."""
+    from sqlgate.service import Service, new_session_id
+
+    if read_only:
+        with existing_service(values, read_only=True) as service:
+            yield service
+        return
+    settings = settings_from(values)
+    service = Service.open(
+        settings,
+        session=new_session_id().replace("s-", "cli-", 1),
+        create_parent=settings.db == default_db_path(),
+    )
+    try:
+        yield service
+    finally:
+        service.close()
+
+
+def _print_claims(rows: Sequence[dict[str, Any]], as_json: bool, title: str) -> None:
+    if as_json:
+        for row in rows:
+            click.echo(json_dumps(row))
+        return
+    if not rows:
+        click.echo(f"{visible(title)}: none")
+        return
+    from rich.table import Table
+
+    columns = [c for c in ("id", "entity", "kind", "claim", "rank", "effective_confidence",
+                           "state", "last_confirmed") if c in rows[0]]  # fmt: skip
+    table = Table(*[c.replace("_", " ") for c in columns], title=cell(title))
+    for row in rows:  # cells as typed: no rich markup, control characters as escapes
+        table.add_row(*(cell(row.get(c)) for c in columns))
+    console().print(table)
+
+
+def _rounded(row: dict[str, Any]) -> dict[str, Any]:
+    row["effective_confidence"] = round(float(row["effective_confidence"]), 2)
+    return row
+
+
+@click.group()
+def claims() -> None:
+    """Beliefs about entities that decay over time, and their contradictions."""
+
+
+@claims.command("add")
+@click.argument("entity")
+@click.argument("kind")
+@click.argument("volatility")
+@click.argument("confidence", type=float)
+@click.argument("text")
+@click.option("--rank", type=int, default=None, help="priority rank (priority claims only)")
+@JSON_OPTION
+@settings_options(DB_OPTIONS)
+@reports_errors
+def claims_add(
+    entity: str, kind: str, volatility: str, confidence: float, text: str, rank: int | None,
+    as_json: bool, **values: Any,
+) -> None:  # fmt: skip
+    """Add a claim (or update the same ENTITY, KIND and TEXT)."""
+    with _service(values) as service:
+        claim, created = service.claims.add(entity, kind, text, volatility, confidence, rank)
+        row = _rounded(claim.as_dict(service.claims.now()))
+        if as_json:
+            click.echo(json_dumps({"created": created, **row}))
+        else:
+            verb = "added" if created else "updated"
+            click.echo(f"{verb} claim {claim.id}: {visible(claim.claim)}")
+
+
+@claims.command("search")
+@click.argument("text")
+@JSON_OPTION
+@settings_options(DB_OPTIONS)
+@reports_errors
+def claims_search(text: str, as_json: bool, **values: Any) -> None:
+    """Claims whose text or entity contains TEXT (any case)."""
+    with _service(values, read_only=True) as service:
+        now = service.claims.now()
+        rows = [_rounded(c.as_dict(now)) for c in service.claims.search(text)]
+        _print_claims(rows, as_json, f"claims matching {text!r}")
+
+
+@claims.command("stale")
+@click.argument("threshold", type=float, default=0.5, required=False)
+@AS_OF_OPTION
+@JSON_OPTION
+@settings_options(DB_OPTIONS)
+@reports_errors
+def claims_stale(threshold: float, as_of: str | None, as_json: bool, **values: Any) -> None:
+    """Live claims below THRESHOLD (default 0.5), oldest confirmation first; marks them stale."""
+    with _service(values, read_only=as_of is not None) as service:
+        items, changes = service.claims.decayed(threshold, as_of)
+        rows = []
+        for item in items:
+            row = _rounded(item.claim.as_dict(service.claims.now()))
+            row["effective_confidence"] = round(item.effective, 2)
+            rows.append(row)
+        _print_claims(rows, as_json, f"claims below {threshold:g}")
+        if changes and not as_json:
+            click.echo(f"marked stale: {', '.join(str(change['id']) for change in changes)}")
+
+
+@claims.command("contradictions")
+@click.option("--observed", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="JSON file: {\"signals\": [...], \"validPeriods\": [...]}")  # fmt: skip
+@AS_OF_OPTION
+@JSON_OPTION
+@settings_options(DB_OPTIONS)
+@reports_errors
+def claims_contradictions(
+    observed: Path | None, as_of: str | None, as_json: bool, **values: Any
+) -> None:
+    """Findings by rule among live claims: duplicate-rank, status-conflict, rank-drop."""
+    signals = None
+    if observed is not None:
+        try:
+            signals = json.loads(observed.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise InvalidArgument(f"cannot read {observed} as JSON: {exc}") from None
+    with _service(values, read_only=as_of is not None) as service:
+        evaluation = service.claims.contradictions(signals, as_of)
+        if as_json:  # one object, as the MCP tool answers: findings and state changes
+            from sqlgate.claims.present import evaluation_json
+
+            click.echo(json_text(evaluation_json(evaluation, as_of)))
+            return
+        if not evaluation.findings:
+            click.echo("no contradictions among live claims")
+        for finding in evaluation.findings:
+            ids = ", ".join(map(str, finding.claim_ids))
+            entities = visible(", ".join(finding.entities))
+            click.echo(f"{finding.rule}: {entities} (claims {ids}): {one_line(finding.detail)}")
+        for change in evaluation.state_changes:
+            click.echo(visible(f"claim {change['id']}: {change['from']} -> {change['to']}"))
+
+
+@claims.command("confirm")
+@click.argument("claim_id", type=int)
+@click.option("--confidence", type=float, default=None)
+@JSON_OPTION
+@settings_options(DB_OPTIONS)
+@reports_errors
+def claims_confirm(claim_id: int, confidence: float | None, as_json: bool, **values: Any) -> None:
+    """Confirm claim CLAIM_ID still holds (resets its decay)."""
+    with _service(values) as service:
+        claim = service.claims.confirm(claim_id, confidence)
+        row = _rounded(claim.as_dict(service.claims.now()))
+        click.echo(json_dumps(row) if as_json else f"confirmed claim {claim.id}")
+
+
+@claims.command("retract")
+@click.argument("claim_id", type=int)
+@JSON_OPTION
+@settings_options(DB_OPTIONS)
+@reports_errors
+def claims_retract(claim_id: int, as_json: bool, **values: Any) -> None:
+    """Retract claim CLAIM_ID for good."""
+    with _service(values) as service:
+        claim = service.claims.retract(claim_id)
+        row = _rounded(claim.as_dict(service.claims.now()))
+        click.echo(json_dumps(row) if as_json else f"retracted claim {claim.id}")

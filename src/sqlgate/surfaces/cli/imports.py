@@ -1,0 +1,72 @@
+"""`sqlgate import SOURCE PATH`: memory and claims from other tools' SQLite files.
+
+Exit codes: 0 imported (or already imported, or nothing new), 2 the source is not the
+expected format or its chain is broken, 3 no such source file; the source is never
+written to, and on an error nothing is written to the database either.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
+from sqlgate.surfaces.terminal import json_dumps, visible
+
+__all__ = ["import_group"]
+
+DB_OPTIONS = ("db", "busy_timeout", "redact", "redact_patterns", "max_event_chars")
+SOURCE_HELP = {
+    "mycorrhiza": "a mycorrhiza hash chain (table `chain`) as memory events",
+    "mcp-sqlite-memory": "mcp-sqlite-memory's memory_events and memory_checkpoints",
+    "claims-mcp": "claims-mcp's claims file as claims",
+}
+
+
+@click.group("import")
+def import_group() -> None:
+    """Import memory or claims from another tool's SQLite file (verified first, redacted,
+    never duplicated; the source file is only read)."""
+
+
+def _print(report: dict[str, Any], as_json: bool) -> None:
+    """The report; names and paths come from the source file and the command line, so
+    control characters in them are shown as escapes (surfaces/terminal.py)."""
+    if as_json:
+        click.echo(json_dumps(report))
+        return
+    what = ", ".join(
+        f"{report[key]} {key}" for key in ("events", "checkpoints", "claims") if report.get(key)
+    )
+    line = f"{report['status']}: {what or 'nothing'} from {report['source']} {report['path']}"
+    if report.get("after"):
+        line += f" (after seq/id {report['after']})"
+    click.echo(visible(line))
+    for label in ("redacted", "skipped"):
+        if report.get(label):
+            parts = ", ".join(f"{name} {count}" for name, count in sorted(report[label].items()))
+            click.echo(f"  {label}: {visible(parts)}")
+    if report.get("provenance_event"):
+        click.echo(f"  recorded as event {report['provenance_event']} (kind import)")
+
+
+def _command(source: str) -> click.Command:
+    @click.argument("path", type=click.Path(path_type=Path))
+    @click.option("--dry-run", is_flag=True, help="verify and plan; write nothing")
+    @click.option("--json", "as_json", is_flag=True, help="print one JSON object for scripts")
+    @settings_options(DB_OPTIONS)
+    @reports_errors
+    def command(path: Path, dry_run: bool, as_json: bool, **values: Any) -> None:
+        from sqlgate.surfaces.integrations.importers import run_import
+
+        report = run_import(settings_from(values), source, path, dry_run=dry_run)
+        _print(report.as_dict(), as_json)
+
+    command.__doc__ = f"Import {SOURCE_HELP[source]} from PATH."
+    return click.command(source)(command)
+
+
+for _source in SOURCE_HELP:
+    import_group.add_command(_command(_source))

@@ -1,0 +1,173 @@
+"""`sqlgate restore` and `sqlgate replicate`, and the `--replicate` part of `sqlgate serve`.
+
+    sqlgate serve --replicate file:///srv/backups/agent      # Litestream beside the server
+    sqlgate replicate s3://bucket/agent --db memory.db       # only replicate (servers run apart)
+    sqlgate restore s3://bucket/agent --to /new/memory.db    # get it back elsewhere, verified
+
+Exit codes: 2 a bad URL or a --to that exists; 3 nothing at the URL; 8 replication or the
+restore cannot start (Litestream missing, target unreachable or unwritable, another
+database's replica there); 9 the restored chain is broken or disagrees with its witness (or,
+with --require-witnessed, is not witnessed to its head).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from sqlgate.errors import ChainBroken, InvalidArgument
+from sqlgate.surfaces import terminal
+from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
+
+if TYPE_CHECKING:
+    from sqlgate.config import Settings
+    from sqlgate.surfaces.replication.restore import Restored
+    from sqlgate.surfaces.replication.supervisor import Replication
+    from sqlgate.surfaces.replication.target import ReplicaTarget
+
+__all__ = ["REPLICATE_COMMANDS", "replica_target", "start_replication"]
+
+
+def replica_target(settings: Settings) -> ReplicaTarget | None:
+    """The checked `--replicate` URL, or None. Raises InvalidArgument (exit 2) before
+    anything is opened."""
+    if settings.replicate is None:
+        return None
+    from sqlgate.surfaces.replication.target import parse_target
+
+    return parse_target(settings.replicate)
+
+
+def start_replication(
+    settings: Settings, target: ReplicaTarget | None, *, prepare: bool = False
+) -> Replication | None:
+    """Start Litestream beside a server (None when no --replicate was given). `prepare`:
+    create or migrate the database first (the HTTP server opens it only once it listens)."""
+    if target is None:
+        return None
+    from sqlgate.config import default_db_path
+    from sqlgate.service import Service
+    from sqlgate.surfaces.replication.supervisor import Replication
+
+    if prepare:
+        Service.open(settings, create_parent=settings.db == default_db_path()).close()
+    replication = Replication(settings.db, target)
+    replication.start()
+    return replication
+
+
+@click.command()
+@click.argument("url")
+@click.option(
+    "--to",
+    "to",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="the new database file to create (nothing existing is overwritten)",
+)
+@click.option(
+    "--witness",
+    "witness",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="a witness kept elsewhere (a copy of <db>.witness.json) to hold the "
+    "restored chain against as well",
+)
+@click.option(
+    "--require-witnessed",
+    is_flag=True,
+    help="exit 9 unless a witness vouches for every restored event",
+)
+@click.option("--json", "as_json", is_flag=True, help="print JSON for scripts")
+@reports_errors
+def restore(url: str, to: Path, witness: Path | None, require_witnessed: bool,
+            as_json: bool) -> None:  # fmt: skip
+    """Restore the replica at URL into a new database, then verify its memory chain.
+
+    URL is what `serve --replicate` was given (file:///folder or s3://bucket/prefix). The
+    database's witness is restored too and the chain held against it: the verdict says
+    which events are witnessed, which reached the replica before their witness did, and
+    which were witnessed but lost with the host.
+    """
+    from sqlgate.surfaces.replication.restore import restore_replica
+    from sqlgate.surfaces.replication.target import parse_target
+
+    restored = restore_replica(parse_target(url), to, witness=witness)
+    if as_json:
+        click.echo(terminal.json_dumps(restored.as_dict()))
+    else:
+        _print_restored(restored)
+    if not restored.ok or (require_witnessed and not restored.verdict.witnessed):
+        raise SystemExit(ChainBroken.exit_code)
+
+
+def _print_restored(restored: Restored) -> None:
+    txid = f" (Litestream txid {restored.txid})" if restored.txid else ""
+    click.echo(f"restored {terminal.visible(str(restored.db))} from {restored.url}{txid}")
+    chain = restored.chain
+    if chain.ok and chain.head_id is None:
+        click.echo("chain ok: no events")
+    elif chain.ok:
+        click.echo(f"chain ok: {chain.events} events, head {chain.head_id} "
+                   f"(hash {(chain.head_hash or '')[:16]}…)")  # fmt: skip
+    else:
+        where = "" if chain.first_broken_id is None else f" at event {chain.first_broken_id}"
+        click.echo(f"chain BROKEN{where}: {terminal.visible(chain.reason or '')}")
+    if restored.log_problem:
+        click.echo(f"witness log: could not be restored: {terminal.visible(restored.log_problem)}")
+    for line in restored.verdict.lines():
+        click.echo(terminal.visible(line))
+    if restored.witness_written:
+        click.echo(f"wrote {terminal.visible(str(restored.db))}.witness.json for the restored "
+                   "head; serve it with `sqlgate serve --db PATH` (add --replicate with a new URL "
+                   "to replicate it again)")  # fmt: skip
+
+
+@click.command()
+@click.argument("url", required=False)
+@settings_options(("db",))
+@reports_errors
+def replicate(url: str | None, **values: Any) -> None:
+    """Replicate the database to URL until stopped (Ctrl-C or SIGTERM), without serving.
+
+    For databases served by several processes (stdio servers started by MCP clients): run
+    this once beside them instead of `serve --replicate` in each. URL defaults to
+    SQLGATE_REPLICATE.
+    """
+    from sqlgate.errors import NotFound
+    from sqlgate.surfaces.replication.supervisor import Replication
+    from sqlgate.surfaces.replication.target import parse_target
+
+    settings = settings_from(values)
+    text = url or settings.replicate
+    if not text:
+        raise InvalidArgument("give the replica URL: sqlgate replicate URL (or SQLGATE_REPLICATE)")
+    target = parse_target(text)
+    if not settings.db.is_file():
+        raise NotFound(f"no database at {settings.db}; give its path with --db or SQLGATE_DB")
+    stop = threading.Event()
+
+    def stopping(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = signal.signal(signal.SIGTERM, stopping)
+    try:
+        with Replication(settings.db, target):
+            click.echo(f"replicating {terminal.visible(str(settings.db))} to {target.url}; "
+                       "Ctrl-C stops", err=True)  # fmt: skip
+            try:
+                while not stop.wait(1.0):
+                    pass
+            except KeyboardInterrupt:
+                pass
+        click.echo("stopped; Litestream synced what it had", err=True)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+REPLICATE_COMMANDS: tuple[click.Command, ...] = (restore, replicate)

@@ -1,0 +1,2 @@
+"""What sqlgate writes into other programs' files: MCP client configs (`sqlgate install`) and Claude
+Code hooks (`sqlgate capture`)."""

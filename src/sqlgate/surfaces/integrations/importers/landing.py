@@ -1,0 +1,391 @@
+"""Planning and writing an import: what is new since the last import of the same source,
+cleaned and redacted like any memory content, then written with a provenance event.
+
+Provenance: every import that writes anything appends one event of kind `import` (in a
+session `import-…`, which no agent can have) whose content is JSON: source kind, absolute
+path, the source's head hash and last seq/id, and counts. Before importing, these records
+say what was taken already: a chain source that still holds an imported head (same hash
+at the same seq) is imported only after it, and not at all when that head is its head.
+Claims need no such cursor: a claim already present with the same or a later
+confirmation is left alone, so a re-run changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from sqlgate.claims.model import HALF_LIFE_DAYS, KINDS, parse_timestamp
+from sqlgate.claims.store import MAX_CLAIM_CHARS, MAX_ENTITY_CHARS, MAX_RANK
+from sqlgate.engine.audit import utc_timestamp
+from sqlgate.errors import InvalidArgument, SqlgateError
+from sqlgate.memory.chain import GENESIS, ChainWriter
+from sqlgate.memory.inputs import MAX_TAGS, event_kind, event_tags, moment, text_field
+from sqlgate.memory.privacy import Redactor
+from sqlgate.memory.store import SERVER_KINDS
+from sqlgate.surfaces.integrations.importers.sources import ChainSource, SourceClaim, columns_of
+
+__all__ = [
+    "IMPORT_KIND",
+    "IMPORT_SESSION_PREFIX",
+    "ClaimPlan",
+    "ImportReport",
+    "Prepared",
+    "plan_chain",
+    "plan_claims",
+    "prior_imports",
+    "resume_point",
+    "write_chain",
+]
+
+IMPORT_KIND = "import"
+IMPORT_SESSION_PREFIX = "import-"
+MAX_SESSION_CHARS = 128
+CLOCK_SKEW = timedelta(minutes=1)
+_FORBIDDEN_KINDS = SERVER_KINDS | {IMPORT_KIND}
+
+
+@dataclass
+class ImportReport:
+    """What an import did (or, with --dry-run, would do)."""
+
+    source: str
+    path: str
+    head_hash: str | None
+    status: str = "imported"  # imported · would import · already imported · nothing new
+    dry_run: bool = False
+    events: int = 0
+    checkpoints: int = 0
+    claims: int = 0
+    after: int | None = None  # a chain source: imported only after this seq/id
+    skipped: dict[str, int] = field(default_factory=dict)
+    redacted: dict[str, int] = field(default_factory=dict)
+    provenance_event: int | None = None
+
+    def count(self, table: dict[str, int], key: str, by: int = 1) -> None:
+        table[key] = table.get(key, 0) + by
+
+    def as_dict(self) -> dict[str, Any]:
+        return {key: value for key, value in self.__dict__.items() if value not in (None, {})}
+
+
+# -- what was imported before -------------------------------------------------------------
+def prior_imports(conn: apsw.Connection, source: str) -> list[dict[str, Any]]:
+    """The provenance records of earlier imports of this kind of source, oldest first."""
+    if "session" not in columns_of(conn, "memory_events"):
+        return []  # a database without memory yet: nothing was imported
+    records = []
+    for (content,) in conn.execute(
+        "SELECT content FROM memory_events WHERE kind = ? AND substr(session, 1, ?) = ? "
+        "ORDER BY id",
+        (IMPORT_KIND, len(IMPORT_SESSION_PREFIX), IMPORT_SESSION_PREFIX),
+    ):
+        try:
+            record = json.loads(content)
+        except (TypeError, ValueError):
+            continue
+        if isinstance(record, dict) and record.get("source") == source:
+            records.append(record)
+    return records
+
+
+def resume_point(chain: ChainSource, records: list[dict[str, Any]]) -> tuple[int, int]:
+    """(last seq/id already imported, last checkpoint id already imported) for this chain:
+    from the records whose imported head this chain still holds, unchanged."""
+    after, checkpoint = 0, 0
+    for record in records:
+        ref, head = record.get("last_ref"), record.get("head_hash")
+        if isinstance(ref, bool) or not isinstance(ref, int):
+            continue
+        if (ref == 0 and head is None) or (head is not None and chain.hashes.get(ref) == head):
+            after = max(after, ref)
+            last = record.get("last_checkpoint", 0)
+            if isinstance(last, int) and not isinstance(last, bool):
+                checkpoint = max(checkpoint, last)
+    return after, checkpoint
+
+
+# -- cleaning -------------------------------------------------------------------------------
+def _epoch(value: object, where: str) -> float:
+    """A source timestamp (ISO-8601 text, or seconds since the epoch) as epoch seconds."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return datetime.fromtimestamp(float(value), tz=timezone.utc).timestamp()
+        except (OverflowError, OSError, ValueError):
+            pass
+    elif isinstance(value, str):
+        try:
+            text = moment(value, "ts")
+        except InvalidArgument:
+            text = None
+        if text is not None:
+            return parse_timestamp(text).timestamp()
+    raise InvalidArgument(
+        f"{where} has the timestamp {value!r}, which is neither ISO-8601 text nor epoch "
+        "seconds; nothing was imported"
+    )
+
+
+def _clean_tags(tags: tuple[str, ...], redactor: Redactor, report: ImportReport) -> list[str]:
+    """The source's tags that are valid sqlgate tags and do not look like secrets."""
+    kept: list[str] = []
+    for tag in tags:
+        try:
+            event_tags([tag])
+        except InvalidArgument:
+            report.count(report.skipped, "tags_invalid")
+            continue
+        if redactor.redact(tag).counts:
+            report.count(report.skipped, "tags_secret")
+            continue
+        kept.append(tag)
+    unique = sorted(set(kept))
+    if len(unique) > MAX_TAGS:
+        report.count(report.skipped, "tags_over_limit", len(unique) - MAX_TAGS)
+    return unique[:MAX_TAGS]
+
+
+def _redacted(
+    value: object, where: str, limit: int, redactor: Redactor, report: ImportReport
+) -> str | None:
+    """The text as memory stores it, or None when nothing is left once private parts go."""
+    text = text_field(value, where, limit)
+    redaction = redactor.redact(text)
+    for name, count in redaction.counts.items():
+        report.count(report.redacted, name, count)
+    if not redaction.text.strip():
+        report.count(report.skipped, "private")
+        return None
+    return redaction.text
+
+
+def _kind(value: str | None) -> str:
+    """The source's kind when sqlgate accepts it from an agent; `note` otherwise."""
+    try:
+        kind = event_kind(value)
+    except InvalidArgument:
+        return "note"
+    return "note" if kind in _FORBIDDEN_KINDS else kind
+
+
+def _session(value: str | None) -> str | None:
+    if value is None or len(value) > MAX_SESSION_CHARS or not value.isprintable():
+        return None
+    return value
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One item to write: an event, or a checkpoint (anchored to the last event written)."""
+
+    ref: int
+    content: str
+    epoch: float
+    kind: str = "note"
+    tags: tuple[str, ...] = ()
+    session: str | None = None
+    checkpoint: bool = False
+
+
+def plan_chain(
+    chain: ChainSource,
+    after: int,
+    after_checkpoint: int,
+    redactor: Redactor,
+    max_chars: int,
+    report: ImportReport,
+) -> list[Prepared]:
+    """Events after `after` and checkpoints after `after_checkpoint`, in chain order
+    (a checkpoint right after the event it was taken at), cleaned and redacted."""
+    unit = "seq" if chain.importer == "mycorrhiza" else "event"
+    pending = [c for c in chain.checkpoints if c.ref > after_checkpoint]
+    plan: list[Prepared] = []
+
+    def checkpoints_up_to(ref: int) -> None:
+        while pending and pending[0].anchor <= ref:
+            found = pending.pop(0)
+            where = f"checkpoint {found.ref} summary"
+            text = _redacted(found.summary, where, max_chars, redactor, report)
+            if text is not None:
+                epoch = _epoch(found.ts, f"checkpoint {found.ref}")
+                plan.append(Prepared(found.ref, text, epoch, session=_session(found.session),
+                                     checkpoint=True))  # fmt: skip
+
+    pending.sort(key=lambda c: (c.anchor, c.ref))
+    checkpoints_up_to(after)
+    for event in chain.events:
+        if event.ref <= after:
+            continue
+        where = f"{chain.importer} {unit} {event.ref}"
+        text = _redacted(event.content, f"{where} content", max_chars, redactor, report)
+        if text is not None:
+            plan.append(
+                Prepared(
+                    event.ref, text, _epoch(event.ts, where), _kind(event.kind),
+                    tuple(_clean_tags(event.tags, redactor, report)), _session(event.session),
+                )
+            )  # fmt: skip
+        checkpoints_up_to(event.ref)
+    checkpoints_up_to(chain.head_ref)
+    return plan
+
+
+def write_chain(
+    writer: ChainWriter,
+    plan: list[Prepared],
+    provenance: Callable[[int, int, int | None], dict[str, Any]],
+) -> int:
+    """Write the plan and the provenance event in the writer's transaction; -> its id.
+
+    Imported events keep the source's moment and session: the writer's clock and session
+    are set for each of them, and put back before the provenance event (ours, now).
+    """
+    conn = writer.conn
+    row = conn.execute("SELECT id, hash FROM memory_events ORDER BY id DESC LIMIT 1").fetchone()
+    base: tuple[int, str] = (0, GENESIS) if row is None else (int(row[0]), str(row[1]))
+    own_session, own_clock = writer.session, writer.wall_clock
+    events = checkpoints = 0
+    first: int | None = None
+    try:
+        for item in plan:
+            session = item.session or own_session
+            if item.checkpoint:
+                anchor = (writer.last.id, writer.last.hash) if writer.last else base
+                conn.execute(
+                    "INSERT INTO memory_checkpoints (ts, session, summary, last_event_id, "
+                    "head_hash) VALUES (?, ?, ?, ?, ?)",
+                    (utc_timestamp(item.epoch), session, item.content, *anchor),
+                )
+                checkpoints += 1
+                continue
+            writer.session = session
+            writer.wall_clock = lambda epoch=item.epoch: epoch  # type: ignore[misc]
+            appended = writer.append(item.kind, item.content, item.tags)
+            first = appended.id if first is None else first
+            events += 1
+    finally:
+        writer.session, writer.wall_clock = own_session, own_clock
+    record = provenance(events, checkpoints, first)
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    return writer.append(IMPORT_KIND, text, [IMPORT_KIND, str(record["source"])]).id
+
+
+# -- claims ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ClaimPlan:
+    entity: str
+    kind: str
+    claim: str
+    volatility: str
+    confidence: float
+    rank: int | None
+    confirmed_at: str | None  # None: now (the source's moment was in the future)
+
+
+def existing_claims(conn: apsw.Connection) -> dict[tuple[str, str, str], tuple[str, str]]:
+    """(entity, kind, claim) -> (state, last_confirmed) of the claims already here."""
+    if "last_confirmed" not in columns_of(conn, "claims"):
+        return {}
+    return {
+        (str(e), str(k), str(c)): (str(state), str(confirmed))
+        for e, k, c, state, confirmed in conn.execute(
+            "SELECT entity, kind, claim, state, last_confirmed FROM claims"
+        )
+    }
+
+
+def _one_of(value: object, name: str, allowed: tuple[str, ...], ref: str) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise InvalidArgument(
+            f"claim {ref}: {name} {value!r} is not one of {', '.join(allowed)}; nothing was "
+            "imported"
+        )
+    return value
+
+
+def _claim_text(
+    value: object, name: str, limit: int, ref: str, redactor: Redactor, report: ImportReport
+) -> str | None:
+    text = _redacted(value, f"claim {ref} {name}", limit, redactor, report)
+    return None if text is None else " ".join(text.split())
+
+
+def plan_claims(
+    claims: list[SourceClaim],
+    present: dict[tuple[str, str, str], tuple[str, str]],
+    redactor: Redactor,
+    now: datetime,
+    report: ImportReport,
+) -> list[ClaimPlan]:
+    """The source claims to add or refresh here; validated before anything is written."""
+    chosen: dict[tuple[str, str, str], ClaimPlan] = {}
+    for source in claims:
+        ref = source.ref
+        kind = _one_of(source.kind, "kind", KINDS, ref)
+        volatility = _one_of(source.volatility, "volatility", tuple(HALF_LIFE_DAYS), ref)
+        confidence = source.confidence
+        if (
+            isinstance(confidence, bool)
+            or not isinstance(confidence, (int, float))
+            or not (0 <= confidence <= 1)
+        ):
+            raise InvalidArgument(
+                f"claim {ref}: confidence {confidence!r} is not a number from 0 to 1; nothing "
+                "was imported"
+            )
+        rank = source.rank if kind == "priority" else None
+        if rank is not None and (
+            isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= MAX_RANK
+        ):
+            raise InvalidArgument(
+                f"claim {ref}: rank {rank!r} is not a whole number from 1 to {MAX_RANK}; "
+                "nothing was imported"
+            )
+        if source.state == "retired":
+            report.count(report.skipped, "retired")
+            continue
+        entity = _claim_text(source.entity, "entity", MAX_ENTITY_CHARS, ref, redactor, report)
+        text = _claim_text(source.claim, "claim", MAX_CLAIM_CHARS, ref, redactor, report)
+        if entity is None or text is None:
+            continue
+        confirmed: str | None = None
+        if source.confirmed_at is not None:
+            confirmed = utc_timestamp(_epoch(source.confirmed_at, f"claim {ref}"))
+            if parse_timestamp(confirmed) > now + CLOCK_SKEW:
+                report.count(report.skipped, "confirmed_in_future_set_to_now")
+                confirmed = None
+        key = (entity, kind, text)
+        here = present.get(key)
+        if here is not None and here[0] == "retired":
+            report.count(report.skipped, "retired_here")
+            continue
+        if here is not None and (confirmed is None or here[1] >= confirmed):
+            report.count(report.skipped, "already_here")
+            continue
+        chosen[key] = ClaimPlan(entity, kind, text, volatility, float(confidence), rank,
+                                confirmed)  # fmt: skip
+    return list(chosen.values())
+
+
+def guard_source_is_not_target(source: Path, target: Path) -> None:
+    try:
+        same = source.resolve() == target.resolve()
+    except OSError:
+        same = False
+    if same:
+        raise InvalidArgument(
+            f"{source} is the database being imported into; import from another file"
+        )
+
+
+def raced() -> SqlgateError:
+    return SqlgateError(
+        "another import of this source finished while this one was planned; nothing was "
+        "written, run the import again"
+    )

@@ -1,0 +1,346 @@
+"""Streamable HTTP for teams: `sqlgate serve --transport http`.
+
+Several MCP clients share one database through one `Service`, opened before the server
+starts and closed after it stops (never per MCP session). Every HTTP request must carry
+`Authorization: Bearer <token>`, compared in constant time, unless the server was started
+with `--insecure-no-token` (for tests, loopback only); `http_access` holds those rules and
+the DNS-rebinding check on loopback hosts.
+
+No CORS: the server never sends Access-Control-* headers, so browsers on other origins
+cannot read its answers; a preflight is answered 401 like any request without the token.
+TLS is left to a reverse proxy in front (README: "Serve over HTTP").
+
+Behind the token, `JsonRpcGuard` screens each POSTed message as stdio does
+(`jsonrpc_guard`): a body over 4 MiB is answered 413 as soon as it passes the limit, one
+the SDK could not serve 400, both with a JSON-RPC error carrying the request's id.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from sqlgate.errors import InvalidArgument, StartupError
+from sqlgate.surfaces.mcp.http_access import (
+    MIN_TOKEN_CHARS,
+    TOKENLESS_FLAG,
+    ASGIApp,
+    BearerTokenGate,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    Token,
+    check_tokenless,
+    is_loopback,
+    rebinding_protection,
+    require_loopback_socket,
+    token_for,
+)
+from sqlgate.surfaces.mcp.jsonrpc_guard import (
+    MAX_REQUEST_BYTES,
+    Rejection,
+    RequestIdScan,
+    oversized,
+    screen,
+)
+
+if TYPE_CHECKING:
+    from sqlgate.config import Settings
+    from sqlgate.service import Service
+
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "MCP_PATH",
+    "MIN_TOKEN_CHARS",
+    "TOKENLESS_FLAG",
+    "ASGIApp",
+    "BearerTokenGate",
+    "JsonRpcGuard",
+    "Message",
+    "Receive",
+    "Scope",
+    "Send",
+    "build_http_app",
+    "check_tokenless",
+    "http_options",
+    "is_loopback",
+    "rebinding_protection",
+    "require_loopback_socket",
+    "serve_http",
+    "token_for",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+MCP_PATH = "/mcp"
+# open response streams must not hold a stopping server forever
+GRACEFUL_SHUTDOWN_SECONDS = 3
+
+
+class JsonRpcGuard:
+    """Pure ASGI middleware: a POST to the MCP path reaches the SDK only if it can serve it.
+
+    The body is read up to MAX_REQUEST_BYTES; past that (or when its Content-Length says
+    so, after its first piece) the request is answered 413 at once. A body the SDK could
+    not serve is answered 400. Both answers are JSON-RPC errors with the request's id when
+    it can be read (`jsonrpc_guard`); anything else passes on unchanged, its body replayed.
+    """
+
+    def __init__(self, app: ASGIApp, path: str = MCP_PATH) -> None:
+        self.app = app
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.path:
+            await self.app(scope, receive, send)
+            return
+        too_long = _declared_length(scope) > MAX_REQUEST_BYTES
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away before sending it all
+            body += message.get("body", b"")
+            # declared too long: its first piece is read only to find the request's id
+            if too_long or len(body) > MAX_REQUEST_BYTES:
+                scan = RequestIdScan()
+                scan.feed(bytes(body))
+                await _json_rpc_error(send, 413, oversized(scan, complete=False))
+                return
+            if not message.get("more_body", False):
+                break
+        rejection = screen(bytes(body))
+        if rejection is not None:
+            await _json_rpc_error(send, 400, rejection)
+            return
+        await self.app(scope, _replay(bytes(body), receive), send)
+
+
+def _declared_length(scope: Scope) -> int:
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return 0
+    return 0
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
+
+
+async def _json_rpc_error(send: Send, status: int, rejection: Rejection) -> None:
+    body = rejection.as_json()
+    await send({
+        "type": "http.response.start",
+        "status": status,
+        "headers": [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode("ascii")),
+            (b"cache-control", b"no-store"),
+        ],
+    })  # fmt: skip
+    await send({"type": "http.response.body", "body": body})
+
+
+def build_http_app(service: Service, token: str | None, host: str = DEFAULT_HOST) -> ASGIApp:
+    """The SDK's streamable HTTP app for `service`'s tools, behind the bearer-token gate
+    (none when `token` is None: `--insecure-no-token`, checked by the caller) and the
+    JSON-RPC guard.
+
+    Its lifespan runs the SDK's session manager; `service` stays open across sessions and
+    is the caller's to close.
+    """
+    from sqlgate.surfaces.mcp.server import build_server
+
+    app = build_server(service).streamable_http_app(
+        streamable_http_path=MCP_PATH, host=host, max_request_body_size=MAX_REQUEST_BYTES,
+        transport_security=rebinding_protection(host),
+    )  # fmt: skip
+    guarded = JsonRpcGuard(app)
+    return guarded if token is None else BearerTokenGate(guarded, token)
+
+
+def http_options(fn: F) -> F:
+    """--host, --port and --token for `sqlgate serve`, each with its environment variable."""
+    options = (
+        click.option("--host", envvar="SQLGATE_HOST", default=DEFAULT_HOST, show_default=True,
+                     help="http: address to listen on [env SQLGATE_HOST]"),
+        click.option("--port", envvar="SQLGATE_PORT", type=click.IntRange(0, 65535),
+                     default=DEFAULT_PORT, show_default=True,
+                     help="http: port to listen on (0: any free port) [env SQLGATE_PORT]"),
+        click.option("--token", envvar="SQLGATE_TOKEN", default=None,
+                     help="http: bearer token clients must send; generated on loopback if "
+                          "absent, required elsewhere [env SQLGATE_TOKEN]"),
+        # no environment variable on purpose: an inherited one must not turn the token off
+        click.option(TOKENLESS_FLAG, "insecure_no_token", is_flag=True, default=False,
+                     help="http, for tests only: serve on loopback without a token; every "
+                          "local user and program can then use the server"),
+    )  # fmt: skip
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+class _Stopped(Exception):
+    """SIGTERM: stop like Ctrl-C, but as a normal end (exit 0)."""
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    raise _Stopped
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket, made with protocol IPPROTO_TCP and TCP_NODELAY.
+
+    asyncio turns Nagle's algorithm off only on sockets whose `proto` says TCP, and
+    `socket.create_server` leaves it 0: every response then waited for the client's delayed
+    ACK, about 40 ms a call on Linux. Accepted sockets inherit both settings.
+    """
+    try:
+        family, _, _, _, address = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        try:
+            if os.name == "posix":  # Windows' SO_REUSEADDR would let another bind steal it
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.bind(address[:2])
+            sock.listen()
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise StartupError(
+            f"cannot listen on {host}:{port}: {reason}; choose another --host or --port"
+        ) from None
+
+
+def _url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}{MCP_PATH}"
+
+
+def _announce(url: str, token: Token | None) -> None:
+    say = sys.stderr.write
+    say(f"sqlgate: serving MCP over streamable HTTP at {url}\n")
+    if token is None:
+        say(
+            f"sqlgate: WARNING: {TOKENLESS_FLAG}: no token is required, so any program or user "
+            "on this machine can use this server; use it for tests only\n"
+        )
+    elif token.generated:
+        say(
+            "sqlgate: no --token given, so clients must send this generated one "
+            "(valid until the server stops):\n"
+            f"sqlgate:   Authorization: Bearer {token.value}\n"
+            "sqlgate: pass --token or SQLGATE_TOKEN to choose a token that survives restarts\n"
+        )
+    sys.stderr.flush()
+
+
+def _announcing_server_class() -> type[Any]:
+    import uvicorn
+
+    class AnnouncingServer(uvicorn.Server):
+        """Says where it listens once it accepts requests (its lifespan has started)."""
+
+        def __init__(self, config: uvicorn.Config, announce: Callable[[], None]) -> None:
+            super().__init__(config)
+            self._announce = announce
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                self._announce()
+
+    return AnnouncingServer
+
+
+def serve_http(
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    token: str | None,
+    insecure_no_token: bool = False,
+    beside: Callable[[], Callable[[], None] | None] | None = None,
+) -> None:
+    """Listen, open the shared Service, serve until stopped, close the Service.
+
+    Nothing is opened or written when the host/token check or the bind fails. `beside`
+    (replication) is started once both passed, before the Service opens; what it returns
+    is called to stop it after the Service closed.
+    """
+    import uvicorn
+
+    from sqlgate.config import default_db_path
+    from sqlgate.service import Service
+
+    required: Token | None = None
+    if insecure_no_token:
+        check_tokenless(host, token)
+    else:
+        required = token_for(host, token)
+    sock = _listen(host, port)
+    if insecure_no_token:
+        try:
+            require_loopback_socket(sock)
+        except InvalidArgument:
+            sock.close()
+            raise
+    previous = None
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGTERM"):
+        previous = signal.signal(signal.SIGTERM, _stop)
+    service: Service | None = None
+    stop_beside: Callable[[], None] | None = None
+    try:
+        stop_beside = beside() if beside is not None else None
+        service = Service.open(settings, create_parent=settings.db == default_db_path())
+        app = build_http_app(service, None if required is None else required.value, host)
+        config = uvicorn.Config(
+            app, lifespan="on", loop="asyncio", log_level="warning", access_log=False,
+            server_header=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        )  # fmt: skip
+        _announcing_server_class()(config, lambda: _announce(_url(sock), required)).run(
+            sockets=[sock]
+        )
+    except _Stopped:
+        pass
+    finally:
+        sock.close()
+        if service is not None:
+            service.close()
+            sys.stderr.write("sqlgate: stopped; database closed\n")
+        if stop_beside is not None:  # after close: its last sync has the final audit rows
+            stop_beside()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

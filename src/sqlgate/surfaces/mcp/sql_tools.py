@@ -1,0 +1,138 @@
+"""The SQL tool group: eight tools, each a few lines over the service."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from pydantic import Field
+
+from sqlgate.engine.textsearch import SearchRequest
+from sqlgate.service import Service
+from sqlgate.surfaces.mcp.confirm import Confirmation, guard_destructive_calls
+from sqlgate.surfaces.mcp.progress import relay_progress
+from sqlgate.surfaces.mcp.tooling import (
+    DESTRUCTIVE,
+    READ_ONLY,
+    WRITES,
+    Params,
+    at_most,
+    run_tool,
+    sql_text,
+)
+
+__all__ = ["SQL_TOOLS", "register_sql_tools"]
+
+MAX_COLUMNS = 2000  # SQLITE_LIMIT_COLUMN (engine/connect.py): no table has more
+Columns = Annotated[
+    Annotated[list[str], Field(max_length=MAX_COLUMNS)] | None, at_most(MAX_COLUMNS, "columns")
+]
+
+SQL_TOOLS = (
+    "read_query",
+    "write_query",
+    "destructive_query",
+    "list_tables",
+    "describe_table",
+    "get_schema",
+    "create_view",
+    "search_text",
+)
+
+
+def register_sql_tools(server: MCPServer, service: Service) -> None:
+    @server.tool(annotations=READ_ONLY, structured_output=False)
+    async def read_query(
+        query: Annotated[
+            str, sql_text("query"), Field(description="one SELECT/WITH/EXPLAIN/PRAGMA statement")
+        ],
+        limit: Annotated[
+            int | None, Field(ge=1, description="rows to return at most (default: --default-limit)")
+        ] = None,
+        params: Params = None,
+    ) -> str:
+        """Run a read-only query; returns CSV and a `# N rows` trailer."""
+        return await run_tool(lambda c: service.read_query(query, limit, params, c))
+
+    @server.tool(annotations=WRITES, structured_output=False)
+    async def write_query(
+        query: Annotated[
+            str,
+            sql_text("query"),
+            Field(description="one INSERT/UPDATE…WHERE/upsert/CREATE statement"),
+        ],
+        params: Params = None,
+    ) -> str:
+        """Insert or update rows, or create tables and indexes. Returns rows affected."""
+        return await run_tool(lambda c: service.write_query(query, params, c))
+
+    guard_destructive_calls(server, service)
+
+    @server.tool(annotations=DESTRUCTIVE, structured_output=False)
+    async def destructive_query(
+        ctx: Context,  # filled by the SDK, like `confirmation` (the user's answer, if asked)
+        confirmation: Confirmation,
+        query: Annotated[
+            str,
+            sql_text("query"),
+            Field(description="one DELETE/DROP/ALTER/trigger/UPDATE statement"),
+        ],
+        reason: Annotated[str, Field(description="why this change is needed, in a sentence")],
+        params: Params = None,
+    ) -> str:
+        """Delete, drop or alter; the server keeps what undoes it (rows, or a file snapshot)."""
+        progress = relay_progress(ctx, "pages copied to the snapshot")
+        return await run_tool(
+            lambda c: service.destructive_query(
+                query, reason, params, c, confirmation.enforce, progress
+            )
+        )
+
+    @server.tool(annotations=READ_ONLY, structured_output=False)
+    async def list_tables(include_row_counts: bool = True) -> str:
+        """Tables and views as CSV: name,type,system,rows."""
+        return await run_tool(lambda c: service.list_tables(include_row_counts, c))
+
+    @server.tool(annotations=READ_ONLY, structured_output=False)
+    async def describe_table(table: str) -> str:
+        """Columns, foreign keys and indexes of one table or view, as CSV sections."""
+        return await run_tool(lambda c: service.describe_table(table))
+
+    @server.tool(annotations=READ_ONLY, structured_output=False)
+    async def get_schema(include_system: bool = False) -> str:
+        """Every CREATE statement; saved views carry their descriptions as comments."""
+        return await run_tool(lambda c: service.get_schema(include_system))
+
+    @server.tool(annotations=WRITES, structured_output=False)
+    async def create_view(
+        name: Annotated[str, Field(description="letters, digits and _")],
+        select_sql: Annotated[str, sql_text("select_sql"), Field(description="one SELECT to save")],
+        description: Annotated[str, Field(description="what the view answers")] = "",
+        replace: bool = False,
+    ) -> str:
+        """Save a SELECT as a view with a description, to reuse instead of repeating it."""
+        return await run_tool(
+            lambda c: service.create_view(name, select_sql, description, replace, c)
+        )
+
+    @server.tool(annotations=READ_ONLY, structured_output=False)
+    async def search_text(
+        pattern: Annotated[str, Field(description="RE2 regular expression (or text)")],
+        table: str,
+        columns: Columns = None,
+        where: Annotated[
+            str | None, sql_text("where"), Field(description="SQL condition narrowing rows")
+        ] = None,
+        key_column: Annotated[str | None, Field(description="column naming a row")] = None,
+        limit: Annotated[int, Field(ge=1)] = 100,
+        ignore_case: bool = False,
+        fixed_strings: Annotated[bool, Field(description="pattern is plain text")] = False,
+        context_chars: Annotated[int, Field(ge=0, le=1000)] = 80,
+    ) -> str:
+        """Find text in a table's columns; returns CSV key,column,snippet and totals."""
+        request = SearchRequest(
+            pattern, table, columns, where, key_column, limit, ignore_case, fixed_strings,
+            context_chars,
+        )  # fmt: skip
+        return await run_tool(lambda c: service.search_text(request, None, c))

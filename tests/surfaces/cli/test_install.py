@@ -1,0 +1,218 @@
+"""`sqlgate install` / `sqlgate uninstall` through click's CliRunner, with a fake HOME."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from sqlgate.config import FLAGS
+from sqlgate.surfaces.cli.app import main
+from sqlgate.surfaces.integrations import client_paths as install_paths
+from sqlgate.surfaces.integrations import install as setup
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    tomllib = pytest.importorskip("tomli")
+
+ALL_CLIENTS = list(setup.CLIENTS)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fake HOME (with XDG_CONFIG_HOME and APPDATA) and a project folder as the cwd."""
+    for name in ("home", "xdg", "appdata", "project"):
+        (tmp_path / name).mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("USERPROFILE", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("APPDATA", str(tmp_path / "appdata"))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    for flag in FLAGS:
+        monkeypatch.delenv(flag.env_var, raising=False)
+    monkeypatch.chdir(tmp_path / "project")
+    return tmp_path
+
+
+def on(platform: str, monkeypatch: pytest.MonkeyPatch) -> setup.Where:
+    """Make the CLI see `platform`'s path scheme."""
+    monkeypatch.setattr(install_paths, "current_platform", lambda: platform)
+    return setup.Where.here()
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args), prog_name="sqlgate")
+
+
+def error_line(result: Result) -> str:
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("sqlgate: error: ")
+    return lines[0]
+
+
+def entry_in(client: str, path: Path, name: str = "sqlgate") -> Any:
+    spec = setup.CLIENTS[client]
+    text = path.read_text()
+    data = tomllib.loads(text) if spec.toml else json.loads(text)
+    return data.get(spec.servers_key, {}).get(name)
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("platform", ["linux", "darwin", "win32"])
+@pytest.mark.parametrize("client", ALL_CLIENTS)
+def test_install_then_uninstall_each_client(
+    home: Path, monkeypatch: pytest.MonkeyPatch, client: str, platform: str
+) -> None:
+    where = on(platform, monkeypatch)
+    path = setup.CLIENTS[client].path(setup.resolve_scope(setup.CLIENTS[client], None), where)
+
+    installed = invoke("install", client, "--db", "agent.db")
+
+    assert installed.exit_code == 0, installed.output
+    launcher = setup.find_launcher(platform=platform)
+    entry = entry_in(client, path)
+    assert entry["command"] == launcher.command
+    assert entry["args"] == launcher.argv("serve", "--db", str(home / "project" / "agent.db"))
+    assert f"{path}: add server 'sqlgate' (new file)" in installed.output
+
+    removed = invoke("uninstall", client)
+
+    assert removed.exit_code == 0, removed.output
+    assert entry_in(client, path) is None
+    assert "remove server 'sqlgate' (backup: " in removed.output
+
+
+def test_second_install_says_nothing_to_change_and_writes_nothing(home: Path) -> None:
+    assert invoke("install", "cursor").exit_code == 0
+    before = snapshot(home)
+
+    again = invoke("install", "cursor")
+
+    assert again.exit_code == 0
+    assert "sqlgate is already installed; nothing to change" in again.output
+    assert snapshot(home) == before
+
+
+@pytest.mark.parametrize("client", ALL_CLIENTS)
+def test_dry_run_prints_the_change_and_writes_nothing(home: Path, client: str) -> None:
+    result = invoke("install", client, "--dry-run", "--db", "/data/agent.db")
+
+    assert result.exit_code == 0, result.output
+    assert "would add server 'sqlgate' in " in result.output
+    assert any(
+        line.startswith("+") and "/data/agent.db" in line for line in result.output.splitlines()
+    )
+    assert snapshot(home) == {}
+
+
+def test_dry_run_uninstall_writes_nothing(home: Path) -> None:
+    assert invoke("install", "vscode", "--scope", "workspace").exit_code == 0
+    before = snapshot(home)
+    result = invoke("uninstall", "vscode", "--scope", "workspace", "--dry-run")
+    assert result.exit_code == 0
+    assert '-    "sqlgate": {' in result.output
+    assert snapshot(home) == before
+
+
+def test_db_comes_from_sqlgate_db_when_not_given(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SQLGATE_DB", "~/team.db")
+    assert invoke("install", "claude-desktop").exit_code == 0
+    path = setup.CLIENTS["claude-desktop"].path(None, setup.Where.here())
+    assert entry_in("claude-desktop", path)["args"][-1] == str(home / "home" / "team.db")
+
+
+def test_name_option_sets_the_entry_name(home: Path) -> None:
+    assert invoke("install", "codex", "--name", "memory").exit_code == 0
+    path = home / "home" / ".codex" / "config.toml"
+    assert entry_in("codex", path, "memory") is not None
+    assert entry_in("codex", path, "sqlgate") is None
+
+
+@pytest.mark.parametrize(
+    ("args", "phrase"),
+    [
+        pytest.param(["install", "windsurf"], "unknown client 'windsurf'", id="unknown-client"),
+        pytest.param(["uninstall", "nope"], "unknown client 'nope'", id="unknown-client-uninstall"),
+        pytest.param(["install", "claude-desktop", "--scope", "user"], "has no scopes",
+                     id="desktop-scope"),
+        pytest.param(["install", "cursor", "--scope", "team"], "not one of", id="bad-scope"),
+        pytest.param(["install", "cursor", "--capture"], "only for claude-code", id="capture"),
+        pytest.param(["install", "cursor", "--name", "a b"], "--name", id="bad-name"),
+    ],
+)  # fmt: skip
+def test_bad_usage_is_one_line_and_exit_2_and_writes_nothing(
+    home: Path, args: list[str], phrase: str
+) -> None:
+    result = invoke(*args)
+    assert result.exit_code == 2
+    assert phrase in error_line(result)
+    assert snapshot(home) == {}
+
+
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+def test_malformed_config_exits_2_and_is_left_byte_identical(home: Path, command: str) -> None:
+    path = home / "home" / ".claude.json"
+    path.write_bytes(b'{"mcpServers": {"other": {}},,}')
+    before = snapshot(home)
+
+    result = invoke(command, "claude-code")
+
+    assert result.exit_code == 2
+    assert "is not valid JSON" in error_line(result)
+    assert snapshot(home) == before
+
+
+def test_unwritable_location_exits_2_with_one_line(home: Path) -> None:
+    (home / "home" / ".cursor").write_text("not a folder")
+    before = snapshot(home)
+    result = invoke("install", "cursor")
+    assert result.exit_code == 2
+    assert "cannot read" in error_line(result)
+    assert snapshot(home) == before
+
+
+def test_capture_registers_hooks_beside_the_server(home: Path) -> None:
+    result = invoke("install", "claude-code", "--capture", "--scope", "project", "--db", "a.db")
+
+    assert result.exit_code == 0, result.output
+    hooks = json.loads((home / "project" / ".claude" / "settings.json").read_text())["hooks"]
+    launcher = setup.find_launcher()
+    command = setup.capture_command(launcher, home / "project" / "a.db", setup.current_platform())
+    assert sorted(hooks) == sorted(setup.CAPTURE_EVENTS)
+    assert all(group[-1]["hooks"] == [{"type": "command", "command": command}]
+               for group in hooks.values())  # fmt: skip
+    assert entry_in("claude-code", home / "project" / ".mcp.json") is not None
+
+
+def test_uninstall_claude_code_also_removes_the_capture_hooks(home: Path) -> None:
+    settings = home / "home" / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [
+        {"type": "command", "command": "say done"}]}]}}))  # fmt: skip
+    assert invoke("install", "claude-code", "--capture").exit_code == 0
+
+    result = invoke("uninstall", "claude-code")
+
+    assert result.exit_code == 0, result.output
+    hooks = json.loads(settings.read_text())["hooks"]
+    assert hooks["Stop"] == [{"hooks": [{"type": "command", "command": "say done"}]}]
+    assert all(hooks[event] == [] for event in setup.CAPTURE_EVENTS if event != "Stop")
+    assert entry_in("claude-code", home / "home" / ".claude.json") is None
+
+
+def test_help_names_every_client(home: Path) -> None:
+    result = invoke("install", "--help")
+    assert result.exit_code == 0
+    for client in ALL_CLIENTS:
+        assert client in result.output

@@ -1,0 +1,175 @@
+"""`sqlgate undo` through click's CliRunner, on a database the server changed and closed.
+
+Exit codes are the error classes': 2 a bad argument (or a call that took a whole-file
+snapshot, or one already undone), 3 an unknown call or a pruned changeset, 7 a conflict.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from sqlgate.config import FLAGS
+from sqlgate.errors import InvalidArgument, NotFound, UndoConflict
+from sqlgate.service import Service
+from sqlgate.surfaces.cli.app import main
+from tests.surfaces.cli.helpers import error_line, read, succeeded
+
+
+@pytest.fixture(autouse=True)
+def no_sqlgate_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settings from the developer's shell must not leak into these tests."""
+    for flag in FLAGS:
+        monkeypatch.delenv(flag.env_var, raising=False)
+
+
+def undo(db: Path, *args: str) -> Result:
+    return CliRunner().invoke(main, ["undo", "--db", str(db), *args], prog_name="sqlgate")
+
+
+def notes(db: Path) -> list[str]:
+    return [str(row[0]) for row in read(db, "SELECT body FROM notes ORDER BY id")]
+
+
+def call_id(text: str) -> int:
+    found = re.search(r"undo: sqlgate undo (\d+)$", text)
+    assert found, text
+    return int(found[1])
+
+
+@pytest.fixture
+def changed(make_service: Callable[..., Service], db_path: Path) -> tuple[int, int]:
+    """notes a, b, c; call one deleted b, call two upper-cased a and c; the server is closed."""
+    service = make_service()
+    service.write_query("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+    service.write_query("INSERT INTO notes (body) VALUES ('a'), ('b'), ('c')")
+    first = call_id(service.destructive_query("DELETE FROM notes WHERE body = 'b'", "typo"))
+    second = call_id(service.destructive_query("UPDATE notes SET body = upper(body)", "shout"))
+    service.close()
+    return first, second
+
+
+def test_undo_by_audit_id_restores_the_rows(db_path: Path, changed: tuple[int, int]) -> None:
+    first, _ = changed
+    out = succeeded(undo(db_path, str(first)))
+    assert out == f"undone: call {first} (DELETE, 1 rows in notes)\n"
+    assert notes(db_path) == ["A", "b", "C"]
+
+
+def test_undo_by_changeset_restores_the_rows(db_path: Path, changed: tuple[int, int]) -> None:
+    (changeset,) = read(db_path, "SELECT max(id) FROM undo_changesets")[0]
+    out = succeeded(undo(db_path, "--changeset", str(changeset)))
+    assert out.startswith(f"undone: changeset {changeset} (UPDATE, 2 rows in notes)")
+    assert notes(db_path) == ["a", "c"]
+
+
+def test_the_list_shows_undoable_calls_newest_first(
+    db_path: Path, changed: tuple[int, int]
+) -> None:
+    first, second = changed
+    lines = succeeded(undo(db_path, "--list")).splitlines()
+    assert lines[0].split() == ["audit_id", "changeset", "ts", "kind", "tables", "rows", "reason"]
+    assert [line.split()[0] for line in lines[1:]] == [str(second), str(first)]
+    assert lines[1].split()[3:] == ["UPDATE", "notes", "2", "shout"]
+
+
+def test_the_list_as_json_drops_calls_once_undone(db_path: Path, changed: tuple[int, int]) -> None:
+    first, second = changed
+    succeeded(undo(db_path, str(second)))
+    (item,) = json.loads(succeeded(undo(db_path, "--list", "--json")))
+    assert (item["audit_id"], item["kind"], item["tables"], item["rows"]) == (
+        first,
+        "DELETE",
+        ["notes"],
+        1,
+    )
+
+
+def test_the_list_says_when_nothing_can_be_undone(service: Service, db_path: Path) -> None:
+    service.close()
+    assert "nothing to undo" in succeeded(undo(db_path, "--list"))
+
+
+def test_the_undo_itself_is_in_the_audit_log(db_path: Path, changed: tuple[int, int]) -> None:
+    first, _ = changed
+    succeeded(undo(db_path, str(first)))
+    ((tool, session, detail),) = read(
+        db_path, "SELECT tool, session, detail FROM query_log ORDER BY id DESC LIMIT 1"
+    )
+    assert (tool, json.loads(detail)["undoes"]) == ("undo", first)
+    assert str(session).startswith("cli-")
+
+
+def test_a_conflict_exits_with_the_snapshot_error_code_and_changes_nothing(
+    make_service: Callable[..., Service], db_path: Path, changed: tuple[int, int]
+) -> None:
+    _, second = changed
+    later = make_service()
+    later.write_query("UPDATE notes SET body = 'later' WHERE id = 3")
+    later.close()
+    line = error_line(undo(db_path, str(second)), UndoConflict.exit_code)
+    assert "Nothing was undone" in line
+    assert notes(db_path) == ["A", "later"]
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "phrase"),
+    [
+        pytest.param((), InvalidArgument.exit_code, "give one of", id="nothing-named"),
+        pytest.param(("1", "--list"), InvalidArgument.exit_code, "give one of", id="two-named"),
+        pytest.param(("999",), NotFound.exit_code, "no call 999", id="unknown-call"),
+        pytest.param(("1",), InvalidArgument.exit_code, "write_query", id="not-destructive"),
+        pytest.param(("--changeset", "99"), NotFound.exit_code, "--snapshots-keep", id="pruned"),
+        pytest.param(("0",), InvalidArgument.exit_code, "whole number", id="zero"),
+        pytest.param(
+            (str(2**63),), InvalidArgument.exit_code, "whole number", id="past-signed-64-bit"
+        ),
+        pytest.param(
+            ("--changeset", str(2**63)),
+            InvalidArgument.exit_code,
+            "whole number",
+            id="changeset-past-signed-64-bit",
+        ),
+        pytest.param(
+            ("--changeset", str(-(2**63) - 1)),
+            InvalidArgument.exit_code,
+            "whole number",
+            id="changeset-below-signed-64-bit",
+        ),
+    ],
+)
+def test_errors_are_one_line_with_the_error_exit_code(
+    db_path: Path, changed: tuple[int, int], args: tuple[str, ...], code: int, phrase: str
+) -> None:
+    assert phrase in error_line(undo(db_path, *args), code)
+
+
+def test_an_id_out_of_range_changes_nothing(db_path: Path, changed: tuple[int, int]) -> None:
+    before = read(db_path, "SELECT count(*) FROM undo_changesets WHERE undone_at IS NULL")
+    error_line(undo(db_path, str(2**64)), InvalidArgument.exit_code)
+    assert read(db_path, "SELECT count(*) FROM undo_changesets WHERE undone_at IS NULL") == before
+    assert notes(db_path) == ["A", "C"]
+
+
+def test_an_id_out_of_range_is_refused_before_the_file_is_opened(tmp_path: Path) -> None:
+    db = tmp_path / "none.db"
+    line = error_line(undo(db, str(2**63)), InvalidArgument.exit_code)
+    assert "from 1 to 9223372036854775807" in line
+    assert not db.exists()
+
+
+def test_a_second_undo_is_refused(db_path: Path, changed: tuple[int, int]) -> None:
+    first, _ = changed
+    succeeded(undo(db_path, str(first)))
+    assert "already undone" in error_line(undo(db_path, str(first)), InvalidArgument.exit_code)
+
+
+def test_a_missing_database_is_not_created(tmp_path: Path) -> None:
+    db = tmp_path / "none.db"
+    assert "no database at" in error_line(undo(db, "--list"), NotFound.exit_code)
+    assert not db.exists()

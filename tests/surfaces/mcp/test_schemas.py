@@ -1,0 +1,81 @@
+"""Announced tool schemas stay small, and compacting them keeps their meaning."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from sqlgate.service import Service
+from sqlgate.surfaces.mcp.schemas import compact_schema
+from sqlgate.surfaces.mcp.server import build_server
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize(
+    ("schema", "compact"),
+    [
+        pytest.param(
+            {"title": "Query", "type": "string", "description": "d"},
+            {"type": "string", "description": "d"},
+            id="title-dropped",
+        ),
+        pytest.param(
+            {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}], "default": None},
+            {"type": ["integer", "null"], "minimum": 1},
+            id="optional-with-constraint",
+        ),
+        pytest.param(
+            {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "null"}]},
+            {"type": ["string", "number", "null"]},
+            id="scalar-union",
+        ),
+        pytest.param(
+            {"anyOf": [{"type": "string", "enum": ["a"]}, {"type": "null"}]},
+            {"anyOf": [{"type": "string", "enum": ["a"]}, {"type": "null"}]},
+            id="enum-kept-as-is",
+        ),
+        pytest.param(
+            {"type": "object", "properties": {"title": {"title": "Title", "type": "string"}}},
+            {"type": "object", "properties": {"title": {"type": "string"}}},
+            id="a-property-named-title-stays",
+        ),
+        pytest.param(
+            {"type": "integer", "default": 3}, {"type": "integer", "default": 3}, id="real-default"
+        ),
+    ],
+)
+def test_compact_schema(schema: dict[str, Any], compact: dict[str, Any]) -> None:
+    assert compact_schema(schema) == compact
+
+
+async def _tools_list_bytes(service: Service) -> int:
+    async with Client(build_server(service)) as client:
+        listed = await client.list_tools()
+    return len(listed.model_dump_json(by_alias=True, exclude_unset=True).encode())
+
+
+@pytest.mark.parametrize(
+    ("tools", "budget"),
+    [
+        pytest.param(("sql",), 6000, id="sql-group"),
+        pytest.param(("sql", "memory", "claims"), 12000, id="all-groups"),
+    ],
+)
+async def test_tools_list_fits_the_token_budget(
+    make_service: Callable[..., Service], tools: tuple[str, ...], budget: int
+) -> None:
+    assert await _tools_list_bytes(make_service(tools=tools)) <= budget
+
+
+async def test_compacted_schemas_still_validate_arguments(
+    make_service: Callable[..., Service],
+) -> None:
+    async with Client(build_server(make_service())) as client:
+        bad = await client.call_tool("read_query", {"query": "SELECT 1", "limit": 0})
+        good = await client.call_tool("read_query", {"query": "SELECT 1", "limit": None})
+    assert bad.is_error
+    assert not good.is_error
