@@ -1,9 +1,7 @@
 """The event chain: append under the hash contract, and verify, streaming.
 
-Hash contract (docs/hash-contract.md): `hash = sha256_hex(canonical)`, where canonical is
-the UTF-8 of `json.dumps([id, ts, session, kind, content, tags, prev_hash],
-ensure_ascii=False, separators=(",", ":"))`; `tags` is the sorted, unique list of strings
-(stored as JSON array text); the first event's prev_hash is 64 zeros.
+The hash contract (docs/hash-contract.md) lives in contract.py; its names are re-exported
+here for the callers that append.
 
 An append is one IMMEDIATE transaction on the server connection: the event, its full-text
 row and the witness update land together or not at all, and appends from any number of
@@ -24,25 +22,32 @@ What each verification catches:
   full `verify()` recomputes those.
 - A missing or unreadable witness with a non-empty chain is reported (see witness.py).
 
-The checks themselves live in verification.py.
+The hash contract is in contract.py, the checks in verification.py and witness_check.py.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from json.encoder import encode_basestring
 from pathlib import Path
-from typing import Any
 
 import apsw
 
 from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.database import Database
 from sqlgate.errors import SqlgateError
+from sqlgate.memory.contract import (
+    EVENT_COLUMNS,
+    GENESIS,
+    ChainStatus,
+    canonical,
+    event_hash,
+    head_of,
+    stored_tags,
+)
+from sqlgate.memory.verification import verify_chain
 from sqlgate.memory.witness import Witness, WitnessFile
 
 __all__ = [
@@ -57,86 +62,12 @@ __all__ = [
     "witness_restored_chain",
 ]
 
-GENESIS = "0" * 64
-_EVENT_COLUMNS = "id, ts, session, kind, content, tags, prev_hash, hash"
-# the JSON string encoder json.dumps(..., ensure_ascii=False) itself uses (C when available)
-_string = encode_basestring
-_CANONICAL = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-
-
-def stored_tags(raw: object) -> list[str] | None:
-    """The tag list a `tags` column holds (JSON array text of strings), or None when it
-    holds anything else: a value the contract cannot hash."""
-    if raw == "[]":
-        return []
-    try:
-        tags = json.loads(raw) if isinstance(raw, str) else None
-    except ValueError:
-        return None
-    if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
-        return None
-    return tags
-
-
-def canonical(
-    id: int, ts: str, session: str, kind: str, content: str, tags: list[str], prev_hash: str
-) -> bytes:
-    """The exact bytes an event's hash covers.
-
-    Byte for byte `json.dumps([...], ensure_ascii=False, separators=(",", ":"))`, built
-    from the same string encoder without the per-call encoder setup (verify's hot path).
-    """
-    fields = (ts, session, kind, content, prev_hash, *tags)
-    if type(id) is not int or not all(type(field) is str for field in fields):
-        return _CANONICAL.encode([id, ts, session, kind, content, tags, prev_hash]).encode()
-    return (
-        f"[{id},{_string(ts)},{_string(session)},{_string(kind)},{_string(content)},"
-        f"[{','.join(map(_string, tags))}],{_string(prev_hash)}]"
-    ).encode()
-
-
-def event_hash(
-    id: int, ts: str, session: str, kind: str, content: str, tags: list[str], prev_hash: str
-) -> str:
-    return hashlib.sha256(canonical(id, ts, session, kind, content, tags, prev_hash)).hexdigest()
-
 
 @dataclass(frozen=True)
 class Appended:
     id: int
     hash: str
     ts: str
-
-
-@dataclass(frozen=True)
-class ChainStatus:
-    """The answer of a verification, as the agent sees it (`as_dict`)."""
-
-    ok: bool
-    events: int = 0
-    head_id: int | None = None
-    head_hash: str | None = None
-    first_broken_id: int | None = None
-    reason: str | None = None
-    checked: int = 0  # events whose hashes were recomputed by this verification
-    # why the newest witnessed events could not be checked (another writer held the lock)
-    unconfirmed: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        if self.ok:
-            answer: dict[str, Any] = {
-                "ok": True,
-                "events": self.events,
-                "head_id": self.head_id,
-                "head_hash": self.head_hash,
-            }
-            if self.unconfirmed:
-                answer["unconfirmed"] = self.unconfirmed
-            return answer
-        return {"ok": False, "first_broken_id": self.first_broken_id, "reason": self.reason}
-
-    def as_json(self) -> str:
-        return json.dumps(self.as_dict(), separators=(", ", ": "))
 
 
 class EventChain:
@@ -213,9 +144,6 @@ class EventChain:
         witness is then judged under the write lock, where no append is in flight, after
         the walk has caught up with events committed since the snapshot.
         """
-        # imported here: verification.py builds on this module's hash contract
-        from sqlgate.memory.verification import verify_chain
-
         return verify_chain(self.db, self.witness, incremental=incremental, progress=progress)
 
 
@@ -252,14 +180,14 @@ class ChainWriter:
         ordered = sorted(set(tags))
         tags_text = json.dumps(ordered, ensure_ascii=False, separators=(",", ":"))
         if self.last is None:
-            head_id, prev_hash = _head(self.conn)
+            head_id, prev_hash = head_of(self.conn)
         else:
             head_id, prev_hash = self.last.id, self.last.hash
         new_id = head_id + 1
         ts = utc_timestamp(self.wall_clock())
         digest = event_hash(new_id, ts, self.session, kind, content, ordered, prev_hash)
         self.conn.execute(
-            f"INSERT INTO memory_events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO memory_events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (new_id, ts, self.session, kind, content, tags_text, prev_hash, digest),
         )
         self.conn.execute(
@@ -289,7 +217,7 @@ def witness_restored_chain(db: Path, keep_previous_at: Path) -> Witness | None:
         has_events = conn.execute(
             "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'memory_events'"
         ).fetchone()
-        head_id, head_hash = _head(conn) if has_events else (0, GENESIS)
+        head_id, head_hash = head_of(conn) if has_events else (0, GENESIS)
     finally:
         conn.close()
     if head_id == 0:
@@ -298,8 +226,3 @@ def witness_restored_chain(db: Path, keep_previous_at: Path) -> Witness | None:
     restored = Witness(head_id, head_hash, 0, "")
     witness.write(restored)
     return restored
-
-
-def _head(conn: apsw.Connection) -> tuple[int, str]:
-    row = conn.execute("SELECT id, hash FROM memory_events ORDER BY id DESC LIMIT 1").fetchone()
-    return (0, GENESIS) if row is None else (int(row[0]), str(row[1]))

@@ -34,12 +34,12 @@ import apsw
 from sqlgate.engine.connect import lock_if_free
 from sqlgate.engine.database import Database
 from sqlgate.errors import SqlgateError
-from sqlgate.memory.chain import (
-    _EVENT_COLUMNS,
+from sqlgate.memory.contract import (
+    EVENT_COLUMNS,
     GENESIS,
     ChainStatus,
-    _head,
     event_hash,
+    head_of,
     stored_tags,
 )
 from sqlgate.memory.witness import Witness, WitnessFile
@@ -269,7 +269,7 @@ def _reporter(
     """`progress` bound to the head id of the snapshot `conn` reads."""
     if progress is None:
         return None
-    total, _ = _head(conn)
+    total, _ = head_of(conn)
     return lambda done: progress(done, total)
 
 
@@ -321,7 +321,7 @@ def _fast_batch(walk: _Walk, row: _Fetched) -> tuple[int, int, str] | None:
 def _rows(conn: apsw.Connection, after_id: int, limit: int) -> list[tuple[Any, ...]]:
     """Up to `limit` events with id > after_id, in id order. An event with a text field
     that is not UTF-8 comes back as `(id,)` alone."""
-    sql = f"SELECT {_EVENT_COLUMNS} FROM memory_events WHERE id > ? ORDER BY id LIMIT ?"
+    sql = f"SELECT {EVENT_COLUMNS} FROM memory_events WHERE id > ? ORDER BY id LIMIT ?"
     try:
         rows: list[tuple[Any, ...]] = conn.execute(sql, (after_id, limit)).fetchall()
     except UnicodeDecodeError:
@@ -332,7 +332,7 @@ def _rows(conn: apsw.Connection, after_id: int, limit: int) -> list[tuple[Any, .
             try:
                 rows.extend(
                     conn.execute(
-                        f"SELECT {_EVENT_COLUMNS} FROM memory_events WHERE id = ?", (event_id,)
+                        f"SELECT {EVENT_COLUMNS} FROM memory_events WHERE id = ?", (event_id,)
                     ).fetchall()
                 )
             except UnicodeDecodeError:
@@ -364,10 +364,10 @@ def _check_event(row: tuple[Any, ...], prev_hash: str | None) -> str | None:
 def _check_anchor(conn: apsw.Connection, anchor_id: int, anchor_hash: str) -> ChainStatus | None:
     """The last verified event: present, whole, linked to its stored predecessor, witnessed."""
     row = conn.execute(
-        f"SELECT {_EVENT_COLUMNS} FROM memory_events WHERE id = ?", (anchor_id,)
+        f"SELECT {EVENT_COLUMNS} FROM memory_events WHERE id = ?", (anchor_id,)
     ).fetchone()
     if row is None:
-        last, _ = _head(conn)
+        last, _ = head_of(conn)
         return _broken(
             min(anchor_id, last + 1),
             f"event missing: the last verified event {anchor_id} is gone (the chain ends at "

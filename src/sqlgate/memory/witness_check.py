@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import apsw
 
-from sqlgate.memory.chain import ChainStatus
+from sqlgate.memory.contract import ChainStatus
 from sqlgate.memory.witness import Witness, WitnessFile
 
 __all__ = ["broken", "check_visible", "check_witness", "record_verified", "stored_hash"]

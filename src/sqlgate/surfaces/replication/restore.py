@@ -26,7 +26,7 @@ from pathlib import Path
 from sqlgate.config import Settings
 from sqlgate.engine.connect import connect_read_only
 from sqlgate.errors import InvalidArgument, NotFound, SqlgateError, StartupError
-from sqlgate.memory.chain import ChainStatus
+from sqlgate.memory.contract import ChainStatus
 from sqlgate.memory.witness import Witness, WitnessFile
 from sqlgate.surfaces.replication.litestream import Litestream, failure, find_litestream
 from sqlgate.surfaces.replication.probe import NO_BACKUP

@@ -33,7 +33,7 @@ import apsw
 
 from sqlgate.engine.connect import connect_read_only
 from sqlgate.errors import SqlgateError, StartupError
-from sqlgate.memory.chain import GENESIS
+from sqlgate.memory.contract import GENESIS
 from sqlgate.memory.witness import WitnessFile
 
 __all__ = ["MirrorPass", "WitnessLog", "event_hash_at", "mirror_once"]

@@ -25,9 +25,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sqlgate.memory.chain import GENESIS as ZEROS
-from sqlgate.memory.chain import event_hash as sqlgate_event_hash
-from sqlgate.memory.chain import stored_tags
+from sqlgate.memory.contract import GENESIS as ZEROS
+from sqlgate.memory.contract import event_hash as sqlgate_event_hash
+from sqlgate.memory.contract import stored_tags
 from sqlgate.surfaces.integrations.importers.sources import (
     BrokenSource,
     ChainSource,
