@@ -41,6 +41,16 @@ class SqlgateError(Exception):
     #: exit code the CLI uses when this error ends a command
     exit_code: int = 1
 
+    def __init__(self, *args: object, cli: str | None = None) -> None:
+        super().__init__(*args)
+        #: the message for a person at the CLI, when the next step differs there (it names
+        #: a command, where the message names a tool an agent calls)
+        self.cli = cli
+
+    def for_cli(self) -> str:
+        """The message as the CLI prints it."""
+        return str(self) if self.cli is None else self.cli
+
 
 class InvalidArgument(SqlgateError):
     """A tool argument or option is malformed; the message names it and the fix."""

@@ -20,6 +20,7 @@ from sqlgate.claims.model import (
     HALF_LIFE_DAYS,
     KINDS,
     STALE_THRESHOLD,
+    STATES,
     Claim,
     is_live,
     parse_timestamp,
@@ -140,7 +141,7 @@ class ClaimStore:
         if isinstance(claim_id, bool) or not isinstance(claim_id, int) or claim_id < 1:
             raise InvalidArgument(f"id {claim_id!r} is not a claim id (a whole number from 1)")
         if claim_id > MAX_ID:
-            raise NotFound(f"no claim {claim_id}; claim_search finds ids")
+            raise _no_claim(claim_id)
         if conn is None:
             with self.db.reading() as reader:
                 row = reader.execute(
@@ -151,12 +152,29 @@ class ClaimStore:
                 f"SELECT {_COLUMNS} FROM claims WHERE id = ?", (claim_id,)
             ).fetchone()
         if row is None:
-            raise NotFound(f"no claim {claim_id}; claim_search finds ids")
+            raise _no_claim(claim_id)
         return _claim(row)
+
+    def listing(self, state: str | None = None, entity: str | None = None) -> list[Claim]:
+        """Every claim, oldest first; only those in recorded `state` and about `entity`
+        (any case, whitespace folded) when given."""
+        if state is not None and state not in STATES:
+            raise InvalidArgument(f"state {state!r} is not one of: {', '.join(STATES)}")
+        wanted = None if entity is None else " ".join(entity.split()).casefold()
+        return [
+            claim
+            for claim in self.all()
+            if (state is None or claim.state == state)
+            and (wanted is None or claim.entity.casefold() == wanted)
+        ]
 
     def search(self, query: object) -> list[Claim]:
         if not isinstance(query, str) or not query.strip():
-            raise InvalidArgument("query is empty: pass text found in the claim or its entity")
+            raise InvalidArgument(
+                "query is empty: pass text found in the claim or its entity",
+                cli="the text is empty: pass text found in the claim or its entity, or list "
+                "every claim with `sqlgate claims list`",
+            )
         needle = " ".join(query.split()).casefold()  # stored text has its whitespace folded
         return [
             claim
@@ -386,3 +404,10 @@ def _diff(old: Claim, new: Claim) -> dict[str, Any]:
         for name in fields
         if getattr(old, name) != getattr(new, name)
     }
+
+
+def _no_claim(claim_id: int) -> NotFound:
+    return NotFound(
+        f"no claim {claim_id}; claim_search finds ids",
+        cli=f"no claim {claim_id}; `sqlgate claims list` shows every claim with its id",
+    )

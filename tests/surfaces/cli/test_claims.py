@@ -154,11 +154,15 @@ def test_search_shows_a_table_of_matches_in_any_case(db_path: Path) -> None:
     add(db_path, "Acme", "priority", "acme is priority one", "--rank", "1")
     add(db_path, "launch", "status", "the launch is on schedule")
     add(db_path, "globex", "relationship", "globex partners with ACME")
-    output = succeeded(run(db_path, "search", "aCmE"))
-    assert "claims matching 'aCmE'" in output
-    for shown in ("acme is priority one", "globex partners with ACME", "effective", "active"):
-        assert shown in output
-    assert "launch" not in output
+    output = succeeded(run(db_path, "search", "aCmE"))  # piped: TSV, one claim per line
+    header, *rows = output.splitlines()
+    assert header.split("\t") == ["id", "entity", "kind", "claim", "rank", "confidence",
+                                   "state", "last confirmed (UTC)"]  # fmt: skip
+    assert [row.split("\t")[:4] for row in rows] == [
+        ["1", "Acme", "priority", "acme is priority one"],
+        ["3", "globex", "relationship", "globex partners with ACME"],
+    ]
+    assert all(row.split("\t")[5:7] == ["0.8", "active"] for row in rows)
 
 
 def test_search_json_prints_one_claim_per_line(db_path: Path) -> None:
@@ -173,13 +177,17 @@ def test_search_json_prints_one_claim_per_line(db_path: Path) -> None:
 
 def test_search_without_a_match_says_none(db_path: Path) -> None:
     add(db_path, "acme", "fact", "acme ships weekly")
-    assert succeeded(run(db_path, "search", "initech")) == "claims matching 'initech': none\n"
+    result = run(db_path, "search", "initech")
+    assert (succeeded(result), result.stderr) == ("", "claims matching 'initech': none\n")
     assert succeeded(run(db_path, "search", "initech", "--json")) == ""
 
 
 def test_search_for_nothing_exits_2(db_path: Path) -> None:
     add(db_path, "acme", "fact", "acme ships weekly")
-    assert "query is empty" in error_line(run(db_path, "search", " "), 2)
+    line = error_line(run(db_path, "search", " "), 2)
+    assert "the text is empty" in line
+    assert "`sqlgate claims list`" in line  # the CLI's next step, not the tool's
+    assert "claim_search" not in line
 
 
 def test_search_of_a_missing_database_exits_3_and_creates_nothing(db_path: Path) -> None:
@@ -191,18 +199,20 @@ def test_search_of_a_missing_database_exits_3_and_creates_nothing(db_path: Path)
 
 
 def test_stale_lists_decayed_claims_and_marks_them(db_path: Path, aged: dict[str, int]) -> None:
-    output = succeeded(run(db_path, "stale"))
-    assert "claims below 0.5" in output
-    assert "acme ships weekly" in output
-    assert "0.2" in output  # 0.8 after two slow half-lives
+    result = run(db_path, "stale")
+    output = succeeded(result)
+    _, row = output.splitlines()
+    assert row.split("\t")[3] == "acme ships weekly"
+    assert row.split("\t")[5] == "0.2"  # 0.8 after two slow half-lives
     assert "globex" not in output
-    assert f"marked stale: {aged['old']}" in output
+    assert result.stderr == f"marked stale: {aged['old']}\n"  # piped: not in the records
     assert read(db_path, "SELECT id, state FROM claims ORDER BY id") == [
         (aged["old"], "stale"),
         (aged["fresh"], "active"),
     ]
     # stale claims are no longer live: asked again, nothing is listed or marked
-    assert succeeded(run(db_path, "stale")) == "claims below 0.5: none\n"
+    again = run(db_path, "stale")
+    assert (succeeded(again), again.stderr) == ("", "claims below 0.5: none\n")
 
 
 def test_stale_json_and_a_threshold(db_path: Path, aged: dict[str, int]) -> None:

@@ -18,7 +18,7 @@ from sqlgate.config import FLAGS
 from sqlgate.errors import InvalidArgument, NotFound, UndoConflict
 from sqlgate.service import Service
 from sqlgate.surfaces.cli.app import main
-from tests.surfaces.cli.helpers import error_line, read, succeeded
+from tests.surfaces.cli.helpers import error_line, json_lines, read, succeeded
 
 
 @pytest.fixture(autouse=True)
@@ -72,16 +72,16 @@ def test_the_list_shows_undoable_calls_newest_first(
     db_path: Path, changed: tuple[int, int]
 ) -> None:
     first, second = changed
-    lines = succeeded(undo(db_path, "--list")).splitlines()
-    assert lines[0].split() == ["audit_id", "changeset", "ts", "kind", "tables", "rows", "reason"]
-    assert [line.split()[0] for line in lines[1:]] == [str(second), str(first)]
-    assert lines[1].split()[3:] == ["UPDATE", "notes", "2", "shout"]
+    lines = [line.split("\t") for line in succeeded(undo(db_path, "--list")).splitlines()]
+    assert lines[0] == ["audit id", "changeset", "time (UTC)", "kind", "tables", "rows", "reason"]
+    assert [line[0] for line in lines[1:]] == [str(second), str(first)]  # piped: TSV
+    assert lines[1][3:] == ["UPDATE", "notes", "2", "shout"]
 
 
 def test_the_list_as_json_drops_calls_once_undone(db_path: Path, changed: tuple[int, int]) -> None:
     first, second = changed
     succeeded(undo(db_path, str(second)))
-    (item,) = json.loads(succeeded(undo(db_path, "--list", "--json")))
+    (item,) = json_lines(succeeded(undo(db_path, "--list", "--json")))  # one call per line
     assert (item["audit_id"], item["kind"], item["tables"], item["rows"]) == (
         first,
         "DELETE",
@@ -92,7 +92,9 @@ def test_the_list_as_json_drops_calls_once_undone(db_path: Path, changed: tuple[
 
 def test_the_list_says_when_nothing_can_be_undone(service: Service, db_path: Path) -> None:
     service.close()
-    assert "nothing to undo" in succeeded(undo(db_path, "--list"))
+    result = undo(db_path, "--list")
+    assert succeeded(result) == ""  # piped: the listing is empty, the note on stderr
+    assert "nothing to undo" in result.stderr
 
 
 def test_the_undo_itself_is_in_the_audit_log(db_path: Path, changed: tuple[int, int]) -> None:

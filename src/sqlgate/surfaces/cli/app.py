@@ -16,12 +16,12 @@ import click
 
 from sqlgate import __version__
 from sqlgate.config import default_db_path
-from sqlgate.surfaces import terminal
 from sqlgate.surfaces.cli.capture import capture
 from sqlgate.surfaces.cli.claims import claims
 from sqlgate.surfaces.cli.imports import import_group
 from sqlgate.surfaces.cli.inspection import INSPECT_COMMANDS
 from sqlgate.surfaces.cli.install import install, uninstall
+from sqlgate.surfaces.cli.listing import Column, print_listing
 from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
 from sqlgate.surfaces.cli.replicate import REPLICATE_COMMANDS, replica_target, start_replication
 from sqlgate.surfaces.cli.undo import undo
@@ -101,22 +101,12 @@ def snapshots_list(as_json: bool, **values: Any) -> None:
 
     settings = settings_from(values)
     found = list_snapshots(settings.snapshot_dir)
-    if as_json:
-        for info in found:
-            record = {"name": info.name, "created": info.created, "bytes": info.size,
-                      "path": str(info.path)}  # fmt: skip
-            click.echo(terminal.json_dumps(record))
-        return
-    if not found:
-        click.echo(f"no snapshots in {terminal.visible(str(settings.snapshot_dir))}")
-        return
-    from rich.table import Table
-
-    # file names are shown as typed: any program can put a file in the folder
-    table = Table("name", "created (UTC)", "size", title=terminal.cell(settings.snapshot_dir))
-    for info in found:
-        table.add_row(terminal.cell(info.name), terminal.cell(info.created), _size(info.size))
-    terminal.console().print(table)
+    records = [{"name": info.name, "created": info.created, "bytes": info.size,
+                "path": str(info.path)} for info in found]  # fmt: skip
+    print_listing(
+        records, _SNAPSHOT_TABLE, as_json=as_json, title=str(settings.snapshot_dir),
+        empty=f"no snapshots in {settings.snapshot_dir}",
+    )  # fmt: skip
 
 
 def _size(count: int) -> str:
@@ -126,6 +116,15 @@ def _size(count: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{count} B"
+
+
+# file names are shown as typed: any program can put a file in the folder
+_SNAPSHOT_TABLE = (
+    Column("name", "name", keep_whole=True),
+    Column("created", "created (UTC)", keep_whole=True),
+    Column("bytes", "size", keep_whole=True, render=_size),
+    Column("path", "path"),
+)
 
 
 @snapshots.command("restore")

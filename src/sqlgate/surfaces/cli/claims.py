@@ -10,15 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from sqlgate.claims.model import STATES
 from sqlgate.config import default_db_path
 from sqlgate.errors import InvalidArgument
+from sqlgate.surfaces.cli.listing import Column, is_terminal, print_listing
 from sqlgate.surfaces.cli.options import (
     existing_service,
     reports_errors,
     settings_from,
     settings_options,
 )
-from sqlgate.surfaces.terminal import cell, console, json_dumps, json_text, one_line, visible
+from sqlgate.surfaces.terminal import json_dumps, json_text, one_line, visible
 
 __all__ = ["claims"]
 
@@ -54,22 +56,20 @@ def _service(values: dict[str, Any], *, read_only: bool = False) -> Iterator[Ser
         service.close()
 
 
-def _print_claims(rows: Sequence[dict[str, Any]], as_json: bool, title: str) -> None:
-    if as_json:
-        for row in rows:
-            click.echo(json_dumps(row))
-        return
-    if not rows:
-        click.echo(f"{visible(title)}: none")
-        return
-    from rich.table import Table
+_CLAIM_TABLE = (
+    Column("id", "id", keep_whole=True),
+    Column("entity", "entity"),
+    Column("kind", "kind", keep_whole=True),
+    Column("claim", "claim"),
+    Column("rank", "rank", keep_whole=True),
+    Column("effective_confidence", "confidence", keep_whole=True),
+    Column("state", "state", keep_whole=True),
+    Column("last_confirmed", "last confirmed (UTC)", keep_whole=True),
+)
 
-    columns = [c for c in ("id", "entity", "kind", "claim", "rank", "effective_confidence",
-                           "state", "last_confirmed") if c in rows[0]]  # fmt: skip
-    table = Table(*[c.replace("_", " ") for c in columns], title=cell(title))
-    for row in rows:  # cells as typed: no rich markup, control characters as escapes
-        table.add_row(*(cell(row.get(c)) for c in columns))
-    console().print(table)
+
+def _print_claims(rows: Sequence[dict[str, Any]], as_json: bool, title: str) -> None:
+    print_listing(rows, _CLAIM_TABLE, as_json=as_json, title=title, empty=f"{title}: none")
 
 
 def _rounded(row: dict[str, Any]) -> dict[str, Any]:
@@ -107,6 +107,28 @@ def claims_add(
             click.echo(f"{verb} claim {claim.id}: {visible(claim.claim)}")
 
 
+@claims.command("list")
+@click.option("--state", type=click.Choice(STATES), default=None,
+              help="only claims in this recorded state")  # fmt: skip
+@click.option("--entity", default=None, help="only claims about this entity (any case)")
+@JSON_OPTION
+@settings_options(DB_OPTIONS)
+@reports_errors
+def claims_list(state: str | None, entity: str | None, as_json: bool, **values: Any) -> None:
+    """Every claim, oldest first, with its effective confidence now.
+
+    The state is the one last recorded (by `stale`, `contradictions`, a confirmation or a
+    retraction); `stale` and `contradictions` re-evaluate it.
+    """
+    with _service(values, read_only=True) as service:
+        now = service.claims.now()
+        rows = [_rounded(c.as_dict(now)) for c in service.claims.listing(state, entity)]
+        filters = [f"state {state}"] * (state is not None) + [f"entity {entity!r}"] * (
+            entity is not None
+        )
+        _print_claims(rows, as_json, "claims" + (f" ({', '.join(filters)})" if filters else ""))
+
+
 @claims.command("search")
 @click.argument("text")
 @JSON_OPTION
@@ -136,8 +158,9 @@ def claims_stale(threshold: float, as_of: str | None, as_json: bool, **values: A
             row["effective_confidence"] = round(item.effective, 2)
             rows.append(row)
         _print_claims(rows, as_json, f"claims below {threshold:g}")
-        if changes and not as_json:
-            click.echo(f"marked stale: {', '.join(str(change['id']) for change in changes)}")
+        if changes and not as_json:  # beside the listing, not in it: stderr in a pipe
+            marked = ", ".join(str(change["id"]) for change in changes)
+            click.echo(f"marked stale: {marked}", err=not is_terminal())
 
 
 @claims.command("contradictions")

@@ -15,7 +15,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +25,7 @@ import click
 
 from sqlgate.errors import ChainBroken, InvalidArgument
 from sqlgate.surfaces import terminal
+from sqlgate.surfaces.cli.listing import Column, is_terminal, print_listing, print_pairs
 from sqlgate.surfaces.cli.options import (
     existing_service,
     reports_errors,
@@ -34,7 +35,6 @@ from sqlgate.surfaces.cli.options import (
 
 if TYPE_CHECKING:  # imported when a command runs, not at start-up
     import apsw
-    from rich.console import Console
     from rich.progress import Progress
 
     from sqlgate.config import Settings
@@ -80,20 +80,6 @@ def _stderr_progress() -> Progress:
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
         TimeRemainingColumn(), console=console, transient=True, disable=not console.is_terminal,
     )  # fmt: skip
-
-
-def _stdout() -> Console:
-    return terminal.console()
-
-
-def _cell(value: Any) -> Any:
-    """A table cell that shows its text as typed: no rich markup, control characters as
-    escapes (surfaces/terminal.py)."""
-    return terminal.cell(value)
-
-
-def _one_line(text: str | None, width: int = 100) -> str:
-    return terminal.one_line(text or "", width)
 
 
 # -- verify ---------------------------------------------------------------------------------
@@ -168,14 +154,12 @@ def log(
     params.append(limit or -1)
     with existing_service(values, read_only=True) as service, service.db.reading() as conn:
         calls = [_log_record(row) for row in conn.execute(sql, params)]
-    if as_json:
-        for call in calls:
-            click.echo(terminal.json_dumps(call))
-        return
-    if not calls:
-        click.echo("no calls in the audit log" + (" match" if where else ""))
-        return
-    _print_log(calls)
+    if not as_json:
+        calls = [{**call, "what": _what(call)} for call in calls]
+    print_listing(
+        calls, _LOG_TABLE, as_json=as_json, title="audit log, newest first",
+        empty="no calls in the audit log" + (" match" if where else ""),
+    )  # fmt: skip
 
 
 def _log_record(row: Sequence[Any]) -> dict[str, Any]:
@@ -185,33 +169,30 @@ def _log_record(row: Sequence[Any]) -> dict[str, Any]:
     return record
 
 
-def _print_log(calls: list[dict[str, Any]]) -> None:
-    from rich.table import Table
-
-    table = Table("id", "time (UTC)", "session", "tool", "result", "rows", "ms",
-                  "statement, detail or error", title="audit log, newest first")  # fmt: skip
-    for call in calls:
-        ms = call["duration_ms"]
-        table.add_row(
-            _cell(call["id"]), _cell(call["ts"]), _cell(call["session"]), _cell(call["tool"]),
-            _cell("ok" if call["ok"] else "error"), _cell(call["rows"]),
-            _cell(None if ms is None else f"{ms:.1f}"),
-            _cell(_what(call)),
-        )  # fmt: skip
-    _stdout().print(table)
-
-
-def _what(call: dict[str, Any]) -> str:
-    """The error of a failed call; else its statement, or its detail (key=value) if none."""
+def _what(call: Mapping[str, Any]) -> str:
+    """The error of a failed call; else its statement, or its detail (key=value) if none.
+    Whole: the listing wraps it on a terminal and keeps it on one line in a pipe."""
     if not call["ok"] and call["error"]:
-        return _one_line(call["error"])
+        return terminal.one_line(call["error"])
     if call["query"]:
-        return _one_line(call["query"])
+        return terminal.one_line(call["query"])
     detail = call["detail"]
     if isinstance(detail, dict):
         shown = (f"{key}={value}" for key, value in detail.items() if value is not None)
-        return _one_line(" ".join(shown))
-    return _one_line(None if detail is None else str(detail))
+        return terminal.one_line(" ".join(shown))
+    return terminal.one_line("" if detail is None else str(detail))
+
+
+_LOG_TABLE = (
+    Column("id", "id", keep_whole=True),
+    Column("ts", "time (UTC)", keep_whole=True),
+    Column("session", "session", keep_whole=True),
+    Column("tool", "tool", keep_whole=True),
+    Column("ok", "result", render=lambda ok: "ok" if ok else "error"),
+    Column("rows", "rows"),
+    Column("duration_ms", "ms", render=lambda ms: f"{ms:.1f}"),
+    Column("what", "statement, detail or error"),
+)
 
 
 def _parsed(text: Any) -> Any:
@@ -271,11 +252,8 @@ def _tables(listing: str) -> list[dict[str, Any]]:
 
 
 def _print_stats(report: dict[str, Any]) -> None:
-    from rich.table import Table
-
     from sqlgate.surfaces.replication.status import describe as describe_replication
 
-    console = _stdout()
     memory = report["memory"]
     chain = memory["chain"]
     if chain["ok"]:
@@ -284,28 +262,36 @@ def _print_stats(report: dict[str, Any]) -> None:
             chain_line += "; newer events unconfirmed (another writer held the lock)"
     else:
         chain_line = f"BROKEN at event {chain['first_broken_id']}: {chain['reason']}"
-    summary = Table("", "", show_header=False, title=_cell(report["db"]))
-    for label, value in (
-        ("database size", f"{int(memory['db_bytes']):,} bytes"),
-        ("events", memory["events"]),
-        ("checkpoints", memory["checkpoints"]),
-        ("sessions", memory["sessions_total"]),
-        ("first / last event", f"{memory['first'] or '-'} / {memory['last'] or '-'}"),
-        ("event kinds", ", ".join(f"{k} {n}" for k, n in memory["kinds"].items()) or "-"),
-        ("chain (incremental check)", chain_line),
-        ("claims", ", ".join(f"{k} {n}" for k, n in report["claims"].items()) or "-"),
-        ("audited calls", f"{report['audit']['calls']} ({report['audit']['errors']} failed)"),
-        ("audit rows queued", f"{report['audit']['queued']} (waiting for the write lock)"),
-        ("replication", describe_replication(report["replication"])),
-    ):
-        summary.add_row(_cell(label), _cell(value))
-    console.print(summary)
-    tables = Table("table", "type", "server", "rows", title="tables and views")
-    for item in report["tables"]:
-        rows = "-" if item["type"] == "view" else item["rows"]
-        tables.add_row(_cell(item["name"]), _cell(item["type"]),
-                       _cell("yes" if item["system"] else ""), _cell(rows))  # fmt: skip
-    console.print(tables)
+    print_pairs(
+        [
+            ("database", report["db"]),
+            ("database size", f"{int(memory['db_bytes']):,} bytes"),
+            ("events", memory["events"]),
+            ("checkpoints", memory["checkpoints"]),
+            ("sessions", memory["sessions_total"]),
+            ("first / last event", f"{memory['first'] or '-'} / {memory['last'] or '-'}"),
+            ("event kinds", ", ".join(f"{k} {n}" for k, n in memory["kinds"].items()) or "-"),
+            ("chain (incremental check)", chain_line),
+            ("claims", ", ".join(f"{k} {n}" for k, n in report["claims"].items()) or "-"),
+            ("audited calls", f"{report['audit']['calls']} ({report['audit']['errors']} failed)"),
+            ("audit rows queued", f"{report['audit']['queued']} (waiting for the write lock)"),
+            ("replication", describe_replication(report["replication"])),
+        ],
+        title=report["db"],
+    )
+    click.echo()
+    print_listing(
+        report["tables"], _TABLES_TABLE, as_json=False, title="tables and views",
+        empty="no tables",
+    )  # fmt: skip
+
+
+_TABLES_TABLE = (
+    Column("name", "table"),
+    Column("type", "type", keep_whole=True),
+    Column("system", "server", render=lambda system: "yes" if system else ""),
+    Column("rows", "rows", keep_whole=True),
+)
 
 
 # -- export ---------------------------------------------------------------------------------
@@ -467,7 +453,7 @@ def _tools_report(listings: list[tuple[str, Any]], groups: Sequence[str]) -> dic
             "group": _group_of(tool.name),
             "annotations": {} if hints is None else hints.model_dump(by_alias=True,
                                                                      exclude_none=True),
-            "description": _one_line(first_line, 200),
+            "description": terminal.one_line(first_line),
             "bytes": _wire_bytes(tool),
         })  # fmt: skip
     by_group = {}
@@ -499,15 +485,17 @@ def _hints(annotations: dict[str, Any]) -> str:
 
 
 def _print_tools(report: dict[str, Any], size: bool) -> None:
-    from rich.table import Table
-
-    columns = ["group", "tool", "hints", "description", *(["bytes"] if size else [])]
-    table = Table(*columns, title=f"{len(report['tools'])} tools announced")
-    for tool in report["tools"]:
-        cells = [tool["group"], tool["name"], _hints(tool["annotations"]), tool["description"]]
-        table.add_row(*map(_cell, [*cells, *([tool["bytes"]] if size else [])]))
-    console = _stdout()
-    console.print(table)
+    columns = [
+        Column("group", "group", keep_whole=True),
+        Column("name", "tool", keep_whole=True),
+        Column("annotations", "hints", render=_hints),
+        Column("description", "description"),
+        *([Column("bytes", "bytes", keep_whole=True)] if size else []),
+    ]
+    print_listing(
+        report["tools"], columns, as_json=False,
+        title=f"{len(report['tools'])} tools announced", empty="no tools announced",
+    )  # fmt: skip
     if size:
         sizes = report["size"]
         per_group = ", ".join(f"{group} {n:,}" for group, n in sizes["groups"].items())
@@ -518,7 +506,7 @@ def _print_tools(report: dict[str, Any], size: bool) -> None:
             f"  each group announced alone: {per_group}",
             *([f"  the same tools: {others}"] if others else []),
         ]
-        console.print("\n".join(lines), markup=False)
+        click.echo("\n".join(lines), err=not is_terminal())
 
 
 INSPECT_COMMANDS: tuple[click.Command, ...] = (verify, log, stats, export, tools)

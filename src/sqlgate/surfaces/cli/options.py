@@ -87,7 +87,7 @@ def reports_errors(fn: F) -> F:
             click.echo(f"sqlgate: error: {visible(str(error))}", err=True)
             sys.exit(error.exit_code)
         except SqlgateError as exc:
-            click.echo(f"sqlgate: error: {visible(str(exc))}", err=True)  # agent text
+            click.echo(f"sqlgate: error: {visible(exc.for_cli())}", err=True)  # agent text
             sys.exit(exc.exit_code)
 
     return wrapper  # type: ignore[return-value]

@@ -11,47 +11,34 @@ reported (exit 3), never created.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from sqlgate.errors import InvalidArgument
+from sqlgate.surfaces.cli.listing import Column, print_listing
 from sqlgate.surfaces.cli.options import (
     existing_service,
     reports_errors,
     settings_options,
 )
-from sqlgate.surfaces.terminal import json_dumps, one_line, visible
-
-if TYPE_CHECKING:  # imported when the command runs, not at start-up
-    pass
+from sqlgate.surfaces.terminal import one_line, visible
 
 __all__ = ["undo"]
 
 DB_OPTIONS = ("db", "busy_timeout", "max_value_bytes")
-_COLUMNS = ("audit_id", "changeset", "ts", "kind", "tables", "rows", "reason")
 _LARGEST_ID = 2**63 - 1
 
 
-def _cell(name: str, value: Any) -> str:
-    """One line, control characters shown as escapes (agents write names and reasons)."""
-    if value is None:
-        return "-"
-    if name == "tables":
-        return visible(",".join(value))
-    return one_line(str(value), 60)
-
-
-def _print_list(items: list[dict[str, Any]]) -> None:
-    if not items:
-        click.echo("nothing to undo: no destructive_query with row-level undo data is kept")
-        return
-    rows = [_COLUMNS, *(tuple(_cell(c, item[c]) for c in _COLUMNS) for item in items)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
-    for row in rows:
-        click.echo(
-            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        )
+_UNDO_TABLE = (
+    Column("audit_id", "audit id", keep_whole=True),
+    Column("changeset", "changeset", keep_whole=True),
+    Column("ts", "time (UTC)", keep_whole=True),
+    Column("kind", "kind", keep_whole=True),
+    Column("tables", "tables", render=lambda names: ",".join(names)),
+    Column("rows", "rows", keep_whole=True),
+    Column("reason", "reason", render=lambda reason: one_line(str(reason))),
+)
 
 
 def _check_id_range(value: int | None, what: str) -> None:
@@ -67,7 +54,7 @@ def _check_id_range(value: int | None, what: str) -> None:
 @click.argument("audit_id", type=int, required=False)
 @click.option("--changeset", type=int, default=None, help="undo this stored changeset id")
 @click.option("--list", "listing", is_flag=True, help="list the calls that can be undone")
-@click.option("--json", "as_json", is_flag=True, help="with --list: print JSON for scripts")
+@click.option("--json", "as_json", is_flag=True, help="with --list: JSON lines for scripts")
 @settings_options(DB_OPTIONS)
 @reports_errors
 def undo(
@@ -88,9 +75,9 @@ def undo(
     with existing_service(values, read_only=listing) as service:
         if listing:
             items = service.undoable()
-            if as_json:
-                click.echo(json_dumps(items))
-            else:
-                _print_list(items)
+            print_listing(
+                items, _UNDO_TABLE, as_json=as_json, title="calls that can be undone",
+                empty="nothing to undo: no destructive_query with row-level undo data is kept",
+            )  # fmt: skip
             return
         click.echo(visible(service.undo(audit_id, changeset)))
