@@ -91,6 +91,16 @@ def test_errors_keep_their_message_verbatim() -> None:
     assert str(PolicyDenied(message)) == message
 
 
+def test_an_error_says_its_cli_step_to_the_cli_and_its_message_to_an_agent() -> None:
+    error = NotFound("no claim 9; claim_search finds ids", cli="no claim 9; `sqlgate claims list`")
+    assert (str(error), error.for_cli()) == (
+        "no claim 9; claim_search finds ids",
+        "no claim 9; `sqlgate claims list`",
+    )
+    plain = NotFound("no database at x")
+    assert plain.for_cli() == str(plain) == "no database at x"
+
+
 def test_catching_the_root_catches_every_error() -> None:
     for cls in ERRORS:
         with pytest.raises(SqlgateError):

@@ -6,10 +6,12 @@
     ├── PolicyDenied             the statement is not allowed in this tool's tier
     │   └── MassRewrite          it changed more existing rows than --max-update-rows
     ├── LimitExceeded            a time, size or memory budget ran out
+    │   ├── DatabaseBusy         another process kept the write lock past the busy timeout
     │   └── QueryTimeout         the wall-clock budget ran out or the call was cancelled
     ├── SqlError                 SQLite refused or failed the statement (its words verbatim)
     ├── SnapshotError            a snapshot could not be taken, listed or restored
-    │   └── UndoConflict         rows an undo would restore were changed later; nothing undone
+    │   ├── UndoConflict         rows an undo would restore were changed later; nothing undone
+    │   └── UndoRefused          the call cannot be undone row by row (already undone, ...)
     ├── StartupError             the database cannot be opened as configured
     └── ChainBroken              the memory chain failed verification (CLI exit code 9)
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 __all__ = [
     "ChainBroken",
+    "DatabaseBusy",
     "InvalidArgument",
     "LimitExceeded",
     "MassRewrite",
@@ -32,6 +35,7 @@ __all__ = [
     "SqlgateError",
     "StartupError",
     "UndoConflict",
+    "UndoRefused",
 ]
 
 
@@ -80,6 +84,14 @@ class LimitExceeded(SqlgateError):
     exit_code = 5
 
 
+class DatabaseBusy(LimitExceeded):
+    """Another connection kept the write lock past the busy timeout; nothing was changed."""
+
+    def __init__(self, *args: object, seconds: float = 0.0, cli: str | None = None) -> None:
+        super().__init__(*args, cli=cli)
+        self.seconds = seconds  # the busy timeout that ran out
+
+
 class QueryTimeout(LimitExceeded):
     """The statement ran past its wall-clock budget or its caller went away."""
 
@@ -98,6 +110,12 @@ class SnapshotError(SqlgateError):
 
 class UndoConflict(SnapshotError):
     """An undo found rows changed after the call it would undo; nothing was undone."""
+
+
+class UndoRefused(SnapshotError):
+    """The call cannot be undone row by row: already undone, its undo data rotated out, a
+    whole-file snapshot taken instead, or not a successful destructive_query; nothing was
+    undone."""
 
 
 class StartupError(SqlgateError):

@@ -21,6 +21,7 @@ from sqlgate.errors import (
     SnapshotError,
     SqlError,
     UndoConflict,
+    UndoRefused,
 )
 from sqlgate.service import Service
 
@@ -489,7 +490,7 @@ def test_what_a_changeset_cannot_cover_takes_a_whole_file_snapshot(
     detail = last_detail(db_path)
     assert why in detail["undo_fallback"]
     assert Path(detail["snapshot"]).is_file()
-    with pytest.raises(InvalidArgument, match=r"sqlgate snapshots restore .*WHOLE file"):
+    with pytest.raises(UndoRefused, match=r"sqlgate snapshots restore .*WHOLE file"):
         service.undo(int(service.read_query("SELECT max(id) FROM query_log").splitlines()[1]))
 
 
@@ -533,11 +534,11 @@ def test_a_failed_statement_keeps_no_changeset(world: Service, db_path: Path) ->
 def test_a_second_undo_is_refused_naming_the_first(world: Service) -> None:
     call = undo_id(world.destructive_query("DELETE FROM rich WHERE id = 1", reason="r"))
     world.undo(call)
-    with pytest.raises(InvalidArgument, match=r"already undone at \d{4}-.* by session s-test"):
+    with pytest.raises(UndoRefused, match=r"already undone at \d{4}-.* by session s-test"):
         world.undo(call)
 
 
-def test_a_pruned_changeset_is_not_found(
+def test_a_call_whose_changeset_was_pruned_is_refused(
     make_service: Callable[..., Service], db_path: Path
 ) -> None:
     service = make_service(snapshots_keep=2)
@@ -547,7 +548,7 @@ def test_a_pruned_changeset_is_not_found(
         undo_id(service.destructive_query("DELETE FROM rich WHERE id = ?", "r", [n]))
         for n in (1, 2, 3)
     ]
-    with pytest.raises(NotFound, match="--snapshots-keep"):
+    with pytest.raises(UndoRefused, match="--snapshots-keep"):
         service.undo(calls[0])
     with direct(db_path) as conn:
         assert conn.execute("SELECT count(*) FROM undo_changesets").fetchone() == (2,)
@@ -565,7 +566,7 @@ ARGUMENTS = [
     pytest.param({"changeset": -(2**63) - 1}, InvalidArgument, "whole number", id="below-int64"),
     pytest.param({"audit_id": 9999}, NotFound, "no call 9999", id="unknown-call"),
     pytest.param({"changeset": 9999}, NotFound, "--snapshots-keep", id="unknown-changeset"),
-    pytest.param({"audit_id": 1}, InvalidArgument, "a call of read_query", id="not-destructive"),
+    pytest.param({"audit_id": 1}, UndoRefused, "a call of read_query", id="not-destructive"),
 ]
 
 
@@ -583,7 +584,7 @@ def test_a_failed_destructive_call_cannot_be_undone(world: Service, db_path: Pat
         world.destructive_query("DELETE FROM missing WHERE id = 1", reason="r")
     with direct(db_path) as conn:
         (failed,) = conn.execute("SELECT max(id) FROM query_log").fetchone()
-    with pytest.raises(InvalidArgument, match="a failed call"):
+    with pytest.raises(UndoRefused, match="a failed call"):
         world.undo(failed)
 
 

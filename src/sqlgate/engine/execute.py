@@ -25,6 +25,7 @@ from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import Tier
 from sqlgate.engine.sqltext import has_more_statements
 from sqlgate.errors import (
+    DatabaseBusy,
     InvalidArgument,
     LimitExceeded,
     MassRewrite,
@@ -72,12 +73,13 @@ _SQLITE_HINTS = (
 _DEFAULT_HINT = "fix the statement and call again; get_schema shows every definition"
 
 
-def busy_error(busy_timeout: float) -> LimitExceeded:
+def busy_error(busy_timeout: float) -> DatabaseBusy:
     """Another connection (often another server on the same file) kept the write lock."""
-    return LimitExceeded(
+    return DatabaseBusy(
         f"the database is busy: another writer held its lock for more than {busy_timeout:g} s "
         "(--busy-timeout); nothing was changed. Retry the call; if it keeps happening, raise "
-        "--busy-timeout for servers that share this file"
+        "--busy-timeout for servers that share this file",
+        seconds=busy_timeout,
     )
 
 

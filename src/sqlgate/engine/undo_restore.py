@@ -34,7 +34,7 @@ from sqlgate.engine.undo_checks import (
     shape_conflict,
     table_shape,
 )
-from sqlgate.errors import InvalidArgument, NotFound, UndoConflict
+from sqlgate.errors import InvalidArgument, NotFound, UndoConflict, UndoRefused
 
 __all__ = ["Conflict", "UndoRestore", "UndoTarget"]
 
@@ -114,7 +114,7 @@ class UndoRestore:
         tool, ok, text = row
         if tool != "destructive_query" or not ok:
             what = f"a call of {tool}" if tool != "destructive_query" else "a failed call"
-            raise InvalidArgument(
+            raise UndoRefused(
                 f"call {audit_id} is {what}: only a successful destructive_query can be undone; "
                 "`sqlgate undo --list` shows those that can"
             )
@@ -122,7 +122,7 @@ class UndoRestore:
         if "undo" not in detail:
             snapshot = detail.get("snapshot")
             name = Path(str(snapshot)).name if snapshot else "NAME"
-            raise InvalidArgument(
+            raise UndoRefused(
                 f"call {audit_id} took a whole-file snapshot instead of row-level undo data. "
                 f"To go back, run `sqlgate snapshots restore {name}` with the server stopped: "
                 "that restores the WHOLE file, losing every change made after the call"
@@ -148,14 +148,15 @@ class UndoRestore:
                 "WHERE id = ?",
                 (changeset_id,),
             ).fetchone()
-            if record is None:
-                raise NotFound(
+            if record is None:  # for a call: rotated out; a changeset id may never have been
+                gone = UndoRefused if target.audit_id is not None else NotFound
+                raise gone(
                     f"the undo data of {target.label} (changeset {changeset_id}) is gone: only "
                     "the newest --snapshots-keep changesets are kept; nothing was undone"
                 )
             kind, tables_json, changes, undone_at, undone_by = record
             if undone_at is not None:
-                raise InvalidArgument(
+                raise UndoRefused(
                     f"{target.label} was already undone at {undone_at} by session {undone_by}; "
                     "nothing was done"
                 )

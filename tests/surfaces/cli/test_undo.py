@@ -1,7 +1,7 @@
 """`sqlgate undo` through click's CliRunner, on a database the server changed and closed.
 
-Exit codes are the error classes': 2 a bad argument (or a call that took a whole-file
-snapshot, or one already undone), 3 an unknown call or a pruned changeset, 7 a conflict.
+Exit codes are the error classes': 2 a bad argument, 3 an unknown call or changeset, 7 an
+undo problem (a conflict; a call already undone, pruned, or that took a whole-file snapshot).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from sqlgate.config import FLAGS
-from sqlgate.errors import InvalidArgument, NotFound, UndoConflict
+from sqlgate.errors import InvalidArgument, NotFound, UndoConflict, UndoRefused
 from sqlgate.service import Service
 from sqlgate.surfaces.cli.app import main
 from tests.surfaces.cli.helpers import error_line, json_lines, read, succeeded
@@ -125,7 +125,7 @@ def test_a_conflict_exits_with_the_snapshot_error_code_and_changes_nothing(
         pytest.param((), InvalidArgument.exit_code, "give one of", id="nothing-named"),
         pytest.param(("1", "--list"), InvalidArgument.exit_code, "give one of", id="two-named"),
         pytest.param(("999",), NotFound.exit_code, "no call 999", id="unknown-call"),
-        pytest.param(("1",), InvalidArgument.exit_code, "write_query", id="not-destructive"),
+        pytest.param(("1",), UndoRefused.exit_code, "write_query", id="not-destructive"),
         pytest.param(("--changeset", "99"), NotFound.exit_code, "--snapshots-keep", id="pruned"),
         pytest.param(("0",), InvalidArgument.exit_code, "whole number", id="zero"),
         pytest.param(
@@ -168,7 +168,7 @@ def test_an_id_out_of_range_is_refused_before_the_file_is_opened(tmp_path: Path)
 def test_a_second_undo_is_refused(db_path: Path, changed: tuple[int, int]) -> None:
     first, _ = changed
     succeeded(undo(db_path, str(first)))
-    assert "already undone" in error_line(undo(db_path, str(first)), InvalidArgument.exit_code)
+    assert "already undone" in error_line(undo(db_path, str(first)), UndoRefused.exit_code)
 
 
 def test_a_missing_database_is_not_created(tmp_path: Path) -> None:

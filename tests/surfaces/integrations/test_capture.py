@@ -301,6 +301,9 @@ def test_locked_database_exits_0_with_a_log_line(db_path: Path) -> None:
     assert_quiet_success(result)
     (line,) = log_lines(db_path)
     assert "prompt event not stored: the database is busy" in line
+    # the way out that `capture` itself has: it takes no --busy-timeout
+    assert "--busy-timeout" not in line
+    assert "add `--deadline SECONDS` to the `sqlgate capture` commands" in line
 
 
 def test_unexpected_error_in_the_service_is_logged_without_a_traceback(

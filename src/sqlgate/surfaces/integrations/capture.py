@@ -440,7 +440,7 @@ def capture(
                 create_parent=settings.db == default_db_path(),
             )
         except SqlgateError as exc:
-            log.write(str(exc), hook)
+            log.write(told(exc), hook)
             return ""
         try:
             redact = service.memory.redactor.redact
@@ -452,7 +452,7 @@ def capture(
                 try:
                     service.append_event(planned.content, planned.kind, planned.tags)
                 except SqlgateError as exc:
-                    log.write(f"{planned.kind} event not stored: {exc}", hook)
+                    log.write(f"{planned.kind} event not stored: {told(exc)}", hook)
         except BadPayload as exc:
             log.write(str(exc), hook)
         finally:
@@ -466,7 +466,7 @@ def _resume(service: Any, settings: Settings, log: CaptureLog, hook: Hook) -> st
     try:
         context = service.get_resume_context(RESUME_EVENTS, ["tool"])
     except SqlgateError as exc:
-        log.write(f"no resume context: {exc}", hook)
+        log.write(f"no resume context: {told(exc)}", hook)
         return ""
     header = (
         f"# sqlgate memory from {settings.db} (tool events left out; the sqlgate memory "
@@ -475,6 +475,22 @@ def _resume(service: Any, settings: Settings, log: CaptureLog, hook: Hook) -> st
     # the memory keeps format characters (a bidi override, zero-width text): shown as
     # escapes, to the agent that reads this and to a person who runs it in a terminal
     return clip(visible_lines(header + context), RESUME_CHARS) + "\n"
+
+
+def told(exc: Exception) -> str:
+    """An error as the capture log says it: a busy database names what a hook can change
+    (`capture` has no --busy-timeout: it waits a quarter of --deadline at most)."""
+    from sqlgate.errors import DatabaseBusy
+
+    if isinstance(exc, DatabaseBusy):
+        return (
+            f"the database is busy: another writer held its lock for more than "
+            f"{exc.seconds:g} s; nothing was stored. A hook waits for the lock at most a "
+            "quarter of its --deadline (and no longer than SQLGATE_BUSY_TIMEOUT): to let it "
+            "wait longer, add `--deadline SECONDS` to the `sqlgate capture` commands in "
+            "Claude Code's hook settings"
+        )
+    return str(exc)
 
 
 def run_bounded(work: Callable[[], str], seconds: float) -> str | None:
