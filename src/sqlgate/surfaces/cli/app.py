@@ -93,7 +93,7 @@ def snapshots() -> None:
 
 
 @snapshots.command("list")
-@settings_options(("db",))
+@settings_options(("db",), db_help="SQLite database file whose snapshots to list (only read)")
 @click.option("--json", "as_json", is_flag=True, help="print JSON lines for scripts")
 @reports_errors
 def snapshots_list(as_json: bool, **values: Any) -> None:
@@ -130,7 +130,7 @@ _SNAPSHOT_TABLE = (
 
 @snapshots.command("restore")
 @click.argument("name")
-@settings_options(("db", "snapshots_keep"))
+@settings_options(("db", "snapshots_keep"), existing_db=True)
 @reports_errors
 def snapshots_restore(name: str, **values: Any) -> None:
     """Put snapshot NAME back as the database (the current file is kept as a snapshot)."""

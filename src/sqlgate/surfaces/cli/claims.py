@@ -35,13 +35,16 @@ if TYPE_CHECKING:  # the service is imported when a command runs, not at start-u
 
 
 @contextmanager
-def _service(values: dict[str, Any], *, read_only: bool = False) -> Iterator[Service]:
-    """The database, created at the default path if missing; `read_only` for commands that
-    only look (an existing file opened read-only: no lock is taken or waited for)."""
+def _service(
+    values: dict[str, Any], *, read_only: bool = False, create: bool = False
+) -> Iterator[Service]:
+    """The database; `create` (for `add`) makes it at the default path if missing, every
+    other command needs it to exist (a mistyped --db is exit 3, not a new empty file).
+    `read_only` for commands that only look: no lock is taken or waited for."""
     from sqlgate.service import Service, new_session_id
 
-    if read_only:
-        with existing_service(values, read_only=True) as service:
+    if not create:
+        with existing_service(values, read_only=read_only) as service:
             yield service
         return
     settings = settings_from(values)
@@ -97,7 +100,7 @@ def claims_add(
     as_json: bool, **values: Any,
 ) -> None:  # fmt: skip
     """Add a claim (or update the same ENTITY, KIND and TEXT)."""
-    with _service(values) as service:
+    with _service(values, create=True) as service:
         claim, created = service.claims.add(entity, kind, text, volatility, confidence, rank)
         row = _rounded(claim.as_dict(service.claims.now()))
         if as_json:
@@ -112,7 +115,7 @@ def claims_add(
               help="only claims in this recorded state")  # fmt: skip
 @click.option("--entity", default=None, help="only claims about this entity (any case)")
 @JSON_OPTION
-@settings_options(DB_OPTIONS)
+@settings_options(DB_OPTIONS, existing_db=True)
 @reports_errors
 def claims_list(state: str | None, entity: str | None, as_json: bool, **values: Any) -> None:
     """Every claim, oldest first, with its effective confidence now.
@@ -132,7 +135,7 @@ def claims_list(state: str | None, entity: str | None, as_json: bool, **values: 
 @claims.command("search")
 @click.argument("text")
 @JSON_OPTION
-@settings_options(DB_OPTIONS)
+@settings_options(DB_OPTIONS, existing_db=True)
 @reports_errors
 def claims_search(text: str, as_json: bool, **values: Any) -> None:
     """Claims whose text or entity contains TEXT (any case)."""
@@ -146,7 +149,7 @@ def claims_search(text: str, as_json: bool, **values: Any) -> None:
 @click.argument("threshold", type=float, default=0.5, required=False)
 @AS_OF_OPTION
 @JSON_OPTION
-@settings_options(DB_OPTIONS)
+@settings_options(DB_OPTIONS, existing_db=True)
 @reports_errors
 def claims_stale(threshold: float, as_of: str | None, as_json: bool, **values: Any) -> None:
     """Live claims below THRESHOLD (default 0.5), oldest confirmation first; marks them stale."""
@@ -168,7 +171,7 @@ def claims_stale(threshold: float, as_of: str | None, as_json: bool, **values: A
               help="JSON file: {\"signals\": [...], \"validPeriods\": [...]}")  # fmt: skip
 @AS_OF_OPTION
 @JSON_OPTION
-@settings_options(DB_OPTIONS)
+@settings_options(DB_OPTIONS, existing_db=True)
 @reports_errors
 def claims_contradictions(
     observed: Path | None, as_of: str | None, as_json: bool, **values: Any
@@ -201,7 +204,7 @@ def claims_contradictions(
 @click.argument("claim_id", type=int)
 @click.option("--confidence", type=float, default=None)
 @JSON_OPTION
-@settings_options(DB_OPTIONS)
+@settings_options(DB_OPTIONS, existing_db=True)
 @reports_errors
 def claims_confirm(claim_id: int, confidence: float | None, as_json: bool, **values: Any) -> None:
     """Confirm claim CLAIM_ID still holds (resets its decay)."""
@@ -214,7 +217,7 @@ def claims_confirm(claim_id: int, confidence: float | None, as_json: bool, **val
 @claims.command("retract")
 @click.argument("claim_id", type=int)
 @JSON_OPTION
-@settings_options(DB_OPTIONS)
+@settings_options(DB_OPTIONS, existing_db=True)
 @reports_errors
 def claims_retract(claim_id: int, as_json: bool, **values: Any) -> None:
     """Retract claim CLAIM_ID for good."""

@@ -85,7 +85,7 @@ def _stderr_progress() -> Progress:
 # -- verify ---------------------------------------------------------------------------------
 @click.command()
 @JSON_OPTION
-@settings_options(DB_OPTIONS)
+@settings_options(DB_OPTIONS, existing_db=True)
 @reports_errors
 def verify(as_json: bool, **values: Any) -> None:
     """Recompute every hash and link of the memory chain and check its witness.
@@ -128,7 +128,7 @@ _LOG_COLUMNS = ("id", "ts", "session", "tool", "query", "ok", "rows", "error", "
 @click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True,
               help="newest calls shown; 0 for all")  # fmt: skip
 @JSON_OPTION
-@settings_options(DB_OPTIONS)
+@settings_options(DB_OPTIONS, existing_db=True)
 @reports_errors
 def log(
     errors: bool, since: str | None, tool: str | None, limit: int, as_json: bool, **values: Any
@@ -208,7 +208,7 @@ def _parsed(text: Any) -> Any:
 # -- stats ----------------------------------------------------------------------------------
 @click.command()
 @JSON_OPTION
-@settings_options((*DB_OPTIONS, "query_timeout"))
+@settings_options((*DB_OPTIONS, "query_timeout"), existing_db=True)
 @reports_errors
 def stats(as_json: bool, **values: Any) -> None:
     """Memory, claims and audit counts, and the rows of every table (chain checked cheaply).
@@ -298,7 +298,7 @@ _TABLES_TABLE = (
 @click.command()
 @click.option("--out", "out", default="-", show_default=True,
               help="file to write (replaced when complete), or - for stdout")  # fmt: skip
-@settings_options(DB_OPTIONS)
+@settings_options(DB_OPTIONS, existing_db=True)
 @reports_errors
 def export(out: str, **values: Any) -> None:
     """Memory events, checkpoints, claims and claims history as JSON lines.

@@ -46,8 +46,22 @@ class _FlagType(_ParamType):
             self.fail(f"{value!r}: {exc}", param, ctx)
 
 
-def settings_options(names: tuple[str, ...] | None = None) -> Callable[[F], F]:
-    """Add one option per flag (all of them, or `names`), each documented with its env var."""
+EXISTING_DB_HELP = "SQLite database file (must exist: this command never creates one)"
+
+
+def settings_options(
+    names: tuple[str, ...] | None = None,
+    *,
+    existing_db: bool = False,
+    db_help: str | None = None,
+) -> Callable[[F], F]:
+    """Add one option per flag (all of them, or `names`), each documented with its env var.
+
+    `existing_db`: the command refuses a missing database (exit 3) instead of creating it,
+    and `--db`'s help says so; `db_help` says what `--db` is for any other command that
+    does not create it."""
+    if existing_db:
+        db_help = EXISTING_DB_HELP
     chosen = [flag for flag in FLAGS if names is None or flag.name in names]
 
     def decorate(fn: F) -> F:
@@ -58,9 +72,10 @@ def settings_options(names: tuple[str, ...] | None = None) -> Callable[[F], F]:
                     help=f"{flag.help} [env {flag.env_var}]",
                 )  # fmt: skip
             else:
+                text = db_help if db_help is not None and flag.name == "db" else flag.help
                 option = click.option(
                     flag.option, flag.name, type=_FlagType(flag), default=None,
-                    help=f"{flag.help} [env {flag.env_var}]",
+                    help=f"{text} [env {flag.env_var}]",
                 )  # fmt: skip
             fn = option(fn)
         return fn

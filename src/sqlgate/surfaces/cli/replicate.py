@@ -130,7 +130,7 @@ def _print_restored(restored: Restored) -> None:
 
 @click.command()
 @click.argument("url", required=False)
-@settings_options(("db",))
+@settings_options(("db",), existing_db=True)
 @reports_errors
 def replicate(url: str | None, **values: Any) -> None:
     """Replicate the database to URL until stopped (Ctrl-C or SIGTERM), without serving.

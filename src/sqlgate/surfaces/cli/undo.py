@@ -55,7 +55,7 @@ def _check_id_range(value: int | None, what: str) -> None:
 @click.option("--changeset", type=int, default=None, help="undo this stored changeset id")
 @click.option("--list", "listing", is_flag=True, help="list the calls that can be undone")
 @click.option("--json", "as_json", is_flag=True, help="with --list: JSON lines for scripts")
-@settings_options(DB_OPTIONS)
+@settings_options(DB_OPTIONS, existing_db=True)
 @reports_errors
 def undo(
     audit_id: int | None,

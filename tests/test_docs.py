@@ -1,0 +1,238 @@
+"""README, `--help` and CHANGELOG say the same thing as the code.
+
+- Synopsis: every command of the CLI has a synopsis line in the README (a line of a
+  ```text block that starts with `sqlgate `); each option such a line names exists, and
+  each option of the command that is not a server flag (those have the flags table) is
+  named. So a new option, command or rename cannot ship undocumented.
+- Flags table: one row per server flag, with its option, environment variable and default.
+- `--db` help: a command whose help says the file is created if missing creates it; one
+  whose help says it must exist exits 3 and creates nothing.
+- Runnable examples: every block after a `<!-- runnable -->` line is run as a shell session
+  in an empty folder (`$ ` lines are commands; the lines after one are its output, `…`
+  standing for any text) and must print what the README shows.
+- CHANGELOG: names every command and every tool, and its known issues are not contradicted
+  by the code (each stale known issue found so far has a check here).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+import pytest
+
+from sqlgate.config import FLAGS
+from sqlgate.surfaces.cli.app import main
+from sqlgate.surfaces.cli.options import EXISTING_DB_HELP
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+CHANGELOG = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+SETTINGS = {flag.name for flag in FLAGS}
+_FENCE = re.compile(r"```(?:text|sh|bash)\n(.*?)```", re.DOTALL)
+_OPTION = re.compile(r"(?<![\w-])--[a-z][a-z-]*")
+
+
+def leaf_commands(
+    group: click.Group = main, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], click.Command]]:
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            yield from leaf_commands(command, (*path, name))
+        else:
+            yield (*path, name), command
+
+
+COMMANDS = dict(leaf_commands())
+
+
+def options_of(command: click.Command) -> dict[str, click.Option]:
+    found = {}
+    for param in command.params:
+        if isinstance(param, click.Option):
+            for name in (*param.opts, *param.secondary_opts):
+                if name.startswith("--"):
+                    found[name] = param
+    return found
+
+
+def synopsis_lines() -> list[str]:
+    lines = []
+    for block in _FENCE.findall(README):
+        lines += [line for line in block.splitlines() if line.startswith("sqlgate ")]
+    return lines
+
+
+def command_of(line: str) -> tuple[str, ...] | None:
+    words = line.split()[1:]
+    for size in (2, 1):
+        if tuple(words[:size]) in COMMANDS:
+            return tuple(words[:size])
+    return None
+
+
+def synopses() -> dict[tuple[str, ...], list[str]]:
+    found: dict[tuple[str, ...], list[str]] = {}
+    for line in synopsis_lines():
+        path = command_of(line)
+        if path is not None:
+            found.setdefault(path, []).append(line)
+    return found
+
+
+# -- synopsis -------------------------------------------------------------------------------
+@pytest.mark.parametrize("path", sorted(COMMANDS), ids=" ".join)
+def test_every_command_has_a_synopsis_naming_its_own_options(path: tuple[str, ...]) -> None:
+    lines = synopses().get(path)
+    assert lines, f"README has no synopsis line for `sqlgate {' '.join(path)}`"
+    options = options_of(COMMANDS[path])
+    named = {option for line in lines for option in _OPTION.findall(line.split("  ")[0])}
+    unknown = named - set(options) - {"--help", "--version"}
+    assert not unknown, f"README names options `sqlgate {' '.join(path)}` does not take: {unknown}"
+    own = {
+        name for name, param in options.items()
+        if param.name not in SETTINGS or param.name == "db"
+    } - {"--help"}  # fmt: skip
+    if path == ("serve",):
+        own -= {"--db"}  # in the flags table, with the rest of the server's flags
+    missing = own - named
+    assert not missing, f"README's synopsis of `sqlgate {' '.join(path)}` lacks {missing}"
+
+
+def test_the_flags_table_has_every_server_flag_with_its_variable_and_default() -> None:
+    table = README.split("Every flag of `sqlgate serve` has an environment variable", 1)[1]
+    rows = [line for line in table.split("\n\n", 2)[1].splitlines() if line.startswith("| `")]
+    by_option = {_OPTION.findall(row.split("|")[1])[0]: row for row in rows}
+    for flag in FLAGS:
+        option = flag.option if flag.name != "audit" else "--audit"
+        assert option in by_option, f"the flags table lacks {option}"
+        assert f"`{flag.env_var}`" in by_option[option], flag.env_var
+
+
+# -- --db help and behaviour ----------------------------------------------------------------
+# each command that takes --db, with the smallest arguments that reach the database
+DB_RUNS: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("claims", "add"): ("acme", "fact", "slow", "0.8", "acme ships weekly"),
+    ("claims", "confirm"): ("1",),
+    ("claims", "contradictions"): (),
+    ("claims", "list"): (),
+    ("claims", "retract"): ("1",),
+    ("claims", "search"): ("acme",),
+    ("claims", "stale"): (),
+    ("export",): (),
+    ("log",): (),
+    ("replicate",): ("file:///nonexistent-replica",),
+    ("snapshots", "restore"): ("20260101T000000000000Z-000000.sqlite",),
+    ("stats",): (),
+    ("undo",): ("1",),
+    ("verify",): (),
+}
+
+
+def _child_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SQLGATE_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
+    env["HOME"] = str(home)
+    return env
+
+
+def test_every_command_with_a_db_option_is_checked_below() -> None:
+    takes_db = {path for path, command in COMMANDS.items() if "--db" in options_of(command)}
+    # not here: serve (created if missing, the whole suite shows it), capture (never fails,
+    # logs instead), install (writes a client's config), snapshots list (reads a folder),
+    # import (the source is checked first; tests/surfaces/integrations has the cases)
+    others = {("serve",), ("capture",), ("install",), ("snapshots", "list")}
+    unchecked = {path for path in takes_db - set(DB_RUNS) - others if path[0] != "import"}
+    assert not unchecked, unchecked
+
+
+@pytest.mark.parametrize("path", sorted(DB_RUNS), ids=" ".join)
+def test_db_help_says_what_a_missing_database_does(path: tuple[str, ...], tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    db_help = options_of(COMMANDS[path])["--db"].help or ""
+    db = tmp_path / "typo.db"
+    result = CliRunner().invoke(main, [*path, *DB_RUNS[path], "--db", str(db)],
+                                env={"HOME": str(tmp_path)}, prog_name="sqlgate")  # fmt: skip
+    if EXISTING_DB_HELP in db_help:
+        assert (result.exit_code, db.exists()) == (3, False), result.stderr
+    else:
+        assert "created if missing" in db_help
+        assert db.exists(), result.stderr
+
+
+# -- runnable examples ------------------------------------------------------------------------
+def runnable_blocks() -> list[tuple[int, str]]:
+    blocks = []
+    for found in re.finditer(r"<!-- runnable -->\n```(?:text|console)\n(.*?)```", README, re.S):
+        blocks.append((README[: found.start()].count("\n") + 1, found.group(1)))
+    return blocks
+
+
+def _matches(expected: str, actual: str) -> bool:
+    pattern = ".*?".join(re.escape(part) for part in expected.split("…"))
+    return re.fullmatch(pattern, actual, re.DOTALL) is not None
+
+
+def test_the_readme_has_runnable_examples() -> None:
+    assert len(runnable_blocks()) >= 3
+
+
+@pytest.mark.stdio
+@pytest.mark.parametrize(("line", "block"), runnable_blocks(), ids=lambda v: str(v)[:12])
+def test_a_runnable_readme_block_prints_what_it_shows(
+    line: int, block: str, tmp_path: Path
+) -> None:
+    commands: list[tuple[str, list[str]]] = []
+    for text in block.splitlines():
+        if text.startswith("$ "):
+            commands.append((text[2:], []))
+        else:
+            assert commands, f"README line {line}: output before any command"
+            commands[-1][1].append(text)
+    marker = "@@sqlgate-readme@@"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sqlgate").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m sqlgate "$@"\n')
+    (bin_dir / "sqlgate").chmod(0o755)
+    script = "\n".join(
+        f"{command} 2>&1; __rc=$?; echo {marker}; (exit $__rc)" for command, _ in commands
+    )
+    env = _child_env(tmp_path)
+    env.update({"PATH": f"{bin_dir}{os.pathsep}{env['PATH']}", "COLUMNS": "100",
+                "TTY_COMPATIBLE": "0"})  # fmt: skip
+    done = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    outputs = done.stdout.split(marker + "\n")
+    for (command, expected), actual in zip(commands, outputs, strict=False):
+        want = "\n".join(expected) + ("\n" if expected else "")
+        assert _matches(want, actual), f"README line {line}: `{command}` printed:\n{actual}"
+
+
+# -- CHANGELOG --------------------------------------------------------------------------------
+@pytest.mark.parametrize("path", sorted(COMMANDS), ids=" ".join)
+def test_the_changelog_names_every_command(path: tuple[str, ...]) -> None:
+    name = " ".join(path)
+    assert (
+        f"sqlgate {name}" in CHANGELOG or f"`{name}`" in CHANGELOG or (f"`{path[-1]}`" in CHANGELOG)
+    ), name
+
+
+def test_the_changelog_names_every_tool() -> None:
+    from sqlgate.surfaces.mcp.server import CLAIMS_TOOLS, MEMORY_TOOLS, SQL_TOOLS
+
+    missing = [t for t in (*SQL_TOOLS, *MEMORY_TOOLS, *CLAIMS_TOOLS) if t not in CHANGELOG]
+    assert not missing
+
+
+def test_known_issues_are_not_contradicted_by_the_code() -> None:
+    issues = "\n".join(
+        part.split("\n### ", 1)[0] for part in CHANGELOG.split("### Known issues")[1:]
+    )
+    assert "announce no tools" not in issues  # --tools memory/claims announce their tools
+    assert "only transport" not in README  # HTTP is a transport too
