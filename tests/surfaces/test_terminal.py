@@ -32,6 +32,11 @@ _SPECIAL = st.sampled_from(
            "\u2060\u2066\u2067\u2068\u2069\ufeff\U000e0041\ud800\udfff\\")
 )  # fmt: skip
 TEXT = st.lists(st.one_of(_SPECIAL, st.characters()), max_size=40).map("".join) | st.text()
+# JSON spells a character past the BMP as a surrogate pair, so a lone high surrogate followed
+# by a lone low one is the same JSON text as that character: no escape can tell them apart.
+# sqlgate never stores such text (arguments with unpaired surrogates are refused).
+_SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+JSON_TEXT = TEXT.filter(lambda text: _SURROGATE_PAIR.search(text) is None)
 
 
 def unsafe_in(text: str, allowed: str = "") -> list[str]:
@@ -113,8 +118,8 @@ def test_visible_lines_expands_tabs_and_escapes_carriage_returns() -> None:
 
 
 @given(st.recursive(
-    st.none() | st.booleans() | st.integers() | TEXT,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4),
+    st.none() | st.booleans() | st.integers() | JSON_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(JSON_TEXT, inner, max_size=4),
     max_leaves=12,
 ))  # fmt: skip
 def test_json_dumps_is_equal_in_value_and_has_nothing_unsafe(value: object) -> None:
