@@ -7,7 +7,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from mcp import Client
 from mcp.types import CallToolResult
 
@@ -273,3 +276,35 @@ async def test_a_long_rejected_value_is_shown_short(client: Client) -> None:
 )  # fmt: skip
 def test_a_schema_in_words(schema: dict[str, Any], words: str) -> None:
     assert expected_text(schema) == words
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                 max_size=3),
+    max_leaves=6,
+)  # fmt: skip
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_no_call_ever_shows_the_agent_pydantic_text(service: Service, data: st.DataObject) -> None:
+    tool = data.draw(st.sampled_from(sorted(VALID)))
+    names = [*VALID[tool], "limit", "ids", "query", "bogus"]
+    arguments = data.draw(st.dictionaries(st.sampled_from(names), JSON_VALUES, max_size=4))
+
+    async def call() -> CallToolResult:
+        async with Client(build_server(service)) as connected:
+            return await connected.call_tool(tool, {**VALID[tool], **arguments})
+
+    result = anyio.run(call)
+    if result.is_error:
+        said = text(result)
+        for pydantic_word in ("pydantic", "validation error", "Arguments", "type=", "input_value"):
+            assert pydantic_word not in said, said
+        if 'argument "' in said:
+            assert "\n" not in said, said
