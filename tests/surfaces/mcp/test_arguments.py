@@ -197,6 +197,16 @@ async def test_a_misspelt_limit_is_refused_not_ignored(client: Client) -> None:
     )
 
 
+async def test_unknown_names_are_quoted_short_and_counted_past_ten(client: Client) -> None:
+    arguments = {"query": "SELECT 1", "a\nb": 1, "x" * 100: 2}
+    arguments |= {f"extra{n}": n for n in range(10)}
+    result = await client.call_tool("read_query", arguments)
+    said = refused(result, "read_query")
+    assert said.startswith(f'unknown argument "a\\nb"; unknown argument "{"x" * 40}…"; ')
+    assert said.endswith("; 2 more unknown arguments; read_query takes query, limit, params")
+    assert said.count("unknown argument ") == 10
+
+
 async def test_several_problems_are_joined_in_one_line_in_argument_order(client: Client) -> None:
     result = await client.call_tool(
         "search_text", {"bogus": 1, "context_chars": -1, "pattern": 7, "limit": "many"}

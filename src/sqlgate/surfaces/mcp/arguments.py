@@ -26,7 +26,8 @@ from pydantic_core import ErrorDetails
 
 __all__ = ["argument_errors_text", "expected_text", "unknown_arguments"]
 
-_SHOWN_CHARS = 40  # of a rejected value, in `(got ...)`
+_SHOWN_CHARS = 40  # of a rejected value, in `(got ...)`, or an unknown argument's name
+_SHOWN_UNKNOWN = 10  # unknown arguments named one by one; the rest are counted
 _TYPE_NAMES = {
     "integer": "an integer",
     "number": "a number",
@@ -108,9 +109,11 @@ def _shown(value: object) -> str:
     if isinstance(value, str) and len(value) > _SHOWN_CHARS:
         value = value[:_SHOWN_CHARS] + "…"
     try:
-        return json.dumps(value, ensure_ascii=False)
+        said = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         return type(value).__name__
+    # JSON escapes control characters; these too, so the answer stays one visible line
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in said)
 
 
 def _path(loc: Sequence[int | str]) -> str:
@@ -174,8 +177,8 @@ def unknown_arguments(given: Iterable[str], accepted: Sequence[str]) -> list[str
 
 
 def _unknown_clause(name: str, accepted: Sequence[str]) -> str:
-    close = difflib.get_close_matches(name, accepted, n=1)
-    return f'unknown argument "{name}"' + (f' (did you mean "{close[0]}"?)' if close else "")
+    close = difflib.get_close_matches(name[:_SHOWN_CHARS], accepted, n=1)
+    return f"unknown argument {_shown(name)}" + (f' (did you mean "{close[0]}"?)' if close else "")
 
 
 def argument_errors_text(
@@ -205,7 +208,9 @@ def argument_errors_text(
             )
         )
     accepted = list(props)
-    clauses += [_unknown_clause(name, accepted) for name in unknown]
+    clauses += [_unknown_clause(name, accepted) for name in unknown[:_SHOWN_UNKNOWN]]
+    if len(unknown) > _SHOWN_UNKNOWN:
+        clauses.append(f"{len(unknown) - _SHOWN_UNKNOWN} more unknown arguments")
     if unknown:
         takes = ", ".join(accepted) if accepted else "no arguments"
         clauses.append(f"{tool} takes {takes}")
