@@ -8,8 +8,10 @@ from hypothesis import strategies as st
 
 from sqlgate.engine.policy import Tier
 from sqlgate.engine.preflight import (
+    DropIfExists,
     Statement,
     check_tier,
+    drop_if_exists,
     inspect_statement,
     validate_new_name,
 )
@@ -186,7 +188,7 @@ def test_fts_delete_commands_are_recognised_in_any_spelling(sql: str) -> None:
         pytest.param("DELETE FROM t WHERE b", W, "destructive_query", id="delete-in-write"),
         pytest.param("DROP TABLE t", W, "destructive_query", id="drop-in-write"),
         pytest.param("ALTER TABLE t ADD y", W, "destructive_query", id="alter-in-write"),
-        pytest.param("REINDEX", W, "destructive_query", id="reindex-in-write"),
+        pytest.param("REINDEX t", R, "write_query", id="reindex-in-read"),
         pytest.param(
             "CREATE TRIGGER g AFTER INSERT ON t BEGIN SELECT 1; END",
             W,
@@ -257,10 +259,66 @@ def test_check_tier_refuses_never_kinds_in_every_tier(sql: str, phrase: str, tie
         pytest.param("DROP TABLE t", D, id="drop-destructive"),
         pytest.param("ALTER TABLE t ADD y", D, id="alter-destructive"),
         pytest.param("INSERT INTO docs(docs) VALUES ('delete-all')", D, id="fts-del-destr"),
+        pytest.param("REINDEX t", W, id="reindex-write"),
+        pytest.param("REINDEX main.t_x", W, id="reindex-qualified-write"),
+        pytest.param("REINDEX t", D, id="reindex-destructive"),
     ],
 )
 def test_check_tier_accepts_what_the_tier_takes(sql: str, tier: Tier) -> None:
     check_tier(inspect_statement(sql), tier)
+
+
+@pytest.mark.parametrize("tier", [W, D], ids=lambda tier: tier.value)
+def test_reindex_without_a_name_is_refused_naming_what_to_write(tier: Tier) -> None:
+    with pytest.raises(PolicyDenied, match=r"name a table or index of yours \(REINDEX items\)"):
+        check_tier(inspect_statement("REINDEX"), tier)
+
+
+@pytest.mark.parametrize(
+    ("sql", "instead"),
+    [
+        pytest.param("CREATE TEMP TABLE t (x)", "create a regular table with write_query",
+                     id="table"),
+        pytest.param("CREATE TEMPORARY TABLE t AS SELECT 1", "create a regular table with "
+                     "write_query", id="temporary-table"),
+        pytest.param("CREATE TABLE temp.t (x)", "create a regular table with write_query",
+                     id="temp-dot-table"),
+        pytest.param("CREATE TEMP VIEW v AS SELECT 1", "save the SELECT as a view with "
+                     "create_view", id="view"),
+        pytest.param("CREATE VIEW temp.v AS SELECT 1", "save the SELECT as a view with "
+                     "create_view", id="temp-dot-view"),
+        pytest.param("CREATE INDEX temp.i ON t (x)", "create a regular index with write_query",
+                     id="index"),
+        pytest.param("CREATE TEMP TRIGGER g AFTER INSERT ON t BEGIN SELECT 1; END",
+                     "create a regular trigger with destructive_query", id="trigger"),
+        pytest.param("DROP TABLE temp.t", "there is no TEMP table to drop", id="drop-table"),
+    ],
+)  # fmt: skip
+def test_a_temp_object_is_refused_with_what_to_use_instead(sql: str, instead: str) -> None:
+    with pytest.raises(PolicyDenied) as refused:
+        check_tier(inspect_statement(sql), Tier.DESTRUCTIVE)
+    assert str(refused.value).startswith(f"{inspect_statement(sql).kind} is not allowed: TEMP")
+    assert str(refused.value).endswith(instead) or f"; {instead}" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("sql", "dropped"),
+    [
+        pytest.param("DROP TABLE IF EXISTS t", DropIfExists("TABLE", "t"), id="table"),
+        pytest.param("drop view if exists main.\"My V\"", DropIfExists("VIEW", "My V", "main"),
+                     id="quoted-qualified"),
+        pytest.param("/* why */ DROP INDEX IF EXISTS [i x];", DropIfExists("INDEX", "i x"),
+                     id="bracketed"),
+        pytest.param("DROP TRIGGER IF EXISTS aux . g", DropIfExists("TRIGGER", "g", "aux"),
+                     id="other-schema"),
+        pytest.param("DROP TABLE t", None, id="no-if-exists"),
+        pytest.param("DROP TABLE IF EXISTS", None, id="no-name"),
+        pytest.param("DELETE FROM t", None, id="not-a-drop"),
+        pytest.param("SELECT 'DROP TABLE IF EXISTS t'", None, id="in-a-string"),
+    ],
+)  # fmt: skip
+def test_drop_if_exists_reads_what_would_be_dropped(sql: str, dropped: DropIfExists | None) -> None:
+    assert drop_if_exists(sql) == dropped
 
 
 def test_check_tier_leaves_unknown_kinds_to_sqlite() -> None:

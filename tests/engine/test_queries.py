@@ -344,6 +344,71 @@ def test_a_failing_destructive_statement_keeps_older_snapshots(
     assert snapshots(settings) == kept
 
 
+@pytest.mark.parametrize(
+    ("sql", "what"),
+    [
+        pytest.param("DROP TABLE IF EXISTS missing", "table `missing`", id="table"),
+        pytest.param("DROP VIEW IF EXISTS missing", "view `missing`", id="view"),
+        pytest.param("DROP INDEX IF EXISTS missing", "index `missing`", id="index"),
+        pytest.param("DROP TRIGGER IF EXISTS missing", "trigger `missing`", id="trigger"),
+        pytest.param("drop table if exists main.Missing", "table `Missing`", id="main-qualified"),
+        pytest.param('DROP TABLE IF EXISTS "no\nline"', "table `no\\nline`", id="shown-escaped"),
+        # an index named like the table, or a table like the trigger, is another namespace
+        pytest.param("DROP INDEX IF EXISTS item", "index `item`", id="index-named-as-table"),
+        pytest.param("DROP TRIGGER IF EXISTS item", "trigger `item`", id="trigger-as-table"),
+    ],
+)
+def test_drop_if_exists_of_nothing_runs_nothing_and_takes_no_snapshot(
+    shop: Service, settings: Settings, sql: str, what: str
+) -> None:
+    schema = rows_of(shop, "SELECT sql FROM sqlite_schema ORDER BY name")
+    assert shop.destructive_query(sql, "clean up if it is there") == (
+        f"ok: nothing to drop: no {what}; nothing was run and no snapshot was taken"
+    )
+    assert snapshots(settings) == []
+    assert rows_of(shop, "SELECT sql FROM sqlite_schema ORDER BY name") == schema
+    audited = "SELECT ok, rows, error IS NULL FROM query_log WHERE tool = 'destructive_query'"
+    assert rows_of(shop, audited) == ["1,0,1"]
+
+
+@pytest.mark.parametrize(
+    ("sql", "summary"),
+    [
+        pytest.param("DROP TABLE IF EXISTS item", "ok: DROP TABLE done", id="table"),
+        pytest.param("DROP TABLE IF EXISTS ITEM", "ok: DROP TABLE done", id="folded-name"),
+        pytest.param("DROP VIEW IF EXISTS v", "ok: DROP VIEW done", id="view"),
+        pytest.param("DROP INDEX IF EXISTS item_name", "ok: DROP INDEX done", id="index"),
+    ],
+)
+def test_drop_if_exists_of_something_drops_it_after_a_snapshot(
+    shop: Service, settings: Settings, sql: str, summary: str
+) -> None:
+    shop.write_query("CREATE INDEX item_name ON item (name)")
+    shop.create_view("v", "SELECT name FROM item", "", False)
+    assert shop.destructive_query(sql, "clean up").startswith(f"{summary}; snapshot: ")
+    assert len(snapshots(settings)) == 1
+
+
+def test_drop_table_if_exists_of_a_view_is_sqlites_error_not_a_no_op(shop: Service) -> None:
+    shop.create_view("v", "SELECT name FROM item", "", False)
+    with pytest.raises(SqlError, match="use DROP VIEW"):
+        shop.destructive_query("DROP TABLE IF EXISTS v", "clean up")
+
+
+def test_drop_if_exists_still_needs_a_reason_and_the_right_tier(shop: Service) -> None:
+    with pytest.raises(InvalidArgument, match="reason is required"):
+        shop.destructive_query("DROP TABLE IF EXISTS missing", "")
+    with pytest.raises(PolicyDenied, match="use destructive_query"):
+        shop.write_query("DROP TABLE IF EXISTS missing")
+
+
+def test_reindex_runs_in_write_query_and_changes_no_row(shop: Service) -> None:
+    shop.write_query("CREATE INDEX item_name ON item (name)")
+    assert shop.write_query("REINDEX item") == "ok: REINDEX done"
+    assert shop.write_query("REINDEX item_name") == "ok: REINDEX done"
+    assert rows_of(shop, "SELECT count(*) FROM item") == ["3"]
+
+
 def test_snapshots_are_rotated_to_snapshots_keep(
     make_service: Callable[..., Service], settings: Settings
 ) -> None:

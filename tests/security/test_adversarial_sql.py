@@ -148,7 +148,8 @@ TIER_CONFUSION = [
     w("DROP VIEW cheap_items", DENIED, "drop-view"),
     w("ALTER TABLE items ADD COLUMN extra TEXT", DENIED, "alter-add-column"),
     w("ALTER TABLE items RENAME TO goods", DENIED, "alter-rename"),
-    w("REINDEX items", DENIED, "reindex"),
+    w("REINDEX", DENIED, "reindex-everything", phrase="name a table or index of yours"),
+    d("REINDEX", DENIED, "reindex-everything", phrase="name a table or index of yours"),
     w("CREATE VIEW v2 AS SELECT 1", DENIED, "create-view"),
     w("CREATE TRIGGER tg AFTER INSERT ON items BEGIN SELECT 1; END", DENIED, "create-trigger"),
     w("EXPLAIN SELECT 1", DENIED, "explain"),
@@ -266,22 +267,33 @@ EXTENSIONS_AND_FUNCTIONS = [
     r("SELECT sqlite_compileoption_used('ENABLE_FTS5')", HARMLESS, "compileoption"),
 ]
 
+TABLE_INSTEAD = "; create a regular table with write_query"
+VIEW_INSTEAD = "; save the SELECT as a view with create_view"
+INDEX_INSTEAD = "; create a regular index with write_query"
+TRIGGER_INSTEAD = "; create a regular trigger with destructive_query"
 TEMP_OBJECTS = [
-    w("CREATE TEMP TABLE scratch(a)", DENIED, "temp-table"),
-    w("CREATE TEMPORARY TABLE scratch(a)", DENIED, "temporary-table"),
-    w("CREATE TABLE temp.scratch(a)", DENIED, "temp-dot-table"),
+    w("CREATE TEMP TABLE scratch(a)", DENIED, "temp-table", phrase=TABLE_INSTEAD),
+    w("CREATE TEMPORARY TABLE scratch(a)", DENIED, "temporary-table", phrase=TABLE_INSTEAD),
+    w("CREATE TABLE temp.scratch(a)", DENIED, "temp-dot-table", phrase=TABLE_INSTEAD),
     w('CREATE TABLE "temp".scratch(a)', DENIED, "quoted-temp-dot-table"),
     w("CREATE TABLE TEMP.scratch AS SELECT * FROM query_log", DENIED, "temp-copy-of-log"),
-    w("CREATE INDEX temp.i2 ON items(qty)", DENIED, "temp-index"),
+    w("CREATE INDEX temp.i2 ON items(qty)", DENIED, "temp-index", phrase=INDEX_INSTEAD),
     w("CREATE VIRTUAL TABLE temp.f2 USING fts5(a)", DENIED, "temp-virtual-table"),
     w(
         "INSERT INTO temp.sqlite_master VALUES ('table', 'x', 'x', 0, 'CREATE TABLE x(a)')",
         SQL,
         "temp-catalog-insert",
     ),
-    d("CREATE TEMP VIEW tv AS SELECT 1", DENIED, "temp-view"),
-    d("CREATE VIEW temp.tv AS SELECT 1", DENIED, "temp-dot-view"),
-    d("CREATE TEMP TRIGGER tt AFTER INSERT ON items BEGIN SELECT 1; END", DENIED, "temp-trigger"),
+    d("CREATE TEMP VIEW tv AS SELECT 1", DENIED, "temp-view", phrase=VIEW_INSTEAD),
+    r("CREATE TEMP VIEW tv AS SELECT 1", DENIED, "temp-view", phrase=VIEW_INSTEAD),
+    w("CREATE TEMP VIEW tv AS SELECT 1", DENIED, "temp-view", phrase=VIEW_INSTEAD),
+    d("CREATE VIEW temp.tv AS SELECT 1", DENIED, "temp-dot-view", phrase=VIEW_INSTEAD),
+    d(
+        "CREATE TEMP TRIGGER tt AFTER INSERT ON items BEGIN SELECT 1; END",
+        DENIED,
+        "temp-trigger",
+        phrase=TRIGGER_INSTEAD,
+    ),
     d(
         "CREATE TRIGGER temp.tt AFTER INSERT ON main.items BEGIN SELECT 1; END",
         DENIED,
@@ -458,6 +470,8 @@ SERVER_TABLES = [
     w("CREATE INDEX IF NOT EXISTS main.log_ts ON query_log(session)", DENIED, "index-main-log"),
     w("CREATE INDEX log_failures ON query_log(ts) WHERE ok = 0", DENIED, "partial-index-log"),
     d("REINDEX query_log", DENIED, "reindex-log"),
+    w("REINDEX query_log", DENIED, "reindex-log"),
+    w("REINDEX main.query_log", DENIED, "reindex-main-log"),
     d("DROP TRIGGER query_log_no_update", DENIED, "drop-append-only-trigger"),
     d("DROP TRIGGER IF EXISTS query_log_no_delete", DENIED, "drop-append-only-trigger-2"),
     d("DROP TRIGGER main.query_log_no_update", DENIED, "drop-main-append-only-trigger"),
@@ -621,6 +635,8 @@ MEMORY_SERVER_OBJECTS = [
     w("CREATE INDEX cp_ts ON memory_checkpoints(ts) WHERE id > 0", DENIED, "index-checkpoints"),
     d("REINDEX memory_events", DENIED, "reindex-events"),
     d("REINDEX memory_events_by_kind", DENIED, "reindex-memory-index"),
+    w("REINDEX memory_events_by_kind", DENIED, "reindex-memory-index"),
+    w("REINDEX MEMORY_EVENTS", DENIED, "reindex-events-upper"),
     d("CREATE TRIGGER tg AFTER INSERT ON memory_events BEGIN SELECT 1; END", DENIED, "on-events"),
     d(
         "CREATE TRIGGER tg BEFORE INSERT ON memory_events BEGIN SELECT RAISE(IGNORE); END",
@@ -813,6 +829,7 @@ CLAIMS_SERVER_OBJECTS = [
     w("CREATE INDEX history_ts ON claims_history(ts) WHERE id > 0", DENIED, "index-history"),
     d("REINDEX claims_by_state", DENIED, "reindex-claims-index"),
     d("REINDEX claims_history", DENIED, "reindex-history"),
+    w("REINDEX claims_by_state", DENIED, "reindex-claims-index"),
     d("CREATE TRIGGER tg AFTER INSERT ON claims BEGIN SELECT 1; END", DENIED, "on-claims"),
     d(
         "CREATE TRIGGER tg BEFORE UPDATE ON claims BEGIN SELECT RAISE(IGNORE); END",

@@ -252,6 +252,12 @@ DESTRUCTIVE = [
     legit("drop-user-table", d("DROP TABLE notes")),
     legit("drop-index", d("DROP INDEX items_name")),
     legit("reindex", d("REINDEX items")),
+    legit("reindex-in-write", w("REINDEX items", "ok: REINDEX done")),
+    legit("reindex-an-index-in-write", w("REINDEX items_name", "ok: REINDEX done")),
+    legit(
+        "drop-if-exists-of-nothing",
+        d("DROP TABLE IF EXISTS never_made", "ok: nothing to drop: no table `never_made`"),
+    ),
     legit(
         "trigger-writing-user-tables-fires-on-write-query",
         d(

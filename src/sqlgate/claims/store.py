@@ -47,6 +47,21 @@ _COLUMNS = (
 
 
 @dataclass(frozen=True)
+class _NewClaim:
+    """A claim's arguments, checked and cleaned, ready to be written."""
+
+    entity: str
+    kind: str
+    claim: str
+    volatility: str
+    confidence: float
+    rank: int | None
+    confirmed: str
+    evidence: list[int]
+    now: datetime
+
+
+@dataclass(frozen=True)
 class Decayed:
     claim: Claim
     effective: float
@@ -243,6 +258,39 @@ class ClaimStore:
         evidence: object = None,
     ) -> tuple[Claim, bool]:
         """Add a claim, or update the one with the same (entity, kind, claim). -> (claim, new?)"""
+        values = self._cleaned(
+            entity, kind, claim, volatility, confidence, rank, confirmed_at, evidence
+        )
+        with self.chain.writing() as writer:
+            return self._write(writer, values)
+
+    def add_in(
+        self,
+        writer: ChainWriter,
+        entity: object,
+        kind: object,
+        claim: object,
+        volatility: object = "slow",
+        confidence: object = 0.8,
+        rank: object = None,
+        confirmed_at: object = None,
+    ) -> tuple[Claim, bool]:
+        """`add` inside the caller's `chain.writing()` transaction, so that several claims
+        (an import's) land together or not at all."""
+        values = self._cleaned(entity, kind, claim, volatility, confidence, rank, confirmed_at)
+        return self._write(writer, values)
+
+    def _cleaned(
+        self,
+        entity: object,
+        kind: object,
+        claim: object,
+        volatility: object,
+        confidence: object,
+        rank: object,
+        confirmed_at: object,
+        evidence: object = None,
+    ) -> _NewClaim:
         clean_kind = _choice(kind, "kind", KINDS)
         clean_volatility = _choice(volatility, "volatility", tuple(HALF_LIFE_DAYS))
         clean_confidence = _confidence(confidence)
@@ -252,42 +300,45 @@ class ClaimStore:
         now = self.now()
         confirmed_text = self._confirmed_at(confirmed_at, now)
         proof = self._evidence(evidence)
-        with self.chain.writing() as writer:
-            conn = writer.conn
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM claims WHERE entity = ? AND kind = ? AND claim = ?",
-                (clean_entity, clean_kind, clean_claim),
-            ).fetchone()
-            if row is None:
-                conn.execute(
-                    "INSERT INTO claims (entity, kind, claim, volatility, confidence, rank, "
-                    "state, created_at, last_confirmed, evidence) "
-                    "VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?, ?)",
-                    (clean_entity, clean_kind, clean_claim, clean_volatility, clean_confidence,
-                     clean_rank, utc_timestamp(now.timestamp()), confirmed_text,
-                     json.dumps(proof)),
-                )  # fmt: skip
-                added = self.get(int(conn.last_insert_rowid()), conn)
-                self._record(writer, added.id, "add", added.as_dict(now))
-                return added, True
-            old = _claim(row)
-            if old.state == "retired":
-                raise PolicyDenied(
-                    f"claim {old.id} was retired, and retired claims stay retired; add a claim "
-                    "worded differently if the belief is back"
-                )
-            merged = sorted(set(old.evidence) | set(proof))
+        return _NewClaim(
+            clean_entity, clean_kind, clean_claim, clean_volatility, clean_confidence,
+            clean_rank, confirmed_text, proof, now,
+        )  # fmt: skip
+
+    def _write(self, writer: ChainWriter, new: _NewClaim) -> tuple[Claim, bool]:
+        conn = writer.conn
+        row = conn.execute(
+            f"SELECT {_COLUMNS} FROM claims WHERE entity = ? AND kind = ? AND claim = ?",
+            (new.entity, new.kind, new.claim),
+        ).fetchone()
+        if row is None:
             conn.execute(
-                "UPDATE claims SET volatility = ?, confidence = ?, rank = ?, state = 'active', "
-                "last_confirmed = ?, evidence = ? WHERE id = ?",
-                # a re-add that names no rank keeps the one the claim has
-                (clean_volatility, clean_confidence,
-                 old.rank if clean_rank is None else clean_rank, confirmed_text,
-                 json.dumps(merged), old.id),
+                "INSERT INTO claims (entity, kind, claim, volatility, confidence, rank, "
+                "state, created_at, last_confirmed, evidence) "
+                "VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?, ?)",
+                (new.entity, new.kind, new.claim, new.volatility, new.confidence, new.rank,
+                 utc_timestamp(new.now.timestamp()), new.confirmed, json.dumps(new.evidence)),
             )  # fmt: skip
-            updated = self.get(old.id, conn)
-            self._record(writer, old.id, "update", _diff(old, updated))
-            return updated, False
+            added = self.get(int(conn.last_insert_rowid()), conn)
+            self._record(writer, added.id, "add", added.as_dict(new.now))
+            return added, True
+        old = _claim(row)
+        if old.state == "retired":
+            raise PolicyDenied(
+                f"claim {old.id} was retired, and retired claims stay retired; add a claim "
+                "worded differently if the belief is back"
+            )
+        merged = sorted(set(old.evidence) | set(new.evidence))
+        conn.execute(
+            "UPDATE claims SET volatility = ?, confidence = ?, rank = ?, state = 'active', "
+            "last_confirmed = ?, evidence = ? WHERE id = ?",
+            # a re-add that names no rank keeps the one the claim has
+            (new.volatility, new.confidence, old.rank if new.rank is None else new.rank,
+             new.confirmed, json.dumps(merged), old.id),
+        )  # fmt: skip
+        updated = self.get(old.id, conn)
+        self._record(writer, old.id, "update", _diff(old, updated))
+        return updated, False
 
     def confirm(
         self, claim_id: object, confidence: object = None, evidence: object = None

@@ -163,9 +163,9 @@ TIER_RULES: dict[str, tuple[frozenset[Tier], str]] = {
     "DROP_TRIGGER":   (frozenset({D}), "DROP TRIGGER needs destructive_query"),
     "DROP_VTABLE":    (frozenset({D}), "DROP TABLE needs destructive_query"),
     "ALTER_TABLE":    (frozenset({D}), "ALTER TABLE needs destructive_query"),
-    # CREATE INDEX reports filling its new index as a REINDEX of it; preflight sends the
-    # REINDEX statement itself to destructive_query
-    "REINDEX":        (frozenset({W, D}), "REINDEX needs destructive_query"),
+    # REINDEX rebuilds indexes and changes no row; CREATE INDEX reports filling its new
+    # index as a REINDEX of it
+    "REINDEX":        (frozenset({W, D}), "REINDEX needs write_query"),
     "CREATE_TRIGGER": (frozenset({D}), "CREATE TRIGGER needs destructive_query"),
 }  # fmt: skip
 
@@ -175,8 +175,9 @@ NEVER: dict[str, str] = {
     "TRANSACTION": "transaction control is never allowed: each call is its own transaction",
     "SAVEPOINT": "SAVEPOINT/RELEASE are never allowed: each call is its own transaction",
     "CREATE_TEMP_TABLE": "TEMP tables are not allowed: create a regular table with write_query",
-    "CREATE_TEMP_INDEX": "TEMP objects are not allowed",
-    "CREATE_TEMP_TRIGGER": "TEMP triggers are not allowed",
+    "CREATE_TEMP_INDEX": "TEMP indexes are not allowed: create a regular index with write_query",
+    "CREATE_TEMP_TRIGGER": "TEMP triggers are not allowed: create a regular trigger with "
+    "destructive_query",
     "CREATE_TEMP_VIEW": "TEMP views are not allowed: save a view with create_view",
     "DROP_TEMP_TABLE": "TEMP objects are not allowed",
     "DROP_TEMP_INDEX": "TEMP objects are not allowed",

@@ -30,8 +30,10 @@ from sqlgate.engine.sqltext import (
 from sqlgate.errors import InvalidArgument, PolicyDenied
 
 __all__ = [
+    "DropIfExists",
     "Statement",
     "check_tier",
+    "drop_if_exists",
     "emptied_table",
     "inspect_statement",
     "validate_new_name",
@@ -62,7 +64,8 @@ class Statement:
     # names the statement creates or writes that the authorizer may never be asked about:
     # a new object's name, a trigger body's tables, the new name of a renamed table
     writes: tuple[str, ...] = ()
-    target: str | None = None  # the table an INSERT, REPLACE, UPDATE or DELETE writes
+    # the table an INSERT, REPLACE, UPDATE or DELETE writes; what a REINDEX names
+    target: str | None = None
     has_nul: bool = False  # SQLite would stop reading at a NUL; apsw refuses the text
 
 
@@ -269,6 +272,8 @@ def inspect_statement(sql: str) -> Statement:
     if kind in ("UPDATE", "DELETE"):
         has_where = _has_top_level_where(tokens, verb_at)
     target, after = _dml_target(tokens, verb_at, kind) if kind in _DML_KINDS else (None, 0)
+    if kind == "REINDEX":
+        target, after = _name_at(tokens, verb_at + 1)
     fts_delete = kind in ("INSERT", "REPLACE") and _is_fts_delete(tokens, target, after)
     writes: tuple[str, ...] = ()
     if kind.startswith("CREATE "):
@@ -281,6 +286,39 @@ def inspect_statement(sql: str) -> Statement:
     return Statement(kind, has_where, fts_delete, writes, target)
 
 
+@dataclass(frozen=True)
+class DropIfExists:
+    """`DROP <kind> IF EXISTS [schema.]name`: what would be dropped, if it existed."""
+
+    kind: str  # TABLE, VIEW, INDEX or TRIGGER
+    name: str
+    schema: str | None = None
+
+
+def drop_if_exists(sql: str) -> DropIfExists | None:
+    """The object a `DROP TABLE/VIEW/INDEX/TRIGGER IF EXISTS` names; None for anything else."""
+    statement = inspect_statement(sql)
+    if statement.kind not in ("DROP TABLE", "DROP VIEW", "DROP INDEX", "DROP TRIGGER"):
+        return None
+    tokens = sqlite_tokens(sql)
+    if tokens is None:
+        return None
+    tokens = _with_real_names(sql, tokens)
+    while tokens and tokens[0].token_type == TokenType.SEMICOLON:
+        tokens = tokens[1:]
+    if [word(token) for token in tokens[2:4]] != ["IF", "EXISTS"]:
+        return None
+    at = 4
+    if at + 2 < len(tokens) and tokens[at + 1].token_type == TokenType.DOT:
+        schema: str | None = tokens[at].text
+        name, _ = _name_at(tokens, at)
+    else:
+        schema, (name, _) = None, _name_at(tokens, at)
+    if name is None:
+        return None
+    return DropIfExists(statement.kind.split(" ", 1)[1], name, schema)
+
+
 def emptied_table(sql: str) -> str | None:
     """The table a DELETE without WHERE empties; None for any other statement."""
     statement = inspect_statement(sql)
@@ -291,13 +329,14 @@ def emptied_table(sql: str) -> str | None:
 
 # kinds each tier accepts at preflight; the authorizer checks every object they touch
 READ_KINDS = frozenset({"SELECT", "VALUES", "EXPLAIN", "PRAGMA", "WITH"})
+# REINDEX rebuilds indexes from their tables and changes no row (docs/decisions.md)
 WRITE_KINDS = frozenset(
     {"INSERT", "REPLACE", "UPDATE", "CREATE TABLE", "CREATE INDEX", "CREATE VIRTUAL TABLE",
-     "ANALYZE"}
+     "ANALYZE", "REINDEX"}
 )  # fmt: skip
 DESTRUCTIVE_KINDS = WRITE_KINDS | {
     "DELETE", "DROP TABLE", "DROP INDEX", "DROP VIEW", "DROP TRIGGER", "ALTER TABLE",
-    "CREATE TRIGGER", "REINDEX",
+    "CREATE TRIGGER",
 }  # fmt: skip
 NEVER_KINDS = {
     "ATTACH": "ATTACH is never allowed: sqlgate serves one database file",
@@ -308,6 +347,15 @@ NEVER_KINDS = {
     "ROLLBACK": "transaction control is never allowed: each call is its own transaction",
     "SAVEPOINT": "SAVEPOINT is never allowed: each call is its own transaction",
     "RELEASE": "RELEASE is never allowed: each call is its own transaction",
+}
+# what to use instead of a TEMP object of each type, in the tier that takes it
+TEMP_INSTEAD = {
+    "TABLE": "create a regular table with write_query (drop it with destructive_query when "
+    "done), or compute the rows in a WITH clause of read_query",
+    "VIEW": "save the SELECT as a view with create_view (it keeps a description for the next "
+    "session), or run it in read_query",
+    "INDEX": "create a regular index with write_query",
+    "TRIGGER": "create a regular trigger with destructive_query",
 }
 
 
@@ -339,7 +387,14 @@ def check_tier(statement: Statement, tier: Tier, protected: frozenset[str] | Non
     if kind in NEVER_KINDS:
         raise PolicyDenied(NEVER_KINDS[kind])
     if " TEMP " in f" {kind} ":
-        raise PolicyDenied(f"{kind} is not allowed: TEMP objects vanish and escape the audit")
+        what = kind.rsplit(" ", 1)[-1]
+        instead = TEMP_INSTEAD.get(what) if kind.startswith("CREATE") else None
+        if kind.startswith("DROP"):
+            instead = f"there is no TEMP {what.lower()} to drop: sqlgate never creates one"
+        raise PolicyDenied(
+            f"{kind} is not allowed: TEMP objects vanish and escape the audit"
+            + (f"; {instead}" if instead else "")
+        )
     server_names = _server_names() if protected is None else protected
     for name in statement.writes:
         if fold_name(name) in server_names:
@@ -369,6 +424,11 @@ def check_tier(statement: Statement, tier: Tier, protected: frozenset[str] | Non
     if tier is Tier.WRITE and statement.fts_delete:
         raise PolicyDenied(
             "the FTS5 'delete-all'/'delete' command removes rows: use destructive_query"
+        )
+    if kind == "REINDEX" and statement.target is None and tier is not Tier.READ:
+        raise PolicyDenied(
+            "REINDEX without a name rebuilds every index, sqlgate's own among them, which only "
+            "the server may touch: name a table or index of yours (REINDEX items)"
         )
     if kind not in allowed:
         home = _home_tool(statement)

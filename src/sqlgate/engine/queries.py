@@ -17,8 +17,9 @@ from sqlgate.engine.csvout import CsvResult, render_csv
 from sqlgate.engine.database import Database
 from sqlgate.engine.execute import Bindings, RewriteCounter, RunContext, run_statement
 from sqlgate.engine.limits import CallControl, Clock, Deadline, ResultCaps
+from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import Operation, Tier
-from sqlgate.engine.preflight import Statement, check_tier, inspect_statement
+from sqlgate.engine.preflight import Statement, check_tier, drop_if_exists, inspect_statement
 from sqlgate.engine.snapshots import rotate_snapshots, take_snapshot
 from sqlgate.engine.sqltext import has_more_statements
 from sqlgate.engine.undo import (
@@ -39,6 +40,14 @@ DML_KINDS = frozenset({"INSERT", "REPLACE", "UPDATE", "DELETE"})
 INSERT_KINDS = frozenset({"INSERT", "REPLACE"})
 Snapshotter = Callable[[], Path]
 MIB = 1024 * 1024
+# the catalog types a DROP <kind> IF EXISTS looks for (SQLite errors on the other type of a
+# table/view pair, so either counts as present)
+_DROPPED_TYPES = {
+    "TABLE": ("table", "view"),
+    "VIEW": ("table", "view"),
+    "INDEX": ("index",),
+    "TRIGGER": ("trigger",),
+}
 
 
 @dataclass
@@ -189,6 +198,10 @@ class SqlTiers:
         """
         with self.db.writing() as conn:
             text, statement, facts = self._check_destructive(conn, sql, reason, bindings, control)
+            absent = _nothing_to_drop(conn, text)
+            if absent is not None:  # nothing runs, so nothing to confirm or to keep
+                detail = {"kind": statement.kind, "changes": 0, "reason": reason}
+                return Outcome(absent, 0, detail | {"nothing_to_drop": True})
             if confirm is not None:
                 confirm()
             why = self._snapshot_reason(conn, statement, facts)
@@ -313,10 +326,12 @@ class SqlTiers:
 
     def check_destructive(
         self, sql: object, reason: object, bindings: Bindings, control: CallControl
-    ) -> None:
-        """Raise what `destructive` would raise before its snapshot; nothing runs."""
+    ) -> bool:
+        """Raise what `destructive` would raise before its snapshot; nothing runs. False
+        when the call would change nothing (a DROP ... IF EXISTS of nothing)."""
         with self.db.writing() as conn:
-            self._check_destructive(conn, sql, reason, bindings, control)
+            text, _, _ = self._check_destructive(conn, sql, reason, bindings, control)
+            return _nothing_to_drop(conn, text) is None
 
     def _check_destructive(
         self,
@@ -347,6 +362,26 @@ class SqlTiers:
                 self.settings.snapshots_keep + spare,
                 progress,
             )
+
+
+def _nothing_to_drop(conn: apsw.Connection, sql: str) -> str | None:
+    """The answer to a `DROP <kind> IF EXISTS` of an object the main schema does not hold
+    (names compared as SQLite compares them); None when there is something to drop."""
+    drop = drop_if_exists(sql)
+    if drop is None or (drop.schema is not None and fold_name(drop.schema) != "main"):
+        return None
+    types = _DROPPED_TYPES[drop.kind]
+    marks = ", ".join("?" * len(types))
+    found = conn.execute(
+        f"SELECT 1 FROM main.sqlite_schema WHERE type IN ({marks}) "
+        "AND name = ? COLLATE NOCASE LIMIT 1",
+        (*types, drop.name),
+    ).fetchone()
+    if found is not None:
+        return None
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in drop.name)
+    what = drop.kind.lower()
+    return f"ok: nothing to drop: no {what} `{shown}`; nothing was run and no snapshot was taken"
 
 
 def _undo_text(summary: str, stored: StoredChangeset) -> Callable[[int | None], str]:

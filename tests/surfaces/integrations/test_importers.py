@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqlgate.config import FLAGS, Settings
+from sqlgate.errors import SqlgateError
 from sqlgate.memory.chain import event_hash
 from sqlgate.service import Service
 from sqlgate.surfaces.cli.app import main
@@ -447,6 +448,50 @@ def test_broken_sqlite_memory_is_refused_with_the_first_broken_id(
     assert not db.exists()
 
 
+@pytest.mark.parametrize("genesis", ["", "genesis", None, "1" * 64])
+def test_a_wrong_genesis_says_what_the_importer_expects(
+    tmp_path: Path, db: Path, genesis: str | None
+) -> None:
+    source = tmp_path / "memory.db"
+    build_sqlite_memory(source, [("note", "a")])
+    conn = apsw.Connection(str(source))
+    conn.execute("CREATE TABLE copy AS SELECT * FROM memory_events")
+    conn.execute("DROP TABLE memory_events")
+    conn.execute("CREATE TABLE memory_events (id INTEGER PRIMARY KEY, ts, session, kind, "
+                 "content, prev_hash, hash)")  # fmt: skip
+    conn.execute("INSERT INTO memory_events SELECT * FROM copy")
+    conn.execute("UPDATE memory_events SET prev_hash = ?", (genesis,))
+    conn.close()
+    line = failed(run(db, "mcp-sqlite-memory", source), 2)
+    assert (
+        f"broken at event 1: event 1's prev_hash is {genesis!r}; this importer expects 64 "
+        "zeros (the genesis of mcp-sqlite-memory and of sqlgate): see docs/importers.md; "
+        "nothing was imported"
+    ) in line
+
+
+def test_a_wrong_mycorrhiza_genesis_says_what_the_importer_expects(
+    tmp_path: Path, db: Path
+) -> None:
+    source = tmp_path / "myco.db"
+    build_mycorrhiza(source, [("one", [])])
+    sql(source, "UPDATE chain SET prev_hash = ? WHERE seq = 1", (ZEROS,))
+    line = failed(run(db, "mycorrhiza", source), 2)
+    assert (
+        f"broken at seq 1: the first link's prev_hash is '{ZEROS}'; this importer expects "
+        "'genesis' (mycorrhiza's genesis): see docs/importers.md"
+    ) in line
+
+
+def test_import_help_points_at_the_formats_and_skip_bad() -> None:
+    group = CliRunner().invoke(main, ["import", "--help"], prog_name="sqlgate")
+    claims = CliRunner().invoke(main, ["import", "claims-mcp", "--help"], prog_name="sqlgate")
+    assert "docs/importers.md" in group.stdout
+    assert "--skip-bad" in group.stdout
+    assert "--skip-bad" in claims.stdout
+    assert "docs/importers.md" in " ".join(claims.stdout.split())
+
+
 def test_a_sqlgate_database_imports_as_sqlite_memory_under_its_own_hash_rule(
     tmp_path: Path, db: Path
 ) -> None:
@@ -534,6 +579,123 @@ def test_a_claim_sqlgate_cannot_hold_refuses_the_whole_import(tmp_path: Path, db
     line = failed(run(db, "claims-mcp", source), 2)
     assert "claim cl_0000000000000002: kind 'rumour' is not one of" in line
     assert not db.exists()
+
+
+BAD_ROWS = [
+    {"entity": "k", "claim": "odd kind", "kind": "rumour"},
+    {"entity": "v", "claim": "odd volatility", "volatility": "sometimes"},
+    {"entity": "c", "claim": "too sure", "confidence": 1.5},
+    {"entity": "r", "claim": "rank zero", "kind": "priority", "asserted_rank": 0},
+    {"entity": "t", "claim": "odd time", "last_confirmed": "last tuesday"},
+    {"entity": "e", "claim": "x" * 2001},
+]
+
+
+def many_claims(path: Path, good: int, bad: Sequence[dict[str, Any]]) -> None:
+    rows_ = [{"entity": f"good{n}", "claim": f"claim {n}"} for n in range(good)]
+    build_claims_mcp(path, [*rows_, *bad])
+
+
+def test_every_bad_claim_is_listed_and_nothing_is_imported(tmp_path: Path, db: Path) -> None:
+    source = tmp_path / "claims.db"
+    many_claims(source, 3, BAD_ROWS)
+    line = failed(run(db, "claims-mcp", source), 2)
+    assert "6 of 9 claims cannot be imported: " in line
+    for number, problem in [
+        (4, "kind 'rumour' is not one of"),
+        (5, "volatility 'sometimes' is not one of"),
+        (6, "confidence 1.5 is not a number from 0 to 1"),
+        (7, "rank 0 is not a whole number from 1 to"),
+        (
+            8,
+            "its confirmation time has the timestamp 'last tuesday', which is neither "
+            "ISO-8601 text nor epoch seconds",
+        ),
+        (9, "claim is 2001 characters, over the limit of 2000"),
+    ]:
+        assert f"claim cl_{number:016x}: {problem}" in line
+    assert line.endswith(
+        "; nothing was imported. Fix them in the source, or pass --skip-bad to import the "
+        "other claims and list these"
+    )
+    assert not db.exists()
+
+
+def test_a_long_list_of_bad_claims_shows_twenty_and_counts_the_rest(
+    tmp_path: Path, db: Path
+) -> None:
+    source = tmp_path / "claims.db"
+    many_claims(source, 1, [{"entity": f"b{n}", "claim": "c", "kind": "rumour"}
+                            for n in range(25)])  # fmt: skip
+    line = failed(run(db, "claims-mcp", source), 2)
+    assert "25 of 26 claims cannot be imported: " in line
+    assert line.count("kind 'rumour'") == 20
+    assert "; and 5 more; nothing was imported" in line
+
+
+def test_skip_bad_imports_the_good_claims_and_lists_the_bad(tmp_path: Path, db: Path) -> None:
+    source = tmp_path / "claims.db"
+    many_claims(source, 3, BAD_ROWS[:2])
+    done = report(run(db, "claims-mcp", source, "--skip-bad", "--json"))
+    assert (done["status"], done["claims"], done["skipped"]) == ("imported", 3, {"bad": 2})
+    assert done["bad"] == [
+        {"ref": "cl_0000000000000004",
+         "problem": "kind 'rumour' is not one of priority, status, fact, relationship"},
+        {"ref": "cl_0000000000000005",
+         "problem": "volatility 'sometimes' is not one of stable, slow, volatile"},
+    ]  # fmt: skip
+    assert [c[0] for c in claims_here(db)] == ["good0", "good1", "good2"]
+    (provenance,) = rows(db, "SELECT content FROM memory_events WHERE kind = 'import'")
+    assert json.loads(provenance[0])["bad"] == ["cl_0000000000000004", "cl_0000000000000005"]
+    assert report(run(db, "claims-mcp", source, "--skip-bad", "--json"))["status"] == (
+        "already imported"
+    )
+
+
+def test_skip_bad_says_in_words_which_claims_were_left_out(tmp_path: Path, db: Path) -> None:
+    source = tmp_path / "claims.db"
+    many_claims(source, 1, BAD_ROWS[:1])
+    result = run(db, "claims-mcp", source, "--skip-bad")
+    assert result.exit_code == 0, result.stderr
+    assert "imported: 1 claims from claims-mcp" in result.stdout
+    assert "  skipped: bad 1" in result.stdout
+    assert "  bad claim cl_0000000000000002: kind 'rumour' is not one of" in result.stdout
+
+
+def test_skip_bad_dry_run_lists_the_bad_and_writes_nothing(tmp_path: Path, db: Path) -> None:
+    source = tmp_path / "claims.db"
+    many_claims(source, 2, BAD_ROWS[:1])
+    planned = report(run(db, "claims-mcp", source, "--skip-bad", "--dry-run", "--json"))
+    assert (planned["status"], planned["claims"], len(planned["bad"])) == ("would import", 2, 1)
+    assert not db.exists()
+
+
+def test_claims_land_in_one_transaction_or_not_at_all(
+    tmp_path: Path, db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sqlgate.claims.store import ClaimStore
+
+    source = tmp_path / "claims.db"
+    many_claims(source, 3, [])
+    with Service.open(Settings(db=db)) as service:  # a database that exists, with memory
+        service.append_event("before the import")
+    added: list[object] = []
+    real = ClaimStore.add_in
+
+    def fail_on_the_third(self: ClaimStore, *args: Any, **kwargs: Any) -> Any:
+        if len(added) == 2:
+            raise RuntimeError("the disk is full")
+        added.append(args)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ClaimStore, "add_in", fail_on_the_third)
+    with pytest.raises(SqlgateError, match=r"internal error \(RuntimeError\)"):
+        run_import(Settings(db=db), "claims-mcp", source)
+    assert len(added) == 2  # two claims were written inside the transaction, then rolled back
+    assert rows(db, "SELECT count(*) FROM claims") == [(0,)]
+    assert rows(db, "SELECT count(*) FROM claims_history") == [(0,)]
+    assert [e[4] for e in events(db)] == ["before the import"]
+    assert chain_ok(db)
 
 
 def test_claims_dry_run_writes_nothing(tmp_path: Path, db: Path) -> None:

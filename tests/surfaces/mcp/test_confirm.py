@@ -170,6 +170,21 @@ async def test_call_the_checks_refuse_is_refused_without_asking(
 
 
 @pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("person", [Person("accept", {"approve": True}), None], ids=["can", "not"])
+async def test_a_drop_if_exists_of_nothing_is_answered_without_asking(
+    make_service: Callable[..., Service], mode: str, person: Person | None
+) -> None:
+    # nothing would change, so there is nothing to confirm, even under --confirm always
+    service = make(make_service, "always")
+    arguments = {"query": "DROP TABLE IF EXISTS missing", "reason": "tidy"}
+    result = await call(service, mode, person, arguments)
+    assert not result.is_error, text(result)
+    assert "ok: nothing to drop: no table `missing`" in text(result)
+    assert person is None or person.questions == []
+    assert snapshots(service) == []
+
+
+@pytest.mark.parametrize("mode", ERAS)
 async def test_statement_the_policy_refuses_after_approval_takes_no_snapshot(
     make_service: Callable[..., Service], mode: str
 ) -> None:

@@ -218,7 +218,7 @@ async def test_sql_text_over_the_limit_is_refused_before_it_is_parsed(
 ) -> None:
     result = await client.call_tool(tool, arguments)
     assert result.is_error
-    assert f"{name} is " in text(result)
+    assert f'argument "{name}" is ' in text(result)
     assert "over the limit of 100,000" in text(result)
 
 

@@ -1,8 +1,9 @@
 """`sqlgate import SOURCE PATH`: memory and claims from other tools' SQLite files.
 
 Exit codes: 0 imported (or already imported, or nothing new), 2 the source is not the
-expected format or its chain is broken, 3 no such source file; the source is never
-written to, and on an error nothing is written to the database either.
+expected format, its chain is broken, or a claim cannot be imported (without --skip-bad),
+3 no such source file; the source is never written to, and on an error nothing is
+written to the database either. The formats: docs/importers.md.
 """
 
 from __future__ import annotations
@@ -28,7 +29,10 @@ SOURCE_HELP = {
 @click.group("import")
 def import_group() -> None:
     """Import memory or claims from another tool's SQLite file (verified first, redacted,
-    never duplicated; the source file is only read)."""
+    never duplicated, all or nothing; the source file is only read). Each accepted format
+    (tables, columns, hash rule) is in docs/importers.md. A claims import refuses a file
+    with a claim sqlgate cannot hold, listing them; `import claims-mcp --skip-bad` imports
+    the rest."""
 
 
 def _print(report: dict[str, Any], as_json: bool) -> None:
@@ -48,6 +52,13 @@ def _print(report: dict[str, Any], as_json: bool) -> None:
         if report.get(label):
             parts = ", ".join(f"{name} {count}" for name, count in sorted(report[label].items()))
             click.echo(f"  {label}: {visible(parts)}")
+    from sqlgate.surfaces.integrations.importers.claim_plan import SHOWN_BAD_CLAIMS
+
+    bad = report.get("bad") or []
+    for item in bad[:SHOWN_BAD_CLAIMS]:
+        click.echo(visible(f"  bad claim {item['ref']}: {item['problem']}"))
+    if len(bad) > SHOWN_BAD_CLAIMS:
+        click.echo(f"  and {len(bad) - SHOWN_BAD_CLAIMS} more bad claims (--json lists all)")
     if report.get("provenance_event"):
         click.echo(f"  recorded as event {report['provenance_event']} (kind import)")
 
@@ -61,10 +72,18 @@ def _command(source: str) -> click.Command:
     def command(path: Path, dry_run: bool, as_json: bool, **values: Any) -> None:
         from sqlgate.surfaces.integrations.importers import run_import
 
-        report = run_import(settings_from(values), source, path, dry_run=dry_run)
+        skip_bad = bool(values.pop("skip_bad", False))
+        report = run_import(settings_from(values), source, path, dry_run=dry_run, skip_bad=skip_bad)
         _print(report.as_dict(), as_json)
 
-    command.__doc__ = f"Import {SOURCE_HELP[source]} from PATH."
+    if source == "claims-mcp":
+        command = click.option(
+            "--skip-bad",
+            is_flag=True,
+            help="import the claims sqlgate can hold and list the others (default: a bad "
+            "claim refuses the whole import, listing every bad one)",
+        )(command)
+    command.__doc__ = f"Import {SOURCE_HELP[source]} from PATH. Formats: docs/importers.md."
     return click.command(source)(command)
 
 

@@ -11,10 +11,11 @@ runs, which works on both protocol eras: a standalone `elicitation/create` reque
 2025-11-25, an `InputRequiredResult` round trip from 2026-07-28. A call that the service's
 checks before the snapshot refuse (no reason, not one destructive statement, bad params, or
 the policy on a dry prepare) is not put to the person: the service refuses it, audited, as
-it would anyway. The answer reaches the worker as a `Verdict`, whose `enforce` the service
-calls after its dry-run policy check and before anything runs (or is snapshotted): a
-declined, cancelled or unaskable call is an audited error, with nothing changed and no
-snapshot taken.
+it would anyway; nor is a DROP ... IF EXISTS of an object that does not exist, which the
+service answers without running anything. The answer reaches the worker as a `Verdict`,
+whose `enforce` the service calls after its dry-run policy check and before anything runs
+(or is snapshotted): a declined, cancelled or unaskable call is an audited error, with
+nothing changed and no snapshot taken.
 """
 
 from __future__ import annotations
@@ -103,17 +104,17 @@ class _Gate:
     service: Service
 
     def would_refuse(self, query: object, reason: object, params: object) -> bool:
-        """True when the service refuses the call before its snapshot anyway (no need to
-        ask): no reason, not one destructive statement, bad params, or the policy, checked
-        on a dry prepare."""
+        """True when there is nothing to ask: the service refuses the call before its
+        snapshot anyway (no reason, not one destructive statement, bad params, or the
+        policy, checked on a dry prepare), or the call changes nothing (a DROP ... IF
+        EXISTS of an object that does not exist)."""
         try:
             bindings = normalize_params(params)
-            self.service.sql.check_destructive(query, reason, bindings, CallControl())
+            return not self.service.sql.check_destructive(query, reason, bindings, CallControl())
         except SqlgateError:
             return True
         except apsw.BusyError:
             return False  # another writer holds the lock: ask; the run reports what it finds
-        return False
 
 
 # the confirmation policy of each server that announces destructive_query

@@ -9,9 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult
+from pydantic import ValidationError
 
 from sqlgate import __version__
 from sqlgate.service import Service
+from sqlgate.surfaces.mcp.arguments import argument_errors_text, unknown_arguments
 from sqlgate.surfaces.mcp.claims_tools import CLAIMS_TOOLS, register_claims_tools
 from sqlgate.surfaces.mcp.client_logging import enable_client_logging
 from sqlgate.surfaces.mcp.memory_tools import MEMORY_TOOLS, register_memory_tools
@@ -80,10 +85,40 @@ def instructions_for(tools: tuple[str, ...]) -> str:
 
 
 class _SqlgateServer(MCPServer[Any]):
-    """MCPServer whose stdio transport bounds and answers every line (`stdio_transport`)."""
+    """MCPServer whose stdio transport bounds and answers every line (`stdio_transport`),
+    and whose argument errors are one line each (`arguments.argument_errors_text`)."""
 
     async def run_stdio_async(self) -> None:
         await serve_stdio(self._lowlevel_server)  # what the SDK's run_stdio_async runs too
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        tool = self._tool_manager.get_tool(name)
+        if tool is None:
+            return await super().call_tool(name, arguments, context)
+        accepted = list(tool.fn_metadata.arg_model.model_fields)
+        unknown = unknown_arguments(arguments, accepted)
+        if unknown:  # refused with every other problem of the call, nothing run
+            known = {key: value for key, value in arguments.items() if key not in unknown}
+            try:
+                tool.fn_metadata.validate_arguments(known)
+                refused = None
+            except ValidationError as exc:
+                refused = exc
+            text = argument_errors_text(name, tool.parameters, refused, unknown)
+            raise ToolError(f"Error executing tool {name}: {text}")
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError):
+                raise
+            text = argument_errors_text(name, tool.parameters, cause)
+            # the cause kept: the SDK logs the refused field names, never the values
+            raise ToolError(f"Error executing tool {name}: {text}") from cause
 
 
 def build_server(service: Service) -> MCPServer[Any]:

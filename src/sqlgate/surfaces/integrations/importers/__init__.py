@@ -6,10 +6,12 @@
 
 Each import opens the source read-only, verifies it completely (a broken chain is refused
 with the first broken seq or id), cleans and redacts every item like memory content,
-and only then writes: a chain import in ONE transaction with its provenance event; claims
-one by one through `ClaimStore.add`, then the provenance event. Re-running imports only
-what is new (landing.py says how that is known). `dry_run` reads the target database
-without opening it for writing, and writes nothing anywhere.
+and only then writes, in ONE transaction with its provenance event: a chain's events and
+checkpoints, or all the claims (through `ClaimStore.add_in`). Nothing is ever half
+imported. A claim sqlgate cannot hold refuses the whole import, listing every such claim,
+unless `skip_bad` leaves them out and lists them in the report (claim_plan.py).
+Re-running imports only what is new (landing.py says how that is known). `dry_run` reads
+the target database without opening it for writing, and writes nothing anywhere.
 """
 
 from __future__ import annotations
@@ -29,15 +31,14 @@ from sqlgate.engine.queries import Outcome
 from sqlgate.errors import InvalidArgument, StartupError
 from sqlgate.memory.privacy import Redactor
 from sqlgate.memory.store import redactor_for
+from sqlgate.surfaces.integrations.importers.claim_plan import existing_claims, plan_claims
 from sqlgate.surfaces.integrations.importers.landing import (
     IMPORT_KIND,
     IMPORT_SESSION_PREFIX,
     ImportReport,
     Prepared,
-    existing_claims,
     guard_source_is_not_target,
     plan_chain,
-    plan_claims,
     prior_imports,
     raced,
     resume_point,
@@ -88,6 +89,7 @@ def run_import(
     path: Path,
     *,
     dry_run: bool = False,
+    skip_bad: bool = False,
     wall_clock: Callable[[], float] = time.time,
 ) -> ImportReport:
     """Import `path` (a `source` file) into `settings.db`; see the module docstring."""
@@ -101,7 +103,7 @@ def run_import(
     if source == "claims-mcp":
         claims, digest = read_claims_mcp(path)
         report = ImportReport(source, str(path), digest, dry_run=dry_run)
-        return _import_claims(settings, claims, report, redactor, wall_clock)
+        return _import_claims(settings, claims, report, redactor, wall_clock, skip_bad)
     raise InvalidArgument(f"unknown source {source!r}; choose one of: {', '.join(SOURCES)}")
 
 
@@ -179,7 +181,7 @@ def _import_chain(
 
 def _import_claims(
     settings: Settings, claims: list[SourceClaim], report: ImportReport, redactor: Redactor,
-    wall_clock: Callable[[], float],
+    wall_clock: Callable[[], float], skip_bad: bool,
 ) -> ImportReport:  # fmt: skip
     now = datetime.fromtimestamp(wall_clock(), tz=timezone.utc)
 
@@ -198,7 +200,7 @@ def _import_claims(
     if any(r.get("head_hash") == report.head_hash for r in recorded):
         report.status = "already imported"
         return report
-    plan = plan_claims(claims, present, redactor, now, report)
+    plan = plan_claims(claims, present, redactor, now, report, skip_bad)
     status(len(plan))
     if report.dry_run or not plan:
         return report
@@ -207,19 +209,21 @@ def _import_claims(
     try:
 
         def work(_: Any) -> Outcome:
-            for item in plan:  # each its own transaction, idempotent: a re-run skips it
-                service.claims.add(
-                    item.entity, item.kind, item.claim, item.volatility, item.confidence,
-                    item.rank, item.confirmed_at,
-                )  # fmt: skip
             record = {
                 "source": "claims-mcp", "path": report.path, "head_hash": report.head_hash,
                 "claims": len(plan), "skipped": report.skipped, "redacted": report.redacted,
+                "bad": [item["ref"] for item in report.bad],
             }  # fmt: skip
             text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
-            report.provenance_event = service.memory.chain.append(
-                IMPORT_KIND, text, [IMPORT_KIND, "claims-mcp"]
-            ).id
+            # one transaction: every claim and the provenance event land together, or none
+            with service.memory.chain.writing() as writer:
+                for item in plan:
+                    service.claims.add_in(
+                        writer, item.entity, item.kind, item.claim, item.volatility,
+                        item.confidence, item.rank, item.confirmed_at,
+                    )  # fmt: skip
+                tags = [IMPORT_KIND, "claims-mcp"]
+                report.provenance_event = writer.append(IMPORT_KIND, text, tags).id
             return Outcome(json.dumps(report.as_dict()), len(plan), {"source": "claims-mcp"})
 
         service.call("import", work, detail={"path": report.path})

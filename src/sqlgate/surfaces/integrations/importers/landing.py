@@ -6,8 +6,7 @@ session `import-…`, which no agent can have) whose content is JSON: source kin
 path, the source's head hash and last seq/id, and counts. Before importing, these records
 say what was taken already: a chain source that still holds an imported head (same hash
 at the same seq) is imported only after it, and not at all when that head is its head.
-Claims need no such cursor: a claim already present with the same or a later
-confirmation is left alone, so a re-run changes nothing.
+Claims need no such cursor (claim_plan.py).
 """
 
 from __future__ import annotations
@@ -21,25 +20,24 @@ from typing import Any
 
 import apsw
 
-from sqlgate.claims.model import HALF_LIFE_DAYS, KINDS, parse_timestamp
-from sqlgate.claims.store import MAX_CLAIM_CHARS, MAX_ENTITY_CHARS, MAX_RANK
+from sqlgate.claims.model import parse_timestamp
 from sqlgate.engine.audit import utc_timestamp
 from sqlgate.errors import InvalidArgument, SqlgateError
 from sqlgate.memory.chain import GENESIS, ChainWriter
 from sqlgate.memory.inputs import MAX_TAGS, event_kind, event_tags, moment, text_field
 from sqlgate.memory.privacy import Redactor
 from sqlgate.memory.store import SERVER_KINDS
-from sqlgate.surfaces.integrations.importers.sources import ChainSource, SourceClaim, columns_of
+from sqlgate.surfaces.integrations.importers.sources import ChainSource, columns_of
 
 __all__ = [
     "IMPORT_KIND",
     "IMPORT_SESSION_PREFIX",
-    "ClaimPlan",
     "ImportReport",
     "Prepared",
+    "epoch_seconds",
     "plan_chain",
-    "plan_claims",
     "prior_imports",
+    "redacted_text",
     "resume_point",
     "write_chain",
 ]
@@ -67,12 +65,14 @@ class ImportReport:
     skipped: dict[str, int] = field(default_factory=dict)
     redacted: dict[str, int] = field(default_factory=dict)
     provenance_event: int | None = None
+    # claims sqlgate cannot hold, skipped with --skip-bad: {"ref": ..., "problem": ...}
+    bad: list[dict[str, str]] = field(default_factory=list)
 
     def count(self, table: dict[str, int], key: str, by: int = 1) -> None:
         table[key] = table.get(key, 0) + by
 
     def as_dict(self) -> dict[str, Any]:
-        return {key: value for key, value in self.__dict__.items() if value not in (None, {})}
+        return {key: value for key, value in self.__dict__.items() if value not in (None, {}, [])}
 
 
 # -- what was imported before -------------------------------------------------------------
@@ -112,7 +112,7 @@ def resume_point(chain: ChainSource, records: list[dict[str, Any]]) -> tuple[int
 
 
 # -- cleaning -------------------------------------------------------------------------------
-def _epoch(value: object, where: str) -> float:
+def epoch_seconds(value: object, where: str) -> float:
     """A source timestamp (ISO-8601 text, or seconds since the epoch) as epoch seconds."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
@@ -151,7 +151,7 @@ def _clean_tags(tags: tuple[str, ...], redactor: Redactor, report: ImportReport)
     return unique[:MAX_TAGS]
 
 
-def _redacted(
+def redacted_text(
     value: object, where: str, limit: int, redactor: Redactor, report: ImportReport
 ) -> str | None:
     """The text as memory stores it, or None when nothing is left once private parts go."""
@@ -211,9 +211,9 @@ def plan_chain(
         while pending and pending[0].anchor <= ref:
             found = pending.pop(0)
             where = f"checkpoint {found.ref} summary"
-            text = _redacted(found.summary, where, max_chars, redactor, report)
+            text = redacted_text(found.summary, where, max_chars, redactor, report)
             if text is not None:
-                epoch = _epoch(found.ts, f"checkpoint {found.ref}")
+                epoch = epoch_seconds(found.ts, f"checkpoint {found.ref}")
                 plan.append(Prepared(found.ref, text, epoch, session=_session(found.session),
                                      checkpoint=True))  # fmt: skip
 
@@ -223,11 +223,11 @@ def plan_chain(
         if event.ref <= after:
             continue
         where = f"{chain.importer} {unit} {event.ref}"
-        text = _redacted(event.content, f"{where} content", max_chars, redactor, report)
+        text = redacted_text(event.content, f"{where} content", max_chars, redactor, report)
         if text is not None:
             plan.append(
                 Prepared(
-                    event.ref, text, _epoch(event.ts, where), _kind(event.kind),
+                    event.ref, text, epoch_seconds(event.ts, where), _kind(event.kind),
                     tuple(_clean_tags(event.tags, redactor, report)), _session(event.session),
                 )
             )  # fmt: skip
@@ -274,103 +274,6 @@ def write_chain(
     record = provenance(events, checkpoints, first)
     text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
     return writer.append(IMPORT_KIND, text, [IMPORT_KIND, str(record["source"])]).id
-
-
-# -- claims ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ClaimPlan:
-    entity: str
-    kind: str
-    claim: str
-    volatility: str
-    confidence: float
-    rank: int | None
-    confirmed_at: str | None  # None: now (the source's moment was in the future)
-
-
-def existing_claims(conn: apsw.Connection) -> dict[tuple[str, str, str], tuple[str, str]]:
-    """(entity, kind, claim) -> (state, last_confirmed) of the claims already here."""
-    if "last_confirmed" not in columns_of(conn, "claims"):
-        return {}
-    return {
-        (str(e), str(k), str(c)): (str(state), str(confirmed))
-        for e, k, c, state, confirmed in conn.execute(
-            "SELECT entity, kind, claim, state, last_confirmed FROM claims"
-        )
-    }
-
-
-def _one_of(value: object, name: str, allowed: tuple[str, ...], ref: str) -> str:
-    if not isinstance(value, str) or value not in allowed:
-        raise InvalidArgument(
-            f"claim {ref}: {name} {value!r} is not one of {', '.join(allowed)}; nothing was "
-            "imported"
-        )
-    return value
-
-
-def _claim_text(
-    value: object, name: str, limit: int, ref: str, redactor: Redactor, report: ImportReport
-) -> str | None:
-    text = _redacted(value, f"claim {ref} {name}", limit, redactor, report)
-    return None if text is None else " ".join(text.split())
-
-
-def plan_claims(
-    claims: list[SourceClaim],
-    present: dict[tuple[str, str, str], tuple[str, str]],
-    redactor: Redactor,
-    now: datetime,
-    report: ImportReport,
-) -> list[ClaimPlan]:
-    """The source claims to add or refresh here; validated before anything is written."""
-    chosen: dict[tuple[str, str, str], ClaimPlan] = {}
-    for source in claims:
-        ref = source.ref
-        kind = _one_of(source.kind, "kind", KINDS, ref)
-        volatility = _one_of(source.volatility, "volatility", tuple(HALF_LIFE_DAYS), ref)
-        confidence = source.confidence
-        if (
-            isinstance(confidence, bool)
-            or not isinstance(confidence, (int, float))
-            or not (0 <= confidence <= 1)
-        ):
-            raise InvalidArgument(
-                f"claim {ref}: confidence {confidence!r} is not a number from 0 to 1; nothing "
-                "was imported"
-            )
-        rank = source.rank if kind == "priority" else None
-        if rank is not None and (
-            isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= MAX_RANK
-        ):
-            raise InvalidArgument(
-                f"claim {ref}: rank {rank!r} is not a whole number from 1 to {MAX_RANK}; "
-                "nothing was imported"
-            )
-        if source.state == "retired":
-            report.count(report.skipped, "retired")
-            continue
-        entity = _claim_text(source.entity, "entity", MAX_ENTITY_CHARS, ref, redactor, report)
-        text = _claim_text(source.claim, "claim", MAX_CLAIM_CHARS, ref, redactor, report)
-        if entity is None or text is None:
-            continue
-        confirmed: str | None = None
-        if source.confirmed_at is not None:
-            confirmed = utc_timestamp(_epoch(source.confirmed_at, f"claim {ref}"))
-            if parse_timestamp(confirmed) > now + CLOCK_SKEW:
-                report.count(report.skipped, "confirmed_in_future_set_to_now")
-                confirmed = None
-        key = (entity, kind, text)
-        here = present.get(key)
-        if here is not None and here[0] == "retired":
-            report.count(report.skipped, "retired_here")
-            continue
-        if here is not None and (confirmed is None or here[1] >= confirmed):
-            report.count(report.skipped, "already_here")
-            continue
-        chosen[key] = ClaimPlan(entity, kind, text, volatility, float(confidence), rank,
-                                confirmed)  # fmt: skip
-    return list(chosen.values())
 
 
 def guard_source_is_not_target(source: Path, target: Path) -> None:

@@ -16,6 +16,7 @@ claims-mcp   table `claims` as github.com/dgonzap30/claims-mcp creates it (entit
              claim, volatility, confidence, asserted_rank, state, last_confirmed,
              created_at, ...); no chain of its own, so its "head hash" is a digest of the
              rows read.
+Every format, with an example that builds a minimal valid source: docs/importers.md.
 """
 
 from __future__ import annotations
@@ -65,6 +66,12 @@ def sqlite_memory_hash(
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _shown(value: object) -> str:
+    """A source value in an error: its repr, cut to 80 characters."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:80] + "…"
+
+
 def _broken(path: Path, source: str, unit: str, ref: object, reason: str) -> BrokenSource:
     return BrokenSource(
         f"{path}: the {source} chain is broken at {unit} {ref}: {reason}; nothing was imported",
@@ -90,9 +97,13 @@ def read_mycorrhiza(path: Path) -> ChainSource:
             tags = stored_tags(raw_tags)
             if tags is None:
                 raise broken("tags is not a JSON array of strings")
+            if prev_hash != prev and not events:
+                raise broken(
+                    f"the first link's prev_hash is {_shown(prev_hash)}; this importer expects "
+                    f"{MYCORRHIZA_GENESIS!r} (mycorrhiza's genesis): see docs/importers.md"
+                )
             if prev_hash != prev:
-                expected = "'genesis'" if not events else f"the hash of seq {events[-1].ref}"
-                raise broken(f"prev_hash is not {expected}")
+                raise broken(f"prev_hash is not the hash of seq {events[-1].ref}")
             if not isinstance(content, str):
                 raise broken("content is not text")
             try:
@@ -130,6 +141,12 @@ def read_sqlite_memory(path: Path) -> ChainSource:
                 if parsed is None:
                     raise broken("tags is not a JSON array of strings")
                 tags = parsed
+            if prev_hash != prev and expected_id == 1:
+                raise broken(
+                    f"event 1's prev_hash is {_shown(prev_hash)}; this importer expects 64 "
+                    "zeros (the genesis of mcp-sqlite-memory and of sqlgate): see "
+                    "docs/importers.md"
+                )
             if prev_hash != prev:
                 raise broken(f"prev_hash is not the hash of event {expected_id - 1}")
             if not isinstance(content, str):
