@@ -14,6 +14,7 @@ from sqlgate.config import FLAGS
 from sqlgate.surfaces.cli.app import main
 from sqlgate.surfaces.integrations import client_paths as install_paths
 from sqlgate.surfaces.integrations import install as setup
+from sqlgate.surfaces.integrations import install_records
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -36,6 +37,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for flag in FLAGS:
         monkeypatch.delenv(flag.env_var, raising=False)
     monkeypatch.chdir(tmp_path / "project")
+    # sqlgate's own data folder (backups, the install record): never the real one
+    monkeypatch.setattr(install_records, "data_dir", lambda: tmp_path / "sqlgate-data")
     return tmp_path
 
 
@@ -82,13 +85,16 @@ def test_install_then_uninstall_each_client(
     entry = entry_in(client, path)
     assert entry["command"] == launcher.command
     assert entry["args"] == launcher.argv("serve", "--db", str(home / "project" / "agent.db"))
-    assert f"{path}: add server 'sqlgate' (new file)" in installed.output
+    assert f'added {client} entry "sqlgate" ({path}; new file)' in installed.output
 
     removed = invoke("uninstall", client)
 
     assert removed.exit_code == 0, removed.output
-    assert entry_in(client, path) is None
-    assert "remove server 'sqlgate' (backup: " in removed.output
+    assert not path.exists()  # sqlgate created it, and it held nothing else
+    assert (
+        f'removed {client} entry "sqlgate" and the file sqlgate had created ({path} removed; '
+        "backup: "
+    ) in removed.output
 
 
 def test_second_install_says_nothing_to_change_and_writes_nothing(home: Path) -> None:
@@ -98,7 +104,7 @@ def test_second_install_says_nothing_to_change_and_writes_nothing(home: Path) ->
     again = invoke("install", "cursor")
 
     assert again.exit_code == 0
-    assert "sqlgate is already installed; nothing to change" in again.output
+    assert 'cursor entry "sqlgate" is already installed, nothing changed' in again.output
     assert snapshot(home) == before
 
 
@@ -107,7 +113,8 @@ def test_dry_run_prints_the_change_and_writes_nothing(home: Path, client: str) -
     result = invoke("install", client, "--dry-run", "--db", "/data/agent.db")
 
     assert result.exit_code == 0, result.output
-    assert "would add server 'sqlgate' in " in result.output
+    assert "would write " in result.output
+    assert f'added {client} entry "sqlgate"' in result.output
     assert any(
         line.startswith("+") and "/data/agent.db" in line for line in result.output.splitlines()
     )
@@ -187,8 +194,7 @@ def test_capture_registers_hooks_beside_the_server(home: Path) -> None:
 
     assert result.exit_code == 0, result.output
     hooks = json.loads((home / "project" / ".claude" / "settings.json").read_text())["hooks"]
-    launcher = setup.find_launcher()
-    command = setup.capture_command(launcher, home / "project" / "a.db", setup.current_platform())
+    command = 'sqlgate capture --db "${CLAUDE_PROJECT_DIR:-.}/a.db"'
     assert sorted(hooks) == sorted(setup.CAPTURE_EVENTS)
     assert all(group[-1]["hooks"] == [{"type": "command", "command": command}]
                for group in hooks.values())  # fmt: skip
@@ -206,9 +212,8 @@ def test_uninstall_claude_code_also_removes_the_capture_hooks(home: Path) -> Non
 
     assert result.exit_code == 0, result.output
     hooks = json.loads(settings.read_text())["hooks"]
-    assert hooks["Stop"] == [{"hooks": [{"type": "command", "command": "say done"}]}]
-    assert all(hooks[event] == [] for event in setup.CAPTURE_EVENTS if event != "Stop")
-    assert entry_in("claude-code", home / "home" / ".claude.json") is None
+    assert hooks == {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}
+    assert not (home / "home" / ".claude.json").exists()  # created by install, now empty
 
 
 def test_help_names_every_client(home: Path) -> None:
