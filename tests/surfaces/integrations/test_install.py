@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sqlgate.errors import InvalidArgument
-from sqlgate.surfaces.integrations import install, install_records
+from sqlgate.surfaces.integrations import config_writer, install_records
 from sqlgate.surfaces.integrations.install import (
     CAPTURE_EVENTS,
     CLIENTS,
@@ -494,7 +494,7 @@ def test_failed_rename_leaves_the_old_file_and_no_temp_or_backup(
     def refuse(src: Any, dst: Any) -> None:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(install.os, "replace", refuse)
+    monkeypatch.setattr(config_writer.os, "replace", refuse)
     with pytest.raises(ConfigUnwritable, match="Permission denied"):
         apply(change, NOW)
     assert files_under(fake_home) == before

@@ -28,7 +28,7 @@ from typing import Any
 from sqlgate.config import default_db_path
 from sqlgate.surfaces.integrations.config_files import ConfigUnwritable, KeyPath
 
-__all__ = ["BACKUPS_KEPT", "InstallRecords", "data_dir"]
+__all__ = ["BACKUPS_KEPT", "FileRecord", "InstallRecords", "data_dir", "goes_when_empty"]
 
 BACKUPS_KEPT = 10
 _BACKUP = re.compile(r"(\d{8}T\d{6}Z)(?:\.(\d+))?-(.+)", re.DOTALL)
@@ -45,6 +45,14 @@ class FileRecord:
     created: bool = False
     folders: tuple[str, ...] = ()
     keys: tuple[KeyPath, ...] = ()
+
+
+def goes_when_empty(key: KeyPath, record: FileRecord | None) -> bool:
+    """Whether a key that uninstall empties is removed too: sqlgate added it, or sqlgate has
+    no record of the file (written before records were kept), where an empty servers object
+    or hook list means nothing. A key of a recorded file that sqlgate did not add was there
+    before: it stays."""
+    return record is None or key in record.keys
 
 
 @dataclass(frozen=True)
