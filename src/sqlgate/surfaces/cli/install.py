@@ -59,15 +59,18 @@ def install(
     """Add sqlgate to CLIENT's MCP config (claude-code, claude-desktop, cursor, vscode, codex).
 
     \b
-    --scope user (the default): this installation's `sqlgate serve --db DB`, absolute paths.
-    --scope project: a file to commit, so nothing of this machine: `sqlgate` from PATH and
-      a database inside the project (default .sqlgate/agent.db; `serve` creates the folder;
-      add `.sqlgate/` to .gitignore). VS Code and Cursor get ${workspaceFolder}/...
+    --scope user (the default): this installation's `sqlgate serve --db DB`,
+      absolute paths (DB: --db, else SQLGATE_DB, else the per-user database).
+    --scope project: a file to commit, so nothing of this machine: `sqlgate`
+      from PATH and a database inside the project (--db, default
+      .sqlgate/agent.db; `serve` creates the folder: add `.sqlgate/` to
+      .gitignore). VS Code and Cursor get ${workspaceFolder}/.sqlgate/agent.db.
 
-    Running it again with the same options changes nothing; with another --db it updates
-    the entry and says what changed (old → new). Comments in the file (JSONC) are kept, and
-    so are other servers and settings. The old file is first copied to sqlgate's data
-    folder (backups/CLIENT/, the newest 10 kept); the new one replaces it atomically.
+    Running it again with the same options changes nothing; with another --db it
+    updates the entry and says what changed (old → new). Comments in the file
+    (JSONC) are kept, and so are other servers and settings. The old file is first
+    copied to sqlgate's data folder (backups/CLIENT/, the newest 10 kept); the new
+    one replaces it atomically. `sqlgate uninstall CLIENT` takes it all out again.
     """
     spec = setup.client_named(client)
     chosen = setup.resolve_scope(spec, scope)
