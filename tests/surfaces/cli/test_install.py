@@ -408,3 +408,15 @@ def test_help_explains_scopes_backups_and_comments(home: Path) -> None:
                    "${workspaceFolder}", "old → new", "(JSONC) are kept", "backups/CLIENT/",
                    "the newest 10 kept"):  # fmt: skip
         assert phrase in text, phrase
+
+
+def test_a_run_moves_the_backups_older_versions_left_in_home(home: Path) -> None:
+    config = home / "home" / ".claude.json"
+    config.write_text("{}\n")
+    for n in range(12):
+        config.with_name(f".claude.json.sqlgate-backup-202601{n + 1:02}T000000Z").write_text("{}")
+
+    assert invoke("install", "claude-code", "--db", str(home / "a.db")).exit_code == 0
+
+    assert sorted(p.name for p in (home / "home").iterdir()) == [".claude.json"]
+    assert len(list((home / "sqlgate-data" / "backups" / "claude-code").iterdir())) == 10

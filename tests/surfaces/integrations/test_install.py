@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sqlgate.errors import InvalidArgument
-from sqlgate.surfaces.integrations import config_writer, install_records
+from sqlgate.surfaces.integrations import config_writer, install, install_records
 from sqlgate.surfaces.integrations.install import (
     CAPTURE_EVENTS,
     CLIENTS,
@@ -828,3 +828,16 @@ def test_capture_leaves_hook_groups_of_unknown_shape_alone(where: MakeWhere) -> 
     assert hooks_in(path)["Stop"] == [
         "odd", {"no-hooks": 1}, {"hooks": [{"type": "command", "command": CAPTURE}]}
     ]  # fmt: skip
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks need privileges")
+def test_a_project_db_given_through_a_linked_path_is_still_inside_the_project(
+    fake_home: Path,
+) -> None:
+    (fake_home / "link").symlink_to(fake_home / "project")
+    here = Where("linux", fake_home / "home", fake_home / "project", {})
+    assert install.project_db(fake_home / "link" / "data" / "a.db", here).as_posix() == (
+        "data/a.db"
+    )
+    with pytest.raises(InvalidArgument, match="not inside this project"):
+        install.project_db(fake_home / "home" / "a.db", here)

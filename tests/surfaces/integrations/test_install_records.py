@@ -140,3 +140,23 @@ def test_an_emptied_key_goes_when_sqlgate_added_it_or_has_no_record_of_the_file(
 def test_the_record_is_replaced_atomically(records: InstallRecords, config: Path) -> None:
     records.note(config, created=True, folders=[], added=(), removed=())
     assert sorted(os.listdir(records.root)) == ["installed.json"]  # no temp file left
+
+
+def test_backups_an_older_sqlgate_left_beside_the_config_move_into_the_folder(
+    records: InstallRecords, config: Path
+) -> None:
+    old = [config.with_name(f".claude.json.sqlgate-backup-2026010{n}T000000Z") for n in (1, 2)]
+    old.append(config.with_name(".claude.json.sqlgate-backup-20260102T000000Z-2"))
+    for path in old:
+        path.write_text("old")
+    mine = config.with_name(".claude.json.sqlgate-backup-notes")  # not a name sqlgate gave
+    mine.write_text("keep")
+
+    moved = records.adopt_old_backups(config, "claude-code")
+
+    assert sorted(p.name for p in moved) == [
+        "20260101T000000Z-.claude.json",
+        "20260102T000000Z-.claude.json",
+        "20260102T000000Z.2-.claude.json",
+    ]
+    assert sorted(p.name for p in config.parent.iterdir()) == [".claude.json", mine.name]

@@ -2,7 +2,8 @@
 
 A rewrite goes to a temp file beside the target and replaces it with one rename; the old
 file is first copied into sqlgate's backup folder (`install_records.py`), and the oldest
-backups of that client beyond the newest ten are removed. A config that is a symlink
+backups of that client beyond the newest ten are removed (backups an older sqlgate left
+beside the config are moved there first). A config that is a symlink
 (dotfiles) is written through: the file at the end of the links is backed up and replaced,
 the links stay. A planned deletion (uninstall of a file sqlgate created) backs the file up,
 removes it, and removes the folders sqlgate made for it when they are empty.
@@ -87,6 +88,7 @@ def apply(
         ) from None
     records.note(path, created=not existed, folders=folders, added=change.added_keys,
                  removed=change.removed_keys)  # fmt: skip
+    records.adopt_old_backups(path, change.group)
     records.prune(change.group)
     return backup
 
@@ -105,6 +107,7 @@ def _remove(change: Change, path: Path, stamp: datetime, records: InstallRecords
         raise ConfigUnwritable(
             f"cannot remove {path}: {exc.strerror or exc}; nothing was changed"
         ) from None
+    records.adopt_old_backups(path, change.group)
     for folder in reversed(record.folders if record else ()):
         with contextlib.suppress(OSError):
             os.rmdir(folder)  # only when empty: anything else in it stays

@@ -2,6 +2,8 @@
 of the default database): backups of the files it replaced, and a record of what it created.
 
     <data>/backups/<client>/<UTC time>-<file name>     the newest BACKUPS_KEPT per client
+                                                       (older versions' backups beside the
+                                                       config are moved here on a write)
     <data>/installed.json                              {"files": {<file>: {"created": bool,
                                                          "folders": [...], "keys": [[...]]}}}
 
@@ -108,6 +110,27 @@ class InstallRecords:
                 path.unlink()
                 removed.append(path)
         return removed
+
+    def adopt_old_backups(self, config: Path, group: str) -> list[Path]:
+        """Move the backups older sqlgate versions left beside `config`
+        (`<name>.sqlgate-backup-<UTC time>[-n]`) into the client's backup folder; where
+        they went. Only regular files with exactly that name are moved."""
+        old = re.compile(re.escape(config.name) + r"\.sqlgate-backup-(\d{8}T\d{6}Z)(?:-(\d+))?")
+        moved = []
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(config.parent):
+                match = old.fullmatch(entry.name)
+                if not match or not stat.S_ISREG(entry.stat(follow_symlinks=False).st_mode):
+                    continue
+                number = f".{match.group(2)}" if match.group(2) else ""
+                target = self.backups(group) / f"{match.group(1)}{number}-{config.name}"
+                if os.path.lexists(target):
+                    continue
+                with contextlib.suppress(OSError):
+                    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                    shutil.move(entry.path, target)
+                    moved.append(target)
+        return moved
 
     # -- the record of what sqlgate created ----------------------------------------------
     def _load(self) -> dict[str, Any]:

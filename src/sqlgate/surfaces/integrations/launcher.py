@@ -57,10 +57,14 @@ def project_db(db: Path, where: Where) -> PurePosixPath:
     A committed config cannot name a database outside the project: every clone would point
     at a path that exists on this machine only."""
     full = db if db.is_absolute() else where.cwd / db
-    try:
-        relative = Path(os.path.normpath(full)).relative_to(os.path.normpath(where.cwd))
-    except ValueError:
-        relative = None
+    relative = None
+    # as written first, then with links resolved (a project reached through a symlink)
+    for spell in (os.path.normpath, os.path.realpath):
+        try:
+            relative = Path(spell(full)).relative_to(spell(where.cwd))
+            break
+        except ValueError:
+            continue
     if relative is None or not relative.parts:
         raise InvalidArgument(
             f"--db {db} is not inside this project ({where.cwd}); --scope project writes a "
