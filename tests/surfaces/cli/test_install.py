@@ -248,7 +248,7 @@ def tree(root: Path) -> dict[str, bytes | None]:
 def test_install_then_uninstall_on_a_clean_home_leaves_nothing_behind(
     home: Path, args: list[str]
 ) -> None:
-    before = tree(home / "home"), tree(home / "project"), tree(home / "xdg")
+    before = [tree(home / name) for name in ("home", "project", "xdg", "appdata")]
 
     assert invoke("install", *args).exit_code == 0
     assert invoke("install", *args, "--db", ".sqlgate/other.db").exit_code == 0  # an update
@@ -256,7 +256,7 @@ def test_install_then_uninstall_on_a_clean_home_leaves_nothing_behind(
     result = invoke("uninstall", args[0], *scope)
 
     assert result.exit_code == 0, result.output
-    assert (tree(home / "home"), tree(home / "project"), tree(home / "xdg")) == before
+    assert [tree(home / name) for name in ("home", "project", "xdg", "appdata")] == before
     assert sorted(p.name for p in (home / "sqlgate-data" / "backups").iterdir())
 
 

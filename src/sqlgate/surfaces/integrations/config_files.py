@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlgate.errors import InvalidArgument
-from sqlgate.surfaces.integrations.jsonc import JsoncError, parse, rewrite
+from sqlgate.surfaces.integrations.jsonc import JsoncError, load, rewrite
 
 __all__ = [
     "Change",
@@ -152,7 +152,7 @@ def load_json(path: Path, text: str | None) -> dict[str, Any]:
     if text is None or not text.strip():
         return {}
     try:
-        data = parse(text).value
+        data = load(text)
     except JsoncError as exc:
         raise ConfigMalformed(
             f"{path} is not valid JSON ({exc.msg} at line {exc.line}, column {exc.column}); "
@@ -187,7 +187,7 @@ def edit_json(path: Path, text: str | None, old: dict[str, Any], new: dict[str, 
         return dump_json(new)
     after = rewrite(text, old, new)
     try:
-        parsed = parse(after).value
+        parsed = load(after)
     except JsoncError:
         parsed = None
     if parsed != new:

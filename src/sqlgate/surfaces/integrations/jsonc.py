@@ -20,12 +20,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["JsoncError", "Node", "parse", "rewrite"]
+__all__ = ["JsoncError", "Node", "load", "parse", "rewrite"]
 
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
 _MAX_DEPTH = 200
 _BLANKS = re.compile(r"[ \t]*")
+_SKIP = re.compile(r"(?:[ \t\r\n]+|//[^\n]*|/\*.*?\*/)*", re.DOTALL)
+_STRING = re.compile(r'"(?:[^"\\\x00-\x1f]+|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"')
 Key = str | int
 
 
@@ -72,21 +74,9 @@ class _Parser:
 
     def skip(self) -> None:
         """Whitespace and comments."""
-        text = self.text
-        while self.pos < len(text):
-            char = text[self.pos]
-            if char in " \t\r\n":
-                self.pos += 1
-            elif text.startswith("//", self.pos):
-                end = text.find("\n", self.pos)
-                self.pos = len(text) if end < 0 else end
-            elif text.startswith("/*", self.pos):
-                end = text.find("*/", self.pos + 2)
-                if end < 0:
-                    raise self.fail("unterminated /* comment")
-                self.pos = end + 2
-            else:
-                return
+        self.pos = _SKIP.match(self.text, self.pos).end()  # type: ignore[union-attr]
+        if self.text.startswith("/*", self.pos):
+            raise self.fail("unterminated /* comment")
 
     def value(self, depth: int) -> Node:
         if depth > _MAX_DEPTH:
@@ -117,6 +107,13 @@ class _Parser:
     def string(self) -> str:
         start = self.pos
         text = self.text
+        quick = _STRING.match(text, start)
+        if quick:  # the common case, in one regex step
+            self.pos = quick.end()
+            body = quick.group()[1:-1]
+            if "\\" not in body:
+                return body
+            return json.loads(quick.group())  # type: ignore[no-any-return]
         pos = start + 1
         while True:
             if pos >= len(text):
@@ -176,6 +173,18 @@ def parse(text: str) -> Node:
     if parser.pos != len(text):
         raise parser.fail("unexpected text after the value")
     return node
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def load(text: str) -> Any:
+    """The value of a JSONC text (`parse(text).value`); plain JSON takes the C parser."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except ValueError:
+        return parse(text).value
 
 
 # ---------------------------------------------------------------------------------------------
