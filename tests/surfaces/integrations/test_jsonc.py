@@ -162,3 +162,23 @@ def test_the_last_of_two_equal_keys_counts_as_in_json() -> None:
     text = '{"a": 1, "a": 2}'
     assert parse(text).value == json.loads(text) == {"a": 2}
     assert json.loads(rewrite(text, {"a": 2}, {"a": 3})) == {"a": 3}
+
+
+@st.composite
+def edits(draw: st.DrawFn) -> tuple[str, Any, Any]:
+    """A JSONC text, its value, and another value of the same top-level shape."""
+    old = draw(st.dictionaries(st.text(max_size=4), values, max_size=4))
+    new = draw(st.dictionaries(st.text(max_size=4), values, max_size=4))
+    if draw(st.booleans()):  # share keys, so that nested edits happen too
+        new = {**old, **new}
+    text = render(old, lambda: draw(st.sampled_from(GAPS)), lambda: draw(st.booleans()))
+    return text, old, new
+
+
+@settings(max_examples=300, deadline=None)
+@given(edits())
+def test_any_rewrite_reads_back_as_the_new_value(case: Any) -> None:
+    text, old, new = case
+    after = rewrite(text, old, new)
+    assert parse(after).value == new
+    assert after.count("// own line") <= text.count("// own line")  # cut only with a member

@@ -285,6 +285,25 @@ def _line_end(text: str, pos: int) -> int:
         pos = close + 2
 
 
+def _line_end_raw(text: str, pos: int) -> int:
+    end = text.find("\n", pos)
+    return len(text) if end < 0 else end
+
+
+def _ends_in_line_comment(text: str, start: int, newline: int) -> bool:
+    """Whether the blanks, commas and comments from `start` end in a `//` comment at the
+    line break `newline` (joining the next line to it would comment that line out)."""
+    pos = start
+    while pos < newline:
+        if text.startswith("//", pos):
+            return _line_end_raw(text, pos) == newline
+        if text.startswith("/*", pos):
+            pos = text.find("*/", pos + 2) + 2
+        else:
+            pos += 1
+    return False
+
+
 def _delete(text: str, path: tuple[Key, ...], key: Key) -> str:
     """Remove one member or element: its own line(s) when it starts a line, else just it."""
     container = _locate(text, path)
@@ -294,11 +313,17 @@ def _delete(text: str, path: tuple[Key, ...], key: Key) -> str:
     prev = items[index - 1] if index > 0 else None
     own_line = _first_on_line(text, item.start)
     if own_line:
-        start = _line_start(text, item.start)
-        start = start - 1 if start > 0 else start  # the line break before it
-        if start > 0 and text[start - 1] == "\r":
-            start -= 1
         end = _line_end(text, item.node.end if item.comma is None else item.comma + 1)
+        start = _line_start(text, item.start)
+        if prev is None:
+            gap = container.start + 1
+        else:
+            gap = prev.node.end if prev.comma is None else prev.comma + 1
+        rest_blank = not text[end : _line_end_raw(text, end)].strip()
+        if rest_blank or not _ends_in_line_comment(text, gap, start - 1):
+            start -= 1  # the line break before it goes too: the lines join
+            if start > 0 and text[start - 1] == "\r":
+                start -= 1
     elif item.comma is not None:
         start, end = item.start, item.comma + 1
         while end < len(text) and text[end] in " \t":
