@@ -81,6 +81,9 @@ def apply(
         if backup is not None:
             with contextlib.suppress(OSError):
                 backup.unlink()
+        for folder in reversed(folders):  # made for this file: gone again
+            with contextlib.suppress(OSError):
+                folder.rmdir()
         if isinstance(exc, ConfigUnwritable):
             raise
         raise ConfigUnwritable(

@@ -359,7 +359,8 @@ def _insert(text: str, path: tuple[Key, ...], key: Key, value: Any) -> str:
     if isinstance(key, int) and key < len(items):
         after = items[key]
         if _first_on_line(text, after.start):
-            at = _line_start(text, after.start) - len(newline)
+            at = _line_start(text, after.start) - 1  # the line break before it
+            at = at - 1 if at > 0 and text[at - 1] == "\r" else at
             return _splice(text, at, at, f"{newline}{indent}{entry},")
         return _splice(text, after.start, after.start, f"{entry}, ")
     if not items:
