@@ -96,8 +96,9 @@ def install(
         return
     if chosen == "project":
         shown = setup.project_db(db, where).as_posix()
+        ignore = ".sqlgate/" if shown.startswith(".sqlgate/") else f"{shown}*"
         click.echo(f"the project's database is {shown} (relative to the project folder); "
-                   f"keep it out of git: add {shown.split('/')[0]}/ to .gitignore")  # fmt: skip
+                   f"keep it out of git: add {ignore} to .gitignore")  # fmt: skip
         if shutil.which("sqlgate") is None:
             click.echo("note: no `sqlgate` on this machine's PATH; the project's config runs "
                        "`sqlgate` from PATH: install it where every clone's users can run it "
