@@ -9,7 +9,15 @@ from typing import Any
 import platformdirs
 import pytest
 
-from sqlgate.config import FLAGS, TOOL_GROUPS, Settings, default_db_path, load_settings
+from sqlgate.config import (
+    FLAGS,
+    PROJECT_DB,
+    TOOL_GROUPS,
+    Settings,
+    creates_parent,
+    default_db_path,
+    load_settings,
+)
 from sqlgate.errors import InvalidArgument
 
 
@@ -57,6 +65,21 @@ def test_default_db_is_in_the_platform_user_data_dir() -> None:
     assert path == Path(platformdirs.user_data_dir("sqlgate", appauthor=False)) / "memory.db"
     assert path.parts[-2:] == ("sqlgate", "memory.db")
     assert path.is_absolute()
+
+
+@pytest.mark.parametrize(
+    ("db", "creates"),
+    [
+        pytest.param(default_db_path(), True, id="per-user-default"),
+        pytest.param(PROJECT_DB, True, id="project-relative"),
+        pytest.param(Path("/work/app") / PROJECT_DB, True, id="project-expanded"),
+        pytest.param(Path("data") / "agent.db", False, id="other-folder"),
+        pytest.param(Path("/mnt/typo") / "agent.db", False, id="absolute-other"),
+    ],
+)
+def test_only_sqlgates_own_folders_are_created_for_a_database(db: Path, creates: bool) -> None:
+    """A fresh clone has no .sqlgate/ (it is not committed): the server makes it."""
+    assert creates_parent(db) is creates
 
 
 def test_db_defaults_to_the_platform_path() -> None:

@@ -39,7 +39,16 @@ import platformdirs
 
 from sqlgate.errors import InvalidArgument
 
-__all__ = ["FLAGS", "TOOL_GROUPS", "Flag", "Settings", "default_db_path", "load_settings"]
+__all__ = [
+    "FLAGS",
+    "PROJECT_DB",
+    "TOOL_GROUPS",
+    "Flag",
+    "Settings",
+    "creates_parent",
+    "default_db_path",
+    "load_settings",
+]
 
 TOOL_GROUPS = ("sql", "memory", "claims")
 CONFIRM_MODES = ("auto", "always", "never")
@@ -49,6 +58,17 @@ UNDO_MODES = ("rows", "file")
 def default_db_path() -> Path:
     """The database used when no --db is given: the platform's per-user data folder."""
     return Path(platformdirs.user_data_dir("sqlgate", appauthor=False)) / "memory.db"
+
+
+# A project's own database (`sqlgate install CLIENT --scope project`), relative to the project
+PROJECT_DB = Path(".sqlgate") / "agent.db"
+
+
+def creates_parent(db: Path) -> bool:
+    """Whether opening `db` may create its missing folder: only sqlgate's own folders, the
+    per-user data folder and a project's `.sqlgate/` (absent in a fresh clone). Any other
+    missing folder is more likely a mistyped --db, and is reported instead."""
+    return db == default_db_path() or db.parent.name == PROJECT_DB.parent.name
 
 
 @dataclass(frozen=True)

@@ -372,20 +372,21 @@ def test_serve_option_beats_the_environment_variable(
     assert settings.query_timeout == 3.0
 
 
-def test_serve_creates_only_the_default_database_folder(
+def test_serve_creates_only_the_default_and_a_projects_database_folder(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     opened: list[tuple[Settings, dict[str, object]]],
 ) -> None:
     default = tmp_path / "data" / "memory.db"
     monkeypatch.setattr("sqlgate.config.default_db_path", lambda: default)
-    monkeypatch.setattr("sqlgate.surfaces.cli.app.default_db_path", lambda: default)
     invoke("serve")
     invoke("serve", "--db", str(tmp_path / "elsewhere" / "a.db"))
-    (first, first_options), (_, second_options) = opened
+    invoke("serve", "--db", ".sqlgate/agent.db")  # a fresh clone of a project-scope install
+    (first, first_options), (_, second_options), (_, third_options) = opened
     assert first.db == default
     assert first_options["create_parent"] is True
     assert second_options["create_parent"] is False
+    assert third_options["create_parent"] is True
 
 
 def test_restore_rewitnesses_the_memory_so_the_restored_chain_verifies(

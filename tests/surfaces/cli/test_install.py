@@ -14,6 +14,7 @@ from sqlgate.config import FLAGS
 from sqlgate.surfaces.cli.app import main
 from sqlgate.surfaces.integrations import client_paths as install_paths
 from sqlgate.surfaces.integrations import install as setup
+from sqlgate.surfaces.integrations import install_records
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -36,6 +37,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for flag in FLAGS:
         monkeypatch.delenv(flag.env_var, raising=False)
     monkeypatch.chdir(tmp_path / "project")
+    # sqlgate's own data folder (backups, the install record): never the real one
+    monkeypatch.setattr(install_records, "data_dir", lambda: tmp_path / "sqlgate-data")
     return tmp_path
 
 
@@ -82,13 +85,16 @@ def test_install_then_uninstall_each_client(
     entry = entry_in(client, path)
     assert entry["command"] == launcher.command
     assert entry["args"] == launcher.argv("serve", "--db", str(home / "project" / "agent.db"))
-    assert f"{path}: add server 'sqlgate' (new file)" in installed.output
+    assert f'added {client} entry "sqlgate" ({path}; new file)' in installed.output
 
     removed = invoke("uninstall", client)
 
     assert removed.exit_code == 0, removed.output
-    assert entry_in(client, path) is None
-    assert "remove server 'sqlgate' (backup: " in removed.output
+    assert not path.exists()  # sqlgate created it, and it held nothing else
+    assert (
+        f'removed {client} entry "sqlgate" and the file sqlgate had created ({path} removed; '
+        "backup: "
+    ) in removed.output
 
 
 def test_second_install_says_nothing_to_change_and_writes_nothing(home: Path) -> None:
@@ -98,7 +104,7 @@ def test_second_install_says_nothing_to_change_and_writes_nothing(home: Path) ->
     again = invoke("install", "cursor")
 
     assert again.exit_code == 0
-    assert "sqlgate is already installed; nothing to change" in again.output
+    assert 'cursor entry "sqlgate" is already installed, nothing changed' in again.output
     assert snapshot(home) == before
 
 
@@ -107,7 +113,8 @@ def test_dry_run_prints_the_change_and_writes_nothing(home: Path, client: str) -
     result = invoke("install", client, "--dry-run", "--db", "/data/agent.db")
 
     assert result.exit_code == 0, result.output
-    assert "would add server 'sqlgate' in " in result.output
+    assert "would write " in result.output
+    assert f'added {client} entry "sqlgate"' in result.output
     assert any(
         line.startswith("+") and "/data/agent.db" in line for line in result.output.splitlines()
     )
@@ -187,8 +194,7 @@ def test_capture_registers_hooks_beside_the_server(home: Path) -> None:
 
     assert result.exit_code == 0, result.output
     hooks = json.loads((home / "project" / ".claude" / "settings.json").read_text())["hooks"]
-    launcher = setup.find_launcher()
-    command = setup.capture_command(launcher, home / "project" / "a.db", setup.current_platform())
+    command = 'sqlgate capture --db "${CLAUDE_PROJECT_DIR:-.}/a.db"'
     assert sorted(hooks) == sorted(setup.CAPTURE_EVENTS)
     assert all(group[-1]["hooks"] == [{"type": "command", "command": command}]
                for group in hooks.values())  # fmt: skip
@@ -206,9 +212,8 @@ def test_uninstall_claude_code_also_removes_the_capture_hooks(home: Path) -> Non
 
     assert result.exit_code == 0, result.output
     hooks = json.loads(settings.read_text())["hooks"]
-    assert hooks["Stop"] == [{"hooks": [{"type": "command", "command": "say done"}]}]
-    assert all(hooks[event] == [] for event in setup.CAPTURE_EVENTS if event != "Stop")
-    assert entry_in("claude-code", home / "home" / ".claude.json") is None
+    assert hooks == {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}
+    assert not (home / "home" / ".claude.json").exists()  # created by install, now empty
 
 
 def test_help_names_every_client(home: Path) -> None:
@@ -216,3 +221,202 @@ def test_help_names_every_client(home: Path) -> None:
     assert result.exit_code == 0
     for client in ALL_CLIENTS:
         assert client in result.output
+
+
+# -- issue 13: what users expect of an installer -------------------------------------------------
+
+
+def tree(root: Path) -> dict[str, bytes | None]:
+    """Every file (with its bytes) and folder under `root`."""
+    return {
+        str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None)
+        for p in sorted(root.rglob("*"))
+    }
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        *[pytest.param([client], id=client) for client in ALL_CLIENTS],
+        pytest.param(["claude-code", "--capture"], id="claude-code-capture"),
+        pytest.param(["claude-code", "--capture", "--scope", "project"], id="cc-project-capture"),
+        pytest.param(["vscode", "--scope", "project"], id="vscode-project"),
+        pytest.param(["cursor", "--scope", "project"], id="cursor-project"),
+        pytest.param(["codex", "--scope", "project"], id="codex-project"),
+    ],
+)
+def test_install_then_uninstall_on_a_clean_home_leaves_nothing_behind(
+    home: Path, args: list[str]
+) -> None:
+    before = [tree(home / name) for name in ("home", "project", "xdg", "appdata")]
+
+    assert invoke("install", *args).exit_code == 0
+    assert invoke("install", *args, "--db", ".sqlgate/other.db").exit_code == 0  # an update
+    scope = args[args.index("--scope") :][:2] if "--scope" in args else []
+    result = invoke("uninstall", args[0], *scope)
+
+    assert result.exit_code == 0, result.output
+    assert [tree(home / name) for name in ("home", "project", "xdg", "appdata")] == before
+    assert sorted(p.name for p in (home / "sqlgate-data" / "backups").iterdir())
+
+
+def test_uninstall_keeps_a_servers_object_and_hook_lists_that_were_there_before(
+    home: Path,
+) -> None:
+    config = home / "home" / ".claude.json"
+    config.write_text('{\n  "mcpServers": {},\n  "theme": "dark"\n}\n')
+    settings = home / "home" / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{\n  // mine\n  "hooks": {\n    "Stop": []\n  }\n}\n')
+    before = tree(home / "home")
+
+    assert invoke("install", "claude-code", "--capture").exit_code == 0
+    assert invoke("uninstall", "claude-code").exit_code == 0
+
+    assert tree(home / "home") == before
+
+
+def test_a_reinstall_with_another_db_says_what_changed_in_one_line(home: Path) -> None:
+    assert invoke("install", "cursor", "--db", str(home / "a.db")).exit_code == 0
+
+    result = invoke("install", "cursor", "--db", str(home / "b.db"))
+
+    assert result.exit_code == 0, result.output
+    path = home / "home" / ".cursor" / "mcp.json"
+    first = result.output.splitlines()[0]
+    assert first.startswith(
+        f'updated cursor entry "sqlgate": --db {home / "a.db"} → {home / "b.db"} ({path}; '
+        f"backup: {home / 'sqlgate-data' / 'backups' / 'cursor'}"
+    )
+    assert entry_in("cursor", path)["args"][-1] == str(home / "b.db")
+
+
+def test_json_output_has_the_action_and_what_changed(home: Path) -> None:
+    added = invoke("install", "vscode", "--db", str(home / "a.db"), "--json")
+    updated = invoke("install", "vscode", "--db", str(home / "b.db"), "--json")
+    same = invoke("install", "vscode", "--db", str(home / "b.db"), "--json")
+
+    records = [json.loads(r.output) for r in (added, updated, same)]
+    assert [r["action"] for r in records] == ["add", "update", "none"]
+    assert records[0]["new_file"] is True
+    assert records[1]["changed"] == {"db": {"old": str(home / "a.db"), "new": str(home / "b.db")}}
+    assert records[1]["backup"] is not None
+    assert records[2] == {**records[2], "written": False, "backup": None, "changed": {}}
+
+
+def test_an_identical_reinstall_writes_no_backup(home: Path) -> None:
+    assert invoke("install", "codex").exit_code == 0
+    assert invoke("install", "codex").exit_code == 0
+    assert not (home / "sqlgate-data" / "backups").exists()
+
+
+def test_backups_live_in_one_folder_and_only_the_newest_ten_stay(home: Path) -> None:
+    for n in range(12):
+        assert invoke("install", "claude-desktop", "--db", str(home / f"{n}.db")).exit_code == 0
+
+    backups = home / "sqlgate-data" / "backups" / "claude-desktop"
+    assert len(list(backups.iterdir())) == 10
+    config_folder = home / "xdg" / "Claude"
+    assert sorted(p.name for p in config_folder.iterdir()) == ["claude_desktop_config.json"]
+    assert not any("backup" in p.name for p in (home / "home").rglob("*"))
+
+
+@pytest.mark.parametrize(
+    ("client", "expected_db"),
+    [
+        pytest.param("claude-code", ".sqlgate/agent.db", id="claude-code"),
+        pytest.param("vscode", "${workspaceFolder}/.sqlgate/agent.db", id="vscode"),
+        pytest.param("cursor", "${workspaceFolder}/.sqlgate/agent.db", id="cursor"),
+        pytest.param("codex", ".sqlgate/agent.db", id="codex"),
+    ],
+)
+def test_project_scope_writes_nothing_of_this_machine(
+    home: Path, client: str, expected_db: str
+) -> None:
+    extra = ["--capture"] if client == "claude-code" else []
+    result = invoke("install", client, "--scope", "project", *extra)
+
+    assert result.exit_code == 0, result.output
+    assert "add .sqlgate/ to .gitignore" in result.output
+    written = [p for p in (home / "project").rglob("*") if p.is_file()]
+    assert written
+    for path in written:
+        text = path.read_text()
+        assert str(home) not in text
+        assert "/tmp" not in text
+        assert str(Path.home()) not in text
+    spec = setup.CLIENTS[client]
+    entry = entry_in(client, spec.path("project", setup.Where.here()))
+    assert entry["command"] == "sqlgate"
+    assert entry["args"] == ["serve", "--db", expected_db]
+
+
+def test_project_scope_takes_a_db_inside_the_project_relative_to_it(home: Path) -> None:
+    result = invoke("install", "claude-code", "--scope", "project", "--db",
+                    str(home / "project" / "data" / "team.db"))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    entry = entry_in("claude-code", home / "project" / ".mcp.json")
+    assert entry["args"] == ["serve", "--db", "data/team.db"]
+
+
+@pytest.mark.parametrize("db", ["../elsewhere.db", "/var/lib/agent.db", "."])
+def test_project_scope_refuses_a_db_outside_the_project(home: Path, db: str) -> None:
+    result = invoke("install", "claude-code", "--scope", "project", "--db", db)
+    assert result.exit_code == 2
+    assert "is not inside this project" in error_line(result)
+    assert snapshot(home) == {}
+
+
+def test_project_scope_ignores_this_machines_sqlgate_db(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SQLGATE_DB", str(home / "mine.db"))
+    assert invoke("install", "codex", "--scope", "project").exit_code == 0
+    assert entry_in("codex", home / "project" / ".codex" / "config.toml")["args"][-1] == (
+        ".sqlgate/agent.db"
+    )
+
+
+def test_vscode_mcp_json_with_comments_is_edited_and_restored_exactly(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = home / "project" / ".vscode" / "mcp.json"
+    path.parent.mkdir()
+    original = (
+        "{\n"
+        "  // shared servers\n"
+        '  "servers": {\n'
+        '    "docs": { "type": "http", "url": "https://example.com/mcp" }, /* remote */\n'
+        "  },\n"
+        "}\n"
+    )
+    path.write_text(original)
+
+    assert invoke("install", "vscode", "--scope", "project").exit_code == 0
+    text = path.read_text()
+    assert "// shared servers" in text
+    assert "/* remote */" in text
+    assert invoke("uninstall", "vscode", "--scope", "project").exit_code == 0
+
+    assert path.read_text() == original
+
+
+def test_help_explains_scopes_backups_and_comments(home: Path) -> None:
+    result = invoke("install", "--help")
+    text = " ".join(result.output.split())
+    for phrase in ("--scope project", "sqlgate` from PATH", ".sqlgate/agent.db",
+                   "${workspaceFolder}", "old → new", "(JSONC) are kept", "backups/CLIENT/",
+                   "the newest 10 kept"):  # fmt: skip
+        assert phrase in text, phrase
+
+
+def test_a_run_moves_the_backups_older_versions_left_in_home(home: Path) -> None:
+    config = home / "home" / ".claude.json"
+    config.write_text("{}\n")
+    for n in range(12):
+        config.with_name(f".claude.json.sqlgate-backup-202601{n + 1:02}T000000Z").write_text("{}")
+
+    assert invoke("install", "claude-code", "--db", str(home / "a.db")).exit_code == 0
+
+    assert sorted(p.name for p in (home / "home").iterdir()) == [".claude.json"]
+    assert len(list((home / "sqlgate-data" / "backups" / "claude-code").iterdir())) == 10

@@ -249,8 +249,8 @@ def test_install_dry_run_shows_a_config_file_holding_control_characters_visibly(
     monkeypatch.setenv("HOME", str(tmp_path))
     config = tmp_path / ".cursor" / "mcp.json"
     config.parent.mkdir()
-    # JSON escapes in the file, raw characters once it is parsed and written back
-    config.write_text('{"mcpServers": {"other": {"command": "\\u001b[2K\\u009b2J\\u202e"}}}')
+    # raw C1 and bidi characters (valid JSON), an escaped ESC; the diff shows the file's text
+    config.write_text('{"mcpServers": {"other": {"command": "\\u001b[2K\x9b2J\u202e"}}}')
     out = succeeded(invoke("install", "cursor", "--dry-run", "--db", str(tmp_path / "a.db")))
     assert_inert(out)
     assert "\\x9b2J\\u202e" in out

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sqlgate.errors import InvalidArgument
-from sqlgate.surfaces.integrations import install
+from sqlgate.surfaces.integrations import config_writer, install, install_records
 from sqlgate.surfaces.integrations.install import (
     CAPTURE_EVENTS,
     CLIENTS,
@@ -72,6 +72,8 @@ def fake_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("APPDATA", str(tmp_path / "appdata"))
     monkeypatch.delenv("CODEX_HOME", raising=False)
     monkeypatch.chdir(tmp_path / "project")
+    # sqlgate's own data folder (backups, the install record): never the real one
+    monkeypatch.setattr(install_records, "data_dir", lambda: tmp_path / "sqlgate-data")
     return tmp_path
 
 
@@ -117,10 +119,23 @@ def seed_for(client: str) -> str:
     return json.dumps(data, indent=2) + "\n"
 
 
+def for_scope(db: Path, scope: str | None) -> Path:
+    """The --db a test gives: a project's database is inside the project (the cwd)."""
+    return Path(".sqlgate") / db.name if scope == "project" else db
+
+
+def db_arg(client: str, scope: str | None, db: Path) -> str:
+    """The --db value the entry holds for `for_scope(db, scope)`."""
+    if scope != "project":
+        return str(db)
+    root = CLIENTS[client].project_root
+    return f"{root}/.sqlgate/{db.name}" if root else f".sqlgate/{db.name}"
+
+
 def install_one(
     client: str, scope: str | None, where: Where, db: Path, name: str = "sqlgate"
 ) -> Change:
-    change = plan_install(CLIENTS[client], name, LAUNCHER, db, scope, where)
+    change = plan_install(CLIENTS[client], name, LAUNCHER, for_scope(db, scope), scope, where)
     apply(change, NOW)
     return change
 
@@ -195,17 +210,21 @@ def test_claude_code_settings_file_per_scope(where: MakeWhere, fake_home: Path) 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 @pytest.mark.parametrize(("client", "scope"), TARGETS)
-def test_fresh_install_writes_the_absolute_command_and_db(
-    where: MakeWhere, db: Path, client: str, scope: str | None, platform: str
+def test_fresh_install_writes_absolute_paths_for_user_scope_and_none_for_project(
+    where: MakeWhere, db: Path, fake_home: Path, client: str, scope: str | None, platform: str
 ) -> None:
     change = install_one(client, scope, where(platform), db)
 
     assert change.before is None
     assert change.path.is_file()
     entry = servers_in(client, change.path)["sqlgate"]
-    assert entry["command"] == LAUNCHER.command
-    assert entry["args"] == ["serve", "--db", str(db)]
-    assert Path(entry["args"][2]).is_absolute()
+    assert entry["args"] == ["serve", "--db", db_arg(client, scope, db)]
+    if scope == "project":  # a file to commit: nothing of this machine
+        assert entry["command"] == "sqlgate"
+        assert str(fake_home) not in change.path.read_text()
+    else:
+        assert entry["command"] == LAUNCHER.command
+        assert Path(entry["args"][2]).is_absolute()
     if client in ("claude-code", "vscode"):
         assert entry["type"] == "stdio"
 
@@ -234,7 +253,9 @@ def test_installing_twice_changes_nothing_the_second_time(
     first = install_one(client, scope, where("linux"), db)
     before = files_under(fake_home)
 
-    second = plan_install(CLIENTS[client], "sqlgate", LAUNCHER, db, scope, where("linux"))
+    second = plan_install(
+        CLIENTS[client], "sqlgate", LAUNCHER, for_scope(db, scope), scope, where("linux")
+    )
 
     assert not second.needed
     assert apply(second, NOW) is None
@@ -276,20 +297,24 @@ def test_install_keeps_other_servers_and_unknown_keys(
 
 
 @pytest.mark.parametrize(("client", "scope"), TARGETS)
-def test_install_backs_up_the_file_it_changes(
-    where: MakeWhere, db: Path, client: str, scope: str | None
+def test_install_backs_up_the_file_it_changes_into_sqlgates_data_folder(
+    where: MakeWhere, db: Path, fake_home: Path, client: str, scope: str | None
 ) -> None:
     path = CLIENTS[client].path(scope, where("win32"))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(seed_for(client))
     original = path.read_bytes()
 
-    change = plan_install(CLIENTS[client], "sqlgate", LAUNCHER, db, scope, where("win32"))
+    change = plan_install(
+        CLIENTS[client], "sqlgate", LAUNCHER, for_scope(db, scope), scope, where("win32")
+    )
     backup = apply(change, NOW)
 
-    assert backup == path.with_name(f"{path.name}.sqlgate-backup-20260504T030201Z")
+    data = fake_home / "sqlgate-data"
+    assert backup == data / "backups" / client / f"20260504T030201Z-{path.name}"
     assert backup.read_bytes() == original
     assert path.read_bytes() != original
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # nothing beside it
 
 
 def test_a_second_backup_in_the_same_second_gets_its_own_name(where: MakeWhere, db: Path) -> None:
@@ -298,8 +323,8 @@ def test_a_second_backup_in_the_same_second_gets_its_own_name(where: MakeWhere, 
     backups = [apply(plan_install(cursor, name, LAUNCHER, db, "user", here), NOW)
                for name in ("two", "three")]  # fmt: skip
     assert [b.name if b else None for b in backups] == [
-        "mcp.json.sqlgate-backup-20260504T030201Z",
-        "mcp.json.sqlgate-backup-20260504T030201Z-2",
+        "20260504T030201Z-mcp.json",
+        "20260504T030201Z.2-mcp.json",
     ]
     assert first.before is None
 
@@ -315,8 +340,10 @@ def test_install_updates_an_entry_that_names_another_db(
 
     change = install_one(client, scope, where("linux"), db)
 
-    assert change.summary == "update server 'sqlgate'"
-    assert servers_in(client, path)["sqlgate"]["args"] == ["serve", "--db", str(db)]
+    old, new = db_arg(client, scope, db.with_name("old.db")), db_arg(client, scope, db)
+    assert change.summary == f'updated {client} entry "sqlgate": --db {old} → {new}'
+    assert change.changed == (("db", old, new),)
+    assert servers_in(client, path)["sqlgate"]["args"] == ["serve", "--db", new]
     assert list(servers_in(client, path)) == ["other", "sqlgate"]
 
 
@@ -372,8 +399,9 @@ def test_toml_file_without_final_newline_gets_one_before_our_table(
 
 MALFORMED_JSON = [
     pytest.param("{not json", id="syntax"),
-    pytest.param('{"a": 1,}', id="trailing-comma"),
-    pytest.param('{\n  // a comment\n  "a": 1\n}', id="comment"),
+    pytest.param('{"a": 1,,}', id="two-commas"),
+    pytest.param('{\n  /* a comment that never ends\n  "a": 1\n}', id="open-comment"),
+    pytest.param("{'a': 1}", id="single-quotes"),
     pytest.param("[]", id="array-at-top"),
     pytest.param('{"mcpServers": [], "servers": []}', id="servers-not-an-object"),
 ]
@@ -410,7 +438,9 @@ def test_malformed_config_is_refused_and_left_byte_identical(
     before = files_under(fake_home)
 
     with pytest.raises(ConfigMalformed, match="left untouched"):
-        plan_install(CLIENTS[client], "sqlgate", LAUNCHER, db, scope, where("linux"))
+        plan_install(
+            CLIENTS[client], "sqlgate", LAUNCHER, for_scope(db, scope), scope, where("linux")
+        )
     with pytest.raises(ConfigMalformed):
         plan_uninstall(CLIENTS[client], "sqlgate", scope, where("linux"))
 
@@ -464,7 +494,7 @@ def test_failed_rename_leaves_the_old_file_and_no_temp_or_backup(
     def refuse(src: Any, dst: Any) -> None:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(install.os, "replace", refuse)
+    monkeypatch.setattr(config_writer.os, "replace", refuse)
     with pytest.raises(ConfigUnwritable, match="Permission denied"):
         apply(change, NOW)
     assert files_under(fake_home) == before
@@ -505,7 +535,7 @@ def test_uninstall_removes_only_our_entry(
     assert "sqlgate" in servers_in(client, backup)
     again = plan_uninstall(CLIENTS[client], "sqlgate", scope, where("linux"))
     assert not again.needed
-    assert again.summary == "no server 'sqlgate' to remove"
+    assert again.summary == f'no {client} entry "sqlgate" to remove, nothing changed'
 
 
 @pytest.mark.parametrize(("client", "scope"), TARGETS)
@@ -518,10 +548,24 @@ def test_uninstall_without_a_config_file_writes_nothing(
     assert files_under(fake_home) == {}
 
 
-def test_uninstall_of_the_only_toml_table_leaves_an_empty_file(where: MakeWhere, db: Path) -> None:
+def test_uninstall_of_the_only_toml_table_in_a_file_sqlgate_created_removes_the_file(
+    where: MakeWhere, db: Path
+) -> None:
     change = install_one("codex", "user", where("linux"), db)
     apply(plan_uninstall(CLIENTS["codex"], "sqlgate", "user", where("linux")), NOW)
-    assert change.path.read_text() == ""
+    assert not change.path.exists()
+    assert not change.path.parent.exists()  # ~/.codex was made for it
+
+
+def test_uninstall_of_the_only_toml_table_leaves_a_file_it_did_not_create_empty(
+    where: MakeWhere, db: Path
+) -> None:
+    path = CLIENTS["codex"].path("user", where("linux"))
+    path.parent.mkdir(parents=True)
+    path.write_text("")
+    install_one("codex", "user", where("linux"), db)
+    apply(plan_uninstall(CLIENTS["codex"], "sqlgate", "user", where("linux")), NOW)
+    assert path.read_text() == ""
 
 
 def test_uninstall_keeps_a_server_with_another_name(where: MakeWhere, db: Path) -> None:
@@ -748,8 +792,9 @@ def test_uncapture_removes_only_sqlgate_hooks(where: MakeWhere) -> None:
         OTHERS_HOOKS["PostToolUse"][0],
         {"hooks": [{"type": "command", "command": "notify.sh", "timeout": 5}]},
     ]
-    assert hooks["Stop"] == []
-    assert hooks["SessionStart"] == []
+    assert hooks["Stop"] == []  # the list was there before capture: it stays
+    assert "SessionStart" not in hooks  # capture added this list: it goes once empty
+    assert "UserPromptSubmit" not in hooks
     assert not plan_uncapture("project", where("darwin")).needed
 
 
@@ -783,3 +828,16 @@ def test_capture_leaves_hook_groups_of_unknown_shape_alone(where: MakeWhere) -> 
     assert hooks_in(path)["Stop"] == [
         "odd", {"no-hooks": 1}, {"hooks": [{"type": "command", "command": CAPTURE}]}
     ]  # fmt: skip
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks need privileges")
+def test_a_project_db_given_through_a_linked_path_is_still_inside_the_project(
+    fake_home: Path,
+) -> None:
+    (fake_home / "link").symlink_to(fake_home / "project")
+    here = Where("linux", fake_home / "home", fake_home / "project", {})
+    assert install.project_db(fake_home / "link" / "data" / "a.db", here).as_posix() == (
+        "data/a.db"
+    )
+    with pytest.raises(InvalidArgument, match="not inside this project"):
+        install.project_db(fake_home / "home" / "a.db", here)

@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 
 from sqlgate.config import FLAGS
 from sqlgate.surfaces.cli.app import main
-from sqlgate.surfaces.integrations import install
+from sqlgate.surfaces.integrations import install, install_records
 from sqlgate.surfaces.integrations.install import (
     CLIENTS,
     ConfigUnwritable,
@@ -48,6 +48,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for flag in FLAGS:
         monkeypatch.delenv(flag.env_var, raising=False)
     monkeypatch.chdir(tmp_path / "project")
+    # sqlgate's own data folder (backups, the install record): never the real one
+    monkeypatch.setattr(install_records, "data_dir", lambda: tmp_path / "sqlgate-data")
     return tmp_path
 
 
@@ -93,11 +95,11 @@ def test_install_writes_through_a_relative_link_and_backs_up_the_target(
     assert os.readlink(config) == "../../dotfiles/cursor/mcp.json"
     assert set(json.loads(target.read_text())["mcpServers"]) == {"other", "sqlgate"}
     assert backup is not None
-    assert backup.parent == target.parent
+    assert backup.parent == home / "sqlgate-data" / "backups" / "cursor"
     assert backup.read_text() == before
     assert target.stat().st_mode & 0o777 == 0o600
     assert names_in(config.parent) == ["mcp.json"]  # no temp file, no backup beside the link
-    assert names_in(target.parent) == ["mcp.json", backup.name]
+    assert names_in(target.parent) == ["mcp.json"]
 
 
 def test_a_chain_of_links_is_followed_to_the_last_file(home: Path, where: Where) -> None:
@@ -128,7 +130,7 @@ def test_uninstall_writes_through_the_link(home: Path, where: Where) -> None:
     assert config.is_symlink()
     assert "sqlgate" not in target.read_text()
     assert backup is not None
-    assert backup.parent == target.parent
+    assert backup.parent == home / "sqlgate-data" / "backups" / "codex"
 
 
 def test_capture_hooks_are_written_through_a_linked_settings_file(home: Path, where: Where) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from sqlgate import __version__
-from sqlgate.config import default_db_path
+from sqlgate.config import creates_parent
 from sqlgate.surfaces.cli.capture import capture
 from sqlgate.surfaces.cli.claims import claims
 from sqlgate.surfaces.cli.imports import import_group
@@ -68,7 +68,7 @@ def serve(
         except KeyboardInterrupt:
             sys.exit(130)
         return
-    service = Service.open(settings, create_parent=settings.db == default_db_path())
+    service = Service.open(settings, create_parent=creates_parent(settings.db))
     try:
         replication = start_replication(settings, replica)
     except BaseException:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sqlgate.claims.model import STATES
-from sqlgate.config import default_db_path
+from sqlgate.config import creates_parent
 from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces.cli.listing import Column, is_terminal, print_listing
 from sqlgate.surfaces.cli.options import (
@@ -51,7 +51,7 @@ def _service(
     service = Service.open(
         settings,
         session=new_session_id().replace("s-", "cli-", 1),
-        create_parent=settings.db == default_db_path(),
+        create_parent=creates_parent(settings.db),
     )
     try:
         yield service

@@ -1,6 +1,6 @@
 """`sqlgate install CLIENT` and `sqlgate uninstall CLIENT`: edit an MCP client's own config.
 
-The logic (locations, editing, the atomic writer) is in `surfaces/clients/install.py`; this module
+The logic (locations, editing, the atomic writer) is in `surfaces/integrations/`; this module
 turns options into a plan, prints it, and carries it out unless `--dry-run`.
 """
 
@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import difflib
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import click
 
+from sqlgate.config import PROJECT_DB
 from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
 from sqlgate.surfaces.integrations import install as setup
-from sqlgate.surfaces.terminal import visible
+from sqlgate.surfaces.terminal import json_dumps, visible
 
 __all__ = ["install", "uninstall"]
-
-_CLIENTS = ", ".join(setup.CLIENTS)
 
 
 def _common(fn: Any) -> Any:
@@ -30,8 +30,10 @@ def _common(fn: Any) -> Any:
                      help="the server's name in the client's config"),
         click.option("--scope", default=None,
                      help="user (every project; the default) or project (the current "
-                          "folder's config); not for claude-desktop"),
+                          "folder's config, to commit); not for claude-desktop"),
         click.option("--dry-run", is_flag=True, help="print the change; write nothing"),
+        click.option("--json", "as_json", is_flag=True,
+                     help="one JSON object per file changed (or not), for scripts"),
     )):  # fmt: skip
         fn = option(fn)
     return fn
@@ -46,36 +48,72 @@ def _common(fn: Any) -> Any:
 )  # fmt: skip
 @reports_errors
 def install(
-    client: str, name: str, scope: str | None, dry_run: bool, capture: bool, **values: Any
+    client: str,
+    name: str,
+    scope: str | None,
+    dry_run: bool,
+    as_json: bool,
+    capture: bool,
+    **values: Any,
 ) -> None:
     """Add sqlgate to CLIENT's MCP config (claude-code, claude-desktop, cursor, vscode, codex).
 
-    The entry runs this installation's `sqlgate serve --db DB` with absolute paths. Running it
-    twice changes nothing; other servers and settings stay as they are; the old file is backed
-    up beside itself (`<file>.sqlgate-backup-<UTC time>`) before it is replaced.
+    \b
+    --scope user (the default): this installation's `sqlgate serve --db DB`,
+      absolute paths (DB: --db, else SQLGATE_DB, else the per-user database).
+    --scope project: a file to commit, so nothing of this machine: `sqlgate`
+      from PATH and a database inside the project (--db, default
+      .sqlgate/agent.db; `serve` creates the folder: add `.sqlgate/` to
+      .gitignore). VS Code and Cursor get ${workspaceFolder}/.sqlgate/agent.db.
+
+    Running it again with the same options changes nothing; with another --db it
+    updates the entry and says what changed (old → new). Comments in the file
+    (JSONC) are kept, and so are other servers and settings. The old file is first
+    copied to sqlgate's data folder (backups/CLIENT/, the newest 10 kept); the new
+    one replaces it atomically. `sqlgate uninstall CLIENT` takes it all out again.
     """
     spec = setup.client_named(client)
     chosen = setup.resolve_scope(spec, scope)
     if capture and spec.name != "claude-code":
         raise InvalidArgument("--capture is only for claude-code (it uses its hooks)")
-    db = Path(os.path.abspath(settings_from(values).db))
     where = setup.Where.here()
-    launcher = setup.find_launcher(platform=where.platform)
+    if chosen == "project":
+        given = values.get("db")
+        db = Path(given) if given is not None else PROJECT_DB
+        launcher = setup.PORTABLE
+    else:
+        db = Path(os.path.abspath(settings_from(values).db))
+        launcher = setup.find_launcher(platform=where.platform)
     changes = [setup.plan_install(spec, name, launcher, db, chosen, where)]
     if capture:
-        command = setup.capture_command(launcher, db, where.platform)
+        if chosen == "project":
+            command = setup.project_capture_command(db, where)
+        else:
+            command = setup.capture_command(launcher, db, where.platform)
         changes.append(setup.plan_capture(command, chosen, where))
-    _carry_out(changes, dry_run)
-    if not dry_run and any(change.needed for change in changes):
-        click.echo(f"restart {spec.title} (or reload its MCP servers) to use {name!r}")
+    _carry_out(changes, dry_run, as_json, spec.name, name)
+    if as_json or dry_run or not any(change.needed for change in changes):
+        return
+    if chosen == "project":
+        shown = setup.project_db(db, where).as_posix()
+        ignore = ".sqlgate/" if shown.startswith(".sqlgate/") else f"{shown}*"
+        click.echo(f"the project's database is {shown} (relative to the project folder); "
+                   f"keep it out of git: add {ignore} to .gitignore")  # fmt: skip
+        if shutil.which("sqlgate") is None:
+            click.echo("note: no `sqlgate` on this machine's PATH; the project's config runs "
+                       "`sqlgate` from PATH: install it where every clone's users can run it "
+                       "(pipx or `uv tool install`)")  # fmt: skip
+    click.echo(f"restart {spec.title} (or reload its MCP servers) to use {name!r}")
 
 
 @click.command()
 @_common
 @reports_errors
-def uninstall(client: str, name: str, scope: str | None, dry_run: bool) -> None:
+def uninstall(client: str, name: str, scope: str | None, dry_run: bool, as_json: bool) -> None:
     """Remove sqlgate's entry from CLIENT's MCP config; nothing else changes.
 
+    What install added goes: the entry, a servers object or hook list it created once empty,
+    and a config file it created that holds nothing else (with the folders it made for it).
     For claude-code it also removes the capture hooks of the same scope.
     """
     spec = setup.client_named(client)
@@ -84,32 +122,69 @@ def uninstall(client: str, name: str, scope: str | None, dry_run: bool) -> None:
     changes = [setup.plan_uninstall(spec, name, chosen, where)]
     if spec.name == "claude-code" and setup.settings_path(chosen, where).exists():
         changes.append(setup.plan_uncapture(chosen, where))
-    _carry_out(changes, dry_run)
+    _carry_out(changes, dry_run, as_json, spec.name, name)
 
 
-def _carry_out(changes: list[setup.Change], dry_run: bool) -> None:
+def _carry_out(
+    changes: list[setup.Change], dry_run: bool, as_json: bool, client: str, name: str
+) -> None:
     """Every plan is made (and every file checked) before the first write."""
     for change in changes:
         shown = visible(str(change.path))
         target = setup.link_target(change.path)
         link = f"the link {shown} -> {visible(str(target))}" if target else ""
-        if not change.needed:
-            click.echo(f"{shown}: {change.summary}; nothing to change")
+        backup = None
+        if change.needed and not dry_run:
+            backup = setup.apply(change)
+        if as_json:
+            click.echo(json_dumps(_record(change, client, name, dry_run, backup, target)))
+        elif not change.needed:
+            click.echo(f"{visible(change.summary)} ({shown})")
         elif dry_run:
-            click.echo(f"would {change.summary} in {shown}{f' (through {link})' if link else ''}:")
+            through = f" (through {link})" if link else ""
+            click.echo(f"would write {shown}{through}: {visible(change.summary)}")
             click.echo(_diff(change), nl=False)
         else:
-            backup = setup.apply(change)
-            made = f"backup: {visible(str(backup))}" if backup else "new file"
-            click.echo(f"{shown}: {change.summary} ({made})")
+            if change.delete:
+                made = f"{shown} removed; backup: {visible(str(backup))}"
+            elif backup:
+                made = f"{shown}; backup: {visible(str(backup))}"
+            else:
+                made = f"{shown}; new file"
+            click.echo(f"{visible(change.summary)} ({made})")
             if link:
                 click.echo(f"  wrote through {link}; the link is kept")
+
+
+def _record(
+    change: setup.Change,
+    client: str,
+    name: str,
+    dry_run: bool,
+    backup: Path | None,
+    target: Path | None,
+) -> dict[str, Any]:
+    return {
+        "client": client,
+        "name": name,
+        "file": str(change.path),
+        "through_link_to": str(target) if target else None,
+        "action": change.action if change.needed else "none",
+        "summary": change.summary,
+        "changed": {f: {"old": old, "new": new} for f, old, new in change.changed},
+        "dry_run": dry_run,
+        "written": change.needed and not dry_run,
+        "new_file": change.needed and change.before is None,
+        "file_removed": change.needed and change.delete,
+        "backup": str(backup) if backup else None,
+    }
 
 
 def _diff(change: setup.Change) -> str:
     """A unified diff; each line shown visibly (the file can hold any text)."""
     before = (change.before or "").splitlines(keepends=True)
-    after = (change.after or "").splitlines(keepends=True)
+    after = [] if change.delete else (change.after or "").splitlines(keepends=True)
     label = str(change.path)
-    lines = difflib.unified_diff(before, after, "(none)" if change.before is None else label, label)
+    lines = difflib.unified_diff(before, after, "(none)" if change.before is None else label,
+                                 "(removed)" if change.delete else label)  # fmt: skip
     return "".join(visible(line.removesuffix("\n").removesuffix("\r")) + "\n" for line in lines)

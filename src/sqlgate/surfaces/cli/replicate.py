@@ -50,12 +50,12 @@ def start_replication(
     create or migrate the database first (the HTTP server opens it only once it listens)."""
     if target is None:
         return None
-    from sqlgate.config import default_db_path
+    from sqlgate.config import creates_parent
     from sqlgate.service import Service
     from sqlgate.surfaces.replication.supervisor import Replication
 
     if prepare:
-        Service.open(settings, create_parent=settings.db == default_db_path()).close()
+        Service.open(settings, create_parent=creates_parent(settings.db)).close()
     replication = Replication(settings.db, target)
     replication.start()
     return replication

@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sqlgate.config import Settings, default_db_path
+from sqlgate.config import Settings, creates_parent
 from sqlgate.engine.audit import utc_timestamp
 from sqlgate.surfaces.terminal import visible, visible_lines
 
@@ -437,7 +437,7 @@ def capture(
                 settings,
                 session=session_tag(hook.session_id),
                 wall_clock=wall_clock,
-                create_parent=settings.db == default_db_path(),
+                create_parent=creates_parent(settings.db),
             )
         except SqlgateError as exc:
             log.write(told(exc), hook)

@@ -14,6 +14,12 @@ The key that holds the servers, then the file per scope:
                                 user: $CODEX_HOME/config.toml (default ~/.codex/config.toml)
                                 project: ./.codex/config.toml (read in trusted projects)
 
+Project scope writes a file meant to be committed, so its entry names no path of this machine:
+the `sqlgate` command on PATH and a database inside the project. Claude Code and Codex start
+a project's servers in the project folder, so the path is relative (`.sqlgate/agent.db`); VS
+Code and Cursor expand `${workspaceFolder}` (code.visualstudio.com/docs/reference/
+variables-reference, cursor.com/docs/context/mcp), so theirs is `${workspaceFolder}/...`.
+
 Claude Code hooks (`--capture`) go to ~/.claude/settings.json (user) or ./.claude/settings.json
 (project), under "hooks".
 """
@@ -130,6 +136,9 @@ class Client:
     locate: Callable[[str | None, Where], Path]
     entry: Callable[[str, list[str]], dict[str, Any]]
     toml: bool = False
+    # how a committed project config names the project folder: a variable the client
+    # expands, or None where the server starts in the project folder (a relative path works)
+    project_root: str | None = None
 
     def path(self, scope: str | None, where: Where) -> Path:
         return self.locate(scope, where)
@@ -142,8 +151,10 @@ CLIENTS: dict[str, Client] = {
                _claude_code, _stdio_entry),
         Client("claude-desktop", "Claude Desktop", (), "mcpServers",
                _claude_desktop, _plain_entry),
-        Client("cursor", "Cursor", ("user", "project"), "mcpServers", _cursor, _plain_entry),
-        Client("vscode", "VS Code", ("user", "project"), "servers", _vscode, _stdio_entry),
+        Client("cursor", "Cursor", ("user", "project"), "mcpServers", _cursor, _plain_entry,
+               project_root="${workspaceFolder}"),
+        Client("vscode", "VS Code", ("user", "project"), "servers", _vscode, _stdio_entry,
+               project_root="${workspaceFolder}"),
         Client("codex", "Codex", ("user", "project"), "mcp_servers", _codex, _plain_entry,
                toml=True),
     )

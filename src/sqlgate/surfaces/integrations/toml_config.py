@@ -12,14 +12,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from sqlgate.surfaces.integrations.install import (
+from sqlgate.surfaces.integrations.config_files import (
     Change,
     ConfigMalformed,
     ConfigUnwritable,
-    _section,
+    section,
 )
 
-__all__ = ["toml_remove", "toml_set", "toml_table"]
+__all__ = ["toml_remove", "toml_servers", "toml_set", "toml_table"]
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n",
@@ -129,7 +129,12 @@ def _is_comment(line: str) -> bool:
 
 
 def _servers_of(data: dict[str, Any], path: Path) -> dict[str, Any]:
-    return _section(data, "mcp_servers", path)
+    return section(data, "mcp_servers", path)
+
+
+def toml_servers(path: Path, text: str | None) -> dict[str, Any]:
+    """The `[mcp_servers]` tables of a Codex config, parsed."""
+    return _servers_of(_load_toml(path, text), path)
 
 
 def _without_empty_servers(data: dict[str, Any]) -> dict[str, Any]:

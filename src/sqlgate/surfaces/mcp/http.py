@@ -302,7 +302,7 @@ def serve_http(
     """
     import uvicorn
 
-    from sqlgate.config import default_db_path
+    from sqlgate.config import creates_parent
     from sqlgate.service import Service
 
     required: Token | None = None
@@ -324,7 +324,7 @@ def serve_http(
     stop_beside: Callable[[], None] | None = None
     try:
         stop_beside = beside() if beside is not None else None
-        service = Service.open(settings, create_parent=settings.db == default_db_path())
+        service = Service.open(settings, create_parent=creates_parent(settings.db))
         app = build_http_app(service, None if required is None else required.value, host)
         config = uvicorn.Config(
             app, lifespan="on", loop="asyncio", log_level="warning", access_log=False,

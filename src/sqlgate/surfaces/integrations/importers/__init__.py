@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from sqlgate.config import Settings, default_db_path
+from sqlgate.config import Settings, creates_parent
 from sqlgate.engine.queries import Outcome
 from sqlgate.errors import InvalidArgument, StartupError
 from sqlgate.memory.privacy import Redactor
@@ -114,7 +114,7 @@ def _open_service(settings: Settings, wall_clock: Callable[[], float]) -> Servic
         settings,
         wall_clock=wall_clock,
         session=new_session_id().replace("s-", IMPORT_SESSION_PREFIX, 1),
-        create_parent=settings.db == default_db_path(),
+        create_parent=creates_parent(settings.db),
     )
 
 
