@@ -35,12 +35,15 @@ PAYLOADS = (
 )
 BIG_CELL_CHARS = 999_000  # a cell of about 1 MB (under --max-value-bytes)
 HOUR = 3600.0
-TOOLS = ("read_query", "read_query", "read_query", "write_query", "list_tables",
-         "search_text", "memory_search", "append_event", "destructive_query")  # fmt: skip
+TOOLS = (
+    ("read_query",) * 12
+    + ("write_query",) * 4
+    + ("list_tables", "search_text", "memory_search", "append_event", "destructive_query")
+)
 
 
 class SteppingClock:
-    """A wall clock that moves forward `step` seconds at each reading."""
+    """A wall clock that moves forward `step` seconds at each reading (set `now` to jump)."""
 
     def __init__(self, start: float, step: float) -> None:
         self.now = start
@@ -61,7 +64,7 @@ def seed(db: Path, *, now: float | None = None) -> None:
     """Tool calls, memory and claims with every payload in `PAYLOADS`."""
     end = time.time() if now is None else now
     settings = Settings(db=db, snapshots_keep=5)
-    clock = SteppingClock(end - 30 * 86_400, 3 * 86_400)
+    clock = SteppingClock(end - 30 * 86_400, 1.0)
     with Service.open(settings, session="s-20261201T090000Z-a1b2c3", wall_clock=clock) as svc:
         svc.write_query("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT, note TEXT)")
         svc.write_query(
@@ -93,6 +96,7 @@ def seed(db: Path, *, now: float | None = None) -> None:
             svc.append_event(f"remember: {text}", kind="note", tags=["xss"])
         svc.append_event("deploy of billing-api went out; rollback plan in runbook", "decision")
         svc.checkpoint("seeded the console demo")
+        clock.now = end - 20 * 86_400
         svc.claim_add("acme", "priority", "acme is our top customer", "slow", 0.9, rank=1)
         svc.claim_add("globex", "priority", "globex is our top customer", "slow", 0.8, rank=1)
         svc.claim_add(SCRIPT, "fact", f"claim text {SCRIPT} <img src=x onerror=alert(1)>",
@@ -100,7 +104,10 @@ def seed(db: Path, *, now: float | None = None) -> None:
         svc.claim_add("billing-api", "status", "billing-api is deployed", "volatile", 0.95)
         svc.claim_add("billing-api", "status", "billing-api is rolled back", "volatile", 0.6)
         svc.claim_add("schema", "fact", "customers has a unique name", "stable", 0.8)
+        clock.now = end - 3 * 86_400
         svc.claim_confirm(1, 0.95)
+        svc.claim_confirm(4)
+    clock.now = end - 3600
     with Service.open(settings, session=SCRIPT, wall_clock=clock) as svc:
         svc.append_event(f"a session named {SCRIPT}", kind="note")
         _try(lambda: svc.read_query("SELEC oops"))
@@ -126,8 +133,11 @@ def seed_history(db: Path, *, audit_rows: int, events: int, now: float | None = 
                 ok = rng.random() > 0.08
                 refused = not ok and rng.random() < 0.5
                 table = rng.choice(("orders", "customers", "invoices"))
-                query = f"SELECT * FROM {table} WHERE id = {rng.randint(1, 500)}"
-                detail: dict[str, object] = {"fingerprint": f"SELECT * FROM {table} WHERE id = ?"}
+                verb = "DELETE" if tool == "destructive_query" else "SELECT *"
+                query = f"{verb} FROM {table} WHERE id = {rng.randint(1, 500)}"
+                detail: dict[str, object] = {"fingerprint": f"{verb} FROM {table} WHERE id = ?"}
+                if tool == "destructive_query":
+                    detail["reason"] = "old test rows"
                 if refused:
                     detail["refused"] = True
                 rows.append((utc_timestamp(at), f"s-bulk-{i // 500:04d}", tool, query, int(ok),

@@ -27,6 +27,7 @@ from sqlgate.surfaces.ui.layout import (
     short_text,
     table,
     text_input,
+    when,
 )
 from sqlgate.surfaces.ui.svg import HourBucket, calls_per_hour
 
@@ -148,7 +149,7 @@ def _call_row(row: tuple[Any, ...]) -> list[object]:
         parts += [el("h4", None, "error"), long_text(error)]
     parts += [el("h4", None, "detail"), long_text(_pretty(detail))]
     return [
-        call_id, ts,
+        call_id, when(ts),
         el("a", {"href": href("/", {"session": session})}, short_text(session, 40)),
         tool, el("span", {"class": f"outcome {outcome}"}, outcome), count,
         None if ms is None else f"{ms:.1f}",
@@ -204,7 +205,7 @@ def errors_page(console: Console, query: Mapping[str, str]) -> Page:
     more = len(rows) > PAGE_ROWS
     rows = rows[:PAGE_ROWS]
     shown = [
-        [i, ts, short_text(s, 40), tool,
+        [i, when(ts), short_text(s, 40), tool,
          el("details", None, el("summary", None, short_text(err)), long_text(q or "(none)")),
          None if ms is None else f"{ms:.1f}"]
         for i, ts, s, tool, q, err, ms in rows
@@ -247,7 +248,7 @@ def patterns_page(console: Console, query: Mapping[str, str]) -> Page:
         shown.append([
             el("details", None, el("summary", None, short_text(fingerprint)),
                long_text(example or "")),
-            calls, failures, last,
+            calls, failures, when(last),
             None if suggestion is None else el("div", {"class": "copy"},
                                                el("code", None, short_text(suggestion, 400)),
                                                copy_button(suggestion)),

@@ -21,7 +21,15 @@ from typing import Any
 from sqlgate.engine.snapshots import list_snapshots
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.html import Markup, el
-from sqlgate.surfaces.ui.layout import Page, copy_button, long_text, pager, short_text, table
+from sqlgate.surfaces.ui.layout import (
+    Page,
+    copy_button,
+    long_text,
+    pager,
+    short_text,
+    table,
+    when,
+)
 
 __all__ = ["UndoState", "destructive_page", "undo_state"]
 
@@ -108,7 +116,7 @@ def destructive_page(console: Console, query: Mapping[str, str]) -> Page:
             how.append(el("div", {"class": "copy"}, el("code", None, state.command),
                           copy_button(state.command)))  # fmt: skip
         shown.append([
-            call_id, ts, short_text(session, 40),
+            call_id, when(ts), short_text(session, 40),
             el("details", None, el("summary", None, short_text(text)), long_text(text),
                long_text(error) if error else None),
             short_text(detail.get("reason"), 200), count if ok else None, how,
@@ -121,7 +129,7 @@ def destructive_page(console: Console, query: Mapping[str, str]) -> Page:
         el("h2", None, "Snapshots"),
         el("p", None, f"Whole-file copies in {console.settings.snapshot_dir}, newest first."),
         table(("name", "created (UTC)", "size"),
-              ([info.name, info.created, _size(info.size)] for info in snapshots),
+              ([info.name, when(info.created), _size(info.size)] for info in snapshots),
               empty="no snapshots"),
     ]  # fmt: skip
     return Page("Destructive calls", "/destructive", Markup("".join(body)))

@@ -20,6 +20,7 @@ __all__ = [
     "short_text",
     "table",
     "text_input",
+    "when",
 ]
 
 NAV = (
@@ -51,6 +52,7 @@ def page(view: Page, db_name: str) -> str:
               el("meta", {"name": "viewport", "content": "width=device-width, initial-scale=1"}),
               el("meta", {"name": "referrer", "content": "no-referrer"}),
               el("title", None, f"{view.title} · sqlgate"),
+              el("link", {"rel": "icon", "href": "/static/favicon.svg", "type": "image/svg+xml"}),
               el("link", {"rel": "stylesheet", "href": "/static/console.css"}),
               el("script", {"src": "/static/console.js", "defer": True}))  # fmt: skip
     body = el("body", None, nav, el("main", None, el("h1", None, view.title), view.body))
@@ -110,3 +112,9 @@ def select(name: str, value: str | None, choices: Sequence[str], blank: str) -> 
 def copy_button(text: str) -> Markup:
     """A button /static/console.js wires to copy `text` (a data attribute, escaped)."""
     return el("button", {"type": "button", "class": "copy-button", "data-copy": text}, "copy")
+
+
+def when(ts: object) -> Markup:
+    """A stored timestamp, shorter (`2026-12-01 10:02:03`), the full text as its tooltip."""
+    text = "" if ts is None else str(ts)
+    return el("span", {"class": "ts", "title": text}, text[:19].replace("T", " "))

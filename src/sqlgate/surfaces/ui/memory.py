@@ -13,7 +13,15 @@ from sqlgate.errors import SqlgateError
 from sqlgate.memory.chain import GENESIS
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.html import Markup, el, href
-from sqlgate.surfaces.ui.layout import Page, long_text, pager, short_text, table, text_input
+from sqlgate.surfaces.ui.layout import (
+    Page,
+    long_text,
+    pager,
+    short_text,
+    table,
+    text_input,
+    when,
+)
 
 __all__ = ["event_page", "memory_page", "search_ids"]
 
@@ -150,7 +158,7 @@ def memory_page(console: Console, query: Mapping[str, str]) -> Page:
     more = not words and len(rows) > PAGE_ROWS
     rows = rows[:PAGE_ROWS]
     shown = [
-        [el("a", {"href": f"/memory/event/{int(i)}"}, i), ts, short_text(s, 40), kind,
+        [el("a", {"href": f"/memory/event/{int(i)}"}, i), when(ts), short_text(s, 40), kind,
          scores.get(int(i), ""), short_text(content, 200)]
         for i, ts, s, kind, content in rows
     ]  # fmt: skip
