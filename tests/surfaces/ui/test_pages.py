@@ -7,15 +7,18 @@ import json
 import re
 from pathlib import Path
 
+import apsw
 import pytest
 from scripts.ui_seed import BIG_CELL_CHARS, SCRIPT
 from starlette.testclient import TestClient
 
+from sqlgate.errors import SqlgateError
 from sqlgate.surfaces.ui.access import CONTENT_SECURITY_POLICY, cookie_value
 from sqlgate.surfaces.ui.activity import suggested_view
 from sqlgate.surfaces.ui.app import build_ui_app
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.destructive import undo_state
+from sqlgate.surfaces.ui.summary import AuditSummary
 from tests.surfaces.ui.conftest import TOKEN
 
 PAGES = ["/", "/errors", "/patterns", "/destructive", "/memory", "/claims", "/tables",
@@ -224,3 +227,46 @@ def test_the_console_writes_nothing_beside_the_database(tmp_path: Path) -> None:
     assert set(created) <= {"quiet.db-shm", "quiet.db-wal"}
     assert created.get("quiet.db-wal", b"") == b""
     assert {name: after[name] for name in before} == before
+
+
+def _view_figures(conn: apsw.Connection) -> tuple[dict[str, tuple[int, int, str]], dict[str, int]]:
+    patterns = {
+        str(fp): (int(calls), int(failures), str(last))
+        for fp, calls, failures, last in conn.execute(
+            "SELECT fingerprint, calls, failures, last_used FROM query_patterns WHERE calls > 1"
+        )
+    }
+    hours = dict(conn.execute("SELECT substr(ts, 1, 13), count(*) FROM query_log GROUP BY 1"))
+    return patterns, hours
+
+
+def _summary_figures(
+    summary: AuditSummary,
+) -> tuple[dict[str, tuple[int, int, str]], dict[str, int]]:
+    patterns = {p.fingerprint: (p.calls, p.failures, p.last_used) for p in summary.repeated(10**6)}
+    return patterns, {hour: sum(counts) for hour, counts in summary.hours.items()}
+
+
+def test_the_summary_folded_in_by_id_equals_the_server_view(tmp_path: Path) -> None:
+    from scripts.ui_seed import seed
+
+    from sqlgate.config import Settings
+    from sqlgate.service import Service
+
+    db = tmp_path / "grow.db"
+    seed(db)
+    summary = AuditSummary()
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        summary.refresh(conn)
+        assert _summary_figures(summary) == _view_figures(conn)
+        with Service.open(Settings(db=db)) as writer:  # more calls arrive
+            for _ in range(3):
+                writer.read_query("SELECT name FROM customers WHERE id = 1")
+            with pytest.raises(SqlgateError):
+                writer.read_query("SELECT name FROM customers WHERE id = 1 AND nope = 2")
+        summary.refresh(conn)
+        assert _summary_figures(summary) == _view_figures(conn)
+        assert summary.high == conn.execute("SELECT max(id) FROM query_log").fetchone()[0]
+    finally:
+        conn.close()

@@ -102,8 +102,9 @@ def activity_page(console: Console, query: Mapping[str, str]) -> Page:
             f"SELECT {_COLUMNS} FROM query_log WHERE {where} ORDER BY id DESC LIMIT ?",
             (*params, PAGE_ROWS + 1),
         ))  # fmt: skip
-        tools = [str(t) for (t,) in conn.execute("SELECT DISTINCT tool FROM query_log ORDER BY 1")]
-        buckets = _hours(conn)
+        console.summary.refresh(conn)
+    tools = console.summary.known_tools()
+    buckets = _hours(console)
     more = len(rows) > PAGE_ROWS
     rows = rows[:PAGE_ROWS]
     shown = {
@@ -171,26 +172,18 @@ def _pretty(detail: Any) -> str:
     return str(detail)
 
 
-def _hours(conn: Any) -> list[HourBucket]:
-    """Calls per hour over the CHART_HOURS hours up to the newest call (index on ts)."""
-    newest = conn.execute("SELECT max(ts) FROM query_log").fetchone()[0]
+def _hours(console: Console) -> list[HourBucket]:
+    """Calls per hour over the CHART_HOURS hours up to the newest call's hour."""
+    newest = console.summary.newest_hour()
     if newest is None:
         return []
-    last_hour = parse_timestamp(f"{str(newest)[:13]}:00:00.000Z")
-    first_hour = last_hour - timedelta(hours=CHART_HOURS - 1)
-    counts: dict[str, list[int]] = {}
-    for hour, ok, refused, total in conn.execute(
-        f"SELECT substr(ts, 1, 13), sum(ok), sum(ok = 0 AND {_REFUSED} IS 1), count(*) "
-        "FROM query_log WHERE ts >= ? GROUP BY 1",
-        (first_hour.strftime("%Y-%m-%dT%H"),),
-    ):
-        counts[str(hour)] = [int(ok), int(refused), int(total) - int(ok) - int(refused)]
-    buckets = []
-    for i in range(CHART_HOURS):
-        label = (first_hour + timedelta(hours=i)).strftime("%Y-%m-%dT%H")
-        ok, refused, error = counts.get(label, [0, 0, 0])
-        buckets.append(HourBucket(label, ok, refused, error))
-    return buckets
+    last_hour = parse_timestamp(f"{newest}:00:00.000Z")
+    labels = [
+        (last_hour - timedelta(hours=CHART_HOURS - 1 - i)).strftime("%Y-%m-%dT%H")
+        for i in range(CHART_HOURS)
+    ]
+    counts = console.summary.hour_counts(labels)
+    return [HourBucket(label, *count) for label, count in zip(labels, counts, strict=True)]
 
 
 def errors_page(console: Console, query: Mapping[str, str]) -> Page:
@@ -237,12 +230,11 @@ def suggested_view(fingerprint: str, example: str) -> str:
 def patterns_page(console: Console, query: Mapping[str, str]) -> Page:
     """The server view query_patterns: repeated statement shapes, each with a view to save."""
     with console.reading() as conn:
-        rows = list(conn.execute(
-            "SELECT fingerprint, calls, failures, last_used, example FROM query_patterns "
-            "WHERE calls > 1 LIMIT 100"
-        ))  # fmt: skip
+        console.summary.refresh(conn)
     shown = []
-    for fingerprint, calls, failures, last, example in rows:
+    for found in console.summary.repeated(100):
+        fingerprint, calls, failures = found.fingerprint, found.calls, found.failures
+        last, example = found.last_used, found.example
         select_like = str(example or "").lstrip().lower().startswith(("select", "with"))
         suggestion = suggested_view(str(fingerprint), str(example or "")) if select_like else None
         shown.append([
@@ -255,8 +247,8 @@ def patterns_page(console: Console, query: Mapping[str, str]) -> Page:
         ])  # fmt: skip
     body = [
         el("p", None, "The server view ", el("code", None, "query_patterns"),
-           ": statement shapes the agent ran more than once. A repeated SELECT is a view "
-           "waiting to be saved."),
+           " (the console keeps its figures up to date as calls arrive): statement shapes "
+           "the agent ran more than once. A repeated SELECT is a view waiting to be saved."),
         table(("shape (example inside)", "calls", "failures", "last used", "save it as a view"),
               shown, empty="no statement shape was repeated yet"),
     ]  # fmt: skip

@@ -20,6 +20,7 @@ import apsw
 from sqlgate.config import Settings
 from sqlgate.memory.chain import ChainStatus
 from sqlgate.service import Service
+from sqlgate.surfaces.ui.summary import AuditSummary, SessionSummary
 
 __all__ = ["ChainWatch", "Console", "WatchedStatus"]
 
@@ -82,11 +83,22 @@ class Console:
         self.settings: Settings = service.settings
         self.wall_clock = wall_clock
         self.chain = ChainWatch(service, wall_clock)
+        self.summary = AuditSummary()
+        self.sessions = SessionSummary()
 
     @classmethod
     def open(cls, settings: Settings, wall_clock: Callable[[], float] = time.time) -> Console:
+        """Open the database read-only and read the audit log's summary once."""
         service = Service.open(settings, read_only=True, session="ui", wall_clock=wall_clock)
-        return cls(service, wall_clock)
+        console = cls(service, wall_clock)
+        try:
+            with console.reading() as conn:
+                console.summary.refresh(conn)
+                console.sessions.refresh(conn)
+        except BaseException:
+            service.close()
+            raise
+        return console
 
     def close(self) -> None:
         self.chain.wait(5.0)

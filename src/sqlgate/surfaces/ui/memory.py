@@ -80,18 +80,15 @@ def _chain_card(console: Console, head: int | None) -> Markup:
     return el("section", {"class": "card"}, *items)
 
 
-def _sessions(conn: Any) -> list[tuple[str, int, str, str]]:
+def _sessions(console: Console, conn: Any) -> list[tuple[str, int, str, str]]:
     """The sessions with the newest events: (session, events, first ts, last ts)."""
-    rows = list(conn.execute(
-        "SELECT session, count(*), min(id), max(id) FROM memory_events GROUP BY session "
-        "ORDER BY max(id) DESC LIMIT ?", (SESSIONS,),
-    ))  # fmt: skip
+    console.sessions.refresh(conn)
     out = []
-    for session, count, first, last in rows:
+    for session, count, first, last in console.sessions.newest(SESSIONS):
         ts = dict(
             conn.execute("SELECT id, ts FROM memory_events WHERE id IN (?, ?)", (first, last))
         )
-        out.append((str(session), int(count), str(ts.get(first, "")), str(ts.get(last, ""))))
+        out.append((session, count, str(ts.get(first, "")), str(ts.get(last, ""))))
     return out
 
 
@@ -140,7 +137,7 @@ def memory_page(console: Console, query: Mapping[str, str]) -> Page:
         params.append(int(before))
     with console.reading() as conn:
         (head,) = conn.execute("SELECT max(id) FROM memory_events").fetchall()[0]
-        sessions = _sessions(conn)
+        sessions = _sessions(console, conn)
         if words:
             scores = dict(found)
             rows = list(conn.execute(
