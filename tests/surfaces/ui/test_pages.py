@@ -270,3 +270,36 @@ def test_the_summary_folded_in_by_id_equals_the_server_view(tmp_path: Path) -> N
         assert summary.high == conn.execute("SELECT max(id) FROM query_log").fetchone()[0]
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "index"),
+    [
+        pytest.param({"tool": "read_query"}, "query_log_by_tool", id="tool"),
+        pytest.param({"session": "s-1"}, "query_log_by_session", id="session"),
+        pytest.param({"outcome": "refused"}, "query_log_failures", id="refused"),
+        pytest.param({"outcome": "error", "before": "90"}, "query_log_failures", id="error-page"),
+        pytest.param({}, "SCAN query_log", id="newest-by-rowid"),
+    ],
+)
+def test_each_filter_walks_an_index_newest_first(
+    seeded_db: Path, query: dict[str, str], index: str
+) -> None:
+    """Keyset pages never sort: the plan walks the rowid or an index, with no temp b-tree."""
+    from sqlgate.surfaces.ui.activity import audit_filter
+
+    where, params = audit_filter(query)
+    conn = apsw.Connection(str(seeded_db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        plan = " ; ".join(
+            str(row[3])
+            for row in conn.execute(
+                f"EXPLAIN QUERY PLAN SELECT * FROM query_log WHERE {where} ORDER BY id DESC "
+                "LIMIT 51",
+                params,
+            )
+        )
+    finally:
+        conn.close()
+    assert index in plan
+    assert "TEMP B-TREE" not in plan

@@ -45,7 +45,7 @@ def calls_per_hour(buckets: Sequence[HourBucket], width: int = 960, height: int 
             count = getattr(bucket, outcome)
             if not count:
                 continue
-            h = plot_h * count / top
+            h = (plot_h - 14) * count / top
             y -= h
             parts.append(
                 el("rect", {"x": f"{x:.1f}", "y": f"{y:.1f}", "width": f"{bar_w:.1f}",
@@ -54,7 +54,7 @@ def calls_per_hour(buckets: Sequence[HourBucket], width: int = 960, height: int 
             )  # fmt: skip
     labels = _hour_labels(buckets, step)
     parts += [
-        el("text", {"x": 2, "y": 12, "class": "axis"}, str(top)),
+        el("text", {"x": 2, "y": 22, "class": "axis"}, str(top)),
         el("text", {"x": 2, "y": plot_h, "class": "axis"}, "0"),
         el("line", {"x1": 34, "y1": plot_h, "x2": width, "y2": plot_h, "class": "baseline"}),
         *labels,
