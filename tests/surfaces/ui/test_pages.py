@@ -303,3 +303,28 @@ def test_each_filter_walks_an_index_newest_first(
         conn.close()
     assert index in plan
     assert "TEMP B-TREE" not in plan
+
+
+def test_a_tampered_chain_is_shown_broken_at_its_event(tmp_path: Path) -> None:
+    from scripts.ui_seed import seed
+
+    from sqlgate.config import Settings
+
+    db = tmp_path / "tampered.db"
+    seed(db)
+    conn = apsw.Connection(str(db))  # someone with the file, past the triggers
+    conn.execute("DROP TRIGGER memory_events_no_update")
+    conn.execute("UPDATE memory_events SET content = 'rewritten' WHERE id = 3")
+    conn.close()
+    console = Console.open(Settings(db=db))
+    try:
+        with TestClient(
+            build_ui_app(console, TOKEN, "127.0.0.1"), base_url="http://127.0.0.1"
+        ) as c:
+            c.get(f"/?token={TOKEN}")
+            c.get("/memory")
+            console.chain.wait(30)
+            page = c.get("/memory").text
+    finally:
+        console.close()
+    assert "chain BROKEN at event 3" in page

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from sqlgate.errors import NotFound
 from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
 from sqlgate.surfaces.mcp.http import DEFAULT_HOST, announcing_server_class, listen_socket
 from sqlgate.surfaces.mcp.http_access import Token, token_for
@@ -49,15 +50,12 @@ def serve_ui(values: dict[str, Any], *, host: str, port: int, token: str | None)
 
     settings = settings_from(values)
     required = token_for(host, token)
-    from sqlgate.errors import NotFound
-
     if not settings.db.is_file():
         raise NotFound(f"no database at {settings.db}; give its path with --db or SQLGATE_DB")
     sock = listen_socket(host, port)
     try:
         console = Console.open(settings)
-        bound_host, bound_port = sock.getsockname()[:2]
-        url = console_url(host if host != "0.0.0.0" else str(bound_host), int(bound_port), required)  # noqa: S104
+        url = console_url(host, int(sock.getsockname()[1]), required)
         config = uvicorn.Config(
             build_ui_app(console, required.value, host), lifespan="on", loop="asyncio",
             log_level="warning", access_log=False, server_header=False,
@@ -66,6 +64,7 @@ def serve_ui(values: dict[str, Any], *, host: str, port: int, token: str | None)
         announcing_server_class()(config, lambda: _announce(url, required)).run(sockets=[sock])
     finally:
         sock.close()
+        sys.stderr.write("sqlgate: the web console stopped\n")
 
 
 @click.command("ui")
