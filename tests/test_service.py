@@ -261,3 +261,32 @@ def test_a_refused_claim_leaves_no_secret_in_the_audit_log(service: Service, db_
         ).fetchone()
     assert token not in detail
     assert "[REDACTED:github-token]" in detail
+
+
+def _last_detail(db: Path) -> dict[str, object]:
+    import json
+
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        (text,) = conn.execute("SELECT detail FROM query_log ORDER BY id DESC LIMIT 1").fetchone()
+    finally:
+        conn.close()
+    return dict(json.loads(text))
+
+
+def test_a_refusal_is_marked_in_the_audit_detail_and_other_failures_are_not(
+    ready: Service, db_path: Path
+) -> None:
+    with pytest.raises(PolicyDenied):
+        ready.write_query("DROP TABLE t")
+    assert _last_detail(db_path)["refused"] is True
+    with pytest.raises(SqlgateError):
+        ready.read_query("SELECT * FROM no_such_table")
+    assert "refused" not in _last_detail(db_path)
+
+
+def test_bound_parameters_are_kept_in_the_audit_detail(ready: Service, db_path: Path) -> None:
+    ready.read_query("SELECT * FROM t WHERE body = ?", params=["alpha"])
+    assert _last_detail(db_path)["params"] == '["alpha"]'
+    ready.read_query("SELECT 1")
+    assert "params" not in _last_detail(db_path)

@@ -33,7 +33,7 @@ from sqlgate.engine.sqltext import fingerprint
 from sqlgate.engine.textsearch import SearchRequest, TextSearch
 from sqlgate.engine.undo_restore import UndoRestore, UndoTarget
 from sqlgate.engine.views import ViewSaver
-from sqlgate.errors import SqlgateError
+from sqlgate.errors import PolicyDenied, SqlgateError
 from sqlgate.memory.privacy import Redactor
 from sqlgate.memory.store import Memory, Reply, redactor_for
 
@@ -55,6 +55,14 @@ def _safe_fingerprint(query: str) -> str:
         return fingerprint(query)
     except SqlgateError:
         return " ".join(query.split())[:500]
+
+
+def _params_detail(params: object) -> dict[str, Any] | None:
+    """The bound parameters as the audit row keeps them: JSON text (cut and redacted like
+    every detail value), or nothing when the call had none."""
+    if params is None:
+        return None
+    return {"params": json.dumps(params, ensure_ascii=False, default=str)}
 
 
 @dataclass
@@ -164,6 +172,8 @@ class Service:
             entry.detail.update(outcome.detail)
         except SqlgateError as exc:
             entry.error = str(exc)
+            if isinstance(exc, PolicyDenied):  # the console tells refusals from failures
+                entry.detail["refused"] = True
             raise
         except apsw.BusyError:
             busy = busy_error(self.settings.busy_timeout)
@@ -194,6 +204,7 @@ class Service:
             lambda c: self.sql.read(query, limit, normalize_params(params), c.control),
             query=query,
             control=control,
+            detail=_params_detail(params),
         )
 
     def write_query(
@@ -204,6 +215,7 @@ class Service:
             lambda c: self.sql.write(query, normalize_params(params), c.control),
             query=query,
             control=control,
+            detail=_params_detail(params),
         )
 
     def destructive_query(
@@ -222,7 +234,7 @@ class Service:
             ),
             query=query,
             control=control,
-            detail={"reason": reason},
+            detail={"reason": reason, **(_params_detail(params) or {})},
         )
 
     def undo(self, audit_id: int | None = None, changeset: int | None = None) -> str:

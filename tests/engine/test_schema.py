@@ -86,7 +86,20 @@ UNDO_OBJECTS = {
     "undo_row_states": "table",
 }
 AUDIT_QUEUE_OBJECTS = {"query_log_queued": "index"}
-ALL_OBJECTS = LOG_OBJECTS | MEMORY_OBJECTS | CLAIMS_OBJECTS | UNDO_OBJECTS | AUDIT_QUEUE_OBJECTS
+CONSOLE_OBJECTS = {  # migration 7: the web console's filters (issue 14)
+    "query_log_by_session": "index",
+    "query_log_by_tool": "index",
+    "query_log_by_ts": "index",
+    "query_log_failures": "index",
+}
+ALL_OBJECTS = (
+    LOG_OBJECTS
+    | MEMORY_OBJECTS
+    | CLAIMS_OBJECTS
+    | UNDO_OBJECTS
+    | AUDIT_QUEUE_OBJECTS
+    | CONSOLE_OBJECTS
+)
 
 
 def columns(conn: apsw.Connection, table: str) -> list[str]:

@@ -20,7 +20,7 @@ from sqlgate.engine.names import fold_name, same_name
 from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.errors import InvalidArgument, NotFound, QueryTimeout
 
-__all__ = ["Introspection", "SchemaObject", "find_object"]
+__all__ = ["Introspection", "SchemaObject", "find_object", "schema_objects"]
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,8 @@ class SchemaObject:
     system: bool
 
 
-def _objects(conn: apsw.Connection, protected: frozenset[str]) -> list[SchemaObject]:
+def schema_objects(conn: apsw.Connection, protected: frozenset[str]) -> list[SchemaObject]:
+    """Tables, views and virtual tables of "main", by name; `system` for server objects."""
     rows = conn.execute(
         "SELECT name, type FROM pragma_table_list WHERE schema = 'main' "
         "AND type IN ('table', 'view', 'virtual') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
@@ -43,7 +44,7 @@ def find_object(conn: apsw.Connection, name: object, protected: frozenset[str]) 
     """The table or view called `name` (exact, then as SQLite matches names), or NotFound."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidArgument("table must be the name of a table or view")
-    objects = _objects(conn, protected)
+    objects = schema_objects(conn, protected)
     for obj in objects:
         if obj.name == name:
             return obj
@@ -72,7 +73,7 @@ class Introspection:
         cells = self.db.settings.max_cell_chars
         lines = [csv_line(("name", "type", "system", "rows"), cells)]
         with self.db.reading() as conn:
-            objects = _objects(conn, self.db.protected)
+            objects = schema_objects(conn, self.db.protected)
             for obj in objects:
                 rows: int | None = None
                 if include_row_counts and obj.type != "view":

@@ -280,6 +280,25 @@ MIGRATIONS: tuple[Migration, ...] = (
             ServerObject("undo_row_states", "table"),
         ),
     ),
+    Migration(
+        7,
+        "web console (issue 14): indexes for the audit log's filters by session, tool, time "
+        "and failure",
+        # the console pages newest first with `id < ?`; each filter walks its index in id
+        # order (an index ends with the rowid), so a page reads about as many rows as it shows
+        (
+            "CREATE INDEX query_log_by_session ON query_log (session)",
+            "CREATE INDEX query_log_by_tool ON query_log (tool)",
+            "CREATE INDEX query_log_by_ts ON query_log (ts)",
+            "CREATE INDEX query_log_failures ON query_log (id) WHERE ok = 0",
+        ),
+        (
+            ServerObject("query_log_by_session", "index"),
+            ServerObject("query_log_by_tool", "index"),
+            ServerObject("query_log_by_ts", "index"),
+            ServerObject("query_log_failures", "index"),
+        ),
+    ),
 )
 
 # Names the server does not create but protects (an agent's table cannot take them).

@@ -823,7 +823,7 @@ async def test_http_server_answers_unservable_messages_and_keeps_serving(
 def test_connections_accepted_by_the_server_send_without_waiting_for_acks() -> None:
     """Nagle's algorithm held every response until the client's delayed ACK (about 40 ms a
     call): the listening socket says TCP, so asyncio turns it off on each connection."""
-    listener = http_surface._listen("127.0.0.1", 0)
+    listener = http_surface.listen_socket("127.0.0.1", 0)
     seen: list[int] = []
 
     async def check() -> None:

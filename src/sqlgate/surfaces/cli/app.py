@@ -27,6 +27,7 @@ from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings
 from sqlgate.surfaces.cli.replicate import REPLICATE_COMMANDS, replica_target, start_replication
 from sqlgate.surfaces.cli.undo import undo
 from sqlgate.surfaces.mcp.http import http_options, serve_http
+from sqlgate.surfaces.ui.serve import ui
 
 __all__ = ["main"]
 
@@ -156,6 +157,7 @@ main.add_command(install)
 main.add_command(uninstall)
 main.add_command(capture)
 main.add_command(undo)
+main.add_command(ui)
 for _command in (*INSPECT_COMMANDS, *REPLICATE_COMMANDS):
     main.add_command(_command)
 

@@ -70,10 +70,12 @@ __all__ = [
     "Receive",
     "Scope",
     "Send",
+    "announcing_server_class",
     "build_http_app",
     "check_tokenless",
     "http_options",
     "is_loopback",
+    "listen_socket",
     "rebinding_protection",
     "require_loopback_socket",
     "serve_http",
@@ -212,7 +214,7 @@ def _stop(signum: int, frame: FrameType | None) -> None:
     raise _Stopped
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def listen_socket(host: str, port: int) -> socket.socket:
     """The listening socket, made with protocol IPPROTO_TCP and TCP_NODELAY.
 
     asyncio turns Nagle's algorithm off only on sockets whose `proto` says TCP, and
@@ -267,7 +269,7 @@ def _announce(url: str, token: Token | None) -> None:
     sys.stderr.flush()
 
 
-def _announcing_server_class() -> type[Any]:
+def announcing_server_class() -> type[Any]:
     import uvicorn
 
     class AnnouncingServer(uvicorn.Server):
@@ -310,7 +312,7 @@ def serve_http(
         check_tokenless(host, token)
     else:
         required = token_for(host, token)
-    sock = _listen(host, port)
+    sock = listen_socket(host, port)
     if insecure_no_token:
         try:
             require_loopback_socket(sock)
@@ -330,7 +332,7 @@ def serve_http(
             app, lifespan="on", loop="asyncio", log_level="warning", access_log=False,
             server_header=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         )  # fmt: skip
-        _announcing_server_class()(config, lambda: _announce(_url(sock), required)).run(
+        announcing_server_class()(config, lambda: _announce(_url(sock), required)).run(
             sockets=[sock]
         )
     except _Stopped:

@@ -43,7 +43,9 @@ __all__ = [
     "Send",
     "Token",
     "check_tokenless",
+    "host_header_allowed",
     "is_loopback",
+    "loopback_names",
     "rebinding_protection",
     "require_loopback_socket",
     "token_for",
@@ -127,14 +129,37 @@ def rebinding_protection(host: str) -> TransportSecuritySettings | None:
 
     if not is_loopback(host):
         return None
-    bare = host.strip("[]")
-    own = f"[{bare}]" if ":" in bare else bare.lower()
-    names = list(dict.fromkeys((*LOOPBACK_NAMES, own)))
+    names = loopback_names(host)
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[*names, *(f"{name}:*" for name in names)],
         allowed_origins=[f"http://{name}{port}" for name in names for port in ("", ":*")],
     )
+
+
+def loopback_names(host: str) -> list[str]:
+    """The names a browser may use for loopback `host`: this machine's, and `host` itself."""
+    bare = host.strip("[]")
+    own = f"[{bare}]" if ":" in bare else bare.lower()
+    return list(dict.fromkeys((*LOOPBACK_NAMES, own)))
+
+
+def host_header_allowed(host: str, presented: str | None) -> bool:
+    """The DNS-rebinding check of `rebinding_protection` for servers that are not the SDK's
+    (the web console): on a loopback `host`, the request's `Host` must be one of
+    `loopback_names`, with or without a port. Any `Host` passes elsewhere (the token guards)."""
+    if not is_loopback(host):
+        return True
+    if not presented:
+        return False
+    given = presented.strip().lower()
+    for name in loopback_names(host):
+        if given == name:
+            return True
+        port = given[len(name) + 1 :] if given.startswith(name + ":") else ""
+        if port.isdigit():
+            return True
+    return False
 
 
 class BearerTokenGate:

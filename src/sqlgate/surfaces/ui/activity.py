@@ -1,0 +1,255 @@
+"""Activity: the audit log newest first (filters, keyset pages, each call expandable), calls
+per hour by outcome, `query_errors`, and `query_patterns` with a ready `create_view` call.
+
+Outcomes: ok; refused (a PolicyDenied: the server said no, `detail.refused`); error (any
+other failure). Pages go back with `before=<id>` (keyset on the primary key, never OFFSET),
+so the 1000th page costs what the first does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from sqlgate.claims.model import parse_timestamp
+from sqlgate.memory.inputs import moment
+from sqlgate.surfaces.ui.console import Console
+from sqlgate.surfaces.ui.html import Markup, el, href
+from sqlgate.surfaces.ui.layout import (
+    Page,
+    copy_button,
+    long_text,
+    pager,
+    select,
+    short_text,
+    table,
+    text_input,
+    when,
+)
+from sqlgate.surfaces.ui.svg import HourBucket, calls_per_hour
+
+__all__ = [
+    "OUTCOMES",
+    "activity_page",
+    "audit_filter",
+    "errors_page",
+    "patterns_page",
+    "suggested_view",
+]
+
+PAGE_ROWS = 50
+CHART_HOURS = 48
+OUTCOMES = ("ok", "refused", "error")
+_REFUSED = "(CASE WHEN json_valid(detail) THEN json_extract(detail, '$.refused') END)"
+_OUTCOME_SQL = {
+    "ok": "ok = 1",
+    "refused": f"ok = 0 AND {_REFUSED} IS 1",
+    "error": f"ok = 0 AND {_REFUSED} IS NOT 1",
+}
+_COLUMNS = "id, ts, session, tool, query, ok, rows, error, duration_ms, detail"
+
+
+def audit_filter(query: Mapping[str, str]) -> tuple[str, list[Any]]:
+    """The WHERE clause (values bound) of the activity filters in `query`; bad values of
+    `since`/`until` raise InvalidArgument, an unknown outcome is ignored."""
+    where: list[str] = []
+    params: list[Any] = []
+    for name in ("session", "tool"):
+        value = query.get(name)
+        if value:
+            where.append(f"{name} = ?")
+            params.append(value)
+    outcome = query.get("outcome")
+    if outcome in _OUTCOME_SQL:
+        where.append(_OUTCOME_SQL[outcome])
+    since = moment(query.get("since") or None, "since")
+    if since is not None:
+        where.append("ts >= ?")
+        params.append(since)
+    until = moment(query.get("until") or None, "until", end_of_day=True)
+    if until is not None:
+        where.append("ts <= ?")
+        params.append(until)
+    before = query.get("before", "")
+    if before.isdigit():
+        where.append("id < ?")
+        params.append(int(before))
+    return " AND ".join(where) or "1", params
+
+
+def _outcome(ok: int, detail: Any) -> str:
+    if ok:
+        return "ok"
+    return "refused" if isinstance(detail, dict) and detail.get("refused") is True else "error"
+
+
+def _parsed(text: Any) -> Any:
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def activity_page(console: Console, query: Mapping[str, str]) -> Page:
+    where, params = audit_filter(query)
+    with console.reading() as conn:
+        rows = list(conn.execute(
+            f"SELECT {_COLUMNS} FROM query_log WHERE {where} ORDER BY id DESC LIMIT ?",
+            (*params, PAGE_ROWS + 1),
+        ))  # fmt: skip
+        console.summary.refresh(conn)
+    tools = console.summary.known_tools()
+    buckets = _hours(console)
+    more = len(rows) > PAGE_ROWS
+    rows = rows[:PAGE_ROWS]
+    shown = {
+        k: v for k, v in query.items() if k in ("session", "tool", "outcome", "since", "until")
+    }
+    form = el("form", {"method": "get", "action": "/", "class": "filters"},
+              text_input("session", query.get("session"), "session"),
+              select("tool", query.get("tool"), tools, "any tool"),
+              select("outcome", query.get("outcome"), OUTCOMES, "any outcome"),
+              text_input("since", query.get("since"), "since (2026-12-01)", 16),
+              text_input("until", query.get("until"), "until", 16),
+              el("button", {"type": "submit"}, "Filter"),
+              el("a", {"href": "/", "class": "reset"}, "reset"))  # fmt: skip
+    body = [
+        el("p", {"class": "links"}, el("a", {"href": "/errors"}, "query_errors"), " · ",
+           el("a", {"href": "/patterns"}, "query_patterns")),
+        el("h2", None, f"Calls per hour, last {CHART_HOURS} hours of activity (UTC)"),
+        calls_per_hour(buckets),
+        el("p", {"class": "legend"}, *(el("span", {"class": f"key-{o}"}, o) for o in OUTCOMES)),
+        el("h2", None, "Audit log, newest first"),
+        form,
+        table(("id", "time (UTC)", "session", "tool", "outcome", "rows", "ms", "call"),
+              (_call_row(row) for row in rows), empty="no calls match"),
+        pager("/", shown | ({"before": query["before"]} if query.get("before") else {}),
+              "before", rows[-1][0] if more and rows else None),
+    ]  # fmt: skip
+    return Page("Activity", "/", Markup("".join(body)))
+
+
+def _call_row(row: tuple[Any, ...]) -> list[object]:
+    call_id, ts, session, tool, text, ok, count, error, ms, raw = row
+    detail = _parsed(raw)
+    outcome = _outcome(ok, detail)
+    summary = error if outcome != "ok" and error else text or _detail_line(detail)
+    params = detail.get("params") if isinstance(detail, dict) else None
+    parts = [
+        el("summary", None, short_text(summary)),
+        el("h4", None, "statement"), long_text(text if text else "(none)"),
+        el("h4", None, "parameters"),
+        long_text(params if params is not None else "(none recorded)"),
+    ]  # fmt: skip
+    if error:
+        parts += [el("h4", None, "error"), long_text(error)]
+    parts += [el("h4", None, "detail"), long_text(_pretty(detail))]
+    return [
+        call_id, when(ts),
+        el("a", {"href": href("/", {"session": session})}, short_text(session, 40)),
+        tool, el("span", {"class": f"outcome {outcome}"}, outcome), count,
+        None if ms is None else f"{ms:.1f}",
+        el("details", None, *parts),
+    ]  # fmt: skip
+
+
+def _detail_line(detail: Any) -> str:
+    if isinstance(detail, dict):
+        return " ".join(f"{k}={v}" for k, v in detail.items() if v is not None and k != "params")
+    return "" if detail is None else str(detail)
+
+
+def _pretty(detail: Any) -> str:
+    if detail is None:
+        return "(none)"
+    if isinstance(detail, (dict, list)):
+        return json.dumps(detail, ensure_ascii=False, indent=2)
+    return str(detail)
+
+
+def _hours(console: Console) -> list[HourBucket]:
+    """Calls per hour over the CHART_HOURS hours up to the newest call's hour."""
+    newest = console.summary.newest_hour()
+    if newest is None:
+        return []
+    last_hour = parse_timestamp(f"{newest}:00:00.000Z")
+    labels = [
+        (last_hour - timedelta(hours=CHART_HOURS - 1 - i)).strftime("%Y-%m-%dT%H")
+        for i in range(CHART_HOURS)
+    ]
+    counts = console.summary.hour_counts(labels)
+    return [HourBucket(label, *count) for label, count in zip(labels, counts, strict=True)]
+
+
+def errors_page(console: Console, query: Mapping[str, str]) -> Page:
+    """The server view query_errors, newest first, a page at a time."""
+    before = query.get("before", "")
+    where, params = ("WHERE id < ?", [int(before)]) if before.isdigit() else ("", [])
+    with console.reading() as conn:
+        rows = list(conn.execute(
+            f"SELECT id, ts, session, tool, query, error, duration_ms FROM query_errors {where} "
+            "LIMIT ?", (*params, PAGE_ROWS + 1),
+        ))  # fmt: skip
+    more = len(rows) > PAGE_ROWS
+    rows = rows[:PAGE_ROWS]
+    shown = [
+        [i, when(ts), short_text(s, 40), tool,
+         el("details", None, el("summary", None, short_text(err)), long_text(q or "(none)")),
+         None if ms is None else f"{ms:.1f}"]
+        for i, ts, s, tool, q, err, ms in rows
+    ]  # fmt: skip
+    body = [
+        el("p", None, "The server view ", el("code", None, "query_errors"),
+           ": every failed call (refused or failed), newest first."),
+        table(("id", "time (UTC)", "session", "tool", "error (statement inside)", "ms"), shown,
+              empty="no failed calls"),
+        pager("/errors", {"before": before} if before else {}, "before",
+              rows[-1][0] if more and rows else None),
+    ]  # fmt: skip
+    return Page("query_errors", "/", Markup("".join(body)))
+
+
+_VIEW_NAME = re.compile(r"[^a-z0-9]+")
+
+
+def suggested_view(fingerprint: str, example: str) -> str:
+    """A `create_view` call an agent (or a person) can paste: the example as the view."""
+    words = _VIEW_NAME.sub("_", fingerprint.lower()).strip("_").split("_")
+    name = "_".join(w for w in words if w and not w.isdigit())[:40].strip("_") or "saved_query"
+    return (
+        f"create_view(name={json.dumps('v_' + name)}, select_sql={json.dumps(example)}, "
+        f"description={json.dumps('saved from query_patterns: ' + fingerprint[:80])})"
+    )
+
+
+def patterns_page(console: Console, query: Mapping[str, str]) -> Page:
+    """The server view query_patterns: repeated statement shapes, each with a view to save."""
+    with console.reading() as conn:
+        console.summary.refresh(conn)
+    shown = []
+    for found in console.summary.repeated(100):
+        fingerprint, calls, failures = found.fingerprint, found.calls, found.failures
+        last, example = found.last_used, found.example
+        select_like = str(example or "").lstrip().lower().startswith(("select", "with"))
+        suggestion = suggested_view(str(fingerprint), str(example or "")) if select_like else None
+        shown.append([
+            el("details", None, el("summary", None, short_text(fingerprint)),
+               long_text(example or "")),
+            calls, failures, when(last),
+            None if suggestion is None else el("div", {"class": "copy"},
+                                               el("code", None, short_text(suggestion, 400)),
+                                               copy_button(suggestion)),
+        ])  # fmt: skip
+    body = [
+        el("p", None, "The server view ", el("code", None, "query_patterns"),
+           " (the console keeps its figures up to date as calls arrive): statement shapes "
+           "the agent ran more than once. A repeated SELECT is a view waiting to be saved."),
+        table(("shape (example inside)", "calls", "failures", "last used", "save it as a view"),
+              shown, empty="no statement shape was repeated yet"),
+    ]  # fmt: skip
+    return Page("query_patterns", "/", Markup("".join(body)))

@@ -1,0 +1,132 @@
+"""Tables: the user's tables and views with row counts, and a read-only page of rows with
+`read_query`'s caps: at most --max-rows rows a page (and 50), --max-result-bytes of text,
+each cell cut at --max-cell-chars with a note of how much was cut.
+
+Rows are paged by rowid (`after=<rowid>`, keyset) where the table has one; a view or a
+WITHOUT ROWID table is paged with OFFSET, capped at MAX_OFFSET rows in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import apsw
+
+from sqlgate.engine.introspect import schema_objects
+from sqlgate.engine.limits import CallControl, Deadline, watched
+from sqlgate.engine.sqltext import quote_identifier
+from sqlgate.errors import QueryTimeout
+from sqlgate.surfaces.ui.console import Console
+from sqlgate.surfaces.ui.html import Markup, bounded, el, href
+from sqlgate.surfaces.ui.layout import Page, cut_note, table
+
+__all__ = ["rows_page", "tables_page"]
+
+PAGE_ROWS = 50
+MAX_OFFSET = 100_000
+COUNT_SECONDS = 0.05  # a count that takes longer is left blank: the page stays fast
+
+
+def _user_objects(console: Console, conn: apsw.Connection) -> list[tuple[str, str]]:
+    db = console.service.db
+    shadow = db.shadow_tables(conn)
+    return [
+        (obj.name, obj.type)
+        for obj in schema_objects(conn, db.protected)
+        if not obj.system and obj.name.lower() not in shadow
+    ]
+
+
+def _count(conn: apsw.Connection, name: str) -> int | None:
+    try:
+        with watched(conn, Deadline(COUNT_SECONDS), CallControl()):
+            (count,) = next(conn.execute(f"SELECT count(*) FROM {quote_identifier(name)}"))
+        return int(count)
+    except (QueryTimeout, apsw.Error):
+        return None
+
+
+def tables_page(console: Console, query: Mapping[str, str]) -> Page:
+    with console.reading() as conn:
+        objects = _user_objects(console, conn)
+        rows = [
+            [el("a", {"href": href("/tables/rows", {"name": name})}, name), kind,
+             _count(conn, name) if kind != "view" else None]
+            for name, kind in objects
+        ]  # fmt: skip
+    body = el("div", None,
+              el("p", {"class": "note"}, "The agent's tables and views (sqlgate's own tables "
+                 "are on the other pages). Counts that take more than 50 ms are left blank."),
+              table(("name", "type", "rows"), rows, empty="no tables yet"))  # fmt: skip
+    return Page("Tables", "/tables", body)
+
+
+def _has_rowid(conn: apsw.Connection, quoted: str) -> bool:
+    try:
+        conn.execute(f"SELECT rowid FROM {quoted} LIMIT 0").fetchall()
+    except apsw.SQLError:
+        return False
+    return True
+
+
+def rows_page(console: Console, query: Mapping[str, str]) -> Page | None:
+    name = query.get("name") or ""
+    settings = console.settings
+    size = max(1, min(PAGE_ROWS, settings.max_rows))
+    with console.reading() as conn:
+        if (name, "view") not in _user_objects(console, conn) and name not in {
+            n for n, _ in _user_objects(console, conn)
+        }:
+            return None
+        quoted = quote_identifier(name)
+        keyed = _has_rowid(conn, quoted)
+        after = query.get("after", "")
+        offset = min(int(query.get("offset", "0") or 0) if query.get("offset", "").isdigit()
+                     else 0, MAX_OFFSET)  # fmt: skip
+        with watched(conn, Deadline(settings.query_timeout), CallControl()):
+            if keyed:
+                where = "WHERE rowid > ?" if after.lstrip("-").isdigit() else ""
+                params: tuple[Any, ...] = (int(after),) if where else ()
+                cursor = conn.execute(
+                    f"SELECT rowid, * FROM {quoted} {where} ORDER BY rowid LIMIT ?",
+                    (*params, size + 1),
+                )
+            else:
+                cursor = conn.execute(
+                    f"SELECT NULL, * FROM {quoted} LIMIT ? OFFSET ?", (size + 1, offset)
+                )
+            columns = [d[0] for d in cursor.getdescription()][1:]
+            fetched = list(cursor)
+    more = len(fetched) > size
+    fetched = fetched[:size]
+    shown, used, byte_cut = [], 0, False
+    for row in fetched:
+        cells: list[object] = []
+        for value in row[1:]:
+            text, cut = bounded(value, settings.max_cell_chars)
+            used += len(text.encode("utf-8", "surrogatepass"))
+            cells.append(el("span", {"class": "null"}, "NULL") if value is None
+                         else Markup(el("span", None, text) + cut_note(cut)))  # fmt: skip
+        shown.append(cells)
+        if used > settings.max_result_bytes:
+            byte_cut = True
+            break
+    notes = [f"{len(shown)} rows shown"]
+    if byte_cut:
+        notes.append(f"truncated: {settings.max_result_bytes} bytes (--max-result-bytes)")
+    nxt: str | None = None
+    if (more or byte_cut) and shown:
+        if keyed:
+            last = fetched[len(shown) - 1][0]
+            nxt = href("/tables/rows", {"name": name, "after": last})
+        elif offset + len(shown) <= MAX_OFFSET:
+            nxt = href("/tables/rows", {"name": name, "offset": offset + len(shown)})
+    body = el("div", None,
+              el("p", {"class": "pager"}, el("a", {"href": "/tables"}, "« all tables"),
+                 el("a", {"href": href("/tables/rows", {"name": name})}, "first page"),
+                 el("a", {"href": nxt}, "next page »") if nxt else None),
+              el("p", {"class": "note"}, "; ".join(notes) + f"; cells cut at "
+                 f"{settings.max_cell_chars} characters (--max-cell-chars)"),
+              el("div", {"class": "scroll"}, table(columns, shown, empty="no rows")))  # fmt: skip
+    return Page(f"Rows of {name}", "/tables", body)
