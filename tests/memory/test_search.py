@@ -62,11 +62,16 @@ def ids(text: str) -> list[int]:
     ("text", "query"),
     [
         pytest.param("zebra", '"zebra"', id="one-word"),
-        pytest.param("zebra AND crossing", '"zebra" OR "AND" OR "crossing"', id="operator-word"),
+        pytest.param("zebra NEAR crossing", '"zebra" OR "NEAR" OR "crossing"', id="operator-word"),
         pytest.param('say "hi" (now)', '"say" OR "hi" OR "now"', id="quotes-parens"),
         pytest.param("content:zebra", '"content" OR "zebra"', id="column-filter"),
         pytest.param("deploy* dep", '"deploy"* OR "dep"', id="prefix"),
-        pytest.param("a a A", '"a" OR "A"', id="repeats-dropped"),
+        pytest.param("zebra zebra Zebra", '"zebra" OR "Zebra"', id="repeats-dropped"),
+        pytest.param(
+            "When did the zebra cross?", '"zebra" OR "cross"', id="question-words-dropped"
+        ),
+        pytest.param("a a A", '"a" OR "A"', id="only-stop-words-kept"),
+        pytest.param("the*", '"the"*', id="a-prefix-is-never-a-stop-word"),
     ],
 )
 def test_fts_query_quotes_every_word(text: str, query: str) -> None:

@@ -1,0 +1,82 @@
+"""The ranking pieces of memory_search on small fixtures: which words a question searches
+for, and how neighbours share their scores."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sqlgate.memory.ranking import MAX_WORDS, STOP_WORDS, query_words, with_neighbours
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        pytest.param(
+            "When did Caroline go to the LGBTQ support group?",
+            ["Caroline", "go", "LGBTQ", "support", "group"],
+            id="question",
+        ),
+        pytest.param(
+            "What's Melanie's favourite book?", ["Melanie", "favourite", "book"], id="apostrophes"
+        ),
+        pytest.param("WHO IS THE DEPLOY OWNER", ["DEPLOY", "OWNER"], id="any-case"),
+        pytest.param("to be or not to be", ["to", "be", "or", "not"], id="only-stop-words"),
+        pytest.param("deploy* the*", ["deploy*", "the*"], id="prefixes-kept"),
+    ],
+)
+def test_query_words_drop_a_questions_function_words(text: str, words: list[str]) -> None:
+    assert [word + ("*" if prefix else "") for word, prefix in query_words(text)] == words
+
+
+def test_query_words_keep_at_most_max_words() -> None:
+    assert len(query_words(" ".join(f"w{n}" for n in range(MAX_WORDS + 8)))) == MAX_WORDS
+
+
+@given(st.text())
+def test_query_words_are_words_of_the_text_once_each(text: str) -> None:
+    words = query_words(text)
+    assert len(words) == len(set(words))
+    assert all(word in text for word, _ in words)
+    if any(not prefix and word.lower() not in STOP_WORDS for word, prefix in words):
+        assert not any(not prefix and word.lower() in STOP_WORDS for word, prefix in words)
+
+
+def test_a_matched_neighbour_in_the_same_session_adds_its_share() -> None:
+    scores = {1: 1.0, 2: 4.0, 3: 2.0, 7: 5.0}
+    sessions = {1: "a", 2: "a", 3: "a", 7: "a"}
+    assert with_neighbours(scores, sessions, weight=0.5) == {
+        1: 1.0 + 0.5 * 4.0,
+        2: 4.0 + 0.5 * (1.0 + 2.0),
+        3: 2.0 + 0.5 * 4.0,
+        7: 5.0,  # 6 and 8 did not match
+    }
+
+
+def test_a_neighbour_in_another_session_adds_nothing() -> None:
+    scores = {4: 1.0, 5: 3.0, 6: 2.0}
+    sessions = {4: "a", 5: "b", 6: "b"}
+    assert with_neighbours(scores, sessions, weight=0.5) == {4: 1.0, 5: 4.0, 6: 3.5}
+
+
+def test_the_answer_beside_a_matching_question_outranks_a_lone_match() -> None:
+    # 10 asks ("where is the zebra?"), 11 answers with fewer of the words; 20 matches alone
+    scores = {10: 3.0, 11: 2.0, 20: 2.5}
+    ranked = with_neighbours(scores, dict.fromkeys(scores, "s"))
+    assert sorted(ranked, key=ranked.__getitem__, reverse=True) == [10, 11, 20]
+
+
+@given(
+    st.dictionaries(st.integers(1, 40), st.floats(0.01, 100.0), max_size=30),
+    st.floats(0.0, 1.0),
+)
+def test_neighbours_only_raise_scores_and_rank_the_matched_events(
+    scores: dict[int, float], weight: float
+) -> None:
+    sessions = {event_id: "ab"[event_id % 3 == 0] for event_id in scores}
+    ranked = with_neighbours(scores, sessions, weight)
+    assert set(ranked) == set(scores)
+    assert all(ranked[event_id] >= scores[event_id] for event_id in scores)
+    lone = [e for e in scores if e - 1 not in scores and e + 1 not in scores]
+    assert all(ranked[event_id] == scores[event_id] for event_id in lone)
