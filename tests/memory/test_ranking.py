@@ -7,7 +7,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sqlgate.memory.ranking import MAX_WORDS, STOP_WORDS, query_words, with_neighbours
+from sqlgate.memory.ranking import (
+    LABEL_BOOST,
+    MAX_WORDS,
+    NEIGHBOUR_WEIGHT,
+    STOP_WORDS,
+    TIME_BOOST,
+    Candidate,
+    asks_when,
+    label,
+    query_words,
+    rank,
+    says_when,
+    with_neighbours,
+)
 
 
 @pytest.mark.parametrize(
@@ -80,3 +93,78 @@ def test_neighbours_only_raise_scores_and_rank_the_matched_events(
     assert all(ranked[event_id] >= scores[event_id] for event_id in scores)
     lone = [e for e in scores if e - 1 not in scores and e + 1 not in scores]
     assert all(ranked[event_id] == scores[event_id] for event_id in lone)
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        pytest.param(
+            "[1:56 pm on 8 May, 2023] Caroline: I went", "caroline", id="stamp-then-label"
+        ),
+        pytest.param("decision: use postgres", "decision", id="label"),
+        pytest.param("  User: deploy it", "user", id="leading-space"),
+        pytest.param("deploy the service: done", None, id="a-colon-later-is-no-label"),
+        pytest.param("[stamp] two words: x", None, id="two-words"),
+        pytest.param("[unclosed Caroline: x", None, id="unclosed-stamp"),
+        pytest.param("", None, id="empty"),
+    ],
+)
+def test_label_is_the_word_before_the_opening_colon(content: str, expected: str | None) -> None:
+    assert label(content) == expected
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("When did Caroline go to the LGBTQ support group?", True),
+        ("  when was the deploy", True),
+        ("How long has Nate had turtles?", True),
+        ("What did Caroline paint?", False),
+        ("Whenever I deploy, what breaks?", False),
+    ],
+)
+def test_asks_when(question: str, expected: bool) -> None:
+    assert asks_when(question) is expected
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("[8 May, 2023] Caroline: I went to the group yesterday.", True),
+        ("Nate: two days AGO I won", True),
+        ("deploy done on Friday", True),
+        ("[Monday] Caroline: I went to the group.", False),  # the stamp is not the text
+        ("Caroline: lastly, the group", False),  # whole words only
+    ],
+)
+def test_says_when_looks_past_the_stamp(content: str, expected: bool) -> None:
+    assert says_when(content) is expected
+
+
+def candidate(event_id: int, score: float, head: str, session: str = "s") -> Candidate:
+    return Candidate(event_id, score, session, head)
+
+
+def test_an_event_labelled_with_a_word_of_the_question_counts_double() -> None:
+    ranked = rank(
+        "What did Caroline paint?",
+        [candidate(1, 3.0, "Melanie: Caroline paints"), candidate(5, 2.0, "Caroline: I paint")],
+    )
+    assert ranked == {1: 3.0, 5: 2.0 * (1 + LABEL_BOOST)}
+
+
+def test_a_question_that_asks_when_prefers_events_that_say_when() -> None:
+    events = [candidate(1, 2.0, "Ann: I went to the zoo"), candidate(5, 1.8, "Bob: zoo yesterday")]
+    assert rank("When did they go to the zoo?", events) == {1: 2.0, 5: 1.8 * (1 + TIME_BOOST)}
+    assert rank("Who went to the zoo?", events) == {1: 2.0, 5: 1.8}
+
+
+def test_rank_adds_the_neighbours_share_before_the_label() -> None:
+    ranked = rank(
+        "What did Ann say about zebras?",
+        [candidate(1, 2.0, "Bob: do you like zebras?"), candidate(2, 1.0, "Ann: yes")],
+    )
+    assert ranked == {
+        1: 2.0 + NEIGHBOUR_WEIGHT * 1.0,
+        2: (1.0 + NEIGHBOUR_WEIGHT * 2.0) * (1 + LABEL_BOOST),
+    }

@@ -19,7 +19,7 @@ from sqlgate.engine.csvout import csv_line, csv_reply
 from sqlgate.engine.database import Database
 from sqlgate.engine.framing import LINE_BREAKS, FramedReply, data_bytes, inline
 from sqlgate.errors import InvalidArgument, NotFound
-from sqlgate.memory.ranking import query_words, with_neighbours
+from sqlgate.memory.ranking import Candidate, query_words, rank
 
 __all__ = ["EventReader", "SearchFilters", "fts_query", "preview"]
 
@@ -27,7 +27,8 @@ PREVIEW_CHARS = 100
 MAX_TOP_K = 50
 MAX_WINDOW = 20
 RANK_WINDOW = 5000  # matching events memory_search ranks: the newest
-CANDIDATES = 500  # best BM25 matches of the window whose neighbours are ranked too
+CANDIDATES = 500  # best BM25 matches of the window that ranking.rank scores again
+HEAD_CHARS = 1000  # of each candidate's content, for its label and time words
 
 
 def fts_query(text: object) -> str:
@@ -122,19 +123,22 @@ class EventReader:
                 "WHERE memory_events_fts MATCH ? ORDER BY rowid DESC LIMIT ?"
             )
         # The best CANDIDATES of the window by BM25 (fts5's rank is negative: lower is better)
-        # with their sessions, and how many matched; each candidate then earns a share of its
-        # matched neighbours' scores (ranking.with_neighbours) and only the top_k are fetched.
+        # with their sessions and the start of their text, and how many matched; ranking.rank
+        # adjusts their scores (neighbours, labels, time) and only the top_k are fetched.
         sql = (
             f"WITH hit AS MATERIALIZED ({window}) "
-            "SELECT hit.id, -hit.r, e.session, (SELECT count(*) FROM hit) "
+            "SELECT hit.id, -hit.r, e.session, substr(e.content, 1, ?), "
+            "(SELECT count(*) FROM hit) "
             "FROM hit JOIN memory_events AS e ON e.id = hit.id ORDER BY hit.r LIMIT ?"
         )
         with self.db.reading() as conn:
-            best = list(conn.execute(sql, (match, *values, RANK_WINDOW, CANDIDATES)))
-            matched = int(best[0][3]) if best else 0
-            ranked = with_neighbours(
-                {int(row[0]): float(row[1]) for row in best},
-                {int(row[0]): str(row[2]) for row in best},
+            best = list(
+                conn.execute(sql, (match, *values, RANK_WINDOW, HEAD_CHARS, CANDIDATES))
+            )
+            matched = int(best[0][4]) if best else 0
+            ranked = rank(
+                query,
+                [Candidate(int(i), float(score), str(s), str(h)) for i, score, s, h, _ in best],
             )
             chosen = sorted(ranked, key=lambda event_id: (-ranked[event_id], -event_id))[:top_k]
             fetched = {
