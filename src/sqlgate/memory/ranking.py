@@ -65,6 +65,7 @@ class Candidate:
     session: str
     head: str
 
+
 # English function words and the words that make a question a question; compared in lower
 # case, apostrophes removed (`don't` is `dont`, and its `t` is dropped too).
 STOP_WORDS = frozenset(

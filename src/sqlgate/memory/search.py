@@ -132,9 +132,7 @@ class EventReader:
             "FROM hit JOIN memory_events AS e ON e.id = hit.id ORDER BY hit.r LIMIT ?"
         )
         with self.db.reading() as conn:
-            best = list(
-                conn.execute(sql, (match, *values, RANK_WINDOW, HEAD_CHARS, CANDIDATES))
-            )
+            best = list(conn.execute(sql, (match, *values, RANK_WINDOW, HEAD_CHARS, CANDIDATES)))
             matched = int(best[0][4]) if best else 0
             ranked = rank(
                 query,
