@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from sqlgate.memory.ranking import (
     LABEL_BOOST,
     MAX_WORDS,
-    NEIGHBOUR_WEIGHT,
+    NEIGHBOUR_WEIGHTS,
     STOP_WORDS,
     TIME_BOOST,
     Candidate,
@@ -59,18 +59,18 @@ def test_query_words_are_words_of_the_text_once_each(text: str) -> None:
 def test_a_matched_neighbour_in_the_same_session_adds_its_share() -> None:
     scores = {1: 1.0, 2: 4.0, 3: 2.0, 7: 5.0}
     sessions = {1: "a", 2: "a", 3: "a", 7: "a"}
-    assert with_neighbours(scores, sessions, weight=0.5) == {
-        1: 1.0 + 0.5 * 4.0,
+    assert with_neighbours(scores, sessions, weights=(0.5, 0.25)) == {
+        1: 1.0 + 0.5 * 4.0 + 0.25 * 2.0,
         2: 4.0 + 0.5 * (1.0 + 2.0),
-        3: 2.0 + 0.5 * 4.0,
-        7: 5.0,  # 6 and 8 did not match
+        3: 2.0 + 0.5 * 4.0 + 0.25 * 1.0,
+        7: 5.0,  # 5, 6, 8 and 9 did not match
     }
 
 
 def test_a_neighbour_in_another_session_adds_nothing() -> None:
     scores = {4: 1.0, 5: 3.0, 6: 2.0}
     sessions = {4: "a", 5: "b", 6: "b"}
-    assert with_neighbours(scores, sessions, weight=0.5) == {4: 1.0, 5: 4.0, 6: 3.5}
+    assert with_neighbours(scores, sessions, weights=(0.5,)) == {4: 1.0, 5: 4.0, 6: 3.5}
 
 
 def test_the_answer_beside_a_matching_question_outranks_a_lone_match() -> None:
@@ -82,16 +82,17 @@ def test_the_answer_beside_a_matching_question_outranks_a_lone_match() -> None:
 
 @given(
     st.dictionaries(st.integers(1, 40), st.floats(0.01, 100.0), max_size=30),
-    st.floats(0.0, 1.0),
+    st.lists(st.floats(0.0, 1.0), max_size=3),
 )
 def test_neighbours_only_raise_scores_and_rank_the_matched_events(
-    scores: dict[int, float], weight: float
+    scores: dict[int, float], weights: list[float]
 ) -> None:
     sessions = {event_id: "ab"[event_id % 3 == 0] for event_id in scores}
-    ranked = with_neighbours(scores, sessions, weight)
+    ranked = with_neighbours(scores, sessions, weights)
     assert set(ranked) == set(scores)
     assert all(ranked[event_id] >= scores[event_id] for event_id in scores)
-    lone = [e for e in scores if e - 1 not in scores and e + 1 not in scores]
+    reach = range(1, len(weights) + 1)
+    lone = [e for e in scores if not any(e + d in scores or e - d in scores for d in reach)]
     assert all(ranked[event_id] == scores[event_id] for event_id in lone)
 
 
@@ -165,6 +166,6 @@ def test_rank_adds_the_neighbours_share_before_the_label() -> None:
         [candidate(1, 2.0, "Bob: do you like zebras?"), candidate(2, 1.0, "Ann: yes")],
     )
     assert ranked == {
-        1: 2.0 + NEIGHBOUR_WEIGHT * 1.0,
-        2: (1.0 + NEIGHBOUR_WEIGHT * 2.0) * (1 + LABEL_BOOST),
+        1: 2.0 + NEIGHBOUR_WEIGHTS[0] * 1.0,
+        2: (1.0 + NEIGHBOUR_WEIGHTS[0] * 2.0) * (1 + LABEL_BOOST),
     }

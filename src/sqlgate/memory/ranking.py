@@ -9,7 +9,8 @@ Then three adjustments, in this order (`rank`):
 
 - What an agent means is often spread over adjacent events (a question, then its answer),
   so each matched event earns a share of its neighbours' BM25 scores (`with_neighbours`):
-  the matched events just before and after it in the same session.
+  half the score of a matched event just before or after it in the same session, a quarter
+  of one two places away.
 - An event that opens with a label (`Caroline: ...`, `[date] user: ...`, `decision: ...`)
   naming a word of the question is by or about what the question asks: it counts double.
 - A question that asks when (`when ...`, `how long ...`) prefers events that say when
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "LABEL_BOOST",
-    "NEIGHBOUR_WEIGHT",
+    "NEIGHBOUR_WEIGHTS",
     "STOP_WORDS",
     "TIME_BOOST",
     "TIME_REACH",
@@ -40,7 +41,7 @@ __all__ = [
     "with_neighbours",
 ]
 
-NEIGHBOUR_WEIGHT = 0.5  # share of each adjacent matched event's score an event earns
+NEIGHBOUR_WEIGHTS = (0.5, 0.25)  # share of a matched event's score earned 1 and 2 places away
 LABEL_BOOST = 1.0  # an event labelled with a word of the question scores (1 + this) times
 TIME_BOOST = 0.3  # for a question that asks when: an event that says when
 TIME_REACH = 50  # best-scored events the time adjustment looks at
@@ -106,10 +107,10 @@ def _is_stop(word: tuple[str, bool]) -> bool:
 def with_neighbours(
     scores: Mapping[int, float],
     sessions: Mapping[int, str],
-    weight: float = NEIGHBOUR_WEIGHT,
+    weights: Sequence[float] = NEIGHBOUR_WEIGHTS,
 ) -> dict[int, float]:
-    """Each matched event's score plus `weight` times the scores of the matched events
-    beside it (id - 1 and id + 1) in the same session.
+    """Each matched event's score plus `weights[d - 1]` times the score of each matched event
+    d places away (id - d and id + d) in the same session.
 
     `scores` holds the matched events' BM25 scores (higher is better); `sessions` names the
     session of each of them.
@@ -117,9 +118,10 @@ def with_neighbours(
     ranked: dict[int, float] = {}
     for event_id, score in scores.items():
         session = sessions[event_id]
-        for beside in (event_id - 1, event_id + 1):
-            if beside in scores and sessions[beside] == session:
-                score += weight * scores[beside]
+        for distance, weight in enumerate(weights, start=1):
+            for beside in (event_id - distance, event_id + distance):
+                if beside in scores and sessions[beside] == session:
+                    score += weight * scores[beside]
         ranked[event_id] = score
     return ranked
 
