@@ -126,13 +126,14 @@ class EventReader:
         # with their sessions and the start of their text, and how many matched; ranking.rank
         # adjusts their scores (neighbours, labels, time) and only the top_k are fetched.
         sql = (
-            f"WITH hit AS MATERIALIZED ({window}) "
-            "SELECT hit.id, -hit.r, e.session, substr(e.content, 1, ?), "
+            f"WITH hit AS MATERIALIZED ({window}), "
+            "best AS MATERIALIZED (SELECT id, r FROM hit ORDER BY r LIMIT ?) "
+            "SELECT best.id, -best.r, e.session, substr(e.content, 1, ?), "
             "(SELECT count(*) FROM hit) "
-            "FROM hit JOIN memory_events AS e ON e.id = hit.id ORDER BY hit.r LIMIT ?"
+            "FROM best JOIN memory_events AS e ON e.id = best.id ORDER BY best.r"
         )
         with self.db.reading() as conn:
-            best = list(conn.execute(sql, (match, *values, RANK_WINDOW, HEAD_CHARS, CANDIDATES)))
+            best = list(conn.execute(sql, (match, *values, RANK_WINDOW, CANDIDATES, HEAD_CHARS)))
             matched = int(best[0][4]) if best else 0
             ranked = rank(
                 query,
