@@ -33,6 +33,8 @@ import memory_bench as mb
 from benchkit import BENCH, FULL, QUICK, Benchmark, Context, Plan, Row, table
 from http_bench import http_call_overhead, http_load
 from inprocess_bench import chain, destructive, search
+from recall_bench import DEFAULT_DATA as LOCOMO
+from recall_bench import recall
 from replication_bench import replication
 from stdio_bench import audit_cost, call_overhead, result_size
 
@@ -48,6 +50,15 @@ def replicated(ctx: Context) -> list[Row]:
     return replication(ctx, s3_server=shutil.which("moto_server"))
 
 
+def recalled(ctx: Context) -> list[Row]:
+    """LoCoMo recall through memory_search, and its latency at 100k and 1M events, when the
+    data file is there (bench/recall_bench.py). A quick run leaves it to
+    `bench/recall_bench.py --quick`, which its own smoke test runs."""
+    if ctx.plan.name == "quick" or not LOCOMO.is_file():
+        return []
+    return recall(LOCOMO, "all", (100_000, 1_000_000), ctx.folder, ctx.log)
+
+
 BENCHMARKS: list[Benchmark] = [
     call_overhead,
     http_call_overhead,
@@ -58,6 +69,7 @@ BENCHMARKS: list[Benchmark] = [
     search,
     destructive,
     replicated,
+    recalled,
 ]
 
 

@@ -62,11 +62,16 @@ def ids(text: str) -> list[int]:
     ("text", "query"),
     [
         pytest.param("zebra", '"zebra"', id="one-word"),
-        pytest.param("zebra AND crossing", '"zebra" OR "AND" OR "crossing"', id="operator-word"),
+        pytest.param("zebra NEAR crossing", '"zebra" OR "NEAR" OR "crossing"', id="operator-word"),
         pytest.param('say "hi" (now)', '"say" OR "hi" OR "now"', id="quotes-parens"),
         pytest.param("content:zebra", '"content" OR "zebra"', id="column-filter"),
         pytest.param("deploy* dep", '"deploy"* OR "dep"', id="prefix"),
-        pytest.param("a a A", '"a" OR "A"', id="repeats-dropped"),
+        pytest.param("zebra zebra Zebra", '"zebra" OR "Zebra"', id="repeats-dropped"),
+        pytest.param(
+            "When did the zebra cross?", '"zebra" OR "cross"', id="question-words-dropped"
+        ),
+        pytest.param("a a A", '"a" OR "A"', id="only-stop-words-kept"),
+        pytest.param("the*", '"the"*', id="a-prefix-is-never-a-stop-word"),
     ],
 )
 def test_fts_query_quotes_every_word(text: str, query: str) -> None:
@@ -221,6 +226,45 @@ FILTERS: list[Any] = [
 @pytest.mark.parametrize(("filters", "expected"), FILTERS)
 def test_search_filters(recall: Service, filters: dict[str, Any], expected: list[int]) -> None:
     assert sorted(ids(recall.memory_search(EVERYTHING, top_k=50, **filters))) == expected
+
+
+def appended(service: Service, *contents: str) -> Service:
+    for content in contents:
+        service.append_event(content, "note")
+    return service
+
+
+FILLER = ("lunch at noon", "the build is green", "rain all day", "new laptop arrived")
+
+
+def test_search_ranks_an_event_beside_a_strong_match_above_an_equal_lone_one(
+    open_memory: OpenMemory,
+) -> None:
+    service = appended(open_memory(), "zebra zebra zebra", "crossing", *FILLER, "crossing", *FILLER)
+    # 2 and 7 match "crossing" alike; a tie would put the newer first, but 2 sits beside 1
+    assert ids(service.memory_search("zebra crossing"))[:3] == [1, 2, 7]
+
+
+def test_search_neighbours_count_within_one_session(open_memory: OpenMemory) -> None:
+    first, other = open_memory(session="s-a"), open_memory(session="s-b")
+    appended(first, *FILLER)
+    appended(other, "zebra zebra zebra")  # 5, in another session than 6
+    appended(first, "crossing", *FILLER, "crossing")  # 6 and 11
+    assert ids(first.memory_search("zebra crossing"))[:3] == [5, 11, 6]
+
+
+def test_search_counts_an_event_labelled_with_a_word_of_the_question_double(
+    open_memory: OpenMemory,
+) -> None:
+    service = appended(
+        open_memory(),
+        *FILLER,
+        "Ann: zebra zebra, Bob",
+        *FILLER,
+        "Bob: a zebra walked past the office window",
+    )
+    answer = service.memory_search("What did Bob see, a zebra?")
+    assert ids(answer) == [10, 5]
 
 
 # -- memory_timeline --------------------------------------------------------------------

@@ -9,7 +9,6 @@ bound; the agent's words become a safe FTS5 expression (`fts_query`).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,7 @@ from sqlgate.engine.csvout import csv_line, csv_reply
 from sqlgate.engine.database import Database
 from sqlgate.engine.framing import LINE_BREAKS, FramedReply, data_bytes, inline
 from sqlgate.errors import InvalidArgument, NotFound
+from sqlgate.memory.ranking import Candidate, query_words, rank
 
 __all__ = ["EventReader", "SearchFilters", "fts_query", "preview"]
 
@@ -27,26 +27,24 @@ PREVIEW_CHARS = 100
 MAX_TOP_K = 50
 MAX_WINDOW = 20
 RANK_WINDOW = 5000  # matching events memory_search ranks: the newest
-_WORD = re.compile(r"\w+(\*?)", re.UNICODE)
+CANDIDATES = 500  # best BM25 matches of the window that ranking.rank scores again
+HEAD_CHARS = 1000  # of each candidate's content, for its label and time words
 
 
 def fts_query(text: object) -> str:
     """The agent's words as an FTS5 query that cannot be a syntax error.
 
     Each word is quoted (so `AND`, `NEAR`, `:` , `(` or `"` in the input are plain text);
-    a trailing `*` keeps prefix search; words are OR-ed and BM25 ranks events that match
-    more of them, and rarer ones, first.
+    a trailing `*` keeps prefix search; a question's function words are dropped
+    (`ranking.query_words`); the rest are OR-ed and BM25 ranks events that match more of
+    them, and rarer ones, first.
     """
     if not isinstance(text, str):
         raise InvalidArgument("query must be text: a few words to look for")
-    terms: list[str] = []
-    for match in _WORD.finditer(text):
-        term = f'"{match.group(0).rstrip("*")}"' + ("*" if match.group(1) else "")
-        if term not in terms:
-            terms.append(term)
+    terms = [f'"{word}"' + ("*" if prefix else "") for word, prefix in query_words(text)]
     if not terms:
         raise InvalidArgument("query has no words to search for; pass a few plain words")
-    return " OR ".join(terms[:32])
+    return " OR ".join(terms)
 
 
 def preview(content: str, limit: int = PREVIEW_CHARS) -> str:
@@ -124,17 +122,35 @@ class EventReader:
                 "SELECT rowid AS id, rank AS r FROM memory_events_fts "
                 "WHERE memory_events_fts MATCH ? ORDER BY rowid DESC LIMIT ?"
             )
+        # The best CANDIDATES of the window by BM25 (fts5's rank is negative: lower is better)
+        # with their sessions and the start of their text, and how many matched; ranking.rank
+        # adjusts their scores (neighbours, labels, time) and only the top_k are fetched.
         sql = (
             f"WITH hit AS MATERIALIZED ({window}), "
-            "top AS (SELECT id, r FROM hit ORDER BY r LIMIT ?) "
-            "SELECT e.id, -top.r AS score, e.kind, e.ts, e.tags, e.content, "
-            "(SELECT count(*) FROM hit) FROM top JOIN memory_events AS e ON e.id = top.id "
-            "ORDER BY top.r"
+            "best AS MATERIALIZED (SELECT id, r FROM hit ORDER BY r LIMIT ?) "
+            "SELECT best.id, -best.r, e.session, substr(e.content, 1, ?), "
+            "(SELECT count(*) FROM hit) "
+            "FROM best JOIN memory_events AS e ON e.id = best.id ORDER BY best.r"
         )
         with self.db.reading() as conn:
-            rows = list(conn.execute(sql, (match, *values, RANK_WINDOW, top_k)))
+            best = list(conn.execute(sql, (match, *values, RANK_WINDOW, CANDIDATES, HEAD_CHARS)))
+            matched = int(best[0][4]) if best else 0
+            ranked = rank(
+                query,
+                [Candidate(int(i), float(score), str(s), str(h)) for i, score, s, h, _ in best],
+            )
+            chosen = sorted(ranked, key=lambda event_id: (-ranked[event_id], -event_id))[:top_k]
+            fetched = {
+                int(row[0]): row
+                for row in conn.execute(
+                    "SELECT id, kind, ts, tags, content FROM memory_events "
+                    "WHERE id IN (SELECT value FROM json_each(?))",
+                    (json.dumps(chosen),),
+                )
+            }
+        rows = [(*fetched[event_id], ranked[event_id]) for event_id in chosen]
         lines = [csv_line(("id", "score", "kind", "date", "tags", "preview"), self.cell_chars)]
-        for event_id, score, kind, ts, tags, content, _ in rows:
+        for event_id, kind, ts, tags, content, score in rows:
             shown_tags = _tags(tags) or None
             cells = (event_id, f"{score:.3g}", kind, _short_time(ts), shown_tags, preview(content))
             lines.append(csv_line(cells, self.cell_chars))
@@ -144,7 +160,7 @@ class EventReader:
                 f"# {len(rows)} results; next: memory_timeline(ids=[{ids}]) for what happened "
                 f"around them, memory_details(ids=[{ids}]) for full text"
             )
-            if rows[0][6] >= RANK_WINDOW:
+            if matched >= RANK_WINDOW:
                 trailer += (
                     f"\n# ranked the newest {RANK_WINDOW} matching events only; older ones may "
                     "match too: add words, filters or until= to reach them"
