@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlgate.config import Settings, load_settings
 from sqlgate.errors import (
     ChainBroken,
+    DatabaseBusy,
     InvalidArgument,
     LimitExceeded,
     MassRewrite,
@@ -16,12 +17,14 @@ from sqlgate.errors import (
     SqlgateError,
     StartupError,
     UndoConflict,
+    UndoRefused,
 )
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ChainBroken",
+    "DatabaseBusy",
     "InvalidArgument",
     "LimitExceeded",
     "MassRewrite",
@@ -34,6 +37,7 @@ __all__ = [
     "SqlgateError",
     "StartupError",
     "UndoConflict",
+    "UndoRefused",
     "__version__",
     "load_settings",
 ]

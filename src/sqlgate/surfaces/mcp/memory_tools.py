@@ -71,7 +71,7 @@ def register_memory_tools(server: MCPServer, service: Service) -> None:
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def memory_search(
-        query: Annotated[str, Field(description="plain words; word* for a prefix")],
+        query: Annotated[str, Field(description="a question or plain words; word* for a prefix")],
         top_k: Annotated[int, Field(ge=1, le=50)] = 5,
         kind: str | None = None,
         session: str | None = None,
