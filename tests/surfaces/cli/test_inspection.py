@@ -29,7 +29,8 @@ from sqlgate.memory import verification
 from sqlgate.memory.chain import event_hash
 from sqlgate.service import Service
 from sqlgate.surfaces.cli.app import main
-from sqlgate.surfaces.cli.inspection import CHAIN_BROKEN_EXIT, EXPORT_TABLES
+from sqlgate.surfaces.cli.export import EXPORT_TABLES
+from sqlgate.surfaces.cli.inspection import CHAIN_BROKEN_EXIT
 from sqlgate.surfaces.mcp.server import CLAIMS_TOOLS, MEMORY_TOOLS, SQL_TOOLS
 from tests.surfaces.cli.helpers import error_line, json_lines, read, succeeded
 

@@ -19,12 +19,14 @@ from sqlgate import __version__
 from sqlgate.config import creates_parent
 from sqlgate.surfaces.cli.capture import capture
 from sqlgate.surfaces.cli.claims import claims
+from sqlgate.surfaces.cli.export import export
 from sqlgate.surfaces.cli.imports import import_group
 from sqlgate.surfaces.cli.inspection import INSPECT_COMMANDS
 from sqlgate.surfaces.cli.install import install, uninstall
 from sqlgate.surfaces.cli.listing import Column, print_listing
 from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
 from sqlgate.surfaces.cli.replicate import REPLICATE_COMMANDS, replica_target, start_replication
+from sqlgate.surfaces.cli.tools import tools
 from sqlgate.surfaces.cli.undo import undo
 from sqlgate.surfaces.mcp.http import http_options, serve_http
 from sqlgate.surfaces.ui.serve import ui
@@ -158,7 +160,7 @@ main.add_command(uninstall)
 main.add_command(capture)
 main.add_command(undo)
 main.add_command(ui)
-for _command in (*INSPECT_COMMANDS, *REPLICATE_COMMANDS):
+for _command in (*INSPECT_COMMANDS, export, tools, *REPLICATE_COMMANDS):
     main.add_command(_command)
 
 

@@ -15,6 +15,7 @@ from sqlgate.config import creates_parent
 from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces.cli.listing import Column, is_terminal, print_listing
 from sqlgate.surfaces.cli.options import (
+    JSON_OPTION,
     existing_service,
     reports_errors,
     settings_from,
@@ -25,7 +26,6 @@ from sqlgate.surfaces.terminal import json_dumps, json_text, one_line, visible
 __all__ = ["claims"]
 
 DB_OPTIONS = ("db", "busy_timeout", "redact", "redact_patterns")
-JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="print JSON for scripts")
 AS_OF_OPTION = click.option(
     "--as-of", default=None, help="ISO date or date-time; nothing is written"
 )

@@ -4,6 +4,7 @@ turned into one line on stderr with the error's exit code."""
 from __future__ import annotations
 
 import functools
+import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,9 +18,21 @@ from sqlgate.errors import NotFound, SqlError, SqlgateError
 from sqlgate.surfaces.terminal import visible
 
 if TYPE_CHECKING:  # imported when a command runs, not at start-up
+    from rich.progress import Progress
+
     from sqlgate.service import Service
 
-__all__ = ["existing_service", "reports_errors", "settings_from", "settings_options"]
+__all__ = [
+    "JSON_OPTION",
+    "existing_service",
+    "parsed_json",
+    "reports_errors",
+    "settings_from",
+    "settings_options",
+    "stderr_progress",
+]
+
+JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="print JSON for scripts")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -143,3 +156,31 @@ def existing_service(values: dict[str, Any], *, read_only: bool = False) -> Iter
         yield service
     finally:
         service.close()
+
+
+def stderr_progress() -> Progress:
+    """A progress bar on stderr, shown only when stderr is a terminal (pipes stay clean)."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    console = Console(stderr=True)
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TimeRemainingColumn(), console=console, transient=True, disable=not console.is_terminal,
+    )  # fmt: skip
+
+
+def parsed_json(text: Any) -> Any:
+    """A JSON text column as its value; the stored text itself when it is not valid JSON."""
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
