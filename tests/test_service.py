@@ -143,6 +143,22 @@ def test_a_cancelled_call_is_stopped_and_audited(ready: Service, db_path: Path) 
     assert audit_rows(db_path)[-1][:2] == ("read_query", 0)
 
 
+def test_the_injected_wall_clock_stamps_every_row_the_call_writes(
+    settings: Settings, db_path: Path
+) -> None:
+    at = 1_700_000_000.0  # 2023-11-14T22:13:20Z
+    with Service.open(settings, session="s-test", wall_clock=lambda: at) as service:
+        service.write_query("CREATE TABLE t (x)")
+        service.append_event("a note", "note", [])
+    conn = apsw.Connection(str(db_path))
+    try:
+        stamps = {row[0] for row in conn.execute(
+            "SELECT ts FROM query_log UNION SELECT ts FROM memory_events")}  # fmt: skip
+    finally:
+        conn.close()
+    assert stamps == {"2023-11-14T22:13:20.000Z"}
+
+
 def test_the_injected_clock_drives_the_deadline(
     make_service: Callable[..., Service],
 ) -> None:

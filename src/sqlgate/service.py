@@ -97,6 +97,7 @@ class Service:
             if db.read_only
             else AuditQueue(queue_path(db.path), db.settings.busy_timeout),
             redact=redactor.redact_text if redactor.enabled else None,
+            wall_clock=wall_clock,
         )
         self.sql = SqlTiers(db, clock, session=session, wall_clock=wall_clock)
         self.undoing = UndoRestore(db, session, wall_clock)
