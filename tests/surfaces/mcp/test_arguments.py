@@ -100,7 +100,7 @@ MISSING = [
     ("checkpoint", {}, 'argument "summary" is required: a string '
      "(the state to resume from next time)"),
     ("memory_search", {}, 'argument "query" is required: a string '
-     "(plain words; word* for a prefix)"),
+     "(a question or plain words; word* for a prefix)"),
     ("memory_timeline", {}, 'argument "ids" is required: a list of at most 50 integers '
      "(event ids, e.g. from memory_search)"),
     ("memory_details", {}, 'argument "ids" is required: a list of at most 50 integers '
