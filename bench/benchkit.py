@@ -206,3 +206,26 @@ def table(rows: Sequence[Row]) -> str:
         for r in rows
     ]
     return "\n".join(lines) + "\n"
+
+
+def merge_rows(
+    path: Path, rows: Sequence[Row], prefixes: tuple[str, ...], label: str, command: str
+) -> None:
+    """Put one benchmark's `rows` into the table in `path` in place of its old ones (lines
+    starting with one of `prefixes`), keep every other row, and end the file with one line
+    `<label> rows: <command> on <time>` for it (the other benchmarks' lines stay)."""
+    new = [line for line in table(rows).splitlines() if line.startswith(prefixes)]
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    trailer = f"{label} rows: "
+    kept = [line for line in lines if not line.startswith(prefixes)]
+    kept = [line for line in kept if not line.startswith(trailer)]
+    last = max((i for i, line in enumerate(kept) if line.startswith("| ")), default=None)
+    if last is None:
+        kept += ["", *table(rows).splitlines()]
+    else:
+        kept[last + 1 : last + 1] = new
+    while kept and not kept[-1].strip():
+        kept.pop()
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    kept += ["", f"{trailer}`{command}` on {stamp} (same machine)."]
+    path.write_text("\n".join(kept) + "\n", encoding="utf-8")

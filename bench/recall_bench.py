@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from benchkit import BENCH, Row, ms, table
+from benchkit import BENCH, Row, merge_rows, ms, table
 
 from sqlgate.config import Settings
 from sqlgate.engine.audit import utc_timestamp
@@ -357,21 +357,7 @@ def scale_rows(
 # -- the report --------------------------------------------------------------------------------
 def merge_into(path: Path, rows: Sequence[Row], command: str) -> None:
     """Replace this benchmark's rows in `path`'s table (the others stay), or add them."""
-    ours = (f"| {BENCH_RECALL} |", f"| {BENCH_SCALE} |")
-    new = [line for line in table(rows).splitlines() if line.startswith(ours)]
-    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    kept = [line for line in lines if not line.startswith(ours)]
-    kept = [line for line in kept if not line.startswith("Recall rows: ")]
-    last = max((i for i, line in enumerate(kept) if line.startswith("| ")), default=None)
-    if last is None:
-        kept += ["", *table(rows).splitlines()]
-    else:
-        kept[last + 1 : last + 1] = new
-    while kept and not kept[-1].strip():
-        kept.pop()
-    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    kept += ["", f"Recall rows: `{command}` on {stamp} (same machine)."]
-    path.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    merge_rows(path, rows, (f"| {BENCH_RECALL} |", f"| {BENCH_SCALE} |"), "Recall", command)
 
 
 def recall(

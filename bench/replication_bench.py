@@ -295,22 +295,9 @@ def replication(
 
 def merge_into(path: Path, rows: Sequence[Row], command: str) -> None:
     """Replace this benchmark's rows in `path`'s table (the others stay), or add them."""
-    from benchkit import table
+    from benchkit import merge_rows
 
-    new = [line for line in table(rows).splitlines() if line.startswith(f"| {BENCH_REPLICATION}")]
-    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    kept = [line for line in lines if not line.startswith(f"| {BENCH_REPLICATION}")]
-    kept = [line for line in kept if not line.startswith("Replication rows: ")]
-    last = max((i for i, line in enumerate(kept) if line.startswith("| ")), default=None)
-    if last is None:
-        kept += ["", *table(rows).splitlines()]
-    else:
-        kept[last + 1 : last + 1] = new
-    while kept and not kept[-1].strip():
-        kept.pop()
-    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    kept += ["", f"Replication rows: `{command}` on {stamp} (same machine)."]
-    path.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    merge_rows(path, rows, (f"| {BENCH_REPLICATION}",), "Replication", command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from benchkit import BENCH, Row, ms, table, time_sync
+from benchkit import BENCH, Row, merge_rows, ms, table, time_sync
 
 __all__ = ["BENCH_UI", "ui_pages"]
 
@@ -105,21 +105,7 @@ def ui_pages(audit_rows: int, events: int, requests: int, log: object = print) -
 
 def merge_into(path: Path, rows: Sequence[Row], command: str) -> None:
     """Replace this benchmark's rows in `path`'s table (the others stay), or add them."""
-    prefix = f"| {BENCH_UI} ("
-    new = [line for line in table(rows).splitlines() if line.startswith(prefix)]
-    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    kept = [line for line in lines if not line.startswith(prefix)]
-    kept = [line for line in kept if not line.startswith("Web console rows: ")]
-    last = max((i for i, line in enumerate(kept) if line.startswith("| ")), default=None)
-    if last is None:
-        kept += ["", *table(rows).splitlines()]
-    else:
-        kept[last + 1 : last + 1] = new
-    while kept and not kept[-1].strip():
-        kept.pop()
-    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    kept += ["", f"Web console rows: `{command}` on {stamp} (same machine)."]
-    path.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    merge_rows(path, rows, (f"| {BENCH_UI} (",), "Web console", command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

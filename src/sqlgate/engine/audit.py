@@ -28,12 +28,23 @@ import apsw
 
 from sqlgate.engine.audit_queue import AuditQueue, QueueDrainer
 
-__all__ = ["AuditEntry", "AuditLog", "storable_text", "utc_timestamp"]
+__all__ = ["AuditEntry", "AuditLog", "json_value", "storable_text", "utc_timestamp"]
 
 log = logging.getLogger("sqlgate.audit")
 
 MAX_QUERY_CHARS = 20_000
 MAX_DETAIL_VALUE_CHARS = 2_000
+
+
+def json_value(text: Any) -> Any:
+    """A JSON text column (`detail`, `tags`, ...) as its value; the stored text itself when it
+    is not valid JSON (another program may have written the file)."""
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 @functools.lru_cache(maxsize=8)

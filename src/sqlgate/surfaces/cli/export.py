@@ -14,11 +14,11 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
+from sqlgate.engine.audit import json_value
 from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces import terminal
 from sqlgate.surfaces.cli.options import (
     existing_service,
-    parsed_json,
     reports_errors,
     settings_options,
     stderr_progress,
@@ -87,7 +87,7 @@ def _records(conn: apsw.Connection) -> Iterator[dict[str, Any]]:
         for row in conn.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY id"):
             record: dict[str, Any] = {"type": kind, **dict(zip(columns, row, strict=True))}
             for column in json_columns:
-                record[column] = parsed_json(record[column])
+                record[column] = json_value(record[column])
             yield record
 
 

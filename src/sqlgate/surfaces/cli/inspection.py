@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from sqlgate.engine.audit import json_value
 from sqlgate.errors import ChainBroken
 from sqlgate.surfaces import terminal
 from sqlgate.surfaces.cli.listing import Column, print_listing, print_pairs
 from sqlgate.surfaces.cli.options import (
     JSON_OPTION,
     existing_service,
-    parsed_json,
     reports_errors,
     settings_options,
     stderr_progress,
@@ -128,7 +128,7 @@ def log(
 def _log_record(row: Sequence[Any]) -> dict[str, Any]:
     record = dict(zip(_LOG_COLUMNS, row, strict=True))
     record["ok"] = bool(record["ok"])
-    record["detail"] = parsed_json(record["detail"])
+    record["detail"] = json_value(record["detail"])
     return record
 
 

@@ -4,7 +4,6 @@ turned into one line on stderr with the error's exit code."""
 from __future__ import annotations
 
 import functools
-import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,7 +24,6 @@ if TYPE_CHECKING:  # imported when a command runs, not at start-up
 __all__ = [
     "JSON_OPTION",
     "existing_service",
-    "parsed_json",
     "reports_errors",
     "settings_from",
     "settings_options",
@@ -174,13 +172,3 @@ def stderr_progress() -> Progress:
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
         TimeRemainingColumn(), console=console, transient=True, disable=not console.is_terminal,
     )  # fmt: skip
-
-
-def parsed_json(text: Any) -> Any:
-    """A JSON text column as its value; the stored text itself when it is not valid JSON."""
-    if not isinstance(text, str):
-        return text
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text

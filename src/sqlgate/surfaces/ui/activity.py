@@ -15,6 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from sqlgate.claims.model import parse_timestamp
+from sqlgate.engine.audit import json_value
 from sqlgate.memory.inputs import moment
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.html import Markup, el, href
@@ -86,15 +87,6 @@ def _outcome(ok: int, detail: Any) -> str:
     return "refused" if isinstance(detail, dict) and detail.get("refused") is True else "error"
 
 
-def _parsed(text: Any) -> Any:
-    if not isinstance(text, str):
-        return text
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
 def activity_page(console: Console, query: Mapping[str, str]) -> Page:
     where, params = audit_filter(query)
     with console.reading() as conn:
@@ -136,7 +128,7 @@ def activity_page(console: Console, query: Mapping[str, str]) -> Page:
 
 def _call_row(row: tuple[Any, ...]) -> list[object]:
     call_id, ts, session, tool, text, ok, count, error, ms, raw = row
-    detail = _parsed(raw)
+    detail = json_value(raw)
     outcome = _outcome(ok, detail)
     summary = error if outcome != "ok" and error else text or _detail_line(detail)
     params = detail.get("params") if isinstance(detail, dict) else None
