@@ -58,7 +58,7 @@ def test_resume_shows_the_latest_checkpoint_and_the_events_since(
     memory.checkpoint("second milestone:\nauth works, tests pass")
     append_many(memory, 3)
     context = memory.get_resume_context()
-    assert "# checkpoint 2 · 2026-01-01T00:00:06.000Z · session s-test · after event 4" in context
+    assert "# checkpoint 2 · 2026-01-01T00:00:11.000Z · session s-test · after event 4" in context
     assert "second milestone:\nauth works, tests pass\n" in context
     assert "first milestone" not in context
     assert "# 3 events since the checkpoint\n" in context

@@ -36,7 +36,9 @@ EVERYTHING = "deploy zebra payments postgres long"
 
 @pytest.fixture
 def recall(open_memory: OpenMemory, wall_clock: FakeClock) -> Service:
-    """Events 1..6: days 2026-01-01..03 (one second apart within a day), two sessions."""
+    """Events 1..6: days 2026-01-01..03, two sessions. The wall clock steps a second at each
+    reading, and each call reads it twice (its event, then its audit row): events of a day
+    are two seconds apart, at :01, :03 (day 1), :05, :07 (day 2), :09, :11 (day 3)."""
     services = {name: open_memory(session=name) for name in ("s-one", "s-two")}
     day = 0
     for event_day, session, content, kind, tags in FIXTURE:
@@ -215,10 +217,10 @@ FILTERS: list[Any] = [
     pytest.param({"since": "2026-01-02"}, [3, 4, 5, 6], id="since-date"),
     pytest.param({"until": "2026-01-01"}, [1, 2], id="until-date-includes-the-day"),
     pytest.param({"since": "2026-01-02", "until": "2026-01-02"}, [3, 4], id="one-day"),
-    pytest.param({"since": "2026-01-02T00:00:04Z"}, [4, 5, 6], id="since-datetime"),
-    pytest.param({"until": "2026-01-02T00:00:03Z"}, [1, 2, 3], id="until-datetime-inclusive"),
-    pytest.param({"until": "2026-01-02T00:00:02.999Z"}, [1, 2], id="until-just-before"),
-    pytest.param({"since": "2026-01-02T01:00:03+01:00"}, [3, 4, 5, 6], id="since-offset"),
+    pytest.param({"since": "2026-01-02T00:00:06Z"}, [4, 5, 6], id="since-datetime"),
+    pytest.param({"until": "2026-01-02T00:00:05Z"}, [1, 2, 3], id="until-datetime-inclusive"),
+    pytest.param({"until": "2026-01-02T00:00:04.999Z"}, [1, 2], id="until-just-before"),
+    pytest.param({"since": "2026-01-02T01:00:05+01:00"}, [3, 4, 5, 6], id="since-offset"),
     pytest.param({"kind": "note", "session": "s-two", "tags": ["deploy"]}, [5], id="combined"),
 ]
 
@@ -304,10 +306,10 @@ def test_details_give_full_content_and_metadata_in_the_asked_order(
 ) -> None:
     answer = recall.memory_details([6, 2])
     six, two = answer.split("\n\n## ")
-    assert six.startswith("## event 6 · 2026-01-03T00:00:06.000Z · note · session s-two\n")
+    assert six.startswith("## event 6 · 2026-01-03T00:00:11.000Z · note · session s-two\n")
     assert six.endswith(f"\n{LONG}")
     assert two.startswith(
-        "event 2 · 2026-01-01T00:00:02.000Z · bug · session s-one · tags: db migration\n# hash "
+        "event 2 · 2026-01-01T00:00:03.000Z · bug · session s-one · tags: db migration\n# hash "
     )
     conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
     (digest, prev) = conn.execute(
@@ -353,13 +355,13 @@ def test_stats_summarise_the_memory(recall: Service) -> None:
     assert stats["kinds"] == {"note": 4, "bug": 1, "decision": 1}
     assert stats["sessions_total"] == 2
     assert stats["sessions"] == [
-        {"session": "s-two", "events": 3, "first": "2026-01-02T00:00:04.000Z",
-         "last": "2026-01-03T00:00:06.000Z"},
+        {"session": "s-two", "events": 3, "first": "2026-01-02T00:00:07.000Z",
+         "last": "2026-01-03T00:00:11.000Z"},
         {"session": "s-one", "events": 3, "first": "2026-01-01T00:00:01.000Z",
-         "last": "2026-01-02T00:00:03.000Z"},
+         "last": "2026-01-02T00:00:05.000Z"},
     ]  # fmt: skip
     assert (stats["first"], stats["last"]) == ("2026-01-01T00:00:01.000Z", stats["last"])
-    assert stats["last"] == "2026-01-03T00:00:06.000Z"
+    assert stats["last"] == "2026-01-03T00:00:11.000Z"
     assert stats["db_bytes"] > 0
     assert stats["chain"]["ok"] is True
     assert stats["chain"]["events"] == 6
