@@ -2,20 +2,21 @@
 
     python scripts/mutate.py engine/policy.py              every mutant of one module
     python scripts/mutate.py engine/policy.py --survivors  only the last run's survivors again
+    python scripts/mutate.py engine/policy.py --mutant 12  one mutant (repeatable)
     python scripts/mutate.py engine/policy.py --list       the mutants, without running them
     python scripts/mutate.py --targets                     the modules and their test selections
     python scripts/mutate.py --summary                     the table of the last run of each module
 
-The changes (operators) are listed in `scripts/mutation_points.py`. First the module's test
-selection (`TARGETS`) runs once unmutated, with a line tracer that records which lines of the
-module each test executes and how long it takes. Then each mutant runs in a process forked
-from this one (pytest and the heavy libraries imported once), with an import hook that serves
-the mutated module, against `pytest -x -q -p no:cacheprovider` over the tests that execute its
-line (fastest first), or, for code run at import, the tests that execute a line reading the
-names it binds. A failing run kills the mutant; a passing run lets it survive; a run past the
-timeout counts as killed and is reported apart; a mutant no test reaches survives unrun.
-Choosing fewer tests can only let more mutants survive: the score is never flattered by it.
-Tests that start another Python process run the unmutated code there: keep them out.
+The changes (operators) are listed in `scripts/mutation_points.py`. The module's test
+selection (`TARGETS`) is collected once, in one pytest session (`scripts/mutation_session.py`);
+it first runs unmutated under a line tracer that records which lines of the module each test
+executes and how long it takes. Then each mutant runs in a forked child against the tests
+that execute its line (fastest first, `-x`), or, for a top-level statement, the tests that
+execute a line reading the names it binds (every test when only other modules read them).
+A failing run kills the mutant; a passing run lets it survive; a run past the timeout counts
+as killed and is reported apart; a mutant no test reaches survives without a run. Choosing
+fewer tests can only let more mutants survive: the score is never flattered by it. Tests that
+start another Python process run the unmutated code there: keep them out of a selection.
 
 Hypothesis runs derandomized, without its example database and without deadlines, so every
 mutant meets the same examples however loaded the machine is.
@@ -33,22 +34,20 @@ import ast
 import contextlib
 import hashlib
 import importlib
-import importlib.abc
-import importlib.util
 import json
-import os
-import signal
+import shutil
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from types import CodeType, FrameType, ModuleType
 from typing import Any
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mutation_points import Mutant, find_mutants, mutated_code
+from mutation_points import Mutant, find_mutants
+from mutation_session import Outcome, Session, load_profile
 
 # tomllib is 3.11+; tomli is its 3.10 backport (a dependency of the project there)
 tomllib = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")
@@ -77,12 +76,12 @@ _CLAIMS = (
     "tests/claims/test_rules_edges.py",
     "tests/claims/test_store.py",
 )
+# the security tables (tests/security) also reach the policy, through whole services: each
+# mutant would spend minutes in them; the policy's own tables are pure and pin every rule
 _POLICY = (
     "tests/engine/test_names.py",
     "tests/engine/test_policy.py",
     "tests/engine/test_policy_edges.py",
-    "tests/security/test_legitimate.py",
-    "tests/security/test_adversarial_sql.py",
 )
 # module (under src/sqlgate) -> the test files that target it
 TARGETS: dict[str, tuple[str, ...]] = {
@@ -188,166 +187,6 @@ def top_statement(source: str, line: int) -> int:
     return line
 
 
-class _Tracer:
-    """A pytest plugin: the lines of one file each test executes (all threads)."""
-
-    def __init__(self, filename: str, found: LineMap) -> None:
-        self.filename, self.found = filename, found
-        self.current: set[int] = set()
-
-    def _local(self, frame: FrameType, event: str, arg: object) -> Any:
-        if event == "line":
-            self.current.add(frame.f_lineno)
-        return self._local
-
-    def _global(self, frame: FrameType, event: str, arg: object) -> Any:
-        if frame.f_code.co_filename != self.filename:
-            return None
-        self.current.add(frame.f_lineno)
-        return self._local
-
-    def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> None:
-        self.current = self.found.lines.setdefault(item.nodeid, set())
-        self.started = time.monotonic()
-        sys.settrace(self._global)
-        threading.settrace(self._global)
-
-    def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
-        sys.settrace(None)
-        threading.settrace(None)
-        self.found.seconds[nodeid] = time.monotonic() - self.started
-
-
-# -- running ------------------------------------------------------------------------------
-class _MutantLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Serves one module's mutated code object; every other import goes on as usual."""
-
-    def __init__(self, name: str, path: Path, code: CodeType) -> None:
-        self.name, self.path, self.code = name, path, code
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname != self.name:
-            return None
-        return importlib.util.spec_from_file_location(fullname, self.path, loader=self)
-
-    def create_module(self, spec: Any) -> None:
-        return None
-
-    def exec_module(self, module: ModuleType) -> None:
-        exec(self.code, module.__dict__)  # noqa: S102 - the mutant under test
-
-
-@dataclass
-class Outcome:
-    status: str  # killed, survived, timeout, error (a run that could not judge the mutant)
-    seconds: float
-
-
-def _pytest(tests: Sequence[str], plugins: Sequence[object] = ()) -> int:
-    from hypothesis import HealthCheck, settings
-
-    settings.register_profile(
-        "mutation",
-        database=None,
-        deadline=None,
-        derandomize=True,
-        suppress_health_check=list(HealthCheck),
-    )
-    settings.load_profile("mutation")
-    import pytest
-
-    args = ["-x", "-q", "-p", "no:cacheprovider", "--no-header", "-p", "no:randomly", *tests]
-    return int(pytest.main(args, plugins=list(plugins)))
-
-
-def _fork(work: Callable[[], int], quiet: bool = True) -> int:
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        status = 3
-        try:
-            os.setpgid(0, 0)  # its own group, so a timeout also ends what the tests started
-            if quiet:
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, 1)
-                os.dup2(devnull, 2)
-            status = work()
-        finally:
-            os._exit(status)
-    with contextlib.suppress(OSError):  # the child got there first
-        os.setpgid(pid, pid)
-    return pid
-
-
-def _status(exit_code: int) -> str:
-    if exit_code == 0:
-        return "survived"
-    if exit_code in (1, 2):  # tests failed, or collection failed (the mutant broke an import)
-        return "killed"
-    return "error"
-
-
-def run_all(
-    jobs: list[tuple[int, Callable[[], int]]],
-    workers: int,
-    timeout: float,
-    on_done: Callable[[int, Outcome], None],
-) -> None:
-    """Run each (id, work) job in a forked child, `workers` at a time."""
-    pending = list(reversed(jobs))
-    running: dict[int, tuple[int, float]] = {}  # pid -> (job id, started)
-    while pending or running:
-        while pending and len(running) < workers:
-            job, work = pending.pop()
-            running[_fork(work)] = (job, time.monotonic())
-        pid, raw = os.waitpid(-1, os.WNOHANG)
-        if pid == 0:
-            now = time.monotonic()
-            for child, (job, started) in list(running.items()):
-                if now - started > timeout:
-                    try:
-                        os.killpg(child, signal.SIGKILL)
-                    except ProcessLookupError:
-                        os.kill(child, signal.SIGKILL)
-                    os.waitpid(child, 0)
-                    del running[child]
-                    on_done(job, Outcome("timeout", now - started))
-            time.sleep(0.02)
-            continue
-        if pid not in running:
-            continue
-        job, started = running.pop(pid)
-        on_done(job, Outcome(_status(os.waitstatus_to_exitcode(raw)), time.monotonic() - started))
-
-
-def baseline(path: Path, tests: Sequence[str], out: Path) -> tuple[LineMap, float]:
-    """Run the tests unmutated under the line tracer; the map is passed back through `out`."""
-
-    def work() -> int:
-        found = LineMap()
-        status = _pytest(tests, [_Tracer(str(path), found)])
-        data = {"lines": {t: sorted(v) for t, v in found.lines.items()}, "seconds": found.seconds}
-        out.write_text(json.dumps(data), encoding="utf-8")
-        return status
-
-    started = time.monotonic()
-    _, raw = os.waitpid(_fork(work, quiet=False), 0)
-    if os.waitstatus_to_exitcode(raw) != 0:
-        raise SystemExit(f"the tests fail without a mutant: {' '.join(tests)}")
-    return load_lines(json.loads(out.read_text(encoding="utf-8"))), time.monotonic() - started
-
-
-def load_lines(data: dict[str, Any]) -> LineMap:
-    return LineMap({t: set(v) for t, v in data["lines"].items()}, dict(data["seconds"]))
-
-
-def _mutant_work(name: str, path: Path, code: CodeType, tests: list[str]) -> Callable[[], int]:
-    def work() -> int:
-        sys.meta_path.insert(0, _MutantLoader(name, path, code))
-        return _pytest(tests)
-
-    return work
-
-
 # -- reporting ----------------------------------------------------------------------------
 @dataclass
 class Report:
@@ -404,14 +243,6 @@ def load_report(module: str) -> Report | None:
     return Report(**json.loads(path.read_text(encoding="utf-8")))
 
 
-def _preload() -> None:
-    for name in PRELOAD:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            continue
-
-
 def mutate(module: str, *, workers: int, only: set[int] | None, timeout: float | None) -> Report:
     """Run the mutants of one module (all, or those in `only`) and write the results file."""
     tests = list(TARGETS[module])
@@ -427,41 +258,55 @@ def mutate(module: str, *, workers: int, only: set[int] | None, timeout: float |
     previous = load_report(module) if only is not None else None
     if previous is not None and previous.source_sha256 != digest:
         raise SystemExit(f"{module} changed since its last run: run it whole again")
-    _preload()
-    RESULTS.mkdir(exist_ok=True)
-    started = time.monotonic()
-    lines, report.baseline_seconds = baseline(path, tests, _result_path(module, ".lines.json"))
-    slowest = sum(lines.seconds.values())
-    limit = timeout or max(60.0, 3 * slowest)
     results: dict[int, dict[str, Any]] = {}
     if previous is not None:
         results = {m["index"]: m for m in previous.mutants}
 
-    def done(index: int, outcome: Outcome) -> None:
+    def done(index: int, outcome: Outcome, unreached: bool = False) -> None:
         mutant = mutants[index]
         result = judge(outcome.status, mutant.key() in listed)
         entry = {**asdict(mutant), "result": result, "seconds": round(outcome.seconds, 2)}
+        if unreached:
+            entry["unreached"] = True
         results[index] = entry
         mark = "." if result in ("killed", "not-equivalent", "equivalent") else result[0].upper()
         print(mark, end="", flush=True)
 
-    jobs: list[tuple[int, Callable[[], int]]] = []
-    for m in mutants:
-        if only is not None and m.index not in only:
-            continue
-        chosen = select(m, source, top_statement(source, m.line), lines)
-        if not chosen:  # no test executes it: it survives without a run
-            done(m.index, Outcome("survived", 0.0))
-            results[m.index]["unreached"] = True
-            continue
-        code = mutated_code(source, str(path), m.index)
-        jobs.append((m.index, _mutant_work(name, path, code, chosen)))
-    run_all(jobs, workers, limit, done)
+    def plan(
+        found: dict[str, list[int]], seconds: dict[str, float]
+    ) -> list[tuple[Mutant, list[str]]]:
+        lines = LineMap({test: set(hit) for test, hit in found.items()}, seconds)
+        planned = []
+        for m in mutants:
+            if only is not None and m.index not in only:
+                continue
+            chosen = select(m, source, top_statement(source, m.line), lines)
+            if chosen:
+                planned.append((m, chosen))
+            else:  # no test executes it: it survives without a run
+                done(m.index, Outcome("survived", 0.0), unreached=True)
+        return planned
+
+    for library in PRELOAD:  # imported once here, so every forked child starts with them
+        with contextlib.suppress(ImportError):
+            importlib.import_module(library)
+    load_profile()
+    session = Session(importlib.import_module(name), source, path, plan, workers, timeout, done)
+    started = time.monotonic()
+    args = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--no-header", *tests]
+    try:
+        code = pytest.main(args, plugins=[session])
+    finally:
+        shutil.rmtree(session.scratch, ignore_errors=True)
     print()
+    if session.failed_baseline or code != 0:
+        raise SystemExit(f"the tests fail without a mutant (exit {code}): {' '.join(tests)}")
+    report.baseline_seconds = session.baseline_seconds
     report.mutants = [results[i] for i in sorted(results) if i < len(mutants)]
     report.seconds = time.monotonic() - started
     if previous is not None:
         report.seconds += previous.seconds
+    RESULTS.mkdir(exist_ok=True)
     _result_path(module).write_text(json.dumps(asdict(report), indent=1), encoding="utf-8")
     return report
 

@@ -310,8 +310,34 @@ def find_mutants(source: str) -> list[Mutant]:
     return mutants
 
 
-def mutated_code(source: str, path: str, index: int) -> CodeType:
-    """The code object of the module with mutant `index` applied (line numbers kept)."""
+def mutated_tree(source: str, index: int) -> ast.Module:
+    """The module's tree with mutant `index` applied (line numbers kept)."""
     tree = ast.parse(source)
     _points(tree)[index].apply()
-    return compile(ast.fix_missing_locations(tree), path, "exec")
+    return ast.fix_missing_locations(tree)
+
+
+def mutated_code(source: str, path: str, index: int) -> CodeType:
+    """The code object of the module with mutant `index` applied."""
+    return compile(mutated_tree(source, index), path, "exec")
+
+
+def data_code(source: str, path: str, index: int) -> CodeType:
+    """The module's top-level statements other than def and class, mutant `index` applied:
+    run in the loaded module's namespace, it rebinds its data names and keeps its functions
+    and classes (so no other module holds a stale class)."""
+    tree = mutated_tree(source, index)
+    tree.body = [s for s in tree.body if not isinstance(s, (*FUNCTIONS, ast.ClassDef))]
+    return compile(tree, path, "exec")
+
+
+def find_code(code: CodeType, name: str, first_line: int) -> CodeType | None:
+    """The code object of the function `name` defined at `first_line`, anywhere in `code`."""
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            if const.co_name == name and const.co_firstlineno == first_line:
+                return const
+            found = find_code(const, name, first_line)
+            if found is not None:
+                return found
+    return None

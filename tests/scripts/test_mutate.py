@@ -25,6 +25,7 @@ def _load(name: str) -> ModuleType:
 
 
 points = _load("mutation_points")
+session = _load("mutation_session")
 mutate = _load("mutate")
 
 SOURCE = '''"""A module."""
@@ -138,4 +139,4 @@ def test_equivalents_are_left_out_of_the_score_and_stale_ones_found(tmp_path: Pa
     ("code", "status"), [(0, "survived"), (1, "killed"), (2, "killed"), (5, "error")]
 )
 def test_a_pytest_exit_code_judges_the_mutant(code: int, status: str) -> None:
-    assert mutate._status(code) == status
+    assert session.status_of(code) == status
