@@ -224,6 +224,9 @@ class Session:
                         print(f"\nFAILED {report.nodeid}\n{report.longreprtext}", file=sys.stderr)
 
         config.pluginmanager.register(Watch())
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and not os.environ.get("MUTATE_VERBOSE"):
+            config.pluginmanager.unregister(reporter)  # it writes past the child's devnull
         for at, item in enumerate(items):
             after = items[at + 1] if at + 1 < len(items) else None
             if each is not None:

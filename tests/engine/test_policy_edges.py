@@ -107,6 +107,17 @@ EDGES: list[tuple[str, Operation, frozenset[Tier]]] = [
     ("drop-index-server", op("DROP_INDEX", "query_log", "t"), NONE),
     ("reindex-user", op("REINDEX", "t_x", "t"), frozenset({W, D})),
     ("function-no-name", op("FUNCTION", None, None, database=None), ALL),
+    # a column named like a forbidden function is only a column
+    ("read-column-named-edit", op("READ", "t", "edit"), ALL),
+    ("update-column-named-readfile", op("UPDATE", "t", "readfile"), frozenset({W, D})),
+    # facts without a target or detail (SQLite passes NULL) are judged, never a crash
+    ("pragma-no-name", op("PRAGMA", None), NONE),
+    ("index-no-table", op("CREATE_INDEX", "i", None), frozenset({W, D})),
+    ("trigger-no-table", op("CREATE_TRIGGER", "g", None), frozenset({D})),
+    ("alter-no-table", op("ALTER_TABLE", "main", None), frozenset({D})),
+    ("insert-no-table", op("INSERT", None), frozenset({W, D})),
+    ("delete-no-table", op("DELETE", None), frozenset({D})),
+    ("temp-read-no-table", op("READ", None, "x", database="temp"), NONE),
 ]
 
 
@@ -223,3 +234,46 @@ def test_refusals_read_exactly(tier: Tier, operation: Operation, reason: str) ->
     verdict = decide(tier, operation, PROTECTED)
     assert not verdict.allowed
     assert verdict.reason == reason
+
+
+# written out, not imported: each never-allowed action refused with its own reason
+NEVER_REASONS = {
+    "ATTACH": "ATTACH (and VACUUM, which attaches) is never allowed: sqlgate serves one file",
+    "DETACH": "DETACH is never allowed",
+    "TRANSACTION": "transaction control is never allowed: each call is its own transaction",
+    "SAVEPOINT": "SAVEPOINT/RELEASE are never allowed: each call is its own transaction",
+    "CREATE_TEMP_TABLE": "TEMP tables are not allowed: create a regular table with write_query",
+    "CREATE_TEMP_INDEX": "TEMP objects are not allowed",
+    "CREATE_TEMP_TRIGGER": "TEMP triggers are not allowed",
+    "CREATE_TEMP_VIEW": "TEMP views are not allowed: save a view with create_view",
+    "DROP_TEMP_TABLE": "TEMP objects are not allowed",
+    "DROP_TEMP_INDEX": "TEMP objects are not allowed",
+    "DROP_TEMP_TRIGGER": "TEMP objects are not allowed",
+    "DROP_TEMP_VIEW": "TEMP objects are not allowed",
+    "COPY": "COPY is not allowed",
+}
+
+
+@pytest.mark.parametrize(("action", "reason"), sorted(NEVER_REASONS.items()))
+def test_never_allowed_actions_say_why(action: str, reason: str) -> None:
+    for tier in Tier:
+        verdict = decide(tier, op(action, "x", database=None), PROTECTED)
+        assert (verdict.allowed, verdict.reason) == (False, reason)
+
+
+@pytest.mark.parametrize(
+    ("tier", "operation", "tool"),
+    [
+        pytest.param(R, op("INSERT", "t"), "read_query", id="read"),
+        pytest.param(W, op("DELETE", "t"), "write_query", id="write"),
+        pytest.param(D, op("CREATE_VIEW", "v"), "destructive_query", id="destructive"),
+        pytest.param(V, op("DROP_TABLE", "t"), "create_view", id="view"),
+    ],
+)
+def test_a_refusal_names_the_tool_of_each_tier(tier: Tier, operation: Operation, tool: str) -> None:
+    assert decide(tier, operation, PROTECTED).reason.endswith(f"; {tool} does not allow it")
+
+
+def test_an_operation_is_not_a_modules_bookkeeping_unless_told() -> None:
+    assert not decide(R, Operation("INSERT", "t"), PROTECTED).allowed
+    assert decide(R, Operation("INSERT", "t", nested=True), PROTECTED).allowed
