@@ -61,6 +61,7 @@ EQUIVALENTS = REPO / "scripts" / "mutation_equivalents.toml"
 _UNDO = (
     "tests/engine/test_undo.py",
     "tests/engine/test_undo_restore.py",
+    "tests/engine/test_undo_checks.py",
     "tests/engine/test_undo_properties.py",
 )
 _CHAIN = (
@@ -68,6 +69,7 @@ _CHAIN = (
     "tests/memory/test_chain_edges.py",
     "tests/memory/test_hash_contract_doc.py",
     "tests/memory/test_witness.py",
+    "tests/memory/test_verification_paths.py",
     "tests/memory/test_verification.py",
 )
 _CLAIMS = (
