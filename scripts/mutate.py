@@ -69,6 +69,7 @@ _CHAIN = (
     "tests/memory/test_chain_edges.py",
     "tests/memory/test_hash_contract_doc.py",
     "tests/memory/test_witness.py",
+    "tests/memory/test_witness_check.py",
     "tests/memory/test_verification_paths.py",
     "tests/memory/test_verification.py",
 )
@@ -99,6 +100,9 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "claims/rules.py": _CLAIMS,
     "claims/store.py": _CLAIMS,
 }
+# Hypothesis examples per test in a run (the baseline too, so its line map matches): fewer can only
+# let more mutants survive, and the slowest property tests take minutes at their own count
+EXAMPLES = 25
 # imported once in the parent, so each forked mutant run starts with them loaded
 PRELOAD = ("pytest", "hypothesis", "apsw", "sqlglot", "anyio", "re2", "mcp", "click", "rich")
 
@@ -245,7 +249,14 @@ def load_report(module: str) -> Report | None:
     return Report(**json.loads(path.read_text(encoding="utf-8")))
 
 
-def mutate(module: str, *, workers: int, only: set[int] | None, timeout: float | None) -> Report:
+def mutate(
+    module: str,
+    *,
+    workers: int,
+    only: set[int] | None,
+    timeout: float | None,
+    examples: int | None = EXAMPLES,
+) -> Report:
     """Run the mutants of one module (all, or those in `only`) and write the results file."""
     tests = list(TARGETS[module])
     path = SRC / PACKAGE / module
@@ -293,7 +304,8 @@ def mutate(module: str, *, workers: int, only: set[int] | None, timeout: float |
         with contextlib.suppress(ImportError):
             importlib.import_module(library)
     load_profile()
-    session = Session(importlib.import_module(name), source, path, plan, workers, timeout, done)
+    loaded = importlib.import_module(name)
+    session = Session(loaded, source, path, plan, workers, timeout, done, examples)
     started = time.monotonic()
     args = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--no-header", *tests]
     try:
@@ -336,6 +348,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, help="seconds per mutant (default 3x the tests)")
     parser.add_argument("--survivors", action="store_true", help="rerun the last survivors only")
     parser.add_argument("--mutant", type=int, action="append", help="run only this mutant id")
+    parser.add_argument(
+        "--examples",
+        type=int,
+        default=EXAMPLES,
+        help=f"Hypothesis examples cap (default {EXAMPLES})",
+    )
     parser.add_argument("--list", action="store_true", help="print the mutants, run nothing")
     parser.add_argument("--targets", action="store_true", help="print modules and their tests")
     parser.add_argument("--summary", action="store_true", help="table of the last results")
@@ -360,7 +378,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if previous is None:
             parser.error(f"no earlier results for {args.module}: run it whole first")
         only = {m["index"] for m in previous.mutants if m["result"] in ("survived", "error")}
-    report = mutate(args.module, workers=args.jobs, only=only, timeout=args.timeout)
+    report = mutate(
+        args.module, workers=args.jobs, only=only, timeout=args.timeout, examples=args.examples
+    )
     for line in describe(report):
         print(line)
     return 1 if report.counts()["survived"] else 0

@@ -183,6 +183,19 @@ def _rebind_copies(module: ModuleType, before: dict[str, object]) -> None:
                 namespace[name] = new
 
 
+def _cap_examples(items: Sequence[Any], cap: int) -> None:
+    """At most `cap` Hypothesis examples per test, whatever its own settings say."""
+    from hypothesis import settings
+
+    for item in items:
+        test = getattr(item, "obj", None)
+        current = getattr(test, "_hypothesis_internal_use_settings", None)
+        if current is not None and current.max_examples > cap:
+            test._hypothesis_internal_use_settings = settings(  # type: ignore[union-attr]
+                current, max_examples=cap, derandomize=True, database=None, deadline=None
+            )
+
+
 class Session:
     """A pytest plugin that takes over the run loop: the baseline, then every mutant."""
 
@@ -195,9 +208,11 @@ class Session:
         workers: int,
         timeout: float | None,
         on_done: Callable[[int, Outcome], None],
+        examples: int | None = None,
     ) -> None:
         self.module, self.source, self.path, self.plan = module, source, path, plan
         self.workers, self.timeout, self.on_done = workers, timeout, on_done
+        self.examples = examples  # the cap on Hypothesis examples in a mutant's run
         self.items: dict[str, Any] = {}
         self.baseline_seconds = 0.0
         self.failed_baseline = False
@@ -223,6 +238,8 @@ class Session:
                     if os.environ.get("MUTATE_VERBOSE"):
                         print(f"\nFAILED {report.nodeid}\n{report.longreprtext}", file=sys.stderr)
 
+        if self.examples is not None:
+            _cap_examples(items, self.examples)
         config.pluginmanager.register(Watch())
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None and not os.environ.get("MUTATE_VERBOSE"):
