@@ -15,7 +15,7 @@ from sqlgate.memory.chain import GENESIS, EventChain, canonical, event_hash, wit
 from sqlgate.memory.contract import ChainStatus, head_of, stored_tags
 from sqlgate.memory.witness import Witness
 from sqlgate.service import Service
-from tests.memory.conftest import rows, witness_of
+from tests.memory.conftest import rehash_from, rows, tampered, witness_of
 
 
 class Boom(Exception):
@@ -182,3 +182,32 @@ def test_chain_status_answers() -> None:
     }
     broken = ChainStatus(False, first_broken_id=3, reason="r", checked=9)
     assert broken.as_dict() == {"ok": False, "first_broken_id": 3, "reason": "r"}
+
+
+# -- the witness an append writes -----------------------------------------------------------
+
+
+def test_an_append_onto_a_rewritten_never_verified_head_does_not_launder_it(
+    memory: Service, db_path: Path
+) -> None:
+    memory.append_event("one")
+    with tampered(db_path) as conn:
+        conn.execute("UPDATE memory_events SET content = 'rewritten' WHERE id = 1")
+        rehash_from(conn, 1)
+    memory.append_event("the agent carries on")
+    status = memory.memory.chain.verify()
+    assert (status.ok, status.first_broken_id) == (False, 1)
+    assert (status.reason or "").startswith("witness mismatch")
+
+
+def test_an_append_under_a_witness_naming_another_head_keeps_the_mismatch(
+    memory: Service, db_path: Path
+) -> None:
+    memory.append_event("one")
+    memory.append_event("two")
+    head = rows(db_path)[-1]
+    witness_of(db_path).write(Witness(5, head["hash"]))  # event 2's hash, named event 5
+    memory.append_event("three")
+    status = memory.memory.chain.verify()
+    assert (status.ok, status.first_broken_id) == (False, 4)
+    assert status.reason == "witness mismatch: the last verified event 5 is gone"
