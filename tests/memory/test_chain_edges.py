@@ -124,6 +124,7 @@ def dumps(*fields: object) -> bytes:
     "fields",
     [
         pytest.param((True, "t", "s", "k", "c", ["a"], GENESIS), id="bool-id"),
+        pytest.param((True, "té", "s", "k", "ç 😀", ["é"], GENESIS), id="bool-id-not-ascii"),
         pytest.param((1, None, "s", "k", "c", [], GENESIS), id="null-ts"),
         pytest.param((1, "t", 5, "k", "c", [], GENESIS), id="int-session"),
         pytest.param((1, "t", "s", "k", "c", ["a", 2], GENESIS), id="int-tag"),
@@ -180,6 +181,7 @@ def test_chain_status_answers() -> None:
         "head_id": None,
         "head_hash": None,
     }
+    assert ChainStatus(False, first_broken_id=3, reason="r").checked == 0
     broken = ChainStatus(False, first_broken_id=3, reason="r", checked=9)
     assert broken.as_dict() == {"ok": False, "first_broken_id": 3, "reason": "r"}
 

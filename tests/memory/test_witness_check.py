@@ -103,6 +103,9 @@ def test_check_visible_judges_only_the_events_it_can_see(conn: apsw.Connection) 
     assert check_visible(conn, Witness(4, "x4", 0, ""), 4) == broken(
         4, "witness mismatch: the witnessed head event 4 was rewritten (hashes recomputed)"
     )
+    assert check_visible(conn, Witness(4, "x4", 2, "x2"), 4) == broken(
+        2, "witness mismatch: the witnessed last verified event 2 was rewritten (hashes recomputed)"
+    )
     assert check_visible(conn, Witness(4, "x4", 3, "x3"), 3) == broken(
         3, "witness mismatch: the witnessed last verified event 3 was rewritten (hashes recomputed)"
     )
@@ -128,3 +131,5 @@ def test_record_verified_writes_only_a_new_position(tmp_path: Path) -> None:
     assert file.read() == Witness(4, a, 3, c)
     record_verified(file, current, 2, d)
     assert file.read() == Witness(4, a, 2, d)
+    record_verified(file, current, 3, b)  # another event, whatever its hash
+    assert file.read() == Witness(4, a, 3, b)
