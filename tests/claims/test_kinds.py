@@ -3,9 +3,11 @@ in claims/model.py are read there; mutation testing found no test naming each on
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
-from sqlgate.claims.model import parse_timestamp
+from sqlgate.claims.model import effective_confidence, parse_timestamp
 from sqlgate.claims.store import ClaimStore
 from sqlgate.errors import InvalidArgument
 
@@ -31,3 +33,12 @@ def test_a_stored_timestamp_reads_as_utc() -> None:
     moment = parse_timestamp("2026-01-01T00:00:00.000Z")
     assert moment.isoformat() == "2026-01-01T00:00:00+00:00"
     assert parse_timestamp("2026-01-01T01:00:00.000+01:00") == moment
+
+
+@pytest.mark.parametrize(("volatility", "days"), [("stable", 365), ("slow", 30), ("volatile", 7)])
+def test_each_volatility_halves_confidence_in_its_documented_half_life(
+    volatility: str, days: int
+) -> None:
+    start = parse_timestamp("2026-01-01T00:00:00.000Z")
+    later = start + timedelta(days=days)
+    assert effective_confidence(0.8, volatility, start, later) == pytest.approx(0.4)

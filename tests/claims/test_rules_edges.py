@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sqlgate.claims.rules import Observed, find_contradictions
+from sqlgate.claims.rules import Observed, find_contradictions, parse_observed
+from sqlgate.errors import InvalidArgument
 from tests.claims.conftest import make_claim
 
 FALLING = Observed(({"acme": (9, 9, 9)},), (True, True, True))
@@ -37,3 +38,17 @@ def test_a_rank_drop_is_found_only_for_the_entity_observed() -> None:
         ("duplicate-rank", ("acme", "globex")),
         ("rank-drop", ("acme",)),
     ]
+
+
+@pytest.mark.parametrize(
+    ("raw", "phrase"),
+    [
+        pytest.param({"signals": [{1: [1]}], "validPeriods": [True]}, "entity names must be text",
+                     id="entity-a-number"),
+        pytest.param({"signals": [{"acme": "1"}], "validPeriods": [True]}, "a list of ranks",
+                     id="ranks-a-text"),
+    ],
+)  # fmt: skip
+def test_observed_from_python_is_checked_like_json(raw: object, phrase: str) -> None:
+    with pytest.raises(InvalidArgument, match=phrase):
+        parse_observed(raw)
