@@ -78,6 +78,7 @@ _CLAIMS = (
     "tests/claims/test_rules.py",
     "tests/claims/test_rules_edges.py",
     "tests/claims/test_kinds.py",
+    "tests/claims/test_store_edges.py",
     "tests/claims/test_store.py",
 )
 # the security tables (tests/security) also reach the policy, through whole services: each
