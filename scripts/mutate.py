@@ -72,6 +72,8 @@ _CHAIN = (
     "tests/memory/test_witness_check.py",
     "tests/memory/test_verification_paths.py",
     "tests/memory/test_verification.py",
+    # in-process: another connection holds the write lock (the judgement without it)
+    "tests/test_service_contention.py",
 )
 _CLAIMS = (
     "tests/claims/test_model.py",
