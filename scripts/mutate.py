@@ -71,6 +71,7 @@ _CHAIN = (
     "tests/memory/test_witness.py",
     "tests/memory/test_witness_check.py",
     "tests/memory/test_verification_paths.py",
+    "tests/memory/test_verification_edges.py",
     "tests/memory/test_verification.py",
     # in-process: another connection holds the write lock (the judgement without it)
     "tests/test_service_contention.py",
