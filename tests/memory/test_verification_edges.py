@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +52,16 @@ def forge(db: Path, events: list[tuple[bytes, str]], encoding: str = "utf-8") ->
             conn.execute(
                 "INSERT INTO memory_events (id, ts, session, kind, content, tags, prev_hash, hash)"
                 " VALUES (?, ?, 's', 'note', CAST(? AS TEXT), ?, ?, ?)",
-                (event_id, TS, content, tags, prev, digest),
+                # bytes cast to text keep their bytes in a UTF-8 file (even invalid ones);
+                # a UTF-16 file would read them as UTF-16, so it is given the text
+                (
+                    event_id,
+                    TS,
+                    content if encoding == "utf-8" else content.decode(),
+                    tags,
+                    prev,
+                    digest,
+                ),
             )
             prev = digest
             head_id = event_id
@@ -115,7 +126,7 @@ def test_a_utf16_chain_hashed_over_its_utf16_bytes_is_broken(tmp_path: Path) -> 
     conn.close()
     service = Service.open(Settings(db=db), session="s-utf16")
     try:
-        forge(db, [(b"one", "[]"), (b"two", "[]")], encoding="utf-16-le")
+        forge(db, [(b"one", "[]")], encoding="utf-16-le")
         assert status_of(service)[:2] == (False, 1)
     finally:
         service.close()
@@ -265,3 +276,85 @@ def test_a_read_only_database_is_judged_without_the_write_lock(
     assert (status.ok, status.events) == (True, 2)
     assert json.loads(witness_of(db_path).path.read_text())["verified_id"] == 0
     assert len(rows(db_path)) == 2
+
+
+# -- the judgement while another connection holds the write lock ----------------------------
+
+
+@contextmanager
+def lock_held(db: Path) -> Iterator[apsw.Connection]:
+    other = apsw.Connection(str(db))
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        yield other
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
+def test_without_the_lock_a_missing_witness_is_reported(memory: Service, db_path: Path) -> None:
+    append_many(memory, 2)
+    witness_of(db_path).path.unlink()
+    with lock_held(db_path):
+        ok, first, reason = status_of(memory)
+    assert (ok, first) == (False, None)
+    assert (reason or "").startswith("witness mismatch: the witness file is missing")
+
+
+def test_without_the_lock_a_witness_spoiled_during_the_walk_is_a_mismatch(
+    memory: Service, db_path: Path
+) -> None:
+    append_many(memory, 2)
+
+    def spoil(done: int, total: int) -> None:
+        witness_of(db_path).path.write_text("not json", encoding="utf-8")
+
+    with lock_held(db_path):
+        ok, first, reason = status_of(memory, progress=spoil)
+    assert (ok, first) == (False, None)
+    assert (reason or "").startswith("witness mismatch: ")
+
+
+def test_without_the_lock_a_broken_event_committed_during_the_walk_is_caught(
+    memory: Service, db_path: Path
+) -> None:
+    append_many(memory, 2)
+    held: list[apsw.Connection] = []
+
+    def add_broken_then_lock(done: int, total: int) -> None:
+        if held:
+            return
+        with tampered(db_path) as conn:
+            conn.execute(
+                "INSERT INTO memory_events (id, ts, session, kind, content, tags, prev_hash, "
+                "hash) SELECT 3, ts, session, kind, 'late', tags, hash, hash "
+                "FROM memory_events WHERE id = 2"
+            )
+        other = apsw.Connection(str(db_path))
+        other.execute("BEGIN IMMEDIATE")
+        held.append(other)
+
+    try:
+        ok, first, _ = status_of(memory, progress=add_broken_then_lock)
+    finally:
+        for other in held:
+            other.execute("ROLLBACK")
+            other.close()
+    assert (ok, first) == (False, 3)
+
+
+def test_without_the_lock_events_after_the_witnessed_head_are_reported(
+    memory: Service, db_path: Path
+) -> None:
+    """A witness whose verified event lies past the chain, and whose head is behind it:
+    the events after its head are reported, as under the lock."""
+    append_many(memory, 2)
+    first_hash = rows(db_path)[0]["hash"]
+    witness_of(db_path).write(Witness(1, first_hash, 5, "e" * 64))
+    with lock_held(db_path):
+        assert status_of(memory) == (
+            False,
+            2,
+            "witness mismatch: events 2 to 2 follow the witnessed head (written outside the "
+            "server)",
+        )
