@@ -114,8 +114,8 @@ class EventChain:
                     following = _next_witness(
                         self._read_witness(), writer.first, writer.first_prev, writer.last
                     )
+                    replaced = True  # a write that fails half-way is put back too
                     self.witness.write(following)
-                    replaced = True
                 conn.execute("COMMIT")
             except BaseException:
                 if replaced:
