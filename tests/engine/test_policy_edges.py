@@ -243,8 +243,10 @@ NEVER_REASONS = {
     "TRANSACTION": "transaction control is never allowed: each call is its own transaction",
     "SAVEPOINT": "SAVEPOINT/RELEASE are never allowed: each call is its own transaction",
     "CREATE_TEMP_TABLE": "TEMP tables are not allowed: create a regular table with write_query",
-    "CREATE_TEMP_INDEX": "TEMP objects are not allowed",
-    "CREATE_TEMP_TRIGGER": "TEMP triggers are not allowed",
+    "CREATE_TEMP_INDEX": "TEMP indexes are not allowed: create a regular index with write_query",
+    "CREATE_TEMP_TRIGGER": (
+        "TEMP triggers are not allowed: create a regular trigger with destructive_query"
+    ),
     "CREATE_TEMP_VIEW": "TEMP views are not allowed: save a view with create_view",
     "DROP_TEMP_TABLE": "TEMP objects are not allowed",
     "DROP_TEMP_INDEX": "TEMP objects are not allowed",

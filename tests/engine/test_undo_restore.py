@@ -13,7 +13,7 @@ from typing import Any
 import apsw
 import pytest
 
-from sqlgate.errors import InvalidArgument, NotFound, UndoConflict
+from sqlgate.errors import InvalidArgument, NotFound, UndoConflict, UndoRefused
 from sqlgate.service import Service
 
 UNDO = re.compile(r"; undo: sqlgate undo (?P<id>\d+)$", re.MULTILINE)
@@ -232,14 +232,14 @@ def test_a_snapshot_call_names_its_snapshot_file(world: Service, db_path: Path) 
     world.destructive_query("DROP TABLE log", reason="r")
     (call, detail) = rows(db_path, "SELECT id, detail FROM query_log ORDER BY id DESC LIMIT 1")[0]
     name = Path(json.loads(detail)["snapshot"]).name
-    with pytest.raises(InvalidArgument, match=re.escape(f"sqlgate snapshots restore {name}`")):
+    with pytest.raises(UndoRefused, match=re.escape(f"sqlgate snapshots restore {name}`")):
         world.undo(call)
 
 
 def test_an_undo_of_a_call_of_another_tool_names_the_tool(world: Service) -> None:
     world.write_query("INSERT INTO t VALUES (20, 'w')")
     call = int(world.read_query("SELECT max(id) FROM query_log").splitlines()[1])
-    with pytest.raises(InvalidArgument, match=f"call {call} is a call of write_query"):
+    with pytest.raises(UndoRefused, match=f"call {call} is a call of write_query"):
         world.undo(call)
 
 
@@ -259,7 +259,7 @@ def test_a_call_without_undo_data_points_at_snapshots(
     world: Service, db_path: Path, detail: str
 ) -> None:
     call = forged_call(db_path, detail)
-    with pytest.raises(InvalidArgument, match=re.escape("`sqlgate snapshots restore NAME`")):
+    with pytest.raises(UndoRefused, match=re.escape("`sqlgate snapshots restore NAME`")):
         world.undo(call)
     assert world.undoable() == []
 
