@@ -766,3 +766,41 @@ def test_a_claim_confirmed_after_it_was_evaluated_is_not_marked_stale(
 def test_agents_cannot_append_events_of_the_servers_claim_kind(service: Service) -> None:
     with pytest.raises(InvalidArgument, match="only by the server"):
         service.append_event('{"claim": 1, "action": "retract"}', kind="claim")
+
+
+# -- listing ---------------------------------------------------------------------------------
+def test_listing_gives_every_claim_oldest_first(store: ClaimStore) -> None:
+    ids = [add(store, "acme", "fact", "acme ships weekly"), ranked(store, "globex", 1)]
+    assert [claim.id for claim in store.listing()] == ids
+
+
+def test_listing_filters_by_the_recorded_state(store: ClaimStore) -> None:
+    kept = add(store, "acme", "fact", "acme ships weekly")
+    first, second = contradicted_pair(store)
+    assert [claim.id for claim in store.listing(state="contradicted")] == [first, second]
+    assert [claim.id for claim in store.listing(state="active")] == [kept]
+    assert store.listing(state="retired") == []
+
+
+def test_listing_filters_by_entity_in_any_case_and_folded_whitespace(store: ClaimStore) -> None:
+    add(store, "acme corp", "fact", "acme ships weekly")
+    other = add(store, "globex", "fact", "globex ships monthly")
+    assert [c.entity for c in store.listing(entity="  ACME   Corp ")] == ["acme corp"]
+    assert [c.id for c in store.listing(state="active", entity="globex")] == [other]
+    assert store.listing(state="stale", entity="globex") == []
+
+
+def test_listing_refuses_a_state_that_does_not_exist(store: ClaimStore) -> None:
+    with pytest.raises(InvalidArgument, match="state 'dead' is not one of: active, stale"):
+        store.listing(state="dead")
+
+
+# -- add_in: claims written inside the caller's transaction ----------------------------------
+def test_add_in_writes_with_the_defaults_of_add_and_answers_the_claim(
+    store: ClaimStore, service: Service
+) -> None:
+    with service.memory.chain.writing() as writer:
+        claim, created = store.add_in(writer, "acme", "fact", "acme ships weekly")
+    assert created is True
+    assert (claim.volatility, claim.confidence) == ("slow", 0.8)
+    assert store.get(claim.id) == claim
