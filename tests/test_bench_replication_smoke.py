@@ -20,6 +20,8 @@ EXISTING = """# sqlgate benchmarks
 | replication: SIGKILL mid-load, restore, verify | an old row | 1 kills | x | x | x | old |
 """
 
+pytestmark = pytest.mark.e2e  # it runs Litestream
+
 
 @pytest.mark.timeout(300)
 def test_one_kill_is_measured_and_merged_into_the_report(tmp_path: Path) -> None:

@@ -237,3 +237,14 @@ def test_known_issues_are_not_contradicted_by_the_code() -> None:
     )
     assert "announce no tools" not in issues  # --tools memory/claims announce their tools
     assert "only transport" not in README  # HTTP is a transport too
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    (command,) = [
+        line
+        for line in quick_start.splitlines()
+        if line.startswith("python3 -m venv") and "pip install -q -e" in line
+    ]
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert ci[-1] == command

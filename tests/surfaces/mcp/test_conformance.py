@@ -32,7 +32,7 @@ import pytest
 from tests.surfaces.mcp.test_http import RunningServer, child_env, start_server
 from tests.surfaces.mcp.test_inspector import INSTALL_TIMEOUT_S, NETWORK_ERRORS, NPM_CI_FLAGS
 
-pytestmark = pytest.mark.stdio
+pytestmark = [pytest.mark.stdio, pytest.mark.e2e]
 
 PACKAGE = "@modelcontextprotocol/conformance"
 SUITE_DIR = Path(__file__).resolve().parents[2] / "e2e" / "conformance"

@@ -19,7 +19,7 @@ import pytest
 from sqlgate.surfaces.mcp.server import CLAIMS_TOOLS, MEMORY_TOOLS, SQL_TOOLS
 from tests.surfaces.mcp.test_stdio import child_env
 
-pytestmark = pytest.mark.stdio
+pytestmark = [pytest.mark.stdio, pytest.mark.e2e]
 
 PACKAGE = "@modelcontextprotocol/inspector"
 INSPECTOR_DIR = Path(__file__).resolve().parents[2] / "e2e" / "inspector"

@@ -43,6 +43,7 @@ def _litestream() -> Litestream | None:
 LITESTREAM = _litestream()
 pytestmark = [
     pytest.mark.stdio,
+    pytest.mark.e2e,
     pytest.mark.timeout(180),
     pytest.mark.skipif(
         LITESTREAM is None,

@@ -24,7 +24,10 @@ from tests.surfaces.ui.conftest import TOKEN
 MISSING = browser_missing()
 if MISSING and os.environ.get("SQLGATE_REQUIRE_BROWSER") == "1":
     pytest.fail(f"SQLGATE_REQUIRE_BROWSER=1 but {MISSING}", pytrace=False)
-pytestmark = pytest.mark.skipif(MISSING is not None, reason=f"browser tests skipped: {MISSING}")
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(MISSING is not None, reason=f"browser tests skipped: {MISSING}"),
+]
 
 # every securitypolicyviolation event the page sees, kept where the test can read it
 WATCH_CSP = """
