@@ -10,11 +10,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from sqlgate.config import FLAGS
 from sqlgate.surfaces.cli.app import main
 from sqlgate.surfaces.integrations import client_paths as install_paths
 from sqlgate.surfaces.integrations import install as setup
-from sqlgate.surfaces.integrations import install_records
+from tests.surfaces.integrations.fake_home import fake_home
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -27,18 +26,9 @@ ALL_CLIENTS = list(setup.CLIENTS)
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fake HOME (with XDG_CONFIG_HOME and APPDATA) and a project folder as the cwd."""
-    for name in ("home", "xdg", "appdata", "project"):
-        (tmp_path / name).mkdir()
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    fake_home(tmp_path, monkeypatch, extra=("appdata",))
     monkeypatch.setenv("USERPROFILE", str(tmp_path / "home"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("APPDATA", str(tmp_path / "appdata"))
-    monkeypatch.delenv("CODEX_HOME", raising=False)
-    for flag in FLAGS:
-        monkeypatch.delenv(flag.env_var, raising=False)
-    monkeypatch.chdir(tmp_path / "project")
-    # sqlgate's own data folder (backups, the install record): never the real one
-    monkeypatch.setattr(install_records, "data_dir", lambda: tmp_path / "sqlgate-data")
     return tmp_path
 
 

@@ -15,9 +15,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from sqlgate.config import FLAGS
 from sqlgate.surfaces.cli.app import main
-from sqlgate.surfaces.integrations import install, install_records
+from sqlgate.surfaces.integrations import install
 from sqlgate.surfaces.integrations.install import (
     CLIENTS,
     ConfigUnwritable,
@@ -29,6 +28,7 @@ from sqlgate.surfaces.integrations.install import (
     plan_install,
     plan_uninstall,
 )
+from tests.surfaces.integrations.fake_home import fake_home
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="symlinks need privileges")
 
@@ -40,17 +40,7 @@ OTHER = {"mcpServers": {"other": {"command": "other", "args": ["x"]}}}
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fake HOME with a dotfiles folder beside it; the project folder is the cwd."""
-    for name in ("home", "xdg", "project", "dotfiles"):
-        (tmp_path / name).mkdir()
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("CODEX_HOME", raising=False)
-    for flag in FLAGS:
-        monkeypatch.delenv(flag.env_var, raising=False)
-    monkeypatch.chdir(tmp_path / "project")
-    # sqlgate's own data folder (backups, the install record): never the real one
-    monkeypatch.setattr(install_records, "data_dir", lambda: tmp_path / "sqlgate-data")
-    return tmp_path
+    return fake_home(tmp_path, monkeypatch, extra=("dotfiles",))
 
 
 @pytest.fixture

@@ -161,8 +161,6 @@ def plan_install(
     db: Path,
     scope: str | None,
     where: Where,
-    *,
-    records: InstallRecords | None = None,
 ) -> Change:
     """Add (or update) our server entry in the client's config."""
     _check_name(name)
