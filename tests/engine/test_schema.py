@@ -92,6 +92,13 @@ CONSOLE_OBJECTS = {  # migration 7: the web console's filters (issue 14)
     "query_log_by_ts": "index",
     "query_log_failures": "index",
 }
+IDENTITY_OBJECTS = {  # migration 8: the database's id; changesets by tool (issue 19)
+    "server_info": "table",
+    "server_info_no_update": "trigger",
+    "server_info_no_delete": "trigger",
+    "server_info_no_replace": "trigger",
+    "undo_changesets_by_tool": "index",
+}
 ALL_OBJECTS = (
     LOG_OBJECTS
     | MEMORY_OBJECTS
@@ -99,6 +106,7 @@ ALL_OBJECTS = (
     | UNDO_OBJECTS
     | AUDIT_QUEUE_OBJECTS
     | CONSOLE_OBJECTS
+    | IDENTITY_OBJECTS
 )
 
 

@@ -299,6 +299,41 @@ MIGRATIONS: tuple[Migration, ...] = (
             ServerObject("query_log_failures", "index"),
         ),
     ),
+    Migration(
+        8,
+        "undo of every change (issue 19): the database's own id, which every undo id carries; "
+        "each changeset's tool, and the objects a CREATE made",
+        (
+            # one row per fact, written once: the id is random, made when the file is created
+            # (or upgraded), so an undo id of another database never selects a call of this one
+            """CREATE TABLE server_info (
+                key TEXT PRIMARY KEY,
+                value TEXT NOT NULL
+            ) WITHOUT ROWID""",
+            "INSERT INTO server_info (key, value) VALUES "
+            "('database_id', lower(hex(randomblob(4))))",
+            """CREATE TRIGGER server_info_no_update BEFORE UPDATE ON server_info
+                BEGIN SELECT RAISE(ABORT, 'server_info is append-only'); END""",
+            """CREATE TRIGGER server_info_no_delete BEFORE DELETE ON server_info
+                BEGIN SELECT RAISE(ABORT, 'server_info is append-only'); END""",
+            """CREATE TRIGGER server_info_no_replace BEFORE INSERT ON server_info
+                WHEN EXISTS (SELECT 1 FROM server_info WHERE key = NEW.key)
+                BEGIN SELECT RAISE(ABORT, 'server_info is append-only'); END""",
+            # write_query's changesets are pruned apart from destructive_query's
+            "ALTER TABLE undo_changesets ADD COLUMN tool TEXT NOT NULL "
+            "DEFAULT 'destructive_query'",
+            # JSON list of the sqlite_schema rows a CREATE made (undo drops them); NULL for DML
+            "ALTER TABLE undo_changesets ADD COLUMN created TEXT",
+            "CREATE INDEX undo_changesets_by_tool ON undo_changesets (tool, id)",
+        ),
+        (
+            ServerObject("server_info", "table"),
+            ServerObject("server_info_no_update", "trigger"),
+            ServerObject("server_info_no_delete", "trigger"),
+            ServerObject("server_info_no_replace", "trigger"),
+            ServerObject("undo_changesets_by_tool", "index"),
+        ),
+    ),
 )
 
 # Names the server does not create but protects (an agent's table cannot take them).
