@@ -18,8 +18,11 @@ def _migrated() -> apsw.Connection:
 
 def test_each_new_database_gets_its_own_id_of_eight_hex_digits() -> None:
     first, second = database_id(_migrated()), database_id(_migrated())
-    assert first is not None and second is not None
-    assert len(first) == 8 and int(first, 16) >= 0 and first == first.lower()
+    assert first is not None
+    assert second is not None
+    assert len(first) == 8
+    assert int(first, 16) >= 0
+    assert first == first.lower()
     assert first != second
 
 
