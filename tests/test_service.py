@@ -25,6 +25,7 @@ from sqlgate.errors import (
 )
 from sqlgate.service import Service, new_session_id
 from tests.conftest import FakeClock
+from tests.undo_hint import plain
 
 SESSION = re.compile(r"s-\d{8}T\d{6}Z-[0-9a-f]{6}")
 
@@ -89,17 +90,17 @@ def test_read_query_returns_csv_and_honours_limit_and_params(ready: Service) -> 
 
 
 def test_write_query_reports_rows_and_last_rowid(ready: Service) -> None:
-    assert ready.write_query("INSERT INTO t(body) VALUES ('c')") == (
+    assert plain(ready.write_query("INSERT INTO t(body) VALUES ('c')")) == (
         "ok: 1 rows affected (last_insert_rowid=3)"
     )
-    assert ready.write_query("UPDATE t SET body = 'z' WHERE id > ?", [1]) == ("ok: 2 rows affected")
+    assert plain(ready.write_query("UPDATE t SET body = 'z' WHERE id > ?", [1])) == ("ok: 2 rows affected")
 
 
 def test_destructive_query_needs_a_reason_and_names_its_undo(ready: Service) -> None:
     with pytest.raises(InvalidArgument, match="reason"):
         ready.destructive_query("DELETE FROM t", reason=" ")
     out = ready.destructive_query("DELETE FROM t WHERE id = 1", reason="remove alpha")
-    assert re.fullmatch(r"ok: 1 rows affected; undo: sqlgate undo \d+", out)
+    assert re.fullmatch(r"ok: 1 rows affected; undo: sqlgate undo \d+@[0-9a-f]{8} --db \S+", out)
 
 
 def test_destructive_ddl_snapshots(ready: Service) -> None:

@@ -21,6 +21,8 @@
 | --confirm             | SQLGATE_CONFIRM               | auto (or always, never)          |
 | --undo                | SQLGATE_UNDO                  | rows (or file)                   |
 | --undo-max-mb         | SQLGATE_UNDO_MAX_MB           | 64 MiB                           |
+| --write-undo-keep     | SQLGATE_WRITE_UNDO_KEEP       | 1000 calls (0: none kept)        |
+| --write-undo-mb       | SQLGATE_WRITE_UNDO_MB         | 64 MiB                           |
 | --replicate           | SQLGATE_REPLICATE             | none (file:///… or s3://…)       |
 
 The CLI builds its options from `FLAGS`; `load_settings` applies, in order of strength,
@@ -94,6 +96,8 @@ class Settings:
     confirm: str = "auto"
     undo: str = "rows"
     undo_max_mb: int = 64
+    write_undo_keep: int = 1000
+    write_undo_mb: int = 64
     replicate: str | None = None  # a replica URL; checked by surfaces/replication/target.py
 
     def __post_init__(self) -> None:
@@ -102,6 +106,16 @@ class Settings:
         if not isinstance(self.undo_max_mb, int) or self.undo_max_mb < 1:
             raise InvalidArgument(
                 f"undo_max_mb={self.undo_max_mb!r} is invalid: must be 1 or more (--undo-max-mb)"
+            )
+        keep = self.write_undo_keep
+        if not isinstance(keep, int) or isinstance(keep, bool) or keep < 0:
+            raise InvalidArgument(
+                f"write_undo_keep={keep!r} is invalid: must be 0 or more (--write-undo-keep)"
+            )
+        size = self.write_undo_mb
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            raise InvalidArgument(
+                f"write_undo_mb={size!r} is invalid: must be 1 or more (--write-undo-mb)"
             )
 
     @property
@@ -226,6 +240,16 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "undo_max_mb",
         "largest row-level undo changeset, MiB; a bigger change takes a whole-file snapshot",
+        _positive_int,
+    ),
+    Flag(
+        "write_undo_keep",
+        "write_query calls whose undo data is kept (oldest pruned first); 0 keeps none",
+        _non_negative_int,
+    ),
+    Flag(
+        "write_undo_mb",
+        "MiB of write_query undo data kept in all (oldest pruned first); a bigger call keeps none",
         _positive_int,
     ),
     Flag(

@@ -114,8 +114,13 @@ class UndoConflict(SnapshotError):
 
 class UndoRefused(SnapshotError):
     """The call cannot be undone row by row: already undone, its undo data rotated out, a
-    whole-file snapshot taken instead, or not a successful destructive_query; nothing was
-    undone."""
+    whole-file snapshot taken instead, a call that changed nothing or cannot be undone (a
+    read, an undo); nothing was undone."""
+
+
+class WrongDatabase(UndoRefused):
+    """An undo id names a call of another database (its `@DATABASE_ID` is not this file's);
+    nothing was undone."""
 
 
 class StartupError(SqlgateError):

@@ -31,9 +31,10 @@ from sqlgate.engine.limits import CallControl, Clock
 from sqlgate.engine.queries import Outcome, SqlTiers
 from sqlgate.engine.sqltext import fingerprint
 from sqlgate.engine.textsearch import SearchRequest, TextSearch
+from sqlgate.engine.identity import parse_call_ref
 from sqlgate.engine.undo_restore import UndoRestore, UndoTarget
 from sqlgate.engine.views import ViewSaver
-from sqlgate.errors import PolicyDenied, SqlgateError
+from sqlgate.errors import InvalidArgument, PolicyDenied, SqlgateError
 from sqlgate.memory.privacy import Redactor
 from sqlgate.memory.store import Memory, Reply, redactor_for
 
@@ -55,6 +56,24 @@ def _safe_fingerprint(query: str) -> str:
         return fingerprint(query)
     except SqlgateError:
         return " ".join(query.split())[:500]
+
+
+def undo_target(audit_id: int | str | None, changeset: int | str | None) -> UndoTarget:
+    """What `undo` was asked for: numbers as given, texts as `15` or `15@3f9a1c07`."""
+    if (audit_id is None) == (changeset is None):
+        raise InvalidArgument(
+            "name the call to undo: its audit id (as the undo hint shows it, e.g. 15@3f9a1c07),"
+            " or --changeset N"
+        )
+    given = audit_id if audit_id is not None else changeset
+    if isinstance(given, str):
+        ref = parse_call_ref(given)
+        number, database = ref.audit_id, ref.database
+    else:
+        number, database = given, None  # type: ignore[assignment]
+    if audit_id is not None:
+        return UndoTarget(audit_id=number, database=database)
+    return UndoTarget(changeset=number, database=database)
 
 
 def _params_detail(params: object) -> dict[str, Any] | None:
@@ -238,19 +257,56 @@ class Service:
             detail={"reason": reason, **(_params_detail(params) or {})},
         )
 
-    def undo(self, audit_id: int | None = None, changeset: int | None = None) -> str:
-        """Restore the rows a destructive_query changed (its audit id, or its changeset id)."""
+    def undo(
+        self,
+        audit_id: int | str | None = None,
+        changeset: int | str | None = None,
+        *,
+        tool: str = "undo",
+        reason: str | None = None,
+        confirm: Callable[[], None] | None = None,
+    ) -> str:
+        """Restore the rows one earlier call changed, named by its audit id or its changeset
+        id, either as a number (of this database) or as `15@3f9a1c07` (refused when the id
+        after `@` is another database's). `tool` is how the audit log names this undo."""
+        target = undo_target(audit_id, changeset)
 
         def work(_: _Call) -> Outcome:
-            text, rows, detail = self.undoing.undo(UndoTarget(audit_id, changeset))
+            if confirm is not None:
+                confirm()
+            text, rows, detail = self.undoing.undo(target)
             return Outcome(text, rows, detail)
 
-        asked = {"undoes": audit_id, "changeset": changeset}
-        return self.call("undo", work, detail={k: v for k, v in asked.items() if v is not None})
+        asked: dict[str, Any] = {"undoes": target.audit_id, "changeset": target.changeset}
+        if target.database is not None:
+            asked["database"] = target.database
+        if reason is not None:
+            asked["reason"] = reason
+        return self.call(tool, work, detail={k: v for k, v in asked.items() if v is not None})
+
+    def undo_call(
+        self, audit_id: int | str, reason: str, confirm: Callable[[], None] | None = None
+    ) -> str:
+        """The agent takes back one of this database's earlier calls (the undo_call tool)."""
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidArgument(
+                "reason is required: say in a sentence why this call should be taken back"
+            )
+        return self.undo(audit_id, tool="undo_call", reason=reason, confirm=confirm)
+
+    def describe_undo(self, audit_id: int | str) -> str:
+        """One line naming the call an undo_call would take back (for the person asked to
+        confirm it); raises what the undo would raise for a call it cannot find."""
+        return self.undoing.describe(undo_target(audit_id, None))
 
     def undoable(self) -> list[dict[str, Any]]:
-        """Destructive calls that can still be undone, newest first (not audited: a listing)."""
-        return self.undoing.undoable()
+        """Calls that can still be undone, newest first (not audited: a listing)."""
+        found = self.undoing.undoable()
+        for item in found:
+            for key in ("audit_id", "changeset"):
+                if item[key] is not None:
+                    item[key] = self.sql.call_ref(int(item[key]))
+        return found
 
     def list_tables(
         self, include_row_counts: bool = True, control: CallControl | None = None

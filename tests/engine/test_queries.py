@@ -13,6 +13,7 @@ import pytest
 from sqlgate.config import Settings
 from sqlgate.errors import InvalidArgument, PolicyDenied, SqlError, SqlgateError
 from sqlgate.service import Service
+from tests.undo_hint import plain
 
 SNAPSHOT = re.compile(r"; snapshot: (?P<path>.+?)$", re.MULTILINE)
 
@@ -52,10 +53,10 @@ def numbers(make_service: Callable[..., Service]) -> Callable[..., Service]:
 # -- write_query ------------------------------------------------------------------------
 def test_insert_reports_rows_and_last_rowid(service: Service) -> None:
     service.write_query("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)")
-    assert service.write_query("INSERT INTO t (name) VALUES ('a')") == (
+    assert plain(service.write_query("INSERT INTO t (name) VALUES ('a')")) == (
         "ok: 1 rows affected (last_insert_rowid=1)"
     )
-    assert service.write_query("INSERT INTO t (id, name) VALUES (40, 'b'), (41, 'c')") == (
+    assert plain(service.write_query("INSERT INTO t (id, name) VALUES (40, 'b'), (41, 'c')")) == (
         "ok: 2 rows affected (last_insert_rowid=41)"
     )
 
@@ -68,12 +69,12 @@ def test_insert_of_nothing_reports_zero_rows(service: Service) -> None:
 def test_update_reports_rows_without_a_rowid(service: Service) -> None:
     service.write_query("CREATE TABLE t (id INTEGER PRIMARY KEY, v INT)")
     service.write_query("INSERT INTO t VALUES (1, 0), (2, 0), (3, 0)")
-    assert service.write_query("UPDATE t SET v = 1 WHERE id >= 2") == "ok: 2 rows affected"
+    assert plain(service.write_query("UPDATE t SET v = 1 WHERE id >= 2")) == "ok: 2 rows affected"
 
 
 def test_returning_rows_come_back_as_csv(service: Service) -> None:
     service.write_query("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)")
-    result = service.write_query("INSERT INTO t (name) VALUES ('a'), ('b, c') RETURNING id, name")
+    result = plain(service.write_query("INSERT INTO t (name) VALUES ('a'), ('b, c') RETURNING id, name"))
     assert result == 'ok: 2 rows affected (last_insert_rowid=2)\nid,name\n1,a\n2,"b, c"\n# 2 rows'
 
 
@@ -438,7 +439,7 @@ def test_returning_many_rows_keeps_only_what_fits_the_caps(make_service: Any) ->
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) "
         "INSERT INTO big (v) SELECT hex(randomblob(100)) FROM n RETURNING id"
     )
-    first, *rest = result.splitlines()
+    first, *rest = plain(result).splitlines()
     assert first == "ok: 3000 rows affected (last_insert_rowid=3000)"
     assert rest[-1] == "# 5 rows (truncated: row limit 5)"
     assert service.read_query("SELECT count(*) AS n FROM big") == "n\n3000\n# 1 rows"

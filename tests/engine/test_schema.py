@@ -97,7 +97,6 @@ IDENTITY_OBJECTS = {  # migration 8: the database's id; changesets by tool (issu
     "server_info_no_update": "trigger",
     "server_info_no_delete": "trigger",
     "server_info_no_replace": "trigger",
-    "undo_changesets_by_tool": "index",
 }
 ALL_OBJECTS = (
     LOG_OBJECTS

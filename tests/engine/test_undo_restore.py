@@ -16,7 +16,7 @@ import pytest
 from sqlgate.errors import InvalidArgument, NotFound, UndoConflict, UndoRefused
 from sqlgate.service import Service
 
-UNDO = re.compile(r"; undo: sqlgate undo (?P<id>\d+)$", re.MULTILINE)
+UNDO = re.compile(r"; undo: sqlgate undo (?P<id>\d+)@[0-9a-f]{8} --db \S+$", re.MULTILINE)
 
 SCHEMA = """
 CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);
@@ -186,7 +186,6 @@ def test_a_refusal_shows_five_conflicts_and_counts_the_rest(
         pytest.param({"audit_id": True}, id="true-is-not-audit-id-1"),
         pytest.param({"changeset": True}, id="true-is-not-changeset-1"),
         pytest.param({"audit_id": 1.0}, id="float"),
-        pytest.param({"audit_id": "1"}, id="text"),
         pytest.param({"audit_id": -1}, id="negative"),
         pytest.param({"changeset": 0}, id="changeset-zero"),
     ],
@@ -212,9 +211,14 @@ def test_the_ends_of_the_range_are_ids(world: Service, arguments: dict[str, Any]
 
 def test_an_undo_says_which_tables_came_back(world: Service) -> None:
     call = undo_id(world.destructive_query("DELETE FROM pair", reason="r"))
-    assert world.undo(call) == f"undone: call {call} (DELETE, 2 rows in pair)"
-    empty = undo_id(world.destructive_query("DELETE FROM t WHERE id > 100", reason="r"))
-    assert world.undo(empty) == f"undone: call {empty} (DELETE, 0 rows in no table)"
+    where = world.db.path.absolute()
+    assert world.undo(call) == f"undone: call {call} (DELETE, 2 rows in pair) in {where}"
+    assert world.destructive_query("DELETE FROM t WHERE id > 100", reason="r") == (
+        "ok: 0 rows affected"
+    )
+    empty = int(world.read_query("SELECT max(id) FROM query_log").splitlines()[1])
+    with pytest.raises(UndoRefused, match="changed no rows: there is nothing to undo"):
+        world.undo(empty)
 
 
 def test_row_states_that_do_not_match_the_updates_are_refused(
@@ -223,6 +227,7 @@ def test_row_states_that_do_not_match_the_updates_are_refused(
     call = undo_id(world.destructive_query("UPDATE t SET v = 'z' WHERE id < 3", reason="r"))
     with direct(db_path) as conn:
         conn.execute("UPDATE undo_row_states SET digests = substr(digests, 1, 16)")
+        conn.execute("UPDATE undo_changesets SET digests = substr(digests, 1, 16)")
     with pytest.raises(UndoConflict, match=r"row states kept with changeset \d+ are incomplete"):
         world.undo(call)
     assert rows(db_path, "SELECT v FROM t WHERE id < 3") == [("z",), ("z",)]
@@ -237,9 +242,9 @@ def test_a_snapshot_call_names_its_snapshot_file(world: Service, db_path: Path) 
 
 
 def test_an_undo_of_a_call_of_another_tool_names_the_tool(world: Service) -> None:
-    world.write_query("INSERT INTO t VALUES (20, 'w')")
+    world.list_tables()
     call = int(world.read_query("SELECT max(id) FROM query_log").splitlines()[1])
-    with pytest.raises(UndoRefused, match=f"call {call} is a call of write_query"):
+    with pytest.raises(UndoRefused, match=f"call {call} is a call of list_tables, which changed"):
         world.undo(call)
 
 
@@ -255,11 +260,11 @@ def forged_call(db: Path, detail: str) -> int:
 
 
 @pytest.mark.parametrize("detail", ["not json", "[1]", "{}"])
-def test_a_call_without_undo_data_points_at_snapshots(
+def test_a_call_without_undo_data_has_nothing_to_undo(
     world: Service, db_path: Path, detail: str
 ) -> None:
     call = forged_call(db_path, detail)
-    with pytest.raises(UndoRefused, match=re.escape("`sqlgate snapshots restore NAME`")):
+    with pytest.raises(UndoRefused, match="changed no rows: there is nothing to undo"):
         world.undo(call)
     assert world.undoable() == []
 
@@ -281,6 +286,10 @@ def test_a_table_whose_shape_was_not_kept_is_a_conflict(world: Service, db_path:
     call = undo_id(world.destructive_query("DELETE FROM w", reason="r"))
     with direct(db_path) as conn:
         conn.execute("DELETE FROM undo_table_shapes WHERE name = 'wlog'")
+        conn.execute(
+            "UPDATE undo_changesets SET shapes = (SELECT json_group_array(json(value)) "
+            "FROM json_each(shapes) WHERE json_extract(value, '$[0]') != 'wlog')"
+        )
     with pytest.raises(UndoConflict) as refused:
         world.undo(call)
     assert "(wlog: its shape was not recorded (SCHEMA))" in str(refused.value)
@@ -289,9 +298,11 @@ def test_a_table_whose_shape_was_not_kept_is_a_conflict(world: Service, db_path:
 def test_each_undoable_entry_has_exactly_its_fields(world: Service) -> None:
     call = undo_id(world.destructive_query("DELETE FROM t WHERE id = 1", reason="why"))
     (entry,) = world.undoable()
-    assert set(entry) == {"changeset", "audit_id", "ts", "kind", "tables", "rows", "reason"}
+    assert set(entry) == {
+        "changeset", "audit_id", "ts", "tool", "kind", "tables", "rows", "reason",
+    }  # fmt: skip
     assert (entry["audit_id"], entry["reason"], entry["kind"], entry["rows"]) == (
-        call,
+        f"{call}@{world.db.database_id}",
         "why",
         "DELETE",
         1,
@@ -305,7 +316,9 @@ def test_an_unmatched_changeset_lists_without_a_call(
     monkeypatch.setattr(world.audit, "write", lambda entry, ms: None)
     world.destructive_query("DELETE FROM t WHERE id = 1", reason="r")
     (entry,) = world.undoable()
-    assert set(entry) == {"changeset", "audit_id", "ts", "kind", "tables", "rows", "reason"}
+    assert set(entry) == {
+        "changeset", "audit_id", "ts", "tool", "kind", "tables", "rows", "reason",
+    }  # fmt: skip
     assert (entry["audit_id"], entry["reason"]) == (None, None)
 
 

@@ -31,6 +31,7 @@ from sqlgate.engine.connect import (
     open_audit_connection,
     open_server_connection,
 )
+from sqlgate.engine.identity import database_id
 from sqlgate.engine.schema import MIGRATIONS, check_owner, migrate, protected_names
 from sqlgate.errors import StartupError
 
@@ -83,6 +84,7 @@ class Database:
         self.audit_lock = threading.Lock()
         self.protected = protected_names()
         self.schema_version = 0
+        self.database_id: str | None = None  # server_info's id (None before migration 8)
 
     @property
     def path(self) -> Path:
@@ -128,6 +130,7 @@ class Database:
             raise
         db = cls(settings, server, reader, writer, audit)
         db.schema_version = version
+        db.database_id = database_id(server)
         return db
 
     @classmethod
@@ -154,6 +157,7 @@ class Database:
         server, writer, reader = opened
         db = cls(settings, server, reader, writer, None, read_only=True)
         db.schema_version = version
+        db.database_id = database_id(server)
         return db
 
     def close(self) -> None:

@@ -39,6 +39,7 @@ __all__ = [
     "RewriteCounter",
     "RunContext",
     "busy_error",
+    "mass_rewrite",
     "normalize_params",
     "row_shadow",
     "run_statement",
@@ -223,11 +224,12 @@ def _rewrite_watch(ctx: RunContext) -> Iterator[None]:
         ctx.conn.preupdate_hook(None, id="sqlgate-rewrite-guard")
 
 
-def _mass_rewrite(counter: RewriteCounter) -> MassRewrite:
+def mass_rewrite(limit: int) -> MassRewrite:
+    """The refusal of a write_query statement that changes more than `limit` existing rows."""
     return MassRewrite(
-        f"refused and rolled back: the statement changes more than {counter.limit} existing "
-        "rows (--max-update-rows). Mass rewrites belong in destructive_query, which snapshots "
-        "first; or narrow the WHERE clause"
+        f"refused and rolled back: the statement changes more than {limit} existing rows "
+        "(--max-update-rows). Mass rewrites belong in destructive_query (it keeps what undoes "
+        "them); or narrow the WHERE clause"
     )
 
 
@@ -276,12 +278,12 @@ def run_statement(
             result = consume(cursor)
     except (apsw.Error, QueryTimeout) as exc:
         if ctx.rewrite is not None and ctx.rewrite.exceeded:
-            raise _mass_rewrite(ctx.rewrite) from None
+            raise mass_rewrite(ctx.rewrite.limit) from None
         if isinstance(exc, (QueryTimeout, apsw.BusyError)):
             raise  # a busy lock is told apart by the service, which knows --busy-timeout
         raise _translate(exc, ctx) from None
     finally:
         cursor.close(True)
     if ctx.rewrite is not None and ctx.rewrite.count > ctx.rewrite.limit:
-        raise _mass_rewrite(ctx.rewrite)
+        raise mass_rewrite(ctx.rewrite.limit)
     return result

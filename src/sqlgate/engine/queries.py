@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -15,7 +16,13 @@ from sqlgate.engine.authorizer import check_references
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.csvout import CsvResult, render_csv
 from sqlgate.engine.database import Database
-from sqlgate.engine.execute import Bindings, RewriteCounter, RunContext, run_statement
+from sqlgate.engine.execute import (
+    Bindings,
+    RewriteCounter,
+    RunContext,
+    mass_rewrite,
+    run_statement,
+)
 from sqlgate.engine.limits import CallControl, Clock, Deadline, ResultCaps
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import Operation, Tier
@@ -23,15 +30,19 @@ from sqlgate.engine.preflight import Statement, check_tier, drop_if_exists, insp
 from sqlgate.engine.snapshots import rotate_snapshots, take_snapshot
 from sqlgate.engine.sqltext import has_more_statements
 from sqlgate.engine.undo import (
+    ShapeCache,
     StoredChangeset,
     UndoFallback,
     capturing,
     chunk_size,
     null_key_table,
+    prune_changesets,
     store_changeset,
+    summarize,
     unrestorable_write,
     written_tables,
 )
+from sqlgate.engine.undo_writes import WriteFacts, prune_writes
 from sqlgate.errors import InvalidArgument, QueryTimeout
 
 __all__ = ["Outcome", "SqlTiers"]
@@ -87,6 +98,8 @@ class SqlTiers:
         self.clock = clock
         self.session = session
         self.wall_clock = wall_clock
+        self._shapes = ShapeCache()
+        self._write_facts = WriteFacts()
 
     @property
     def caps(self) -> ResultCaps:
@@ -173,13 +186,113 @@ class SqlTiers:
         return line
 
     def write(self, sql: object, bindings: Bindings, control: CallControl) -> Outcome:
+        """Run one write; a row change keeps its changeset for `sqlgate undo` unless
+        `_write_undo_off` or the capture itself says it cannot (the answer says why)."""
         text, statement = self.preflight(sql, Tier.WRITE)
         with self.db.writing() as conn:
+            why = self._write_undo_off(statement)
+            if why is None:
+                try:
+                    return self._write_rows(conn, text, statement, bindings, control)
+                except UndoFallback as fallback:
+                    why = fallback.reason
             ctx = self._context(conn, Tier.WRITE, control, guard=True)
             returned, changes, rowid = self._apply(conn, text, bindings, ctx)
         rows = changes if statement.kind in DML_KINDS else 0
-        detail = {"kind": statement.kind, "changes": rows}
-        return Outcome(self._summary(statement, returned, changes, rowid), rows, detail)
+        detail: dict[str, Any] = {"kind": statement.kind, "changes": rows}
+        summary = self._summary(statement, returned, changes, rowid)
+        if rows and why is not None:
+            detail["undo_fallback"] = why
+            summary = _with_note(summary, f"undo: none kept ({why})")
+        return Outcome(summary, rows, detail)
+
+    def _write_undo_off(self, statement: Statement) -> str | None:
+        """Why this write keeps no undo data at all, or None when it tries to.
+        (A statement that changes no row needs none; None is returned for it too.)"""
+        if statement.kind not in DML_KINDS:
+            return "not a row change"
+        if self.settings.write_undo_keep == 0:
+            return "--write-undo-keep is 0"
+        if not self.settings.audit:
+            return "the audit log is off (--no-audit); undo is keyed by its rows"
+        return None
+
+    def write_undo_budget(self) -> int:
+        """Bytes one write_query's changeset may take: the destructive budget, and at most
+        the whole write budget (--write-undo-mb)."""
+        return min(self.undo_budget(), self.settings.write_undo_mb * MIB)
+
+    def _write_rows(
+        self,
+        conn: apsw.Connection,
+        text: str,
+        statement: Statement,
+        bindings: Bindings,
+        control: CallControl,
+    ) -> Outcome:
+        ctx = self._context(conn, Tier.WRITE, control)
+        assert ctx.rewrite is None, "never capture a changeset with the rewrite guard installed"
+        facts = self._write_facts.refresh(conn)
+        budget = self.write_undo_budget()
+        with immediate_transaction(conn):
+            self._refuse_null_keys(conn, facts.nullable_key_tables)
+            with capturing(conn, budget) as capture:
+                try:
+                    returned = run_statement(
+                        ctx, text, bindings, lambda cur: self._collect(ctx, cur)
+                    )
+                except QueryTimeout:
+                    if capture.overflow and not control.cancelled:
+                        raise UndoFallback(self._write_overflow_reason()) from None
+                    raise
+                if capture.overflow:
+                    raise UndoFallback(self._write_overflow_reason())
+                changes, rowid = conn.changes(), conn.last_insert_rowid()
+            # an INSERT's session holds only keys: its changeset reads the rows when built
+            if len(capture.changeset) > budget:
+                raise UndoFallback(self._write_overflow_reason())
+            # foreign keys are never shown to the authorizer: judged as stored, before COMMIT
+            check_references(conn, ctx.recorder.operations, ctx.protected)
+            written = written_tables(ctx.recorder.operations)
+            read = summarize(capture.changeset)
+            why = facts.unrestorable(written | {fold_name(name) for name in read.tables})
+            if why is not None:
+                raise UndoFallback(why)
+            self._refuse_null_keys(conn, facts.nullable_key_tables)
+            limit = self.settings.max_update_rows
+            if read.rewrites > limit:
+                raise mass_rewrite(limit)
+            stored = None
+            if capture.changeset:
+                stored = store_changeset(
+                    conn,
+                    capture.changeset,
+                    ts=utc_timestamp(self.wall_clock()),
+                    session=self.session,
+                    kind=statement.kind,
+                    chunk=chunk_size(self.settings.max_value_bytes),
+                    tool="write_query",
+                    shapes=self._shapes,
+                    summary=read,
+                )
+                prune_writes(
+                    conn,
+                    stored.id,
+                    stored.bytes,
+                    self.settings.write_undo_keep,
+                    self.settings.write_undo_mb * MIB,
+                )
+        summary = self._summary(statement, returned, changes, rowid)
+        detail: dict[str, Any] = {"kind": statement.kind, "changes": changes}
+        if stored is None:  # nothing changed: nothing to undo
+            return Outcome(_unchanged(summary, changes), changes, detail)
+        detail["undo"] = stored.id
+        finish = self._undo_text(summary, stored)
+        return Outcome(finish(None), changes, detail, finish=finish)
+
+    def _write_overflow_reason(self) -> str:
+        mib = max(1, self.write_undo_budget() // MIB)
+        return f"the change is larger than the {mib} MiB undo budget (--write-undo-mb)"
 
     def destructive(
         self,
@@ -263,6 +376,12 @@ class SqlTiers:
                     raise UndoFallback(self._overflow_reason())
                 changes, rowid = conn.changes(), conn.last_insert_rowid()
             self._refuse_null_keys(conn, tables)
+            if not capture.changeset:  # nothing changed: nothing to undo
+                return Outcome(
+                    _unchanged(self._summary(statement, returned, changes, rowid), changes),
+                    changes,
+                    {"kind": statement.kind, "changes": changes, "reason": reason},
+                )
             stored = store_changeset(
                 conn,
                 capture.changeset,
@@ -270,12 +389,13 @@ class SqlTiers:
                 session=self.session,
                 kind=statement.kind,
                 chunk=chunk_size(self.settings.max_value_bytes),
-                keep=self.settings.snapshots_keep,
+                shapes=self._shapes,
             )
+            prune_changesets(conn, ("destructive_query",), self.settings.snapshots_keep)
         rows = changes
         summary = self._summary(statement, returned, changes, rowid)
         detail = {"kind": statement.kind, "changes": rows, "reason": reason, "undo": stored.id}
-        finish = _undo_text(summary, stored)
+        finish = self._undo_text(summary, stored)
         return Outcome(finish(None), rows, detail, finish=finish)
 
     def _overflow_reason(self) -> str:
@@ -284,6 +404,8 @@ class SqlTiers:
 
     @staticmethod
     def _refuse_null_keys(conn: apsw.Connection, tables: frozenset[str]) -> None:
+        if not tables:
+            return
         table = null_key_table(conn, tables)
         if table is not None:
             raise UndoFallback(
@@ -323,6 +445,28 @@ class SqlTiers:
         if why is not None:
             detail["undo_fallback"] = why
         return Outcome(text_out, rows, detail)
+
+    def undo_command(self, ref: str) -> str:
+        """The command that undoes call (or, with `--changeset`, changeset) `ref`, naming
+        this database so that it works as written from any folder."""
+        return f"sqlgate undo {ref} --db {shlex.quote(str(self.db.path.absolute()))}"
+
+    def call_ref(self, number: int) -> str:
+        """`15@3f9a1c07`: a call (or changeset) id that only this database accepts."""
+        identity = self.db.database_id
+        return f"{number}@{identity}" if identity else str(number)
+
+    def _undo_text(self, summary: str, stored: StoredChangeset) -> Callable[[int | None], str]:
+        """The agent's text once the audit id is known: how to undo this very call."""
+
+        def finish(audit_id: int | None) -> str:
+            if audit_id is not None:
+                how = self.undo_command(self.call_ref(audit_id))
+            else:
+                how = self.undo_command(f"--changeset {self.call_ref(stored.id)}")
+            return _with_note(summary, f"undo: {how}")
+
+        return finish
 
     def check_destructive(
         self, sql: object, reason: object, bindings: Bindings, control: CallControl
@@ -384,16 +528,15 @@ def _nothing_to_drop(conn: apsw.Connection, sql: str) -> str | None:
     return f"ok: nothing to drop: no {what} `{shown}`; nothing was run and no snapshot was taken"
 
 
-def _undo_text(summary: str, stored: StoredChangeset) -> Callable[[int | None], str]:
-    """The agent's text once the audit id is known: how to undo this very call."""
+def _unchanged(summary: str, changes: int) -> str:
+    """The answer of a call whose rows all hold the values they held (an UPDATE that set
+    what was there): SQLite counts them, the changeset is empty, and nothing needs undoing."""
+    if not changes:
+        return summary
+    return _with_note(summary, "no value changed, so there is nothing to undo")
+
+
+def _with_note(summary: str, note: str) -> str:
+    """`note` after the summary's first line (RETURNING rows, if any, follow)."""
     first, _, rest = summary.partition("\n")
-
-    def finish(audit_id: int | None) -> str:
-        how = (
-            f"sqlgate undo {audit_id}"
-            if audit_id is not None
-            else (f"sqlgate undo --changeset {stored.id}")
-        )
-        return f"{first}; undo: {how}" + (f"\n{rest}" if rest else "")
-
-    return finish
+    return f"{first}; {note}" + (f"\n{rest}" if rest else "")

@@ -320,18 +320,23 @@ MIGRATIONS: tuple[Migration, ...] = (
                 WHEN EXISTS (SELECT 1 FROM server_info WHERE key = NEW.key)
                 BEGIN SELECT RAISE(ABORT, 'server_info is append-only'); END""",
             # write_query's changesets are pruned apart from destructive_query's
-            "ALTER TABLE undo_changesets ADD COLUMN tool TEXT NOT NULL "
-            "DEFAULT 'destructive_query'",
+            "ALTER TABLE undo_changesets ADD COLUMN tool TEXT NOT NULL DEFAULT 'destructive_query'",
             # JSON list of the sqlite_schema rows a CREATE made (undo drops them); NULL for DML
             "ALTER TABLE undo_changesets ADD COLUMN created TEXT",
-            "CREATE INDEX undo_changesets_by_tool ON undo_changesets (tool, id)",
+            # 1: data in undo_chunks, shapes in undo_table_shapes, states in undo_row_states,
+            # row digests over each value; 2: the same digests over the row's ascii() text,
+            # and data, shapes and states kept in this row when each fits in one chunk (a
+            # write_query call then writes one row of undo data, not four tables)
+            "ALTER TABLE undo_changesets ADD COLUMN format INTEGER NOT NULL DEFAULT 1",
+            "ALTER TABLE undo_changesets ADD COLUMN data BLOB",
+            "ALTER TABLE undo_changesets ADD COLUMN shapes TEXT",
+            "ALTER TABLE undo_changesets ADD COLUMN digests BLOB",
         ),
         (
             ServerObject("server_info", "table"),
             ServerObject("server_info_no_update", "trigger"),
             ServerObject("server_info_no_delete", "trigger"),
             ServerObject("server_info_no_replace", "trigger"),
-            ServerObject("undo_changesets_by_tool", "index"),
         ),
     ),
 )

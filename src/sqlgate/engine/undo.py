@@ -8,8 +8,9 @@
              statement once the session holds more than the budget, then `changeset()`
     store    in the SAME transaction, in chunks (the write connection's SQLITE_LIMIT_LENGTH
              is --max-value-bytes), with what the undo checks (`engine.undo_checks`: each
-             table's identity and columns, a digest of each row an UPDATE left), pruned to
-             the newest --snapshots-keep changesets
+             table's identity and columns, a digest of each row an UPDATE left)
+    prune    destructive_query's changesets to the newest --snapshots-keep; write_query's to
+             --write-undo-keep calls and --write-undo-mb in all (`engine.undo_writes`)
 
 `UndoFallback` is how a step says "take a whole-file snapshot instead"; the caller rolls
 back, snapshots and runs the statement again. The restore side is `engine.undo_restore`.
@@ -18,7 +19,7 @@ back, snapshots and runs the statement again. The restore side is `engine.undo_r
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -27,22 +28,29 @@ import apsw
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import Operation
 from sqlgate.engine.sqltext import quote_identifier
-from sqlgate.engine.undo_checks import TableShape, row_digests, table_shape
+from sqlgate.engine.undo_checks import TableShape, Updates, row_digests, table_shape
 
 __all__ = [
     "Capture",
+    "Kept",
     "StoredChangeset",
+    "Summary",
+    "ShapeCache",
     "UndoFallback",
     "capturing",
     "chunk_size",
     "describe",
+    "load_changeset",
     "null_key_table",
+    "prune_changesets",
     "store_changeset",
+    "summarize",
     "unrestorable_write",
     "written_tables",
 ]
 
 PROGRESS_ID = "sqlgate-undo-budget"
+FORMAT = 2  # how new undo data is kept (undo_changesets.format, migration 8)
 PROGRESS_STEPS = 100
 MAX_CHUNK = 512 * 1024
 _ROW_WRITES = frozenset({"INSERT", "UPDATE", "DELETE"})
@@ -172,25 +180,80 @@ def capturing(conn: apsw.Connection, budget: int) -> Iterator[Capture]:
         session.close()
 
 
-def describe(changeset: bytes) -> tuple[tuple[str, ...], int]:
-    """The tables a changeset touches (in order of first change) and its number of rows."""
+@dataclass(frozen=True)
+class Summary:
+    """A changeset read once: the tables it touches (in order of first change), its number
+    of rows, how many of them are existing rows (UPDATEs and DELETEs), and the old values
+    of its UPDATEs by table (what the row digests are looked up by)."""
+
+    tables: tuple[str, ...]
+    changes: int
+    rewrites: int
+    updates: Updates
+
+
+def summarize(changeset: bytes) -> Summary:
     tables: dict[str, None] = {}
-    count = 0
+    updates: Updates = {}
+    count = rewrites = 0
     for change in apsw.Changeset.iter(changeset):
         tables.setdefault(change.name, None)
         count += 1
-    return tuple(tables), count
+        if change.op != "INSERT":
+            rewrites += 1
+            if change.op == "UPDATE" and change.old is not None:
+                updates.setdefault(change.name, []).append(change.old)
+    return Summary(tuple(tables), count, rewrites, updates)
 
 
-def _shapes(conn: apsw.Connection, tables: tuple[str, ...]) -> dict[str, TableShape]:
+def describe(changeset: bytes) -> tuple[tuple[str, ...], int]:
+    """The tables a changeset touches (in order of first change) and its number of rows."""
+    summary = summarize(changeset)
+    return summary.tables, summary.changes
+
+
+def _shapes(
+    conn: apsw.Connection, tables: tuple[str, ...], cache: ShapeCache | None
+) -> dict[str, TableShape]:
     """Each changed table as it is now (in the call's transaction), under its folded name."""
     shapes: dict[str, TableShape] = {}
     for name in tables:
-        shape = table_shape(conn, name)
+        shape = cache.shape(conn, name) if cache is not None else table_shape(conn, name)
         if shape is None:  # never: the statement just changed its rows
             raise UndoFallback(f"table {name} of the changeset was not found")
         shapes[fold_name(name)] = shape
     return shapes
+
+
+class ShapeCache:
+    """Table shapes of one connection, read again only when `PRAGMA schema_version` moves
+    (a write_query call keeps undo data on every call: reading the catalog each time would
+    cost more than the statement)."""
+
+    def __init__(self) -> None:
+        self._version: int | None = None
+        self._shapes: dict[str, TableShape | None] = {}
+        self._json: dict[tuple[str, ...], str] = {}
+
+    def rows_json(
+        self, tables: tuple[str, ...], rows: Callable[[], list[tuple[str, int, int, str]]]
+    ) -> str:
+        """`rows()` (the shapes of `tables`, read through this cache) as JSON, made once."""
+        text = self._json.get(tables)
+        if text is None:
+            text = self._json[tables] = json.dumps(rows(), ensure_ascii=False)
+        return text
+
+    def shape(self, conn: apsw.Connection, name: str) -> TableShape | None:
+        (version,) = conn.execute("PRAGMA schema_version").fetchone() or (None,)
+        if version != self._version:
+            self._version = version if isinstance(version, int) else None
+            self._shapes = {}
+            self._json = {}
+        key = fold_name(name)
+        if key not in self._shapes:
+            self._shapes[key] = table_shape(conn, name)
+        return self._shapes[key]
 
 
 def _chunks(data: bytes, chunk: int) -> Iterator[tuple[int, bytes]]:
@@ -207,41 +270,137 @@ def store_changeset(
     session: str,
     kind: str,
     chunk: int,
-    keep: int,
+    tool: str = "destructive_query",
+    shapes: ShapeCache | None = None,
+    summary: Summary | None = None,
 ) -> StoredChangeset:
     """Save `changeset`, with the table shapes and row states its undo checks, in the
-    current transaction (right after the statement), and prune to the newest `keep`."""
-    tables, changes = describe(changeset)
-    shapes = _shapes(conn, tables)
-    digests = row_digests(conn, changeset, shapes)
+    current transaction (right after the statement). Pruning is `prune_changesets`.
+
+    Format 2: data, shapes and row states go in the changeset's own row when each fits in
+    one chunk, else in undo_chunks, undo_table_shapes and undo_row_states."""
+    read = summary or summarize(changeset)
+    shaped = _shapes(conn, read.tables, shapes)
+    digests = row_digests(conn, changeset, shaped, updates=read.updates, format=FORMAT)
     if digests is None:
         raise UndoFallback(
             "a changed table has no rowid the undo can name (columns rowid, _rowid_ and oid)"
         )
+
+    def rows() -> list[tuple[str, int, int, str]]:
+        return [
+            (name, shape.schema_rowid, shape.rootpage, shape.to_json())
+            for name, shape in ((name, shaped[fold_name(name)]) for name in read.tables)
+        ]
+
+    shapes_json = (
+        shapes.rows_json(read.tables, rows)
+        if shapes is not None
+        else json.dumps(rows(), ensure_ascii=False)
+    )
+    inline_data = len(changeset) <= chunk
+    inline_shapes = len(shapes_json.encode("utf-8")) <= chunk
+    inline_digests = len(digests) <= chunk
     conn.execute(
-        "INSERT INTO undo_changesets (ts, session, kind, tables, changes, bytes) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        (ts, session, kind, json.dumps(list(tables), ensure_ascii=False), changes, len(changeset)),
-    )
-    changeset_id = int(conn.last_insert_rowid())
-    conn.executemany(
-        "INSERT INTO undo_chunks (changeset_id, seq, data) VALUES (?, ?, ?)",
-        ((changeset_id, seq, data) for seq, data in _chunks(changeset, chunk)),
-    )
-    conn.executemany(
-        "INSERT INTO undo_table_shapes (changeset_id, name, schema_rowid, rootpage, shape) "
-        "VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO undo_changesets (ts, session, kind, tables, changes, bytes, tool, format, "
+        "data, shapes, digests) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
-            (changeset_id, name, shape.schema_rowid, shape.rootpage, shape.to_json())
-            for name, shape in ((name, shapes[fold_name(name)]) for name in tables)
+            ts,
+            session,
+            kind,
+            json.dumps(list(read.tables), ensure_ascii=False),
+            read.changes,
+            len(changeset),
+            tool,
+            FORMAT,
+            changeset if inline_data else None,
+            shapes_json if inline_shapes else None,
+            digests if inline_digests else None,
         ),
     )
-    conn.executemany(
-        "INSERT INTO undo_row_states (changeset_id, seq, digests) VALUES (?, ?, ?)",
-        ((changeset_id, seq, data) for seq, data in _chunks(digests, chunk)),
+    changeset_id = int(conn.last_insert_rowid())
+    if not inline_data:
+        conn.executemany(
+            "INSERT INTO undo_chunks (changeset_id, seq, data) VALUES (?, ?, ?)",
+            ((changeset_id, seq, data) for seq, data in _chunks(changeset, chunk)),
+        )
+    if not inline_shapes:
+        conn.executemany(
+            "INSERT INTO undo_table_shapes (changeset_id, name, schema_rowid, rootpage, shape) "
+            "VALUES (?, ?, ?, ?, ?)",
+            ((changeset_id, *row) for row in rows()),
+        )
+    if not inline_digests:
+        conn.executemany(
+            "INSERT INTO undo_row_states (changeset_id, seq, digests) VALUES (?, ?, ?)",
+            ((changeset_id, seq, data) for seq, data in _chunks(digests, chunk)),
+        )
+    return StoredChangeset(changeset_id, read.tables, read.changes, len(changeset))
+
+
+@dataclass(frozen=True)
+class Kept:
+    """One call's undo data as stored, joined again from wherever it was kept."""
+
+    data: bytes
+    shapes: dict[str, TableShape]  # by folded name
+    digests: bytes
+    format: int
+
+
+def _joined(conn: apsw.Connection, table: str, column: str, changeset_id: int) -> bytes:
+    sql = f"SELECT {column} FROM {table} WHERE changeset_id = ? ORDER BY seq"
+    return b"".join(bytes(chunk) for (chunk,) in conn.execute(sql, (changeset_id,)))
+
+
+def load_changeset(conn: apsw.Connection, changeset_id: int) -> Kept:
+    """The undo data of changeset `changeset_id` (which exists)."""
+    row = conn.execute(
+        "SELECT format, data, shapes, digests FROM undo_changesets WHERE id = ?",
+        (changeset_id,),
+    ).fetchone()
+    fmt, data, shapes_json, digests = row if row is not None else (1, None, None, None)
+    if shapes_json is not None:
+        rows = [(str(n), int(r), int(p), str(t)) for n, r, p, t in json.loads(str(shapes_json))]
+    else:
+        rows = [
+            (str(name), int(rowid), int(root), str(text))
+            for name, rowid, root, text in conn.execute(
+                "SELECT name, schema_rowid, rootpage, shape FROM undo_table_shapes "
+                "WHERE changeset_id = ?",
+                (changeset_id,),
+            )
+        ]
+    return Kept(
+        bytes(data) if data is not None else _joined(conn, "undo_chunks", "data", changeset_id),
+        {fold_name(name): TableShape.from_row(name, r, p, t) for name, r, p, t in rows},
+        bytes(digests)
+        if digests is not None
+        else _joined(conn, "undo_row_states", "digests", changeset_id),
+        int(fmt),
     )
-    old = "SELECT id FROM undo_changesets ORDER BY id DESC LIMIT -1 OFFSET ?"
-    for table in ("undo_chunks", "undo_table_shapes", "undo_row_states"):
-        conn.execute(f"DELETE FROM {table} WHERE changeset_id IN ({old})", (keep,))
-    conn.execute(f"DELETE FROM undo_changesets WHERE id IN ({old})", (keep,))
-    return StoredChangeset(changeset_id, tables, changes, len(changeset))
+
+
+_UNDO_DATA_TABLES = ("undo_chunks", "undo_table_shapes", "undo_row_states")
+
+
+def prune_changesets(
+    conn: apsw.Connection, tools: tuple[str, ...], keep: int, max_bytes: int | None = None
+) -> int:
+    """Delete the oldest undo data of the calls of `tools` beyond the newest `keep` of them
+    and, with `max_bytes`, beyond that many bytes in all; returns how many calls lost theirs."""
+    marks = ", ".join("?" * len(tools))
+    doomed = [
+        (int(changeset_id),)
+        for (changeset_id,) in conn.execute(
+            "SELECT id FROM (SELECT id, row_number() OVER newest AS n, "
+            "sum(bytes) OVER newest AS total FROM undo_changesets "
+            f"WHERE tool IN ({marks}) WINDOW newest AS (ORDER BY id DESC)) "
+            "WHERE n > ? OR total > ?",
+            (*tools, keep, max_bytes if max_bytes is not None else 2**62),
+        )
+    ]
+    for table in _UNDO_DATA_TABLES:
+        conn.executemany(f"DELETE FROM {table} WHERE changeset_id = ?", doomed)
+    conn.executemany("DELETE FROM undo_changesets WHERE id = ?", doomed)
+    return len(doomed)

@@ -29,14 +29,14 @@ from sqlgate.engine.names import fold_name
 from sqlgate.engine.undo_checks import (
     DIGEST_BYTES,
     Conflict,
-    TableShape,
     changed_rows,
     shape_conflict,
     table_shape,
 )
-from sqlgate.errors import InvalidArgument, NotFound, UndoConflict, UndoRefused
+from sqlgate.engine.undo import Kept, load_changeset
+from sqlgate.errors import InvalidArgument, NotFound, UndoConflict, UndoRefused, WrongDatabase
 
-__all__ = ["Conflict", "UndoRestore", "UndoTarget"]
+__all__ = ["UNDOABLE_TOOLS", "Conflict", "UndoRestore", "UndoTarget"]
 
 _CONFLICT_NAMES = {
     apsw.SQLITE_CHANGESET_DATA: "DATA",
@@ -50,12 +50,18 @@ _SHOWN_CONFLICTS = 5
 _LARGEST_ID = 2**63 - 1
 
 
+# the tools whose successful calls keep undo data (and so can be undone)
+UNDOABLE_TOOLS = ("destructive_query", "write_query", "create_view")
+
+
 @dataclass(frozen=True)
 class UndoTarget:
-    """Which call to undo, as the user named it."""
+    """Which call to undo, as the user named it: an audit id or a changeset id, and the
+    database it belongs to (`15@3f9a1c07`; None: the database the command was given)."""
 
     audit_id: int | None = None
     changeset: int | None = None
+    database: str | None = None
 
     @property
     def label(self) -> str:
@@ -91,12 +97,6 @@ def _detail(text: object) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def _joined(conn: apsw.Connection, table: str, column: str, changeset_id: int) -> bytes:
-    """The chunks one changeset's `column` was stored in, joined again."""
-    sql = f"SELECT {column} FROM {table} WHERE changeset_id = ? ORDER BY seq"
-    return b"".join(bytes(chunk) for (chunk,) in conn.execute(sql, (changeset_id,)))
-
-
 class UndoRestore:
     """Undo of destructive DML calls over one `Database`."""
 
@@ -112,22 +112,44 @@ class UndoRestore:
         if row is None:
             raise NotFound(f"no call {audit_id} in query_log; `sqlgate undo --list` shows them")
         tool, ok, text = row
-        if tool != "destructive_query" or not ok:
-            what = f"a call of {tool}" if tool != "destructive_query" else "a failed call"
+        detail = _detail(text)
+        if tool in ("undo", "undo_call"):
             raise UndoRefused(
-                f"call {audit_id} is {what}: only a successful destructive_query can be undone; "
+                f"call {audit_id} is itself an undo, which cannot be undone; to have the change "
+                "back, run the original statement again"
+            )
+        if tool not in UNDOABLE_TOOLS or not ok:
+            what = "a failed call" if tool in UNDOABLE_TOOLS else f"a call of {tool}"
+            raise UndoRefused(
+                f"call {audit_id} is {what}, which changed nothing: there is nothing to undo. "
+                "Only successful write_query, destructive_query and create_view calls can be; "
                 "`sqlgate undo --list` shows those that can"
             )
-        detail = _detail(text)
-        if "undo" not in detail:
-            snapshot = detail.get("snapshot")
-            name = Path(str(snapshot)).name if snapshot else "NAME"
+        if "undo" in detail:
+            return int(detail["undo"])
+        snapshot = detail.get("snapshot")
+        if snapshot:
+            name = Path(str(snapshot)).name
             raise UndoRefused(
                 f"call {audit_id} took a whole-file snapshot instead of row-level undo data. "
                 f"To go back, run `sqlgate snapshots restore {name}` with the server stopped: "
-                "that restores the WHOLE file, losing every change made after the call"
+                "that restores the WHOLE file (sqlgate lists what it would take away first)"
             )
-        return int(detail["undo"])
+        if detail.get("undo_fallback"):
+            raise UndoRefused(
+                f"call {audit_id} kept no undo data ({detail['undo_fallback']}); nothing was "
+                "undone. Fix the rows by hand with write_query or destructive_query"
+            )
+        raise UndoRefused(f"call {audit_id} changed no rows: there is nothing to undo")
+
+    def _check_database(self, target: UndoTarget) -> None:
+        mine = self.db.database_id
+        if target.database is not None and target.database != mine:
+            raise WrongDatabase(
+                f"{target.label}@{target.database} belongs to another database: "
+                f"{self.db.path.absolute()} is database {mine}. Nothing was undone; run the "
+                "command with the --db that the undo hint names"
+            )
 
     def undo(self, target: UndoTarget) -> tuple[str, int, dict[str, Any]]:
         """Restore the rows of one call. Returns (text, rows restored, audit detail)."""
@@ -137,6 +159,7 @@ class UndoRestore:
             _whole_number(target.audit_id, "the audit id")
         else:
             _whole_number(target.changeset, "the changeset id")
+        self._check_database(target)
         with self.db.writing() as conn, immediate_transaction(conn):
             changeset_id = (
                 self._changeset_of_call(conn, target.audit_id)
@@ -148,30 +171,34 @@ class UndoRestore:
                 "WHERE id = ?",
                 (changeset_id,),
             ).fetchone()
-            if record is None:  # for a call: rotated out; a changeset id may never have been
+            if record is None:  # for a call: pruned; a changeset id may never have been
                 gone = UndoRefused if target.audit_id is not None else NotFound
                 raise gone(
-                    f"the undo data of {target.label} (changeset {changeset_id}) is gone: only "
-                    "the newest --snapshots-keep changesets are kept; nothing was undone"
+                    f"the undo data of {target.label} (changeset {changeset_id}) is gone: it was "
+                    "pruned, oldest first (--snapshots-keep for destructive_query, "
+                    "--write-undo-keep and --write-undo-mb for write_query); nothing was undone"
                 )
             kind, tables_json, changes, undone_at, undone_by = record
             if undone_at is not None:
                 raise UndoRefused(
-                    f"{target.label} was already undone at {undone_at} by session {undone_by}; "
+                    f"{target.label} was already undone at {undone_at} by {undone_by}; "
                     "nothing was done"
                 )
-            data = _joined(conn, "undo_chunks", "data", changeset_id)
-            conflicts = self._checks(conn, target, changeset_id, data, int(changes))
+            kept = load_changeset(conn, changeset_id)
+            conflicts = self._checks(conn, target, changeset_id, kept, int(changes))
             if not conflicts:
-                conflicts = self._apply_inverse(conn, data)
+                conflicts = self._apply_inverse(conn, kept.data)
             if conflicts:
                 raise self._refusal(target, conflicts)
             conn.execute(
                 "UPDATE undo_changesets SET undone_at = ?, undone_by = ? WHERE id = ?",
-                (utc_timestamp(self.wall_clock()), self.session, changeset_id),
+                (utc_timestamp(self.wall_clock()), f"session {self.session}", changeset_id),
             )
         tables = ", ".join(json.loads(str(tables_json))) or "no table"
-        text = f"undone: {target.label} ({kind}, {changes} rows in {tables})"
+        text = (
+            f"undone: {target.label} ({kind}, {changes} rows in {tables}) "
+            f"in {self.db.path.absolute()}"
+        )
         detail = {"undoes": target.audit_id, "changeset": changeset_id}
         return text, int(changes), detail
 
@@ -180,19 +207,12 @@ class UndoRestore:
         conn: apsw.Connection,
         target: UndoTarget,
         changeset_id: int,
-        data: bytes,
+        kept: Kept,
         changes: int,
     ) -> list[Conflict]:
         """What stands in the way before anything is written: tables that are gone, are
         other tables now or have other columns; rows an UPDATE changed that differ now."""
-        shapes = {
-            fold_name(str(name)): TableShape.from_row(str(name), int(rowid), int(root), str(text))
-            for name, rowid, root, text in conn.execute(
-                "SELECT name, schema_rowid, rootpage, shape FROM undo_table_shapes "
-                "WHERE changeset_id = ?",
-                (changeset_id,),
-            )
-        }
+        shapes = kept.shapes
         if changes and not shapes:
             raise UndoConflict(
                 f"undo of {target.label} refused: its changeset was kept by an older sqlgate, "
@@ -201,7 +221,7 @@ class UndoRestore:
                 "whole file from a snapshot (`sqlgate snapshots list`)"
             )
         conflicts: list[Conflict] = []
-        for name in dict.fromkeys(change.name for change in apsw.Changeset.iter(data)):
+        for name in dict.fromkeys(change.name for change in apsw.Changeset.iter(kept.data)):
             if fold_name(name) in self.db.protected:
                 continue  # server tables are never written by an undo
             recorded = shapes.get(fold_name(name))
@@ -213,15 +233,14 @@ class UndoRestore:
                 conflicts.append(Conflict("SCHEMA", name, (), reason))
         if conflicts:
             return conflicts
-        digests = _joined(conn, "undo_row_states", "digests", changeset_id)
-        updates = sum(1 for change in apsw.Changeset.iter(data) if change.op == "UPDATE")
-        if len(digests) != updates * DIGEST_BYTES:
+        updates = sum(1 for change in apsw.Changeset.iter(kept.data) if change.op == "UPDATE")
+        if len(kept.digests) != updates * DIGEST_BYTES:
             raise UndoConflict(
                 f"undo of {target.label} refused: the row states kept with changeset "
                 f"{changeset_id} are incomplete. Nothing was undone. Next: restore the rows by "
                 "hand, or the whole file from a snapshot (`sqlgate snapshots list`)"
             )
-        return changed_rows(conn, data, shapes, digests)
+        return changed_rows(conn, kept.data, shapes, kept.digests, kept.format)
 
     def _apply_inverse(self, conn: apsw.Connection, data: bytes) -> list[Conflict]:
         conflicts: list[Conflict] = []
@@ -276,6 +295,22 @@ class UndoRestore:
             "as they were right after the call and run the undo again, or fix the rows by hand"
         )
 
+    def describe(self, target: UndoTarget) -> str:
+        """What call `target` was (its tool, statement and rows), for the person asked to
+        confirm its undo; NotFound / WrongDatabase as the undo would raise them."""
+        self._check_database(target)
+        if target.audit_id is None:
+            return target.label
+        _whole_number(target.audit_id, "the audit id")
+        with self.db.reading() as conn:
+            row = conn.execute(
+                "SELECT tool, query, rows FROM query_log WHERE id = ?", (target.audit_id,)
+            ).fetchone()
+        if row is None:
+            raise NotFound(f"no call {target.audit_id} in query_log")
+        tool, query, rows = row
+        return f"{tool} ({rows} rows): {query or ''}"
+
     def undoable(self) -> list[dict[str, Any]]:
         """Changesets not undone yet, newest first, each with the audit id of its call."""
         with self.db.reading() as conn:
@@ -284,13 +319,14 @@ class UndoRestore:
                     "changeset": int(cid),
                     "audit_id": None,
                     "ts": str(ts),
+                    "tool": str(tool),
                     "kind": str(kind),
                     "tables": json.loads(str(tables)),
                     "rows": int(changes),
                     "reason": None,
                 }
-                for cid, ts, kind, tables, changes in conn.execute(
-                    "SELECT id, ts, kind, tables, changes FROM undo_changesets "
+                for cid, ts, tool, kind, tables, changes in conn.execute(
+                    "SELECT id, ts, tool, kind, tables, changes FROM undo_changesets "
                     "WHERE undone_at IS NULL ORDER BY id DESC"
                 )
             ]
@@ -304,8 +340,8 @@ class UndoRestore:
         until every changeset is matched (a call's audit row is written just after it)."""
         wanted = {item["changeset"]: item for item in found}
         for audit_id, text in conn.execute(
-            "SELECT id, detail FROM query_log WHERE tool = 'destructive_query' AND ok = 1 "
-            "ORDER BY id DESC"
+            "SELECT id, detail FROM query_log WHERE tool IN "
+            "('destructive_query', 'write_query', 'create_view') AND ok = 1 ORDER BY id DESC"
         ):
             detail = _detail(text)
             item = wanted.pop(detail.get("undo"), None) if "undo" in detail else None

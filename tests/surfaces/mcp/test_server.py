@@ -73,12 +73,13 @@ async def test_tools_list_announces_the_sql_memory_and_claims_tools_by_default(
     assert sorted(tool.name for tool in listed.tools) == sorted(
         SQL_TOOLS + MEMORY_TOOLS + CLAIMS_TOOLS
     )
-    assert len(SQL_TOOLS) == len(MEMORY_TOOLS) == 8
+    assert len(SQL_TOOLS) == 9
+    assert len(MEMORY_TOOLS) == 8
     assert len(CLAIMS_TOOLS) == 6
-    assert len(listed.tools) == 22
+    assert len(listed.tools) == 23
 
 
-async def test_sql_only_server_announces_exactly_the_eight_sql_tools(
+async def test_sql_only_server_announces_exactly_the_nine_sql_tools(
     make_service: Callable[..., Service],
 ) -> None:
     async with Client(build_server(make_service(tools=("sql",)))) as sql_only:
@@ -258,10 +259,58 @@ async def test_destructive_query_deletes_and_names_its_undo(
         {"query": "DELETE FROM notes WHERE id = ?", "reason": "drop a test row", "params": [1]},
     )
     assert not result.is_error, text(result)
-    assert re.fullmatch(r"ok: 1 rows affected; undo: sqlgate undo \d+", text(result))
+    assert re.fullmatch(
+        r"ok: 1 rows affected; undo: sqlgate undo \d+@[0-9a-f]{8} --db \S+", text(result)
+    )
     assert not seeded.settings.snapshot_dir.exists()  # row-level undo: no whole-file copy
     left = await client.call_tool("read_query", {"query": "SELECT count(*) AS n FROM notes"})
     assert "n\n2\n" in text(left)
+
+
+async def test_undo_call_takes_back_the_agent_s_own_write(client: Client) -> None:
+    changed = await client.call_tool(
+        "write_query", {"query": "UPDATE notes SET body = 'oops' WHERE id > 0"}
+    )
+    call = re.search(r"undo: sqlgate undo (\S+) --db", text(changed))
+    assert call, text(changed)
+    undone = await client.call_tool(
+        "undo_call", {"audit_id": call[1], "reason": "the WHERE was wrong"}
+    )
+    assert not undone.is_error, text(undone)
+    assert text(undone).startswith(f"undone: call {call[1].split('@')[0]} (UPDATE, 3 rows")
+    rows = await client.call_tool("read_query", {"query": "SELECT body FROM notes ORDER BY id"})
+    assert text(rows) == "body\nalpha beta\ngamma\ndelta\n# 3 rows"
+    again = await client.call_tool("undo_call", {"audit_id": call[1], "reason": "again"})
+    assert again.is_error
+    assert "already undone" in text(again)
+    logged = await client.call_tool(
+        "read_query", {"query": "SELECT tool, ok FROM query_log WHERE tool = 'undo_call'"}
+    )
+    assert text(logged) == "tool,ok\nundo_call,1\nundo_call,0\n# 2 rows"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "phrase"),
+    [
+        pytest.param({"audit_id": "1@00000000", "reason": "r"}, "another database", id="foreign"),
+        pytest.param({"audit_id": "1", "reason": " "}, "reason is required", id="no-reason"),
+        pytest.param({"audit_id": "one", "reason": "r"}, "AUDIT_ID@DATABASE_ID", id="malformed"),
+    ],
+)
+async def test_undo_call_refusals_say_what_to_do(
+    client: Client, arguments: dict[str, Any], phrase: str
+) -> None:
+    result = await client.call_tool("undo_call", arguments)
+    assert result.is_error
+    assert phrase in text(result)
+
+
+async def test_undo_call_is_announced_as_destructive(client: Client) -> None:
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    annotations = tools["undo_call"].annotations
+    assert annotations is not None
+    assert annotations.destructive_hint is True
+    assert annotations.read_only_hint is False
 
 
 async def test_created_view_is_readable_and_described_in_the_schema(client: Client) -> None:

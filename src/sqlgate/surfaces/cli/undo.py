@@ -1,12 +1,13 @@
-"""`sqlgate undo`: put back the rows one destructive_query changed (row-level undo).
+"""`sqlgate undo`: put back what one write_query, destructive_query or create_view changed.
 
-    sqlgate undo AUDIT_ID         the call's id in query_log (the agent was told it)
-    sqlgate undo --changeset N    the stored changeset, when the call has no audit row
-    sqlgate undo --list           calls that can still be undone, newest first
+    sqlgate undo 15@3f9a1c07 --db PATH   the call as its answer named it (audit id @ database)
+    sqlgate undo 15                      call 15 of the --db database
+    sqlgate undo --changeset 7@3f9a1c07  the stored changeset, when the call has no audit row
+    sqlgate undo --list                  calls that can still be undone, newest first
 
 The undo is itself audited (tool `undo`). It is refused, with nothing changed, when rows
-it would restore were changed after the call. A database file that does not exist is
-reported (exit 3), never created.
+it would restore were changed after the call, or when the id names another database's
+call (exit 7). A database file that does not exist is reported (exit 3), never created.
 """
 
 from __future__ import annotations
@@ -27,13 +28,13 @@ from sqlgate.surfaces.terminal import one_line, visible
 __all__ = ["undo"]
 
 DB_OPTIONS = ("db", "busy_timeout", "max_value_bytes")
-_LARGEST_ID = 2**63 - 1
 
 
 _UNDO_TABLE = (
-    Column("audit_id", "audit id", keep_whole=True),
+    Column("audit_id", "call", keep_whole=True),
     Column("changeset", "changeset", keep_whole=True),
     Column("ts", "time (UTC)", keep_whole=True),
+    Column("tool", "tool", keep_whole=True),
     Column("kind", "kind", keep_whole=True),
     Column("tables", "tables", render=lambda names: ",".join(names)),
     Column("rows", "rows", keep_whole=True),
@@ -41,43 +42,43 @@ _UNDO_TABLE = (
 )
 
 
-def _check_id_range(value: int | None, what: str) -> None:
-    """Ids are SQLite integers (signed 64-bit): refuse others before the file is opened."""
-    if value is not None and not 1 <= value <= _LARGEST_ID:
-        raise InvalidArgument(
-            f"{what} must be a whole number from 1 to {_LARGEST_ID}; "
-            "`sqlgate undo --list` shows the calls that can be undone"
-        )
-
-
 @click.command("undo")
-@click.argument("audit_id", type=int, required=False)
-@click.option("--changeset", type=int, default=None, help="undo this stored changeset id")
+@click.argument("audit_id", metavar="CALL", required=False)
+@click.option(
+    "--changeset", metavar="ID", default=None, help="undo this stored changeset (N or N@DATABASE)"
+)
 @click.option("--list", "listing", is_flag=True, help="list the calls that can be undone")
 @click.option("--json", "as_json", is_flag=True, help="with --list: JSON lines for scripts")
 @settings_options(DB_OPTIONS, existing_db=True)
 @reports_errors
 def undo(
-    audit_id: int | None,
-    changeset: int | None,
+    audit_id: str | None,
+    changeset: str | None,
     listing: bool,
     as_json: bool,
     **values: Any,
 ) -> None:
-    """Restore the rows that destructive_query call AUDIT_ID deleted or changed."""
+    """Put back what call CALL changed: its id as the agent's answer gave it
+    (AUDIT_ID@DATABASE_ID, e.g. 15@3f9a1c07), or a plain audit id of the --db database."""
+    from sqlgate.engine.identity import parse_call_ref
+
     chosen = sum((audit_id is not None, changeset is not None, listing))
     if chosen != 1:
         raise InvalidArgument(
-            "give one of: an AUDIT_ID, --changeset N, or --list (see `sqlgate undo --help`)"
+            "give one of: a CALL id (e.g. 15@3f9a1c07), --changeset N, or --list "
+            "(see `sqlgate undo --help`)"
         )
-    _check_id_range(audit_id, "the audit id")
-    _check_id_range(changeset, "the changeset id")
+    for given in (audit_id, changeset):
+        if given is not None:
+            parse_call_ref(given)  # a malformed id is refused before the file is opened
     with existing_service(values, read_only=listing) as service:
         if listing:
             items = service.undoable()
             print_listing(
-                items, _UNDO_TABLE, as_json=as_json, title="calls that can be undone",
-                empty="nothing to undo: no destructive_query with row-level undo data is kept",
+                items, _UNDO_TABLE, as_json=as_json,
+                title=f"calls that can be undone in {service.db.path.absolute()}",
+                empty="nothing to undo: no call with undo data is kept in "
+                f"{service.db.path.absolute()}",
             )  # fmt: skip
             return
         click.echo(visible(service.undo(audit_id, changeset)))

@@ -49,10 +49,12 @@ __all__ = [
     "DECLINED",
     "Approval",
     "Confirmation",
+    "UndoConfirmation",
     "Verdict",
     "can_ask",
     "confirmation_message",
     "guard_destructive_calls",
+    "undo_message",
 ]
 
 DECLINED = (
@@ -209,3 +211,75 @@ def _verdict(answer: Annotated[ElicitationResult[Approval], Resolve(_ask)]) -> V
 
 # the destructive_query parameter the SDK fills by asking (never part of the tool's schema)
 Confirmation = Annotated[Verdict, Resolve(_verdict)]
+
+
+class UndoApproval(BaseModel):
+    """The form the person answers before an undo_call."""
+
+    approve: bool = Field(
+        default=True,
+        title="Undo this call",
+        description="Put back what the call changed (refused if anything changed it since)",
+    )
+
+
+def undo_message(db: str, audit_id: object, reason: str, call: str) -> str:
+    """The question the person sees before an undo_call: which call, and the agent's reason."""
+    return "\n".join(
+        [
+            f"The agent wants to take back call {visible(str(audit_id))} on {visible(db)}:",
+            "",
+            _indented(_shown("statement", call.strip())),
+            "",
+            _indented(_shown("reason", reason.strip()), "The agent's reason: "),
+            "",
+            "The undo is refused, changing nothing, if anything changed those rows since. Undo it?",
+        ]
+    )
+
+
+def _ask_undo(
+    ctx: Context[Any, Any], audit_id: object, reason: object
+) -> Elicit[UndoApproval] | Verdict:
+    """Resolver for undo_call: the question, or the verdict when none is needed (the mode
+    says never, the client cannot ask, or the undo is refused before anything is asked)."""
+    gate = _GATES[ctx.mcp_server]
+    if gate.mode == "never":
+        return Verdict()
+    if not can_ask(ctx):
+        refusal = CANNOT_ASK.replace("destructive_query", "undo_call")
+        return Verdict(refusal) if gate.mode == "always" else Verdict()
+    if not isinstance(reason, str) or not reason.strip():
+        return Verdict()  # the service refuses it for its missing reason
+    if not isinstance(audit_id, (int, str)) or isinstance(audit_id, bool):
+        return Verdict()  # the service refuses the malformed id
+    try:
+        call = gate.service.describe_undo(audit_id)
+    except SqlgateError:
+        return Verdict()  # refused anyway, with its own error
+    except apsw.BusyError:
+        call = f"call {audit_id}"
+    message = undo_message(str(gate.service.settings.db), audit_id, reason, call)
+    return Elicit(message, UndoApproval)
+
+
+def _undo_verdict(
+    answer: Annotated[ElicitationResult[UndoApproval], Resolve(_ask_undo)],
+) -> Verdict:
+    if isinstance(answer, AcceptedElicitation):
+        data: object = answer.data
+        if isinstance(data, Verdict):
+            return data
+        if isinstance(data, UndoApproval) and data.approve:
+            return Verdict(asked=True)
+    if isinstance(answer, CancelledElicitation):
+        return Verdict(CANCELLED.replace("destructive_query", "undo_call"), asked=True)
+    return Verdict(
+        "the user declined this undo_call when asked to confirm it: nothing was undone. Do not "
+        "retry it; ask the user how to go on",
+        asked=True,
+    )
+
+
+# the undo_call parameter the SDK fills by asking (never part of the tool's schema)
+UndoConfirmation = Annotated[Verdict, Resolve(_undo_verdict)]

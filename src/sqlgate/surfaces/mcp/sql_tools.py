@@ -1,4 +1,4 @@
-"""The SQL tool group: eight tools, each a few lines over the service."""
+"""The SQL tool group: nine tools, each a few lines over the service."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pydantic import Field
 
 from sqlgate.engine.textsearch import SearchRequest
 from sqlgate.service import Service
-from sqlgate.surfaces.mcp.confirm import Confirmation, guard_destructive_calls
+from sqlgate.surfaces.mcp.confirm import Confirmation, UndoConfirmation, guard_destructive_calls
 from sqlgate.surfaces.mcp.progress import relay_progress
 from sqlgate.surfaces.mcp.tooling import (
     DESTRUCTIVE,
@@ -33,6 +33,7 @@ SQL_TOOLS = (
     "read_query",
     "write_query",
     "destructive_query",
+    "undo_call",
     "list_tables",
     "describe_table",
     "get_schema",
@@ -88,6 +89,21 @@ def register_sql_tools(server: MCPServer, service: Service) -> None:
                 query, reason, params, c, confirmation.enforce, progress
             )
         )
+
+    @server.tool(annotations=DESTRUCTIVE, structured_output=False)
+    async def undo_call(
+        confirmation: UndoConfirmation,
+        audit_id: Annotated[
+            str | int,
+            Field(
+                description="the call to take back, as its answer's undo hint names it: 15@3f9a1c07"
+            ),
+        ],
+        reason: Annotated[str, Field(description="why this call should be taken back")],
+    ) -> str:
+        """Take back one earlier call of this database exactly (rows, or what a CREATE made);
+        refused, changing nothing, when anything changed those rows since."""
+        return await run_tool(lambda c: service.undo_call(audit_id, reason, confirmation.enforce))
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def list_tables(include_row_counts: bool = True) -> str:

@@ -1,0 +1,324 @@
+"""Row-level undo of write_query (issue 19): every row change keeps its changeset, and its
+answer names the call and the database, so the undo is exact, or refused with nothing
+changed, and never reaches another database."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from sqlgate.engine.undo_writes import PRUNE_EVERY
+from sqlgate.errors import MassRewrite, NotFound, UndoConflict, UndoRefused, WrongDatabase
+from sqlgate.service import Service
+from tests.engine.test_undo import direct, dump
+
+HINT = re.compile(
+    r"; undo: sqlgate undo (?P<id>\d+)@(?P<db>[0-9a-f]{8}) --db (?P<path>\S+)$", re.MULTILINE
+)
+
+SCHEMA = """
+CREATE TABLE tasks (id INTEGER PRIMARY KEY, title TEXT UNIQUE, priority INT, done INT);
+INSERT INTO tasks VALUES (1, 'write', 1, 0), (2, 'test', 2, 0), (3, 'ship', 3, 0),
+    (4, 'rest', 4, 1);
+CREATE TABLE parent (id INTEGER PRIMARY KEY, name TEXT);
+CREATE TABLE child (id INTEGER PRIMARY KEY,
+    parent_id INTEGER REFERENCES parent (id) ON UPDATE CASCADE, note TEXT);
+INSERT INTO parent VALUES (1, 'p1'), (2, 'p2');
+INSERT INTO child VALUES (10, 1, 'c10'), (11, 1, 'c11'), (12, 2, 'c12');
+CREATE TABLE log (id INTEGER PRIMARY KEY, what TEXT);
+CREATE TRIGGER tasks_added AFTER INSERT ON tasks
+    BEGIN INSERT INTO log (what) VALUES ('added ' || NEW.title); END;
+CREATE TABLE keyed (k TEXT PRIMARY KEY, v);
+"""
+
+
+@pytest.fixture
+def world(make_service: Callable[..., Service], db_path: Path) -> Service:
+    service = make_service()
+    with direct(db_path) as conn:
+        conn.execute(SCHEMA)
+    return service
+
+
+def hint(text: str) -> re.Match[str]:
+    found = HINT.search(text)
+    assert found, text
+    return found
+
+
+def ref(text: str) -> str:
+    found = hint(text)
+    return f"{found['id']}@{found['db']}"
+
+
+WRITES = [
+    pytest.param("INSERT INTO tasks (title, priority) VALUES ('plan', 5)", 1, id="insert"),
+    pytest.param("UPDATE tasks SET priority = 0 WHERE id IN (1, 2)", 2, id="update"),
+    pytest.param(
+        "INSERT INTO tasks (id, title, priority) VALUES (1, 'write', 9), (7, 'new', 7) "
+        "ON CONFLICT (id) DO UPDATE SET priority = excluded.priority",
+        2,
+        id="upsert",
+    ),
+    pytest.param("REPLACE INTO tasks (id, title, priority) VALUES (2, 'retest', 8)", 1, id="replace"),
+    pytest.param(
+        "INSERT OR REPLACE INTO tasks (id, title, priority) VALUES (9, 'ship', 1)",
+        1,
+        id="replace-deletes-the-unique-conflict",
+    ),
+    pytest.param("UPDATE parent SET id = 5 WHERE id = 1", 1, id="foreign-key-cascade"),
+    pytest.param("INSERT INTO keyed VALUES ('a', 1), ('b', x'00ff')", 2, id="text-key"),
+]
+
+
+@pytest.mark.parametrize(("sql", "rows"), WRITES)
+def test_every_kind_of_write_is_undone_exactly(
+    world: Service, db_path: Path, sql: str, rows: int
+) -> None:
+    before = dump(db_path)
+    out = world.write_query(sql)
+    assert out.startswith(f"ok: {rows} rows affected")
+    assert dump(db_path) != before
+    answer = world.undo(ref(out))
+    assert answer.startswith(f"undone: call {hint(out)['id']} (")
+    assert answer.endswith(f" in {db_path.absolute()}")
+    assert dump(db_path) == before
+
+
+def test_rows_a_trigger_wrote_on_the_call_s_behalf_are_undone_too(
+    world: Service, db_path: Path
+) -> None:
+    before = dump(db_path)
+    out = world.write_query("INSERT INTO tasks (title) VALUES ('logged')")
+    with direct(db_path) as conn:
+        assert conn.execute("SELECT what FROM log").fetchall() == [("added logged",)]
+    assert "2 rows in tasks, log" in world.undo(ref(out))
+    assert dump(db_path) == before
+
+
+def test_the_hint_names_the_database_so_it_works_from_any_folder(
+    world: Service, db_path: Path
+) -> None:
+    out = world.write_query("UPDATE tasks SET done = 1 WHERE id = 3")
+    found = hint(out)
+    assert found["db"] == world.db.database_id
+    words = shlex.split(out.split("; undo: ", 1)[1])
+    assert words[:2] == ["sqlgate", "undo"]
+    assert words[3:] == ["--db", str(db_path.absolute())]
+    assert Path(words[4]).is_absolute()
+
+
+def test_a_path_with_spaces_is_quoted_for_the_shell(
+    make_service: Callable[..., Service], tmp_path: Path
+) -> None:
+    folder = tmp_path / "my project"
+    folder.mkdir()
+    service = make_service(db=folder / "agent db.sqlite")
+    service.write_query("CREATE TABLE t (v)")
+    out = service.write_query("INSERT INTO t VALUES (1)")
+    assert shlex.split(out.split("; undo: ", 1)[1])[-1] == str(folder / "agent db.sqlite")
+
+
+def test_an_id_of_another_database_is_refused_and_changes_nothing(
+    world: Service, db_path: Path, make_service: Callable[..., Service], tmp_path: Path
+) -> None:
+    other = make_service(db=tmp_path / "other.db")
+    other.write_query("CREATE TABLE tasks (id INTEGER PRIMARY KEY, title TEXT)")
+    foreign = ref(other.write_query("INSERT INTO tasks (title) VALUES ('theirs')"))
+    world.write_query("INSERT INTO tasks (title) VALUES ('mine')")  # a call with that number
+    before = dump(db_path)
+    with pytest.raises(WrongDatabase, match="belongs to another database") as caught:
+        world.undo(foreign)
+    assert caught.value.exit_code == 7
+    assert str(db_path.absolute()) in str(caught.value)
+    assert dump(db_path) == before
+
+
+def test_a_plain_number_names_a_call_of_this_database(world: Service, db_path: Path) -> None:
+    before = dump(db_path)
+    out = world.write_query("UPDATE tasks SET title = 'written' WHERE id = 1")
+    world.undo(int(hint(out)["id"]))
+    assert dump(db_path) == before
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "UPDATE tasks SET priority = 0 WHERE id = 99",
+        "INSERT INTO tasks (id, title) VALUES (1, 'x') ON CONFLICT DO NOTHING",
+    ],
+)
+def test_a_call_that_changed_no_row_offers_no_undo(world: Service, sql: str) -> None:
+    out = world.write_query(sql)
+    assert out == "ok: 0 rows affected"
+    call = int(world.read_query("SELECT max(id) FROM query_log").splitlines()[1])
+    with pytest.raises(UndoRefused, match="changed no rows: there is nothing to undo"):
+        world.undo(call)
+
+
+def test_an_update_that_sets_what_was_there_says_nothing_needs_undoing(world: Service) -> None:
+    out = world.write_query("UPDATE tasks SET priority = priority WHERE id = 1")
+    assert out == "ok: 1 rows affected; no value changed, so there is nothing to undo"
+
+
+def test_an_undo_refuses_rows_changed_since_and_changes_nothing(
+    world: Service, db_path: Path
+) -> None:
+    call = ref(world.write_query("UPDATE tasks SET priority = 0 WHERE id = 1"))
+    world.write_query("UPDATE tasks SET done = 1 WHERE id = 1")  # a column it did not change
+    before = dump(db_path)
+    with pytest.raises(UndoConflict, match=re.escape("tasks row (1): changed again")):
+        world.undo(call)
+    assert dump(db_path) == before
+
+
+def test_an_inserted_row_changed_since_is_a_conflict(world: Service, db_path: Path) -> None:
+    call = ref(world.write_query("INSERT INTO tasks (id, title) VALUES (20, 'new')"))
+    world.write_query("UPDATE tasks SET priority = 1 WHERE id = 20")
+    before = dump(db_path)
+    with pytest.raises(UndoConflict, match="conflict"):
+        world.undo(call)
+    assert dump(db_path) == before
+
+
+def test_an_undo_cannot_be_undone_nor_run_twice(world: Service, db_path: Path) -> None:
+    call = ref(world.write_query("INSERT INTO tasks (title) VALUES ('once')"))
+    world.undo(call)
+    undo_row = int(world.read_query("SELECT max(id) FROM query_log").splitlines()[1])
+    with pytest.raises(UndoRefused, match="is itself an undo"):
+        world.undo(undo_row)
+    with pytest.raises(UndoRefused, match="already undone"):
+        world.undo(call)
+
+
+def test_write_undo_can_be_turned_off(make_service: Callable[..., Service], db_path: Path) -> None:
+    service = make_service(write_undo_keep=0)
+    service.write_query("CREATE TABLE t (v)")
+    out = service.write_query("INSERT INTO t VALUES (1)")
+    assert out == "ok: 1 rows affected (last_insert_rowid=1); undo: none kept (--write-undo-keep is 0)"
+    with direct(db_path) as conn:
+        assert conn.execute("SELECT count(*) FROM undo_changesets").fetchone() == (0,)
+
+
+def test_a_virtual_table_write_says_its_undo_was_not_kept(world: Service, db_path: Path) -> None:
+    world.write_query("CREATE VIRTUAL TABLE docs USING fts5 (body)")
+    out = world.write_query("INSERT INTO docs (body) VALUES ('hello')")
+    assert re.fullmatch(
+        r"ok: 1 rows affected \(last_insert_rowid=1\); undo: none kept \(it writes docs\w*, a "
+        r"virtual table or its shadow table \(fts5, rtree\), which a changeset cannot restore\)",
+        out,
+    ), out
+    assert world.read_query("SELECT body FROM docs") == "body\nhello\n# 1 rows"
+    call = int(world.read_query("SELECT max(id) FROM query_log").splitlines()[1]) - 1
+    with pytest.raises(UndoRefused, match="kept no undo data"):
+        world.undo(call)
+
+
+def test_a_change_over_the_byte_budget_runs_without_undo_and_says_so(
+    make_service: Callable[..., Service], db_path: Path
+) -> None:
+    service = make_service(write_undo_mb=1, max_value_bytes=1_000_000)
+    service.write_query("CREATE TABLE big (b BLOB)")
+    out = service.write_query(
+        "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 30) "
+        "INSERT INTO big SELECT randomblob(100000) FROM c"
+    )
+    assert out.startswith("ok: 30 rows affected (last_insert_rowid=30); undo: none kept (")
+    assert "--write-undo-mb" in out
+    assert service.read_query("SELECT count(*) FROM big") == "count(*)\n30\n# 1 rows"
+
+
+def test_a_null_primary_key_runs_without_undo_and_says_so(world: Service, db_path: Path) -> None:
+    out = world.write_query("INSERT INTO keyed VALUES (NULL, 1)")
+    assert "undo: none kept (keyed has a row whose PRIMARY KEY holds NULL" in out
+    assert world.read_query("SELECT count(*) FROM keyed") == "count(*)\n1\n# 1 rows"
+
+
+def test_the_oldest_write_undo_data_is_pruned_first(
+    make_service: Callable[..., Service], db_path: Path
+) -> None:
+    service = make_service(write_undo_keep=3)
+    service.write_query("CREATE TABLE t (v)")
+    calls = [ref(service.write_query("INSERT INTO t VALUES (?)", [n])) for n in range(PRUNE_EVERY)]
+    with direct(db_path) as conn:
+        kept = [
+            row[0]
+            for row in conn.execute(
+                "SELECT id FROM undo_changesets WHERE tool = 'write_query' ORDER BY id"
+            )
+        ]
+    assert len(kept) <= 3 + PRUNE_EVERY - 1
+    assert kept[-3:] == sorted(kept)[-3:]
+    with pytest.raises(UndoRefused, match="pruned, oldest first"):
+        service.undo(calls[0])
+    service.undo(calls[-1])  # the newest is kept
+
+
+def test_destructive_undo_data_is_pruned_apart_from_writes(
+    make_service: Callable[..., Service], db_path: Path
+) -> None:
+    service = make_service(write_undo_keep=1, snapshots_keep=5)
+    service.write_query("CREATE TABLE t (v)")
+    for n in range(3):
+        service.write_query("INSERT INTO t VALUES (?)", [n])
+    deleted = service.destructive_query("DELETE FROM t WHERE v = 0", reason="r")
+    for n in range(PRUNE_EVERY):
+        service.write_query("INSERT INTO t VALUES (?)", [n])
+    service.undo(ref(deleted))  # writes pruned down to one never evict a destructive call
+
+
+def test_the_guard_still_rolls_back_a_mass_rewrite_with_undo_on(
+    make_service: Callable[..., Service], db_path: Path
+) -> None:
+    service = make_service(max_update_rows=3)
+    service.write_query("CREATE TABLE t (id INTEGER PRIMARY KEY, v)")
+    service.write_query("INSERT INTO t (v) VALUES (1), (2), (3), (4)")
+    before = dump(db_path)
+    with pytest.raises(MassRewrite, match="more than 3 existing rows"):
+        service.write_query("UPDATE t SET v = v + 10 WHERE id > 0")
+    assert dump(db_path) == before
+    assert service.write_query("UPDATE t SET v = v + 10 WHERE id > 1").startswith(
+        "ok: 3 rows affected; undo: "
+    )
+
+
+def test_rows_a_replace_deletes_count_as_rewritten(
+    make_service: Callable[..., Service], db_path: Path
+) -> None:
+    service = make_service(max_update_rows=1)
+    service.write_query("CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT UNIQUE, j TEXT UNIQUE)")
+    service.write_query("INSERT INTO t VALUES (1, 'a', 'x'), (2, 'b', 'y')")
+    before = dump(db_path)
+    with pytest.raises(MassRewrite):  # deletes the rows holding 'a' and 'y'
+        service.write_query("REPLACE INTO t VALUES (3, 'a', 'y')")
+    assert dump(db_path) == before
+
+
+def test_the_audit_row_names_the_undo_data(world: Service, db_path: Path) -> None:
+    out = world.write_query("INSERT INTO tasks (title) VALUES ('audited')")
+    with direct(db_path) as conn:
+        (detail,) = conn.execute(
+            "SELECT detail FROM query_log WHERE id = ?", (int(hint(out)["id"]),)
+        ).fetchone()
+        record = conn.execute(
+            "SELECT tool, kind, changes FROM undo_changesets WHERE id = ?",
+            (json.loads(detail)["undo"],),
+        ).fetchone()
+    assert record == ("write_query", "INSERT", 2)
+
+
+def test_the_listing_shows_write_calls_with_their_database(world: Service) -> None:
+    out = world.write_query("INSERT INTO tasks (title) VALUES ('listed')")
+    (item,) = world.undoable()
+    assert item["audit_id"] == ref(out)
+    assert item["tool"] == "write_query"
+
+
+def test_an_unknown_call_is_not_found(world: Service) -> None:
+    with pytest.raises(NotFound):
+        world.undo(f"9999@{world.db.database_id}")
