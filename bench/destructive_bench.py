@@ -76,7 +76,7 @@ def _undo_is_exact(path: Path, ids: Sequence[int]) -> bool:
     with Service.open(Settings(db=path, undo="rows"), session="s-bench-undo") as service:
         _, out = _delete(service, ids)
         gone = _rows(path, ids) == []
-        service.undo(int(out.rsplit(" ", 1)[1]))
+        service.undo(out.split("sqlgate undo ", 1)[1].split(" ", 1)[0])
     return gone and _rows(path, ids) == before
 
 

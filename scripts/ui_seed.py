@@ -88,7 +88,7 @@ def seed(db: Path, *, now: float | None = None) -> None:
                               reason=f"cleanup {SCRIPT}")  # fmt: skip
         svc.destructive_query("UPDATE customers SET note = 'gone' WHERE id = 2",
                               reason="wrong note")  # fmt: skip
-        undone = int(svc.undoable()[0]["audit_id"])
+        undone = int(str(svc.undoable()[0]["audit_id"]).split("@")[0])
         svc.undo(undone)
         svc.destructive_query(f"DROP TABLE {json.dumps(SCRIPT)}", reason="<svg onload=alert(1)>")
         for payload in PAYLOADS:  # memory refuses C0 controls: those stay in the tables

@@ -107,6 +107,8 @@ ENV_VALUES: dict[str, tuple[str, Any]] = {
     "confirm": (" Always ", "always"),
     "undo": (" FILE ", "file"),
     "undo_max_mb": ("16", 16),
+    "write_undo_keep": (" 10 ", 10),
+    "write_undo_mb": ("8", 8),
     "replicate": (" file:///srv/backups/agent ", "file:///srv/backups/agent"),
 }
 

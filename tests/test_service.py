@@ -93,7 +93,9 @@ def test_write_query_reports_rows_and_last_rowid(ready: Service) -> None:
     assert plain(ready.write_query("INSERT INTO t(body) VALUES ('c')")) == (
         "ok: 1 rows affected (last_insert_rowid=3)"
     )
-    assert plain(ready.write_query("UPDATE t SET body = 'z' WHERE id > ?", [1])) == ("ok: 2 rows affected")
+    assert plain(ready.write_query("UPDATE t SET body = 'z' WHERE id > ?", [1])) == (
+        "ok: 2 rows affected"
+    )
 
 
 def test_destructive_query_needs_a_reason_and_names_its_undo(ready: Service) -> None:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 
 # `; undo: sqlgate undo 15@3f9a1c07 --db /abs/agent.db` (a path with spaces is shell-quoted)
-UNDO_HINT = re.compile(r"; undo: sqlgate undo (?:--changeset )?\d+@[0-9a-f]{8} --db (?:'[^']*'|\S+)")
+UNDO_HINT = re.compile(
+    r"; undo: sqlgate undo (?:--changeset )?\d+@[0-9a-f]{8} --db (?:'[^']*'|\S+)"
+)
 
 
 def plain(text: str) -> str:

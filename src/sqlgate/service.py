@@ -26,12 +26,12 @@ from sqlgate.engine.audit import AuditEntry, AuditLog
 from sqlgate.engine.audit_queue import AuditQueue, queue_path
 from sqlgate.engine.database import Database
 from sqlgate.engine.execute import busy_error, normalize_params
+from sqlgate.engine.identity import parse_call_ref
 from sqlgate.engine.introspect import Introspection
 from sqlgate.engine.limits import CallControl, Clock
 from sqlgate.engine.queries import Outcome, SqlTiers
 from sqlgate.engine.sqltext import fingerprint
 from sqlgate.engine.textsearch import SearchRequest, TextSearch
-from sqlgate.engine.identity import parse_call_ref
 from sqlgate.engine.undo_restore import UndoRestore, UndoTarget
 from sqlgate.engine.views import ViewSaver
 from sqlgate.errors import InvalidArgument, PolicyDenied, SqlgateError

@@ -61,6 +61,7 @@ SERVER_OBJECTS = [
     ("query_errors", "view"),
     ("query_log", "table"),
     ("query_patterns", "view"),
+    ("server_info", "table"),
     ("undo_changesets", "table"),
     ("undo_chunks", "table"),
     ("undo_row_states", "table"),
@@ -72,7 +73,7 @@ def test_list_tables_shows_user_and_server_objects_with_row_counts(shop: Service
     shop.append_event("first memory")
     lines = csv_rows(shop.list_tables())
     assert lines[0] == "name,type,system,rows"
-    assert lines[-1] == "# 16 tables and views"
+    assert lines[-1] == "# 17 tables and views"
     rows = lines[1:-1]
     # one list sorted by name; the system column tells server objects apart
     assert rows[:9] == [
@@ -92,6 +93,7 @@ def test_list_tables_shows_user_and_server_objects_with_row_counts(shop: Service
     assert int(count) >= 2  # the create_view and append_event calls are already logged
     assert rows[11] == "query_patterns,view,1,"
     assert rows[12:] == [
+        "server_info,table,1,1",
         "undo_changesets,table,1,0",
         "undo_chunks,table,1,0",
         "undo_row_states,table,1,0",

@@ -74,7 +74,9 @@ def test_update_reports_rows_without_a_rowid(service: Service) -> None:
 
 def test_returning_rows_come_back_as_csv(service: Service) -> None:
     service.write_query("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)")
-    result = plain(service.write_query("INSERT INTO t (name) VALUES ('a'), ('b, c') RETURNING id, name"))
+    result = plain(
+        service.write_query("INSERT INTO t (name) VALUES ('a'), ('b, c') RETURNING id, name")
+    )
     assert result == 'ok: 2 rows affected (last_insert_rowid=2)\nid,name\n1,a\n2,"b, c"\n# 2 rows'
 
 

@@ -65,7 +65,9 @@ WRITES = [
         2,
         id="upsert",
     ),
-    pytest.param("REPLACE INTO tasks (id, title, priority) VALUES (2, 'retest', 8)", 1, id="replace"),
+    pytest.param(
+        "REPLACE INTO tasks (id, title, priority) VALUES (2, 'retest', 8)", 1, id="replace"
+    ),
     pytest.param(
         "INSERT OR REPLACE INTO tasks (id, title, priority) VALUES (9, 'ship', 1)",
         1,
@@ -200,7 +202,9 @@ def test_write_undo_can_be_turned_off(make_service: Callable[..., Service], db_p
     service = make_service(write_undo_keep=0)
     service.write_query("CREATE TABLE t (v)")
     out = service.write_query("INSERT INTO t VALUES (1)")
-    assert out == "ok: 1 rows affected (last_insert_rowid=1); undo: none kept (--write-undo-keep is 0)"
+    assert (
+        out == "ok: 1 rows affected (last_insert_rowid=1); undo: none kept (--write-undo-keep is 0)"
+    )
     with direct(db_path) as conn:
         assert conn.execute("SELECT count(*) FROM undo_changesets").fetchone() == (0,)
 

@@ -172,7 +172,7 @@ MASS_REWRITES = [
     w("UPDATE OR IGNORE items SET qty = 0 WHERE id > 0", MASS, "update-or-ignore"),
     w("UPDATE OR REPLACE items SET id = id + 100 WHERE id > 0", MASS, "update-or-replace"),
     w("UPDATE items SET qty = 0 WHERE id > ?", MASS, "update-bound", params=[0]),
-    w("REPLACE INTO items(id, name, qty) SELECT id, name, qty FROM items", MASS, "replace-all"),
+    w("REPLACE INTO items(id, name, qty) SELECT id, name, qty + 1 FROM items", MASS, "replace-all"),
     w(
         "INSERT OR REPLACE INTO items(id, name, qty) SELECT id, name, 0 FROM items",
         MASS,

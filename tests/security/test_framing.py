@@ -29,6 +29,7 @@ from tests.security.framing import (
     read_reply,
     split_lines,
 )
+from tests.undo_hint import plain
 
 START = 1767225600.0  # 2026-01-01T00:00:00Z
 TS = "2026-01-01T00:00:00.000Z"
@@ -133,7 +134,9 @@ def test_read_query_column_name(service: Service, payload: str) -> None:
 @pytest.mark.parametrize("payload", SQL_PAYLOADS)
 def test_write_and_destructive_query_returning(service: Service, payload: str) -> None:
     service.write_query("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)")
-    written = read_reply(service.write_query("INSERT INTO t(v) VALUES (?) RETURNING v", [payload]))
+    written = read_reply(
+        plain(service.write_query("INSERT INTO t(v) VALUES (?) RETURNING v", [payload]))
+    )
     assert written.server == ["ok: 1 rows affected (last_insert_rowid=1)", "# 1 rows"]
     assert csv_rows(written.data_after("ok: ")) == [["v"], [payload]]
     deleted = read_reply(

@@ -33,9 +33,9 @@ from sqlgate.engine.undo_checks import TableShape, Updates, row_digests, table_s
 __all__ = [
     "Capture",
     "Kept",
+    "ShapeCache",
     "StoredChangeset",
     "Summary",
-    "ShapeCache",
     "UndoFallback",
     "capturing",
     "chunk_size",

@@ -26,6 +26,7 @@ from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.database import Database
 from sqlgate.engine.names import fold_name
+from sqlgate.engine.undo import Kept, load_changeset
 from sqlgate.engine.undo_checks import (
     DIGEST_BYTES,
     Conflict,
@@ -33,7 +34,6 @@ from sqlgate.engine.undo_checks import (
     shape_conflict,
     table_shape,
 )
-from sqlgate.engine.undo import Kept, load_changeset
 from sqlgate.errors import InvalidArgument, NotFound, UndoConflict, UndoRefused, WrongDatabase
 
 __all__ = ["UNDOABLE_TOOLS", "Conflict", "UndoRestore", "UndoTarget"]

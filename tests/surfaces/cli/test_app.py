@@ -312,6 +312,8 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "confirm": ("always", "always"),
     "undo": ("file", "file"),
     "undo_max_mb": ("8", 8),
+    "write_undo_keep": ("0", 0),
+    "write_undo_mb": ("4", 4),
     "replicate": ("file:///srv/backups/agent", "file:///srv/backups/agent"),
 }
 

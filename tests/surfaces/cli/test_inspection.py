@@ -412,7 +412,7 @@ def test_tools_size_adds_up_per_tool_group_and_protocol() -> None:
 
 def test_tools_table_is_readable_with_and_without_size() -> None:
     plain = succeeded(invoke("tools", "--tools", "sql", env=TERMINAL))
-    assert "8 tools announced" in plain
+    assert "9 tools announced" in plain
     assert "read-only, idempotent" in plain
     assert "destructive" in plain
     assert "tools/list" not in plain

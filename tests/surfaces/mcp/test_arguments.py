@@ -51,6 +51,7 @@ VALID: dict[str, dict[str, Any]] = {
     "read_query": {"query": "SELECT 1"},
     "write_query": {"query": "INSERT INTO t VALUES (1, 'a')"},
     "destructive_query": {"query": "DELETE FROM t WHERE x = 1", "reason": "test"},
+    "undo_call": {"audit_id": "1", "reason": "test"},
     "list_tables": {},
     "describe_table": {"table": "t"},
     "get_schema": {},
@@ -91,6 +92,8 @@ MISSING = [
      "(one INSERT/UPDATE…WHERE/upsert/CREATE statement)"),
     ("destructive_query", {"query": "DELETE FROM t"}, 'argument "reason" is required: a string '
      "(why this change is needed, in a sentence)"),
+    ("undo_call", {"audit_id": "1"}, 'argument "reason" is required: a string '
+     "(why this call should be taken back)"),
     ("describe_table", {}, 'argument "table" is required: a string'),
     ("create_view", {"name": "v"}, 'argument "select_sql" is required: a string '
      "(one SELECT to save)"),
@@ -128,6 +131,8 @@ WRONG_TYPE = [
      'argument "limit" must be an integer of at least 1 (got "ten")'),
     ("write_query", {"query": 5}, 'argument "query" must be a string (got 5)'),
     ("destructive_query", {"query": "DELETE FROM t WHERE x = 1", "reason": ["a"]},
+     'argument "reason" must be a string (got a list of 1 item)'),
+    ("undo_call", {"audit_id": "1", "reason": ["a"]},
      'argument "reason" must be a string (got a list of 1 item)'),
     ("list_tables", {"include_row_counts": "maybe"},
      'argument "include_row_counts" must be true or false (got "maybe")'),

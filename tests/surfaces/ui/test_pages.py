@@ -97,7 +97,7 @@ def test_destructive_calls_show_each_undo_state_and_command(
     page = client.get("/destructive").text
     for state in ("undoable", "undone", "snapshot only"):
         assert f">{state}<" in page
-    assert re.search(r"sqlgate undo \d+ --db " + re.escape(str(seeded_db)), page)
+    assert re.search(r"sqlgate undo \d+@[0-9a-f]{8} --db " + re.escape(str(seeded_db)), page)
     assert "sqlgate snapshots restore " in page
     assert "Snapshots" in page
     assert ".sqlite<" in page

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from sqlgate.engine.identity import database_id
 from sqlgate.engine.snapshots import list_snapshots
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.html import Markup, el
@@ -55,12 +56,13 @@ def _detail(text: Any) -> dict[str, Any]:
 
 def undo_state(
     audit_id: int, ok: int, detail: dict[str, Any], changesets: Mapping[int, tuple[Any, Any]],
-    db: Path, snapshots: frozenset[str],
+    db: Path, snapshots: frozenset[str], identity: str | None = None,
 ) -> UndoState:  # fmt: skip
     """The state of destructive call `audit_id` (`changesets`: id -> (undone_at, undone_by))."""
     if not ok:
         return UndoState("refused" if detail.get("refused") is True else "failed")
-    where = f" --db {shlex.quote(str(db))}"
+    where = f" --db {shlex.quote(str(db.absolute()))}"
+    call = f"{audit_id}@{identity}" if identity else str(audit_id)
     changeset = detail.get("undo")
     if isinstance(changeset, int):
         if changeset not in changesets:
@@ -68,7 +70,7 @@ def undo_state(
         undone_at, undone_by = changesets[changeset]
         if undone_at is not None:
             return UndoState("undone", note=f"at {undone_at} by {undone_by}")
-        return UndoState("undoable", f"sqlgate undo {audit_id}{where}")
+        return UndoState("undoable", f"sqlgate undo {call}{where}")
     snapshot = detail.get("snapshot")
     if isinstance(snapshot, str) and snapshot:
         name = Path(snapshot).name
@@ -88,6 +90,7 @@ def destructive_page(console: Console, query: Mapping[str, str]) -> Page:
     snapshots = list_snapshots(console.settings.snapshot_dir)
     names = frozenset(info.name for info in snapshots)
     with console.reading() as conn:
+        identity = database_id(conn)
         rows = list(conn.execute(
             "SELECT id, ts, session, query, ok, rows, error, detail FROM query_log "
             f"WHERE tool = 'destructive_query' {extra} ORDER BY id DESC LIMIT ?",
@@ -107,7 +110,7 @@ def destructive_page(console: Console, query: Mapping[str, str]) -> Page:
     shown = []
     for call_id, ts, session, text, ok, count, error, _ in rows:
         detail = details[int(call_id)]
-        state = undo_state(int(call_id), ok, detail, changesets, db, names)
+        state = undo_state(int(call_id), ok, detail, changesets, db, names, identity)
         how: list[object] = [el("span", {"class": f"state {state.state.replace(' ', '-')}"},
                                 state.state)]  # fmt: skip
         if state.note:
