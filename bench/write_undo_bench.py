@@ -57,6 +57,13 @@ def _service(folder: Path, keep: int) -> Service:
     return service
 
 
+def _caller(
+    service: Service, sql: str, params: Callable[[int], list[object]]
+) -> Callable[[], object]:
+    counter = iter(range(10**9))
+    return lambda: service.write_query(sql, params(next(counter)))
+
+
 def _in_process(workdir: Path, rounds: int, calls: int) -> dict[str, tuple[float, float]]:
     off, on = _service(workdir, 0), _service(workdir, 1000)
     medians: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in STATEMENTS}
@@ -65,8 +72,7 @@ def _in_process(workdir: Path, rounds: int, calls: int) -> dict[str, tuple[float
             for name, (sql, params) in STATEMENTS.items():
                 count = calls if name.startswith("1-row") else max(2, calls // 10)
                 for index, service in enumerate((off, on)):
-                    counter = iter(range(10**9))
-                    lat = time_sync(lambda: service.write_query(sql, params(next(counter))), count)
+                    lat = time_sync(_caller(service, sql, params), count)
                     medians[name][index].append(lat.percentile(50))
     finally:
         off.close()
