@@ -22,6 +22,7 @@
 | --undo                | SQLGATE_UNDO                  | rows (or file)                   |
 | --undo-max-mb         | SQLGATE_UNDO_MAX_MB           | 64 MiB                           |
 | --replicate           | SQLGATE_REPLICATE             | none (file:///… or s3://…)       |
+| --adopt-db            | SQLGATE_ADOPT_DB              | off (never add tables to an app's file) |
 
 The CLI builds its options from `FLAGS`; `load_settings` applies, in order of strength,
 explicit values, then `SQLGATE_*` environment variables, then the defaults.
@@ -95,6 +96,7 @@ class Settings:
     undo: str = "rows"
     undo_max_mb: int = 64
     replicate: str | None = None  # a replica URL; checked by surfaces/replication/target.py
+    adopt_db: bool = False  # consent to add sqlgate's tables to a file of another program's
 
     def __post_init__(self) -> None:
         if self.undo not in UNDO_MODES:
@@ -233,6 +235,12 @@ FLAGS: tuple[Flag, ...] = (
         "replicate the database with Litestream to file:///folder or s3://bucket/prefix "
         "(S3-compatible: ?endpoint=http://host:port); needs sqlgate[replicate]",
         _replica_url,
+    ),
+    Flag(
+        "adopt_db",
+        "let sqlgate add its tables to a --db that holds another program's tables (and set "
+        "its application_id and user_version, and switch it to WAL)",
+        _bool,
     ),
 )
 
