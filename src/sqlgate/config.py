@@ -22,7 +22,7 @@
 | --undo                | SQLGATE_UNDO                  | rows (or file)                   |
 | --undo-max-mb         | SQLGATE_UNDO_MAX_MB           | 64 MiB                           |
 | --replicate           | SQLGATE_REPLICATE             | none (file:///… or s3://…)       |
-| --adopt-db            | SQLGATE_ADOPT_DB              | off (never add tables to an app's file) |
+| --adopt-db            | SQLGATE_ADOPT_DB              | off (another program's file: no) |
 
 The CLI builds its options from `FLAGS`; `load_settings` applies, in order of strength,
 explicit values, then `SQLGATE_*` environment variables, then the defaults.

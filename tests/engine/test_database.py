@@ -323,9 +323,7 @@ def folder_state(folder: Path) -> dict[str, str]:
     }
 
 
-def make_app_db(
-    path: Path, *, wal: bool = False, user_version: int = 0, app_id: int = 0
-) -> Path:
+def make_app_db(path: Path, *, wal: bool = False, user_version: int = 0, app_id: int = 0) -> Path:
     """An application's database: tables, an index, a view and a trigger, rollback journal."""
     conn = apsw.Connection(str(path))
     try:
@@ -459,9 +457,7 @@ def test_a_link_to_an_app_database_is_refused_the_same_way(tmp_path: Path) -> No
     assert sorted(p.name for p in tmp_path.iterdir()) == ["agent.db", "real"]
 
 
-def test_a_relative_path_is_shown_absolute(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_relative_path_is_shown_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     make_app_db(tmp_path / "app.db")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(StartupError) as caught:

@@ -57,33 +57,76 @@ CASES = [
     pytest.param(facts(), Owner.NEW, False, False, id="sqlite-file-with-no-schema"),
     pytest.param(facts(*APP), Owner.OTHER_TABLES, True, False, id="app-tables-index-view-trigger"),
     pytest.param(facts(("view", "v")), Owner.OTHER_TABLES, True, False, id="a-view-alone"),
-    pytest.param(facts(("table", "sqlite_stat1")), Owner.OTHER_TABLES, True, False,
-                 id="only-sqlites-own-statistics"),  # fmt: skip
-    pytest.param(facts(*APP, user_version=7), Owner.OTHER_HEADER, True, True,
-                 id="app-tables-user-version-7"),  # fmt: skip
-    pytest.param(facts(user_version=7), Owner.OTHER_HEADER, True, True,
-                 id="user-version-without-tables"),  # fmt: skip
-    pytest.param(facts(*APP, app_id=OTHER_APP), Owner.OTHER_HEADER, True, True,
-                 id="another-apps-id"),  # fmt: skip
-    pytest.param(facts(app_id=OTHER_APP), Owner.OTHER_HEADER, True, True,
-                 id="another-apps-id-without-tables"),  # fmt: skip
-    pytest.param(facts(*SERVER, ("table", "query_log"), app_id=OTHER_APP,
-                       log_columns=SQLGATE_LOG_COLUMNS), Owner.OTHER_HEADER, True, True,
-                 id="sqlgate-tables-under-another-apps-id"),  # fmt: skip
-    pytest.param(facts(*SERVER, ("table", "notes"), app_id=APPLICATION_ID, user_version=7,
-                       log_columns=SQLGATE_LOG_COLUMNS), Owner.SQLGATE, False, False,
-                 id="sqlgate-with-the-agents-tables"),  # fmt: skip
-    pytest.param(facts(app_id=APPLICATION_ID), Owner.SQLGATE, False, False,
-                 id="sqlgates-id-no-schema-yet"),  # fmt: skip
-    pytest.param(facts(*SERVER, ("table", "notes"), log_columns=SQLGATE_LOG_COLUMNS),
-                 Owner.SQLGATE_UNMARKED, True, True, id="sqlgate-tables-header-lost"),  # fmt: skip
-    pytest.param(facts(*SERVER, user_version=3, log_columns=SQLGATE_LOG_COLUMNS),
-                 Owner.SQLGATE_UNMARKED, True, True,
-                 id="sqlgate-tables-version-without-id"),  # fmt: skip
-    pytest.param(facts(("table", "query_log"), log_columns=("id", "sql", "at")),
-                 Owner.OTHER_TABLES, True, False, id="an-apps-own-query-log"),  # fmt: skip
-    pytest.param(facts(("table", "QUERY_LOG"), log_columns=SQLGATE_LOG_COLUMNS),
-                 Owner.SQLGATE_UNMARKED, True, True, id="query-log-in-capitals"),  # fmt: skip
+    pytest.param(
+        facts(("table", "sqlite_stat1")),
+        Owner.OTHER_TABLES,
+        True,
+        False,
+        id="only-sqlites-own-statistics",
+    ),
+    pytest.param(
+        facts(*APP, user_version=7), Owner.OTHER_HEADER, True, True, id="app-tables-user-version-7"
+    ),
+    pytest.param(
+        facts(user_version=7), Owner.OTHER_HEADER, True, True, id="user-version-without-tables"
+    ),
+    pytest.param(
+        facts(*APP, app_id=OTHER_APP), Owner.OTHER_HEADER, True, True, id="another-apps-id"
+    ),
+    pytest.param(
+        facts(app_id=OTHER_APP), Owner.OTHER_HEADER, True, True, id="another-apps-id-without-tables"
+    ),
+    pytest.param(
+        facts(*SERVER, ("table", "query_log"), app_id=OTHER_APP, log_columns=SQLGATE_LOG_COLUMNS),
+        Owner.OTHER_HEADER,
+        True,
+        True,
+        id="sqlgate-tables-under-another-apps-id",
+    ),
+    pytest.param(
+        facts(
+            *SERVER,
+            ("table", "notes"),
+            app_id=APPLICATION_ID,
+            user_version=7,
+            log_columns=SQLGATE_LOG_COLUMNS,
+        ),
+        Owner.SQLGATE,
+        False,
+        False,
+        id="sqlgate-with-the-agents-tables",
+    ),
+    pytest.param(
+        facts(app_id=APPLICATION_ID), Owner.SQLGATE, False, False, id="sqlgates-id-no-schema-yet"
+    ),
+    pytest.param(
+        facts(*SERVER, ("table", "notes"), log_columns=SQLGATE_LOG_COLUMNS),
+        Owner.SQLGATE_UNMARKED,
+        True,
+        True,
+        id="sqlgate-tables-header-lost",
+    ),
+    pytest.param(
+        facts(*SERVER, user_version=3, log_columns=SQLGATE_LOG_COLUMNS),
+        Owner.SQLGATE_UNMARKED,
+        True,
+        True,
+        id="sqlgate-tables-version-without-id",
+    ),
+    pytest.param(
+        facts(("table", "query_log"), log_columns=("id", "sql", "at")),
+        Owner.OTHER_TABLES,
+        True,
+        False,
+        id="an-apps-own-query-log",
+    ),
+    pytest.param(
+        facts(("table", "QUERY_LOG"), log_columns=SQLGATE_LOG_COLUMNS),
+        Owner.SQLGATE_UNMARKED,
+        True,
+        True,
+        id="query-log-in-capitals",
+    ),
 ]
 
 
@@ -126,14 +169,24 @@ def test_the_refusal_names_the_file_the_tables_and_the_flag() -> None:
         pytest.param((("table", "users"),), "tables (users)", id="one-table"),
         pytest.param((("table", "a"), ("view", "b")), "tables and views (a, b)", id="mixed"),
         pytest.param((("view", "v"),), "views (v)", id="views-only"),
-        pytest.param((("table", "t"), ("index", "i"), ("trigger", "g")), "tables (t)",
-                     id="indexes-and-triggers-not-listed"),  # fmt: skip
-        pytest.param((("table", "bad\nname\x1b[2J"),), "tables (\"bad\\nname\\x1b[2J\")",
-                     id="control-characters-escaped"),  # fmt: skip
-        pytest.param((("table", "a, b"), ("table", 'q"t')), 'tables ("a, b", "q""t")',
-                     id="odd-names-quoted"),  # fmt: skip
-        pytest.param(tuple(("table", f"t{i}") for i in range(4)), "tables (t0, t1, t2, +1 more)",
-                     id="at-most-three"),  # fmt: skip
+        pytest.param(
+            (("table", "t"), ("index", "i"), ("trigger", "g")),
+            "tables (t)",
+            id="indexes-and-triggers-not-listed",
+        ),
+        pytest.param(
+            (("table", "bad\nname\x1b[2J"),),
+            'tables ("bad\\nname\\x1b[2J")',
+            id="control-characters-escaped",
+        ),
+        pytest.param(
+            (("table", "a, b"), ("table", 'q"t')), 'tables ("a, b", "q""t")', id="odd-names-quoted"
+        ),
+        pytest.param(
+            tuple(("table", f"t{i}") for i in range(4)),
+            "tables (t0, t1, t2, +1 more)",
+            id="at-most-three",
+        ),
     ],
 )
 def test_names_are_shown_safely_and_few(objects: tuple[tuple[str, str], ...], shown: str) -> None:
@@ -146,8 +199,9 @@ def test_names_are_shown_safely_and_few(objects: tuple[tuple[str, str], ...], sh
     ("header", "shown"),
     [
         pytest.param({"user_version": 7}, "user_version 7, application_id 0", id="user-version"),
-        pytest.param({"app_id": OTHER_APP}, "user_version 0, application_id 0x47504b47",
-                     id="application-id"),  # fmt: skip
+        pytest.param(
+            {"app_id": OTHER_APP}, "user_version 0, application_id 0x47504b47", id="application-id"
+        ),
     ],
 )
 def test_another_applications_header_is_refused_even_with_consent(

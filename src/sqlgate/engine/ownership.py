@@ -1,18 +1,18 @@
 """Whose file is it: facts read from a database file without changing it, and the pure
 judgement of whether sqlgate may add its tables to it (issue 19).
 
-| owner              | the file                                                  | --db alone | with --adopt-db |
-|--------------------|-----------------------------------------------------------|------------|-----------------|
-| `NEW`              | missing, 0 bytes, or no schema object and a zero header    | taken      | taken           |
-| `SQLGATE`          | application_id "SQGT" (the agent's own tables are fine)    | opened     | opened          |
-| `OTHER_TABLES`     | schema objects, header 0, not sqlgate's tables             | refused    | adopted         |
-| `OTHER_HEADER`     | another application_id, or a user_version without "SQGT"   | refused    | refused         |
-| `SQLGATE_UNMARKED` | sqlgate's `query_log` but no "SQGT" (a `.dump` copy)       | refused    | refused         |
+| owner              | the file                                              | alone   | consent |
+|--------------------|-------------------------------------------------------|---------|---------|
+| `NEW`              | missing, 0 bytes, or no schema object, header 0       | taken   | taken   |
+| `SQLGATE`          | application_id "SQGT" (the agent's tables are fine)   | opened  | opened  |
+| `OTHER_TABLES`     | schema objects, header 0, not sqlgate's tables        | refused | adopted |
+| `OTHER_HEADER`     | another application_id, or user_version without SQGT  | refused | refused |
+| `SQLGATE_UNMARKED` | sqlgate's `query_log` but no "SQGT" (a `.dump` copy)  | refused | refused |
 
-sqlgate keeps its schema version in `user_version` and marks its files with
-`application_id`, so a file whose program uses either is never shared. `read_only`
-commands (`stats`, `log`, `verify`, `export`, `ui`) refuse every file that is not sqlgate's:
-there is nothing of sqlgate's to read in it.
+Consent is `--adopt-db`. sqlgate keeps its schema version in `user_version` and marks its
+files with `application_id`, so a file whose program uses either is never shared.
+`read_only` commands (`stats`, `log`, `verify`, `export`, `ui`) refuse every file that is
+not sqlgate's: there is nothing of sqlgate's to read in it.
 
 The facts are read on a read-only connection that creates no file beside the database:
 a WAL database that no program has open (no write-ahead log with content) is read as

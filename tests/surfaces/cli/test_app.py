@@ -313,6 +313,7 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "undo": ("file", "file"),
     "undo_max_mb": ("8", 8),
     "replicate": ("file:///srv/backups/agent", "file:///srv/backups/agent"),
+    "adopt_db": ("1", True),
 }
 
 
@@ -336,6 +337,8 @@ def test_samples_cover_every_flag() -> None:
 def _option_args(name: str, raw: str) -> list[str]:
     if name == "audit":
         return ["--no-audit"] if raw == "off" else ["--audit"]
+    if name == "adopt_db":  # consent is a bare flag
+        return ["--adopt-db"]
     return [next(f.option for f in FLAGS if f.name == name), raw]
 
 

@@ -41,9 +41,7 @@ def folder_state(folder: Path) -> dict[str, str]:
     }
 
 
-def make_app_db(
-    path: Path, *, wal: bool = False, user_version: int = 0, app_id: int = 0
-) -> Path:
+def make_app_db(path: Path, *, wal: bool = False, user_version: int = 0, app_id: int = 0) -> Path:
     conn = apsw.Connection(str(path))
     try:
         if wal:
@@ -92,6 +90,7 @@ READERS = [
     pytest.param(("undo", "--list"), id="undo-list"),
     pytest.param(("claims", "list"), id="claims-list"),
     pytest.param(("ui", "--port", "0"), id="ui"),
+    pytest.param(("replicate", "file:///nonexistent-replica"), id="replicate"),  # Litestream writes
 ]
 
 
@@ -114,7 +113,8 @@ def test_a_command_that_writes_refuses_an_app_database_untouched(
     assert str(db) in line
     assert folder_state(tmp_path) == before
     if not variant or variant == {"wal": True}:
-        assert "another program's tables and views (users, orders, alembic_version, +1 more)" in line
+        shown = "another program's tables and views (users, orders, alembic_version, +1 more)"
+        assert shown in line
         assert "--adopt-db (SQLGATE_ADOPT_DB=1)" in line
     else:
         assert "belongs to another application" in line
@@ -178,8 +178,15 @@ def test_consent_never_overwrites_another_applications_header(tmp_path: Path) ->
 
 @pytest.mark.parametrize(
     "command",
-    [("serve",), ("claims", "add"), ("claims", "confirm"), ("undo",), ("capture",),
-     ("import", "mycorrhiza"), ("import", "claims-mcp")],  # fmt: skip
+    [
+        ("serve",),
+        ("claims", "add"),
+        ("claims", "confirm"),
+        ("undo",),
+        ("capture",),
+        ("import", "mycorrhiza"),
+        ("import", "claims-mcp"),
+    ],
     ids=" ".join,
 )
 def test_every_command_that_writes_takes_the_consent_flag(command: tuple[str, ...]) -> None:
@@ -206,7 +213,8 @@ def test_a_table_name_with_control_characters_reaches_the_terminal_escaped(
     conn.execute('CREATE TABLE "evil\x1b]0;pwned\x07\nname" (x)')
     conn.close()
     line = error_line(invoke("claims", "add", *CLAIM, "--db", str(db)), 8)
-    assert "\x1b" not in line and "\x07" not in line
+    assert "\x1b" not in line
+    assert "\x07" not in line
     assert '("evil\\x1b]0;pwned\\x07\\nname")' in line
 
 
