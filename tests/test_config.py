@@ -47,6 +47,7 @@ DEFAULTS = [
     pytest.param("undo", "rows", id="undo-rows"),
     pytest.param("undo_max_mb", 64, id="undo-max-mb-64"),
     pytest.param("replicate", None, id="no-replication"),
+    pytest.param("adopt_db", False, id="another-programs-file-never-adopted"),
 ]
 
 
@@ -110,6 +111,7 @@ ENV_VALUES: dict[str, tuple[str, Any]] = {
     "write_undo_keep": (" 10 ", 10),
     "write_undo_mb": ("8", 8),
     "replicate": (" file:///srv/backups/agent ", "file:///srv/backups/agent"),
+    "adopt_db": ("1", True),
 }
 
 

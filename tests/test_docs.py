@@ -248,3 +248,28 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     ]
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert ci[-1] == command
+
+
+def test_what_adopting_adds_is_what_a_new_database_holds(tmp_path: Path) -> None:
+    """The README's `--adopt-db` paragraph counts sqlgate's objects, and its Alembic
+    snippet lists every server table (with Litestream's, present under replication)."""
+    from sqlgate.config import Settings
+    from sqlgate.engine.database import Database
+    from sqlgate.engine.schema import LITESTREAM_TABLES
+
+    db = Database.open(Settings(db=tmp_path / "agent.db"))
+    try:
+        rows = db.server.execute("SELECT type, name FROM sqlite_schema").fetchall()
+    finally:
+        db.close()
+    quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    kinds = ("table", "trigger", "index")
+    count = {kind: sum(1 for row in rows if row[0] == kind) for kind in kinds}
+    prose = " ".join(quick_start.split())
+    assert f"adds its {count['table']} tables" in prose
+    assert f"with their {count['trigger']} " in prose
+    assert f"{count['index']} indexes" in prose
+    snippet = quick_start.split("SQLGATE_TABLES = set(", 1)[1].split(".split()", 1)[0]
+    listed = set(re.findall(r"\w+", snippet))
+    tables = {str(name) for kind, name in rows if kind == "table"}
+    assert listed == tables | set(LITESTREAM_TABLES)

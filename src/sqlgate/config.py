@@ -24,6 +24,7 @@
 | --write-undo-keep     | SQLGATE_WRITE_UNDO_KEEP       | 1000 calls (0: none kept)        |
 | --write-undo-mb       | SQLGATE_WRITE_UNDO_MB         | 64 MiB                           |
 | --replicate           | SQLGATE_REPLICATE             | none (file:///… or s3://…)       |
+| --adopt-db            | SQLGATE_ADOPT_DB              | off (another program's file: no) |
 
 The CLI builds its options from `FLAGS`; `load_settings` applies, in order of strength,
 explicit values, then `SQLGATE_*` environment variables, then the defaults.
@@ -99,6 +100,7 @@ class Settings:
     write_undo_keep: int = 1000
     write_undo_mb: int = 64
     replicate: str | None = None  # a replica URL; checked by surfaces/replication/target.py
+    adopt_db: bool = False  # consent to add sqlgate's tables to a file of another program's
 
     def __post_init__(self) -> None:
         if self.undo not in UNDO_MODES:
@@ -257,6 +259,12 @@ FLAGS: tuple[Flag, ...] = (
         "replicate the database with Litestream to file:///folder or s3://bucket/prefix "
         "(S3-compatible: ?endpoint=http://host:port); needs sqlgate[replicate]",
         _replica_url,
+    ),
+    Flag(
+        "adopt_db",
+        "let sqlgate add its tables to a --db that holds another program's tables (and set "
+        "its application_id and user_version, and switch it to WAL)",
+        _bool,
     ),
 )
 

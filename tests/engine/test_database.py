@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import stat
@@ -10,6 +11,7 @@ import tempfile
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
@@ -193,7 +195,7 @@ def test_an_existing_user_database_is_adopted_with_its_data(tmp_path: Path) -> N
     conn = apsw.Connection(str(path))
     conn.execute("CREATE TABLE mine(x); INSERT INTO mine VALUES ('kept')")
     conn.close()
-    db = Database.open(Settings(db=path))
+    db = Database.open(Settings(db=path, adopt_db=True))
     try:
         with db.reading() as reader:
             assert reader.execute("SELECT x FROM mine").fetchall() == [("kept",)]
@@ -298,3 +300,180 @@ def test_a_failed_open_closes_what_it_opened(
     for conn in opened:
         with pytest.raises(apsw.ConnectionClosedError):
             conn.execute("SELECT 1")
+
+
+# -- a file that holds another program's tables (issue 19) -----------------------------------
+
+OTHER_APP = 0x47504B47  # GeoPackage's "GPKG"
+APP_VARIANTS = [
+    pytest.param({}, id="plain"),
+    pytest.param({"user_version": 7}, id="user-version-7"),
+    pytest.param({"app_id": OTHER_APP}, id="another-apps-id"),
+    pytest.param({"wal": True}, id="wal-mode"),
+]
+ADOPTABLE = [APP_VARIANTS[0], APP_VARIANTS[3]]
+
+
+def folder_state(folder: Path) -> dict[str, str]:
+    """sha256 of every file in the folder by name: the database and any -wal, -shm, -journal."""
+    return {
+        path.name: hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.iterdir())
+        if path.is_file()
+    }
+
+
+def make_app_db(path: Path, *, wal: bool = False, user_version: int = 0, app_id: int = 0) -> Path:
+    """An application's database: tables, an index, a view and a trigger, rollback journal."""
+    conn = apsw.Connection(str(path))
+    try:
+        if wal:
+            conn.pragma("journal_mode", "wal")
+        conn.execute(
+            "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);"
+            "CREATE TABLE orders (id INTEGER PRIMARY KEY, user_id INTEGER, total REAL);"
+            "CREATE TABLE alembic_version (version_num TEXT PRIMARY KEY);"
+            "CREATE TABLE invoices (id INTEGER PRIMARY KEY);"
+            "CREATE INDEX users_by_name ON users (name);"
+            "CREATE VIEW big_orders AS SELECT * FROM orders WHERE total > 100;"
+            "CREATE TRIGGER orders_positive BEFORE INSERT ON orders WHEN NEW.total < 0 "
+            "BEGIN SELECT RAISE(ABORT, 'negative'); END;"
+            "INSERT INTO users (name) VALUES ('ada'), ('grace');"
+            "INSERT INTO alembic_version VALUES ('3f2a1b');"
+        )
+        conn.pragma("user_version", user_version)
+        conn.pragma("application_id", app_id)
+    finally:
+        conn.close()
+    return path
+
+
+@pytest.mark.parametrize("variant", APP_VARIANTS)
+@pytest.mark.parametrize("read_only", [False, True], ids=["serve-open", "read-only-open"])
+def test_an_app_database_is_refused_and_left_byte_identical(
+    tmp_path: Path, variant: dict[str, Any], read_only: bool
+) -> None:
+    path = make_app_db(tmp_path / "app.db", **variant)
+    before = folder_state(tmp_path)
+    with pytest.raises(StartupError) as caught:
+        Database.open(Settings(db=path), read_only=read_only)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(str(path))
+    assert folder_state(tmp_path) == before
+
+
+@pytest.mark.parametrize("variant", ADOPTABLE)
+def test_without_consent_the_refusal_names_the_tables_and_the_flag(
+    tmp_path: Path, variant: dict[str, Any]
+) -> None:
+    path = make_app_db(tmp_path / "app.db", **variant)
+    with pytest.raises(StartupError) as caught:
+        Database.open(Settings(db=path))
+    message = str(caught.value)
+    assert "users, orders, alembic_version, +2 more" in message
+    assert "--adopt-db (SQLGATE_ADOPT_DB=1)" in message
+
+
+@pytest.mark.parametrize("variant", ADOPTABLE)
+def test_with_consent_an_app_database_is_migrated_and_keeps_its_rows(
+    tmp_path: Path, variant: dict[str, Any]
+) -> None:
+    path = make_app_db(tmp_path / "app.db", **variant)
+    db = Database.open(Settings(db=path, adopt_db=True))
+    try:
+        assert db.schema_version == MIGRATIONS[-1].version
+        assert db.server.pragma("application_id") == APPLICATION_ID
+        assert db.server.pragma("journal_mode") == "wal"
+        with db.reading() as reader:
+            assert reader.execute("SELECT name FROM users ORDER BY id").fetchall() == [
+                ("ada",),
+                ("grace",),
+            ]
+    finally:
+        db.close()
+    Database.open(Settings(db=path)).close()  # adopted once: the file is sqlgate's now
+
+
+@pytest.mark.parametrize("variant", APP_VARIANTS[1:3])
+def test_consent_does_not_let_sqlgate_overwrite_another_applications_header(
+    tmp_path: Path, variant: dict[str, Any]
+) -> None:
+    path = make_app_db(tmp_path / "app.db", **variant)
+    before = folder_state(tmp_path)
+    with pytest.raises(StartupError, match="even with --adopt-db"):
+        Database.open(Settings(db=path, adopt_db=True))
+    assert folder_state(tmp_path) == before
+
+
+def _empty_schema_file(path: Path) -> None:
+    conn = apsw.Connection(str(path))
+    conn.execute("CREATE TABLE scratch (x); DROP TABLE scratch; VACUUM")
+    conn.close()
+    assert path.stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda path: path.write_bytes(b""), id="0-byte-file"),
+        pytest.param(_empty_schema_file, id="sqlite-file-with-no-schema"),
+        pytest.param(lambda path: None, id="missing-file"),
+    ],
+)
+def test_a_new_or_empty_file_is_taken_without_consent(
+    tmp_path: Path, make: Callable[[Path], None]
+) -> None:
+    path = tmp_path / "agent.db"
+    make(path)
+    db = Database.open(Settings(db=path))
+    try:
+        assert db.server.pragma("application_id") == APPLICATION_ID
+    finally:
+        db.close()
+
+
+def test_a_sqlgate_database_with_the_agents_tables_opens_without_consent(tmp_path: Path) -> None:
+    path = tmp_path / "agent.db"
+    db = Database.open(Settings(db=path))
+    with db.writing() as writer:
+        writer.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+    db.close()
+    Database.open(Settings(db=path)).close()
+    Database.open(Settings(db=path), read_only=True).close()
+
+
+def test_a_link_to_an_app_database_is_refused_the_same_way(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    target = make_app_db(real / "app.db")
+    link = tmp_path / "agent.db"
+    link.symlink_to(target)
+    before = folder_state(real)
+    with pytest.raises(StartupError, match="holds another program's tables") as caught:
+        Database.open(Settings(db=link))
+    assert f"(a link to {target})" in str(caught.value)
+    assert folder_state(real) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["agent.db", "real"]
+
+
+def test_a_relative_path_is_shown_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_app_db(tmp_path / "app.db")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StartupError) as caught:
+        Database.open(Settings(db=Path("app.db")))
+    assert str(caught.value).startswith(f"{tmp_path / 'app.db'} holds another program's tables")
+
+
+def test_a_copy_of_sqlgates_tables_without_its_header_is_refused(tmp_path: Path) -> None:
+    """`sqlite3 agent.db .dump | sqlite3 copy.db` keeps the tables, not the header."""
+    path = tmp_path / "copy.db"
+    conn = apsw.Connection(str(path))
+    for statement in MIGRATIONS[0].statements:
+        conn.execute(statement)
+    conn.close()
+    before = folder_state(tmp_path)
+    for adopt in (False, True):
+        with pytest.raises(StartupError, match="sqlgate's tables"):
+            Database.open(Settings(db=path, adopt_db=adopt))
+    assert folder_state(tmp_path) == before

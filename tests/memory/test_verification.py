@@ -328,7 +328,7 @@ def test_a_utf16_database_is_verified_on_the_exact_path(tmp_path: Path) -> None:
     conn.execute("PRAGMA encoding = 'UTF-16le'")
     conn.execute("CREATE TABLE seed (x)")
     conn.close()
-    with Service.open(Settings(db=path), session="s-16") as service:
+    with Service.open(Settings(db=path, adopt_db=True), session="s-16") as service:
         for n in range(5):
             service.append_event(f"événement {n}", tags=["ü"])
         assert service.db.server.execute("PRAGMA encoding").fetchone() == ("UTF-16le",)

@@ -124,7 +124,7 @@ def test_a_utf16_chain_hashed_over_its_utf16_bytes_is_broken(tmp_path: Path) -> 
     conn.execute("PRAGMA encoding = 'UTF-16le'")
     conn.execute("CREATE TABLE warmup (x)")
     conn.close()
-    service = Service.open(Settings(db=db), session="s-utf16")
+    service = Service.open(Settings(db=db, adopt_db=True), session="s-utf16")
     try:
         forge(db, [(b"one", "[]")], encoding="utf-16-le")
         assert status_of(service)[:2] == (False, 1)

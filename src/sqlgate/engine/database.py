@@ -32,6 +32,7 @@ from sqlgate.engine.connect import (
     open_server_connection,
 )
 from sqlgate.engine.identity import database_id
+from sqlgate.engine.ownership import check_ownership
 from sqlgate.engine.schema import MIGRATIONS, check_owner, migrate, protected_names
 from sqlgate.errors import StartupError
 
@@ -94,7 +95,8 @@ class Database:
     def open(
         cls, settings: Settings, *, create_parent: bool = False, read_only: bool = False
     ) -> Database:
-        """Open (creating if needed) and migrate the database. Raises StartupError.
+        """Open (creating if needed) and migrate the database. Raises StartupError, also
+        for a file of another program's (`engine.ownership`) unless `settings.adopt_db`.
 
         `read_only`: open an existing sqlgate database for reading only (nothing is created,
         migrated or written, and no lock is waited for)."""
@@ -106,6 +108,10 @@ class Database:
             except OSError as exc:
                 raise StartupError(f"cannot create {settings.db.parent}: {exc.strerror}") from None
         check_database_file(settings.db)
+        # another program's file is refused, untouched, unless the user consented
+        check_ownership(
+            settings.db, settings.busy_timeout, adopt=settings.adopt_db, read_only=False
+        )
         _check_owner_read_only(settings.db, settings.busy_timeout)
         apply_process_limits(settings)
         server = open_server_connection(settings)
@@ -138,6 +144,7 @@ class Database:
         check_database_file(settings.db, writable=False)
         if not settings.db.is_file():
             raise StartupError(f"no database at {settings.db}; nothing to read")
+        check_ownership(settings.db, settings.busy_timeout, adopt=False, read_only=True)
         version = _check_owner_read_only(settings.db, settings.busy_timeout)
         if version < READABLE_FROM:
             raise StartupError(

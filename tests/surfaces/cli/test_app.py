@@ -315,6 +315,7 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "write_undo_keep": ("0", 0),
     "write_undo_mb": ("4", 4),
     "replicate": ("file:///srv/backups/agent", "file:///srv/backups/agent"),
+    "adopt_db": ("1", True),
 }
 
 
@@ -338,6 +339,8 @@ def test_samples_cover_every_flag() -> None:
 def _option_args(name: str, raw: str) -> list[str]:
     if name == "audit":
         return ["--no-audit"] if raw == "off" else ["--audit"]
+    if name == "adopt_db":  # consent is a bare flag
+        return ["--adopt-db"]
     return [next(f.option for f in FLAGS if f.name == name), raw]
 
 

@@ -296,6 +296,46 @@ def test_directory_as_db_is_refused(tmp_path: Path) -> None:
     assert list(folder.iterdir()) == []
 
 
+def _app_database(path: Path) -> Path:
+    """An application's own database (an Alembic-managed app, rollback journal)."""
+    conn = apsw.Connection(str(path))
+    conn.execute(
+        "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);"
+        "CREATE TABLE alembic_version (version_num TEXT PRIMARY KEY);"
+        "CREATE INDEX users_by_name ON users (name);"
+        "INSERT INTO alembic_version VALUES ('3f2a1b')"
+    )
+    conn.close()
+    return path
+
+
+def test_an_app_database_is_refused_untouched_by_the_stdio_server(tmp_path: Path) -> None:
+    """What an MCP client sees when its config points --db at an application's database."""
+    db = _app_database(tmp_path / "app.db")
+    content = db.read_bytes()
+    run = _serve_once(db)
+    _assert_one_error_line(run, "holds another program's tables (users, alembic_version)")
+    assert "--adopt-db (SQLGATE_ADOPT_DB=1)" in run.stderr
+    assert db.read_bytes() == content
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
+
+
+def test_with_consent_the_stdio_server_adopts_an_app_database(tmp_path: Path) -> None:
+    db = _app_database(tmp_path / "app.db")
+    run = subprocess.run(
+        [sys.executable, "-m", "sqlgate", "serve", "--db", str(db)],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, check=False,
+        env={**child_env(), "SQLGATE_ADOPT_DB": "1"},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("3f2a1b",)]
+        assert conn.pragma("application_id") == 0x53514754
+    finally:
+        conn.close()
+
+
 permission_bits_apply = pytest.mark.skipif(
     sys.platform == "win32" or (hasattr(os, "geteuid") and os.geteuid() == 0),
     reason="permission bits do not stop root, and Windows ignores them",

@@ -65,7 +65,12 @@ def _db_guess(db: str | None) -> Path:
               help="file for problems [default: <db>.capture.log]")  # fmt: skip
 @click.option("--deadline", default=None, metavar="SECONDS",
               help=f"most seconds the run may take [default: {DEFAULT_DEADLINE:g}]")  # fmt: skip
-def capture(db: str | None, log_path: str | None, deadline: str | None) -> None:
+@click.option("--adopt-db", "adopt_db", is_flag=True, default=None,
+              help="let sqlgate add its tables to a --db that holds another program's tables "
+                   "[env SQLGATE_ADOPT_DB=1]")  # fmt: skip
+def capture(
+    db: str | None, log_path: str | None, deadline: str | None, adopt_db: bool | None
+) -> None:
     """Record one Claude Code hook payload (JSON on stdin) as a memory event.
 
     For the hooks SessionStart (prints the resume context for the new session),
@@ -82,7 +87,10 @@ def capture(db: str | None, log_path: str | None, deadline: str | None) -> None:
     seconds = _seconds(deadline, log)
 
     def load() -> Settings:
-        return load_settings({"db": Path(db).expanduser()} if db and db.strip() else {})
+        given: dict[str, object] = {"adopt_db": adopt_db}
+        if db and db.strip():
+            given["db"] = Path(db).expanduser()
+        return load_settings(given)
 
     def read_payload() -> bytes:
         return sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)

@@ -26,6 +26,8 @@ from sqlgate.surfaces.terminal import json_dumps, json_text, one_line, visible
 __all__ = ["claims"]
 
 DB_OPTIONS = ("db", "busy_timeout", "redact", "redact_patterns")
+# commands that may write the database also take the consent to adopt another program's file
+WRITE_OPTIONS = (*DB_OPTIONS, "adopt_db")
 AS_OF_OPTION = click.option(
     "--as-of", default=None, help="ISO date or date-time; nothing is written"
 )
@@ -93,7 +95,7 @@ def claims() -> None:
 @click.argument("text")
 @click.option("--rank", type=int, default=None, help="priority rank (priority claims only)")
 @JSON_OPTION
-@settings_options(DB_OPTIONS)
+@settings_options(WRITE_OPTIONS)
 @reports_errors
 def claims_add(
     entity: str, kind: str, volatility: str, confidence: float, text: str, rank: int | None,
@@ -149,7 +151,7 @@ def claims_search(text: str, as_json: bool, **values: Any) -> None:
 @click.argument("threshold", type=float, default=0.5, required=False)
 @AS_OF_OPTION
 @JSON_OPTION
-@settings_options(DB_OPTIONS, existing_db=True)
+@settings_options(WRITE_OPTIONS, existing_db=True)
 @reports_errors
 def claims_stale(threshold: float, as_of: str | None, as_json: bool, **values: Any) -> None:
     """Live claims below THRESHOLD (default 0.5), oldest confirmation first; marks them stale."""
@@ -171,7 +173,7 @@ def claims_stale(threshold: float, as_of: str | None, as_json: bool, **values: A
               help="JSON file: {\"signals\": [...], \"validPeriods\": [...]}")  # fmt: skip
 @AS_OF_OPTION
 @JSON_OPTION
-@settings_options(DB_OPTIONS, existing_db=True)
+@settings_options(WRITE_OPTIONS, existing_db=True)
 @reports_errors
 def claims_contradictions(
     observed: Path | None, as_of: str | None, as_json: bool, **values: Any
@@ -204,7 +206,7 @@ def claims_contradictions(
 @click.argument("claim_id", type=int)
 @click.option("--confidence", type=float, default=None)
 @JSON_OPTION
-@settings_options(DB_OPTIONS, existing_db=True)
+@settings_options(WRITE_OPTIONS, existing_db=True)
 @reports_errors
 def claims_confirm(claim_id: int, confidence: float | None, as_json: bool, **values: Any) -> None:
     """Confirm claim CLAIM_ID still holds (resets its decay)."""
@@ -217,7 +219,7 @@ def claims_confirm(claim_id: int, confidence: float | None, as_json: bool, **val
 @claims.command("retract")
 @click.argument("claim_id", type=int)
 @JSON_OPTION
-@settings_options(DB_OPTIONS, existing_db=True)
+@settings_options(WRITE_OPTIONS, existing_db=True)
 @reports_errors
 def claims_retract(claim_id: int, as_json: bool, **values: Any) -> None:
     """Retract claim CLAIM_ID for good."""

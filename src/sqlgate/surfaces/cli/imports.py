@@ -18,7 +18,7 @@ from sqlgate.surfaces.terminal import json_dumps, visible
 
 __all__ = ["import_group"]
 
-DB_OPTIONS = ("db", "busy_timeout", "redact", "redact_patterns", "max_event_chars")
+DB_OPTIONS = ("db", "busy_timeout", "redact", "redact_patterns", "max_event_chars", "adopt_db")
 SOURCE_HELP = {
     "mycorrhiza": "a mycorrhiza hash chain (table `chain`) as memory events",
     "mcp-sqlite-memory": "mcp-sqlite-memory's memory_events and memory_checkpoints",

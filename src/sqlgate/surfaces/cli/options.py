@@ -82,6 +82,11 @@ def settings_options(
                     "--audit/--no-audit", "audit", default=None,
                     help=f"{flag.help} [env {flag.env_var}]",
                 )  # fmt: skip
+            elif flag.name == "adopt_db":  # consent is given, never taken back by a flag
+                option = click.option(
+                    flag.option, flag.name, is_flag=True, default=None,
+                    help=f"{flag.help} [env {flag.env_var}=1]",
+                )  # fmt: skip
             else:
                 text = db_help if db_help is not None and flag.name == "db" else flag.help
                 option = click.option(

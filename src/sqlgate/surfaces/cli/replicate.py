@@ -139,6 +139,7 @@ def replicate(url: str | None, **values: Any) -> None:
     this once beside them instead of `serve --replicate` in each. URL defaults to
     SQLGATE_REPLICATE.
     """
+    from sqlgate.engine.ownership import check_ownership
     from sqlgate.errors import NotFound
     from sqlgate.surfaces.replication.supervisor import Replication
     from sqlgate.surfaces.replication.target import parse_target
@@ -150,6 +151,8 @@ def replicate(url: str | None, **values: Any) -> None:
     target = parse_target(text)
     if not settings.db.is_file():
         raise NotFound(f"no database at {settings.db}; give its path with --db or SQLGATE_DB")
+    # Litestream switches the file to WAL and adds its tables: only sqlgate's own file
+    check_ownership(settings.db, settings.busy_timeout, adopt=False, read_only=True)
     stop = threading.Event()
 
     def stopping(signum: int, frame: FrameType | None) -> None:

@@ -27,7 +27,7 @@ from sqlgate.surfaces.terminal import one_line, visible
 
 __all__ = ["undo"]
 
-DB_OPTIONS = ("db", "busy_timeout", "max_value_bytes")
+DB_OPTIONS = ("db", "busy_timeout", "max_value_bytes", "adopt_db")
 
 
 _UNDO_TABLE = (

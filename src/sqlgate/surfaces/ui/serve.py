@@ -53,8 +53,9 @@ def serve_ui(values: dict[str, Any], *, host: str, port: int, token: str | None)
     if not settings.db.is_file():
         raise NotFound(f"no database at {settings.db}; give its path with --db or SQLGATE_DB")
     sock = listen_socket(host, port)
+    console: Console | None = None
     try:
-        console = Console.open(settings)
+        console = Console.open(settings)  # a refused file ends here: one error line, no more
         url = console_url(host, int(sock.getsockname()[1]), required)
         config = uvicorn.Config(
             build_ui_app(console, required.value, host), lifespan="on", loop="asyncio",
@@ -64,7 +65,8 @@ def serve_ui(values: dict[str, Any], *, host: str, port: int, token: str | None)
         announcing_server_class()(config, lambda: _announce(url, required)).run(sockets=[sock])
     finally:
         sock.close()
-        sys.stderr.write("sqlgate: the web console stopped\n")
+        if console is not None:
+            sys.stderr.write("sqlgate: the web console stopped\n")
 
 
 @click.command("ui")

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from sqlgate.config import Settings, creates_parent
+from sqlgate.engine.ownership import check_ownership
 from sqlgate.engine.queries import Outcome
 from sqlgate.errors import InvalidArgument, StartupError
 from sqlgate.memory.privacy import Redactor
@@ -95,6 +96,8 @@ def run_import(
     """Import `path` (a `source` file) into `settings.db`; see the module docstring."""
     path = path.expanduser().absolute()
     guard_source_is_not_target(path, settings.db)
+    # another program's file is refused before anything reads it the usual way (--dry-run too)
+    check_ownership(settings.db, settings.busy_timeout, adopt=settings.adopt_db, read_only=False)
     redactor = redactor_for(settings)
     if source in _CHAIN_READERS:
         chain = _CHAIN_READERS[source](path)  # verified before the target is even opened
