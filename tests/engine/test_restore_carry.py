@@ -109,9 +109,9 @@ def test_restore_brings_back_the_user_tables_and_carries_every_server_row(
     for table in ("memory_events", "memory_checkpoints", "claims", "claims_history"):
         assert after_server[table] == before_server[table], table
     # the audit log keeps every row, and gains the restore's own row
-    assert after_server["query_log"][: len(before_server["query_log"])] == before_server[
-        "query_log"
-    ]
+    assert (
+        after_server["query_log"][: len(before_server["query_log"])] == before_server["query_log"]
+    )
     (last,) = after_server["query_log"][len(before_server["query_log"]) :]
     assert last[3] == "snapshots restore"
     assert result.carried["memory_events"] == len(before_server["memory_events"]) - count(
@@ -128,7 +128,7 @@ def test_the_calls_rolled_back_are_marked_undone_by_the_restore(
 ) -> None:
     restore_snapshot(db_path, history["folder"], history["snapshot"].name, keep=5)
     service = make_service()
-    with pytest.raises(UndoRefused, match="already undone .* snapshot restore"):
+    with pytest.raises(UndoRefused, match=r"already undone .* snapshot restore"):
         service.undo(history["undo_audit_id"])
 
 
@@ -216,7 +216,8 @@ def test_a_snapshot_older_than_database_ids_is_restored_and_keeps_the_live_id(
         conn.close()
     plan = plan_restore(db_path, history["folder"], snap.name)
     assert plan.snapshot_id is None
-    assert plan.note is not None and "database ids" in plan.note
+    assert plan.note is not None
+    assert "database ids" in plan.note
     restore_snapshot(db_path, history["folder"], snap.name, keep=5)
     assert rows(db_path, "SELECT value FROM server_info") == [(live_id,)]
     assert rows(db_path, "PRAGMA user_version")[0][0] >= 8

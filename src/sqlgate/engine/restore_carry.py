@@ -15,19 +15,31 @@ other connection). It copies, by id, every row the snapshot lacks:
   copied: there is nothing left to put back).
 
 Columns are matched by name, so a snapshot of an older schema takes the rows too.
+`stage_restore` does the whole of it on the staging file: migrate, carry, check the chain's
+link, and add the restore's audit row and the recorder's event, in one transaction.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
 
 import apsw
 
-from sqlgate.engine.restore_plan import CARRIED_TABLES, has_table
+from sqlgate.engine.restore_plan import CARRIED_TABLES, RestorePlan, has_table, scalar
+from sqlgate.engine.schema import migrate
 from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.errors import SnapshotError
 
-__all__ = ["carry_server_rows", "check_chain_link"]
+__all__ = [
+    "RestoreFacts",
+    "RestoreRecorder",
+    "carry_server_rows",
+    "check_chain_link",
+    "stage_restore",
+]
 
 
 def _columns(conn: apsw.Connection, table: str, schema: str) -> list[str]:
@@ -82,10 +94,8 @@ def _carry_claims(conn: apsw.Connection) -> int:
     """Every claim of before, by id, in its current state; returns how many are new."""
     if not (has_table(conn, "claims") and has_table(conn, "claims", "before")):
         return 0
-    new = int(
-        conn.execute(
-            "SELECT count(*) FROM before.claims WHERE id NOT IN (SELECT id FROM main.claims)"
-        ).fetchone()[0]
+    new = scalar(
+        conn, "SELECT count(*) FROM before.claims WHERE id NOT IN (SELECT id FROM main.claims)"
     )
     columns = ", ".join(map(quote_identifier, _shared_columns(conn, "claims")))
     conn.execute("DELETE FROM main.claims WHERE id IN (SELECT id FROM before.claims)")
@@ -151,3 +161,61 @@ def check_chain_link(conn: apsw.Connection, snapshot_head: int) -> None:
         raise SnapshotError(
             f"the events after the snapshot do not link onto its head (event {snapshot_head})"
         )
+
+
+class RestoreRecorder(Protocol):
+    """What the memory adds to a restore: an event recording it, and the witness of it."""
+
+    def record(self, staging: apsw.Connection, facts: RestoreFacts) -> int | None:
+        """Inside the staging transaction: append the record; returns its event id."""
+
+    def publish(self) -> None:
+        """After staging committed, just before the database is replaced."""
+
+    def revert(self) -> None:
+        """The database was not replaced after all: take back what `publish` did."""
+
+
+@dataclass(frozen=True)
+class RestoreFacts:
+    plan: RestorePlan
+    before_name: str
+    moment: str  # ISO-8601 UTC of the restore
+    carried: dict[str, int] = field(default_factory=dict)
+
+
+def stage_restore(
+    staging: Path, before: Path, facts: RestoreFacts, recorder: RestoreRecorder | None
+) -> tuple[dict[str, int], int | None]:
+    """Migrate the staging copy and carry the server rows into it, all in one transaction;
+    the restore's audit row and the recorder's event land in the same one."""
+    conn = apsw.Connection(str(staging))
+    try:
+        migrate(conn)
+        conn.config(apsw.SQLITE_DBCONFIG_ENABLE_TRIGGER, 0)
+        conn.execute("ATTACH DATABASE ? AS before", (str(before),))
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            snapshot_head = scalar(conn, "SELECT max(id) FROM main.memory_events")
+            undone_by = f"snapshot restore {facts.plan.name}"
+            carried = carry_server_rows(conn, facts.moment, undone_by)
+            check_chain_link(conn, snapshot_head)
+            done = RestoreFacts(facts.plan, facts.before_name, facts.moment, carried)
+            event_id = None if recorder is None else recorder.record(conn, done)
+            detail = {"snapshot": facts.plan.name, "before": facts.before_name,
+                      "carried": carried, "event": event_id}  # fmt: skip
+            conn.execute(
+                "INSERT INTO query_log (ts, session, tool, query, ok, rows, error, duration_ms, "
+                "detail) VALUES (?, 'cli', 'snapshots restore', NULL, 1, ?, NULL, NULL, ?)",
+                (facts.moment, sum(t.now or 0 for t in facts.plan.tables),
+                 json.dumps(detail, separators=(",", ":"))),
+            )  # fmt: skip
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("DETACH DATABASE before")
+        return carried, event_id
+    finally:
+        conn.close()

@@ -40,9 +40,14 @@ __all__ = [
     "ChainFacts",
     "RestorePlan",
     "TableChange",
+    "chain_facts",
+    "has_table",
+    "is_sqlgate",
     "open_read_only",
+    "plan_on",
     "plan_restore",
     "refusal",
+    "scalar",
     "snapshot_path",
 ]
 
@@ -130,6 +135,12 @@ def open_read_only(path: Path) -> Iterator[apsw.Connection]:
         conn.close()
 
 
+def scalar(conn: apsw.Connection, sql: str, params: tuple[object, ...] = ()) -> int:
+    """The whole number a one-row, one-column query returns (0 for no row or NULL)."""
+    row = conn.execute(sql, params).fetchone()
+    return 0 if row is None or row[0] is None else int(row[0])
+
+
 def has_table(conn: apsw.Connection, table: str, schema: str = "main") -> bool:
     row = conn.execute(
         f"SELECT 1 FROM {quote_identifier(schema)}.sqlite_schema WHERE type = 'table' AND name = ?",
@@ -187,11 +198,10 @@ def _missing(live: apsw.Connection, table: str) -> int:
     if not has_table(live, table):
         return 0
     if not has_table(live, table, "snap"):
-        return int(live.execute(f"SELECT count(*) FROM main.{table}").fetchone()[0])
-    row = live.execute(
-        f"SELECT count(*) FROM main.{table} WHERE id NOT IN (SELECT id FROM snap.{table})"
-    ).fetchone()
-    return int(row[0])
+        return scalar(live, f"SELECT count(*) FROM main.{table}")
+    return scalar(
+        live, f"SELECT count(*) FROM main.{table} WHERE id NOT IN (SELECT id FROM snap.{table})"
+    )
 
 
 def chain_facts(conn: apsw.Connection, snapshot_schema: str = "snap") -> ChainFacts:
@@ -199,26 +209,22 @@ def chain_facts(conn: apsw.Connection, snapshot_schema: str = "snap") -> ChainFa
     snap = quote_identifier(snapshot_schema)
     if not has_table(conn, "memory_events"):
         return ChainFacts()
-    live_head = int(
-        conn.execute("SELECT coalesce(max(id), 0) FROM main.memory_events").fetchone()[0]
-    )
+    live_head = scalar(conn, "SELECT max(id) FROM main.memory_events")
     if not has_table(conn, "memory_events", snapshot_schema):
         return ChainFacts(live_head=live_head)
-    snap_head = int(
-        conn.execute(f"SELECT coalesce(max(id), 0) FROM {snap}.memory_events").fetchone()[0]
-    )
-    row = conn.execute(
+    snap_head = scalar(conn, f"SELECT max(id) FROM {snap}.memory_events")
+    differs = scalar(
+        conn,
         f"SELECT min(s.id) FROM {snap}.memory_events AS s LEFT JOIN main.memory_events AS m "
         "ON m.id = s.id WHERE m.id IS NULL OR "
-        + " OR ".join(f"m.{column} IS NOT s.{column}" for column in _EVENT_FIELDS)
-    ).fetchone()
-    first = None if row is None or row[0] is None else int(row[0])
+        + " OR ".join(f"m.{column} IS NOT s.{column}" for column in _EVENT_FIELDS),
+    )
+    first = differs or None
     if first is None:  # every snapshot event is in the live chain: no live gap before its head
-        live_before = conn.execute(
-            "SELECT count(*) FROM main.memory_events WHERE id <= ?", (snap_head,)
-        ).fetchone()[0]
-        snap_count = conn.execute(f"SELECT count(*) FROM {snap}.memory_events").fetchone()[0]
-        if int(live_before) != int(snap_count):
+        live_before = scalar(
+            conn, "SELECT count(*) FROM main.memory_events WHERE id <= ?", (snap_head,)
+        )
+        if live_before != scalar(conn, f"SELECT count(*) FROM {snap}.memory_events"):
             first = snap_head
     return ChainFacts(live_head, snap_head, first)
 
@@ -260,7 +266,7 @@ def plan_on(live: apsw.Connection, db: Path, source: Path, name: str) -> Restore
     live.execute("ATTACH DATABASE ? AS snap", (str(source),))
     try:
         ours = is_sqlgate(live)
-        snap_app = int(live.execute("PRAGMA snap.application_id").fetchone()[0])
+        snap_app = scalar(live, "PRAGMA snap.application_id")
         foreign = ours and snap_app not in (0, APPLICATION_ID)
         live_id = database_id(live) if ours else None
         snap_id = _snapshot_id(live) if ours else None

@@ -22,27 +22,30 @@ removed: it would be a copy of the unchanged file).
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from glob import escape as glob_escape
 from pathlib import Path
-from typing import Protocol
 
 import apsw
 
 from sqlgate.engine.holders import holders_of
-from sqlgate.engine.restore_carry import carry_server_rows, check_chain_link
-from sqlgate.engine.restore_plan import KEPT_FOLDER, RestorePlan, plan_on, snapshot_path
-from sqlgate.engine.schema import migrate
+from sqlgate.engine.restore_carry import RestoreFacts, RestoreRecorder, stage_restore
+from sqlgate.engine.restore_plan import (
+    KEPT_FOLDER,
+    RestorePlan,
+    plan_on,
+    snapshot_path,
+)
 from sqlgate.errors import NotFound, SnapshotError, SqlgateError
 
 __all__ = [
     "SNAPSHOT_SUFFIX",
+    "RestoreFacts",
     "RestoreRecorder",
     "RestoreResult",
     "SnapshotInfo",
@@ -247,27 +250,6 @@ def _copy_into(live: apsw.Connection, source_path: Path) -> None:
             live.pragma("journal_mode", "wal")
 
 
-class RestoreRecorder(Protocol):
-    """What the memory adds to a restore: an event recording it, and the witness of it."""
-
-    def record(self, staging: apsw.Connection, facts: RestoreFacts) -> int | None:
-        """Inside the staging transaction: append the record; returns its event id."""
-
-    def publish(self) -> None:
-        """After staging committed, just before the database is replaced."""
-
-    def revert(self) -> None:
-        """The database was not replaced after all: take back what `publish` did."""
-
-
-@dataclass(frozen=True)
-class RestoreFacts:
-    plan: RestorePlan
-    before_name: str
-    moment: str  # ISO-8601 UTC of the restore
-    carried: dict[str, int] = field(default_factory=dict)
-
-
 @dataclass(frozen=True)
 class RestoreResult:
     db: Path
@@ -281,45 +263,6 @@ class RestoreResult:
 
 def _iso(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
-def _carry_into(
-    staging: Path, before: Path, facts: RestoreFacts, recorder: RestoreRecorder | None
-) -> tuple[dict[str, int], int | None]:
-    """Migrate the staging copy and carry the server rows into it, all in one transaction;
-    the restore's audit row and the recorder's event land in the same one."""
-    conn = apsw.Connection(str(staging))
-    try:
-        migrate(conn)
-        conn.config(apsw.SQLITE_DBCONFIG_ENABLE_TRIGGER, 0)
-        conn.execute("ATTACH DATABASE ? AS before", (str(before),))
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            snapshot_head = int(
-                conn.execute("SELECT coalesce(max(id), 0) FROM main.memory_events").fetchone()[0]
-            )
-            undone_by = f"snapshot restore {facts.plan.name}"
-            carried = carry_server_rows(conn, facts.moment, undone_by)
-            check_chain_link(conn, snapshot_head)
-            done = RestoreFacts(facts.plan, facts.before_name, facts.moment, carried)
-            event_id = None if recorder is None else recorder.record(conn, done)
-            detail = {"snapshot": facts.plan.name, "before": facts.before_name,
-                      "carried": carried, "event": event_id}  # fmt: skip
-            conn.execute(
-                "INSERT INTO query_log (ts, session, tool, query, ok, rows, error, duration_ms, "
-                "detail) VALUES (?, 'cli', 'snapshots restore', NULL, 1, ?, NULL, NULL, ?)",
-                (facts.moment, sum(t.now or 0 for t in facts.plan.tables),
-                 json.dumps(detail, separators=(",", ":"))),
-            )  # fmt: skip
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        conn.execute("DETACH DATABASE before")
-        return carried, event_id
-    finally:
-        conn.close()
 
 
 def _copy_file(source_path: Path, dest_path: Path) -> None:
@@ -365,7 +308,7 @@ def restore_snapshot(
                 staging = _staging_path(folder)
                 _copy_file(source, staging)
                 facts = RestoreFacts(plan, before_name, _iso(moment))
-                carried, event_id = _carry_into(staging, before, facts, recorder)
+                carried, event_id = stage_restore(staging, before, facts, recorder)
                 if recorder is not None:
                     recorder.publish()
                     published = True

@@ -130,6 +130,8 @@ def recorded_restores(conn: apsw.Connection) -> dict[str, Any] | None:
     latest = conn.execute(
         "SELECT id, ts, content FROM memory_events WHERE id = ?", (found[1],)
     ).fetchone()
+    if latest is None:
+        return None
     summary = str(latest[2]).split(";", 1)[0]
     return {"count": int(found[0]), "latest": {"id": int(latest[0]), "ts": str(latest[1]),
                                                "summary": summary}}  # fmt: skip

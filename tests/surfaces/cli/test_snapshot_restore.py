@@ -177,7 +177,8 @@ def test_through_a_pipe_a_database_another_process_holds_is_refused_naming_it(
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(db_path)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
-        assert holder.stdout is not None and holder.stdin is not None
+        assert holder.stdout is not None
+        assert holder.stdin is not None
         assert holder.stdout.readline().strip() == "ready"
         digest = sha256(db_path)
         done = subprocess.run(
