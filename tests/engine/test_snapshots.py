@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from sqlgate.config import Settings
 from sqlgate.engine.snapshots import (
     SNAPSHOT_SUFFIX,
+    list_kept,
     list_snapshots,
     restore_snapshot,
     rotate_snapshots,
@@ -214,7 +215,8 @@ def test_list_of_a_missing_folder_is_empty(tmp_path: Path) -> None:
 def test_restore_brings_back_the_content_and_keeps_a_copy_of_before(db: Path, folder: Path) -> None:
     snap = snapshot_of(db, folder)
     make_wal_db(db, ["changed", "later"])
-    source, before = restore_snapshot(db, folder, snap.name, keep=5)
+    result = restore_snapshot(db, folder, snap.name, keep=5)
+    source, before = result.source, result.before
     assert source == snap
     assert read_notes(db) == ["first"]
     assert before.exists()
@@ -225,8 +227,8 @@ def test_restore_brings_back_the_content_and_keeps_a_copy_of_before(db: Path, fo
 def test_restore_can_itself_be_undone_with_the_before_copy(db: Path, folder: Path) -> None:
     snap = snapshot_of(db, folder)
     make_wal_db(db, ["second"])
-    _, before = restore_snapshot(db, folder, snap.name, keep=5)
-    restore_snapshot(db, folder, before.name, keep=5)
+    result = restore_snapshot(db, folder, snap.name, keep=5)
+    restore_snapshot(db, folder, result.before_name, keep=5)
     assert read_notes(db) == ["second"]
 
 
@@ -243,7 +245,7 @@ def test_restore_in_wal_mode_is_seen_by_a_fresh_connection(
     service.close()
     with opened(db_path) as conn:
         assert conn.pragma("journal_mode") == "wal"
-    _, before = restore_snapshot(db_path, settings.snapshot_dir, snapshot.name, keep=5)
+    before = restore_snapshot(db_path, settings.snapshot_dir, snapshot.name, keep=5).before
     assert read_notes(db_path) == ["kept"]
     assert read_notes(before) == ["after", "more"]
     assert integrity(db_path) == "ok"
@@ -314,8 +316,14 @@ def test_restore_refuses_while_another_process_holds_an_idle_connection(
         assert holder.stdout is not None
         assert holder.stdin is not None
         assert holder.stdout.readline().strip() == "ready"
-        with pytest.raises(SnapshotError, match="open in another process"):
+        with pytest.raises(SnapshotError, match="open in another process") as refused:
             restore_snapshot(db, folder, snap.name, keep=5)
+        message = str(refused.value)
+        if sys.platform.startswith("linux"):  # elsewhere: a generic message
+            assert f"pid {holder.pid}: " in message
+            assert "import sys, apsw" in message  # its command line, on one line
+        assert f"sqlgate snapshots restore {snap.name} --db {db.absolute()} --yes" in message
+        assert "\n" not in message
         assert read_notes(db) == ["changed"]
         holder.stdin.write("done\n")
         holder.stdin.flush()
@@ -366,13 +374,16 @@ def test_restore_into_a_missing_database_is_not_found(db: Path, folder: Path) ->
         restore_snapshot(db.with_name("gone.db"), folder, snap.name, keep=5)
 
 
-def test_restore_rotates_but_keeps_the_restored_and_the_before_copy(db: Path, folder: Path) -> None:
+def test_restore_keeps_the_restored_and_the_before_copy_apart_from_the_rotation(
+    db: Path, folder: Path
+) -> None:
     with opened(db) as conn:
         paths = [take_snapshot(conn, folder, keep=2) for _ in range(2)]
-    source, before = restore_snapshot(db, folder, paths[0].name, keep=2)
-    assert source.exists()
-    assert before.exists()
-    assert len(list_snapshots(folder)) == 3
+    result = restore_snapshot(db, folder, paths[0].name, keep=2)
+    assert result.source.exists()
+    assert result.before.exists()
+    assert len(list_snapshots(folder)) == 2
+    assert [info.name for info in list_kept(folder)] == [result.before_name]
 
 
 def test_a_snapshot_with_another_page_size_is_restored_and_wal_stays_on(

@@ -1,5 +1,5 @@
 """The chain's edges mutation testing found unpinned: a write transaction that fails before
-its witness is written, the restore of a database without events, and the hash contract's
+its witness is written, and the hash contract's
 fallback for values that are not plain ints and strings."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from sqlgate.memory.chain import GENESIS, EventChain, canonical, event_hash, witness_restored_chain
+from sqlgate.memory.chain import GENESIS, EventChain, canonical, event_hash
 from sqlgate.memory.contract import ChainStatus, head_of, stored_tags
 from sqlgate.memory.witness import Witness
 from sqlgate.service import Service
@@ -76,41 +76,6 @@ def test_a_witness_that_fails_to_be_written_is_put_back(
     # a write that fails once the new file is in place (its directory's fsync, say) must
     # not leave the witness of an event that never landed
     assert witness_of(db_path).read_raw() == before
-
-
-def test_a_restored_database_without_an_event_table_has_no_witness(tmp_path: Path) -> None:
-    db = tmp_path / "restored.db"
-    conn = apsw.Connection(str(db))
-    conn.execute("CREATE TABLE notes (x)")
-    conn.close()
-    witness_of(db).write(Witness(5, "ab" * 32))
-    old = witness_of(db).read_raw()
-    kept = tmp_path / "witness.before"
-    assert witness_restored_chain(db, kept) is None
-    assert witness_of(db).read_raw() is None
-    assert kept.read_bytes() == old
-
-
-def test_a_restored_database_with_an_empty_chain_has_no_witness(
-    memory: Service, db_path: Path, tmp_path: Path
-) -> None:
-    memory.close()
-    kept = tmp_path / "witness.before"
-    assert witness_restored_chain(db_path, kept) is None
-    assert witness_of(db_path).read_raw() is None
-    assert not kept.exists()  # there was no witness to keep
-
-
-def test_a_restored_chain_is_witnessed_at_its_head_unverified(
-    memory: Service, db_path: Path, tmp_path: Path
-) -> None:
-    memory.append_event("one")
-    memory.append_event("two")
-    memory.close()
-    head = rows(db_path)[-1]
-    restored = witness_restored_chain(db_path, tmp_path / "kept")
-    assert restored == Witness(head["id"], head["hash"], 0, "")
-    assert witness_of(db_path).read() == restored
 
 
 # -- the hash contract's fallback ---------------------------------------------------------

@@ -3,15 +3,28 @@
 Names sort by time and never collide: `<UTC time to the microsecond>-<random>.sqlite`,
 created with O_EXCL. A new name is always later than every name already in the folder, so
 the order holds even when the clock is coarse (Windows) or steps back. Only the newest
-`keep` are kept. Restore copies the snapshot back into the database through the backup API,
-after saving the current file as a snapshot too, and only when no other connection (in any
-process) has the database open: it holds SQLite's exclusive lock from that check to the end.
+`keep` are kept.
+
+A restore runs only when no other connection (in any process) has the database open: it
+holds SQLite's exclusive lock from that check to the end. Under it, it
+
+1. plans (restore_plan.py): a snapshot of another database is refused here;
+2. copies the current file to `<db>.snapshots/restored/` (kept outside the rotation);
+3. copies the snapshot to a staging file beside it, migrates that to the current schema and
+   carries into it, in one transaction, every row of sqlgate's own tables the snapshot lacks
+   (restore_carry.py), plus the restore's audit row and what the recorder adds (the memory
+   event that records the rollback);
+4. copies the staging file into the database through the backup API.
+
+Anything failing before step 4 leaves the database as it was (the copy of before is then
+removed: it would be a copy of the unchanged file).
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -20,12 +33,23 @@ from pathlib import Path
 
 import apsw
 
-from sqlgate.engine.connect import SQLITE_HEADER
-from sqlgate.errors import NotFound, SnapshotError
+from sqlgate.engine.holders import holders_of
+from sqlgate.engine.restore_carry import RestoreFacts, RestoreRecorder, stage_restore
+from sqlgate.engine.restore_plan import (
+    KEPT_FOLDER,
+    RestorePlan,
+    plan_on,
+    snapshot_path,
+)
+from sqlgate.errors import NotFound, SnapshotError, SqlgateError
 
 __all__ = [
     "SNAPSHOT_SUFFIX",
+    "RestoreFacts",
+    "RestoreRecorder",
+    "RestoreResult",
     "SnapshotInfo",
+    "list_kept",
     "list_snapshots",
     "restore_snapshot",
     "rotate_snapshots",
@@ -147,6 +171,14 @@ def list_snapshots(folder: Path) -> list[SnapshotInfo]:
     return sorted(found, key=lambda info: info.name, reverse=True)
 
 
+def list_kept(folder: Path) -> list[SnapshotInfo]:
+    """Copies of before kept by restores (`restored/NAME`), newest first; never rotated."""
+    return [
+        SnapshotInfo(f"{KEPT_FOLDER}/{info.name}", info.path, info.size, info.created)
+        for info in list_snapshots(folder / KEPT_FOLDER)
+    ]
+
+
 def rotate_snapshots(folder: Path, keep: int) -> list[Path]:
     """Delete all but the `keep` newest snapshots (and their companion files, named
     `<snapshot>.<something>`, such as a saved memory witness); returns what was removed."""
@@ -158,7 +190,7 @@ def rotate_snapshots(folder: Path, keep: int) -> list[Path]:
     return removed
 
 
-def _lock_exclusively(db: Path) -> apsw.Connection:
+def _lock_exclusively(db: Path, name: str) -> apsw.Connection:
     """A connection holding SQLite's exclusive lock on `db`, kept until it is closed.
 
     In WAL mode every other connection that has read the database keeps a shared lock on
@@ -173,14 +205,27 @@ def _lock_exclusively(db: Path) -> apsw.Connection:
         conn.execute("BEGIN EXCLUSIVE; COMMIT")
     except apsw.BusyError:
         conn.close()
-        raise SnapshotError(
-            f"{db} is open in another process (a running sqlgate server or another client); "
-            "stop it and run the restore again"
-        ) from None
+        raise _in_use(db, name) from None
     except apsw.Error as exc:
         conn.close()
         raise SnapshotError(f"cannot open {db} for the restore: {exc}") from None
     return conn
+
+
+def _in_use(db: Path, name: str) -> SnapshotError:
+    """The refusal while another connection has `db` open: who holds it, and the command
+    to run once it has stopped."""
+    holders = holders_of(db)
+    if holders:
+        named = "; ".join(f"pid {h.pid}: {h.command}" for h in holders[:3])
+        more = f" and {len(holders) - 3} more" if len(holders) > 3 else ""
+        who = f"open in another process ({named}{more})"
+    else:
+        who = "open in another process or connection (a running sqlgate server or a client)"
+    command = f"sqlgate snapshots restore {shlex.quote(name)} --db {shlex.quote(str(db))} --yes"
+    return SnapshotError(
+        f"{db} is {who}; nothing was restored. Stop it, then run: {command}",
+    )
 
 
 def _copy_into(live: apsw.Connection, source_path: Path) -> None:
@@ -205,35 +250,89 @@ def _copy_into(live: apsw.Connection, source_path: Path) -> None:
             live.pragma("journal_mode", "wal")
 
 
-def restore_snapshot(
-    db: Path, folder: Path, name: str, keep: int, *, clock: WallClock = _utc_now
-) -> tuple[Path, Path]:
-    """Make `db` hold the snapshot `name` again. Returns (restored from, copy of before).
+@dataclass(frozen=True)
+class RestoreResult:
+    db: Path
+    source: Path
+    before: Path
+    before_name: str  # as `snapshots restore` takes it: restored/NAME.sqlite
+    plan: RestorePlan
+    carried: dict[str, int]
+    event_id: int | None  # the memory event recording the restore
 
-    Refuses while any other connection has the database open, and saves the current content
-    as a new snapshot first, so a restore can itself be undone.
-    """
-    if Path(name).name != name or not name.endswith(SNAPSHOT_SUFFIX):
-        raise NotFound(f"{name!r} is not a snapshot name; `sqlgate snapshots list` shows them")
-    source_path = folder / name
-    if not source_path.is_file():
-        raise NotFound(f"no snapshot {name} in {folder}; `sqlgate snapshots list` shows them")
-    with source_path.open("rb") as handle:
-        if handle.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
-            raise SnapshotError(f"{source_path} is not a SQLite database; nothing was restored")
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _copy_file(source_path: Path, dest_path: Path) -> None:
+    source = apsw.Connection(str(source_path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        _copy(source, dest_path, None)
+    finally:
+        source.close()
+
+
+def restore_snapshot(
+    db: Path,
+    folder: Path,
+    name: str,
+    keep: int,
+    *,
+    clock: WallClock = _utc_now,
+    recorder: RestoreRecorder | None = None,
+) -> RestoreResult:
+    """Make `db` hold the user's tables and schema of snapshot `name` again, keeping every
+    row of sqlgate's own tables; see the module's docstring. `keep` is unused since the
+    copy of before is kept outside the rotation (kept for the callers' signature)."""
+    del keep
+    source = snapshot_path(folder, name)
     if not db.is_file():
         raise NotFound(f"database {db} does not exist")
-    live = _lock_exclusively(db)
+    db = db.absolute()
+    live = _lock_exclusively(db, name)
     before: Path | None = None
+    staging: Path | None = None
+    published = False
     try:
-        before = _claim_path(folder, clock)
-        _copy(live, before, None)
-        _copy_into(live, source_path)
-    except (apsw.Error, SnapshotError) as exc:
-        if before is not None:
-            before.unlink(missing_ok=True)  # the database is unchanged: the copy is redundant
-        raise SnapshotError(f"restore of {name} failed; the database is unchanged: {exc}") from None
+        plan = plan_on(live, db, source, name)  # a refusal changes nothing: it passes as it is
+        moment = clock().astimezone(timezone.utc)
+        before_name = ""
+        carried: dict[str, int] = {}
+        event_id = None
+        try:
+            before = _claim_path(folder / KEPT_FOLDER, clock)
+            before_name = f"{KEPT_FOLDER}/{before.name}"
+            _copy(live, before, None)
+            if plan.carried:  # a sqlgate database: stage, migrate and carry
+                staging = _staging_path(folder)
+                _copy_file(source, staging)
+                facts = RestoreFacts(plan, before_name, _iso(moment))
+                carried, event_id = stage_restore(staging, before, facts, recorder)
+                if recorder is not None:
+                    recorder.publish()
+                    published = True
+            _copy_into(live, staging or source)
+        except (apsw.Error, SqlgateError, OSError) as exc:
+            if published and recorder is not None:
+                recorder.revert()
+            if before is not None:
+                before.unlink(missing_ok=True)  # the database is unchanged: a redundant copy
+            raise SnapshotError(
+                f"restore of {name} failed; the database is unchanged: {exc}"
+            ) from None
     finally:
         live.close()
-    rotate_snapshots(folder, max(keep, 1) + 1)
-    return source_path, before
+        if staging is not None:
+            for suffix in ("", "-journal", "-wal", "-shm"):
+                Path(f"{staging}{suffix}").unlink(missing_ok=True)
+    assert before is not None
+    return RestoreResult(db, source, before, before_name, plan, carried, event_id)
+
+
+def _staging_path(folder: Path) -> Path:
+    """A fresh file for the staged restore; not a `.sqlite` name, so never listed."""
+    path = folder / f".restoring-{secrets.token_hex(6)}.db"
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    os.close(fd)
+    return path

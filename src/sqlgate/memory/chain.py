@@ -31,7 +31,6 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 import apsw
 
@@ -58,8 +57,8 @@ __all__ = [
     "EventChain",
     "canonical",
     "event_hash",
+    "next_witness",
     "stored_tags",
-    "witness_restored_chain",
 ]
 
 
@@ -111,7 +110,7 @@ class EventChain:
                 yield writer
                 if writer.first is not None and writer.last is not None:
                     previous_raw = self.witness.read_raw()
-                    following = _next_witness(
+                    following = next_witness(
                         self._read_witness(), writer.first, writer.first_prev, writer.last
                     )
                     replaced = True  # a write that fails half-way is put back too
@@ -147,7 +146,7 @@ class EventChain:
         return verify_chain(self.db, self.witness, incremental=incremental, progress=progress)
 
 
-def _next_witness(previous: Witness | None, first: int, first_prev: str, last: Appended) -> Witness:
+def next_witness(previous: Witness | None, first: int, first_prev: str, last: Appended) -> Witness:
     """The witness after appending events `first`..`last.id` onto a head whose hash is
     `first_prev`.
 
@@ -198,31 +197,3 @@ class ChainWriter:
             self.first, self.first_prev = new_id, prev_hash
         self.last = Appended(new_id, digest, ts)
         return self.last
-
-
-def witness_restored_chain(db: Path, keep_previous_at: Path) -> Witness | None:
-    """After a person restores a snapshot, the restored chain is the reference again.
-
-    The old witness (which names events the restore removed) is kept at `keep_previous_at`,
-    beside the copy of the pre-restore database, and the witness is rewritten for the
-    restored head with no verified position, so the next verify_chain checks everything.
-    Returns the new witness, or None when the restored database holds no events.
-    """
-    witness = WitnessFile.beside(db)
-    previous = witness.read_raw()
-    if previous is not None:
-        keep_previous_at.write_bytes(previous)
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        has_events = conn.execute(
-            "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'memory_events'"
-        ).fetchone()
-        head_id, head_hash = head_of(conn) if has_events else (0, GENESIS)
-    finally:
-        conn.close()
-    if head_id == 0:
-        witness.restore(None)
-        return None
-    restored = Witness(head_id, head_hash, 0, "")
-    witness.write(restored)
-    return restored

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,13 +22,14 @@ from sqlgate.memory.inputs import (
     text_field,
 )
 from sqlgate.memory.privacy import Redactor, load_extra_patterns
+from sqlgate.memory.restore_record import recorded_restores
 from sqlgate.memory.search import EventReader, SearchFilters
 from sqlgate.memory.witness import WitnessFile
 
 __all__ = ["SERVER_KINDS", "Memory", "Reply", "redactor_for"]
 
 # event kinds only the server appends, so an agent cannot forge them
-SERVER_KINDS = frozenset({"claim", "import"})
+SERVER_KINDS = frozenset({"claim", "import", "restore"})
 
 
 @dataclass(frozen=True)
@@ -105,8 +107,15 @@ class Memory:
         return Reply(_json(answer), 1, {"event": appended.id, "redacted": redacted or None})
 
     def verify_chain(self, progress: Callable[[int, int], None] | None = None) -> Reply:
+        """The verdict, and the restores the chain records when it is whole."""
         status = self.chain.verify(progress=progress)
-        return Reply(status.as_json(), status.checked, {"ok": status.ok})
+        answer = status.as_dict()
+        if status.ok:
+            with self.db.reading() as conn:
+                restores = recorded_restores(conn)
+            if restores is not None:
+                answer["restores"] = restores
+        return Reply(json.dumps(answer, separators=(", ", ": ")), status.checked, {"ok": status.ok})
 
     def checkpoint(self, summary: object) -> Reply:
         text, redacted = self._clean(summary, "summary")

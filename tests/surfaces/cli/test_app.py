@@ -115,14 +115,14 @@ def test_restore_puts_the_snapshot_back_and_keeps_the_current_file(
     db_path: Path, snapshotted: str
 ) -> None:
     assert count_rows(db_path, "notes") == 2
-    result = invoke("snapshots", "restore", snapshotted, "--db", str(db_path))
+    result = invoke("snapshots", "restore", snapshotted, "--db", str(db_path), "--yes")
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith(f"restored {db_path} from {snapshotted}")
-    assert "the previous content is" in result.stdout
+    assert f"restored {db_path} from snapshot {snapshotted}" in result.stdout
+    assert "the previous content is kept at" in result.stdout
     assert count_rows(db_path, "notes") == 3
-    kept = {p.name for p in Settings(db=db_path).snapshot_dir.iterdir()}
-    assert snapshotted in kept
-    assert len(kept) == 2
+    folder = Settings(db=db_path).snapshot_dir
+    assert {p.name for p in folder.glob("*.sqlite")} == {snapshotted}
+    assert len(list((folder / "restored").glob("*.sqlite"))) == 1
 
 
 @pytest.mark.parametrize(
@@ -144,7 +144,7 @@ def test_restore_is_refused_while_the_database_is_open(
     db_path: Path, snapshotted: str, make_service: Callable[..., Service]
 ) -> None:
     running = make_service()  # a server still holding the database
-    result = invoke("snapshots", "restore", snapshotted, "--db", str(db_path))
+    result = invoke("snapshots", "restore", snapshotted, "--db", str(db_path), "--yes")
     assert result.exit_code == 7
     assert "open in another process" in error_line(result)
     assert "notes\n2\n" in running.read_query("SELECT count(*) AS notes FROM notes")
@@ -156,7 +156,7 @@ def test_restore_into_a_missing_database_exits_3(
     missing = tmp_path / "gone.db"
     folder = Settings(db=db_path).snapshot_dir
     folder.rename(Settings(db=missing).snapshot_dir)
-    result = invoke("snapshots", "restore", snapshotted, "--db", str(missing))
+    result = invoke("snapshots", "restore", snapshotted, "--db", str(missing), "--yes")
     assert result.exit_code == 3
     assert "does not exist" in error_line(result)
     assert not missing.exists()
@@ -394,7 +394,7 @@ def test_serve_creates_only_the_default_and_a_projects_database_folder(
     assert third_options["create_parent"] is True
 
 
-def test_restore_rewitnesses_the_memory_so_the_restored_chain_verifies(
+def test_restore_keeps_the_memory_written_after_the_snapshot_and_the_chain_verifies(
     db_path: Path, make_service: Callable[..., Service]
 ) -> None:
     service = make_service()
@@ -404,12 +404,11 @@ def test_restore_rewitnesses_the_memory_so_the_restored_chain_verifies(
     service.append_event("appended after the snapshot")
     service.close()
     (snapshot,) = [p.name for p in Settings(db=db_path).snapshot_dir.glob("*.sqlite")]
-    result = invoke("snapshots", "restore", snapshot, "--db", str(db_path))
+    result = invoke("snapshots", "restore", snapshot, "--db", str(db_path), "--yes")
     assert result.exit_code == 0, result.output
-    assert "the memory witness now names the restored head" in result.stdout
-    kept_witnesses = list(Settings(db=db_path).snapshot_dir.glob("*.sqlite.witness.json"))
-    assert len(kept_witnesses) == 1  # the old witness, beside the pre-restore copy
+    assert "the memory chain records it as event 3" in result.stdout
     reopened = make_service()
     status = json.loads(reopened.verify_chain())
     assert status["ok"] is True
-    assert status["events"] == 1
+    assert status["events"] == 3  # both events, and the restore's
+    assert status["restores"]["latest"]["id"] == 3

@@ -194,7 +194,9 @@ def test_replicate_kill_restore_verify(served: Served, tmp_path: Path) -> None:
     witness = report["witness"]
     head = witness["head_id"]
     assert report["ok"] is True
-    assert report["chain"] == {"ok": True, "events": head, "head_id": head,
+    recorded = report["recorded_event"]  # the restore's own event follows the copy's head
+    assert recorded == head + 1
+    assert report["chain"] == {"ok": True, "events": recorded, "head_id": recorded,
                                "head_hash": report["chain"]["head_hash"]}  # fmt: skip
     assert witness["witnessed"] is True, witness["lines"]
     assert witness["mismatch"] is None
@@ -211,11 +213,12 @@ def test_replicate_kill_restore_verify(served: Served, tmp_path: Path) -> None:
         count(restored, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'")
         == 1
     )
-    assert count(restored, "SELECT count(*) FROM memory_events") == head
+    assert count(restored, "SELECT count(*) FROM memory_events") == recorded
 
     verified = sqlgate("verify", "--db", str(restored), "--json")
     assert verified.returncode == 0, verified.stdout + verified.stderr
-    assert json.loads(verified.stdout)["head_id"] == head
+    assert json.loads(verified.stdout)["head_id"] == recorded
+    assert json.loads(verified.stdout)["restores"]["latest"]["id"] == recorded
 
 
 def test_litestream_dying_is_reported_while_the_server_keeps_serving(

@@ -26,6 +26,7 @@ from sqlgate.surfaces.cli.install import install, uninstall
 from sqlgate.surfaces.cli.listing import Column, print_listing
 from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
 from sqlgate.surfaces.cli.replicate import REPLICATE_COMMANDS, replica_target, start_replication
+from sqlgate.surfaces.cli.snapshot_restore import snapshots_restore
 from sqlgate.surfaces.cli.tools import tools
 from sqlgate.surfaces.cli.undo import undo
 from sqlgate.surfaces.mcp.http import http_options, serve_http
@@ -100,11 +101,12 @@ def snapshots() -> None:
 @click.option("--json", "as_json", is_flag=True, help="print JSON lines for scripts")
 @reports_errors
 def snapshots_list(as_json: bool, **values: Any) -> None:
-    """Snapshots of the database, newest first."""
-    from sqlgate.engine.snapshots import list_snapshots
+    """Snapshots of the database, newest first, then the copies of before that restores
+    kept (restored/NAME, never rotated)."""
+    from sqlgate.engine.snapshots import list_kept, list_snapshots
 
     settings = settings_from(values)
-    found = list_snapshots(settings.snapshot_dir)
+    found = [*list_snapshots(settings.snapshot_dir), *list_kept(settings.snapshot_dir)]
     records = [{"name": info.name, "created": info.created, "bytes": info.size,
                 "path": str(info.path)} for info in found]  # fmt: skip
     print_listing(
@@ -131,27 +133,7 @@ _SNAPSHOT_TABLE = (
 )
 
 
-@snapshots.command("restore")
-@click.argument("name")
-@settings_options(("db", "snapshots_keep"), existing_db=True)
-@reports_errors
-def snapshots_restore(name: str, **values: Any) -> None:
-    """Put snapshot NAME back as the database (the current file is kept as a snapshot)."""
-    from sqlgate.engine.snapshots import restore_snapshot
-    from sqlgate.memory.chain import witness_restored_chain
-
-    settings = settings_from(values)
-    source, before = restore_snapshot(
-        settings.db, settings.snapshot_dir, name, settings.snapshots_keep
-    )
-    click.echo(f"restored {settings.db} from {source.name}; the previous content is {before.name}")
-    kept = before.with_name(before.name + ".witness.json")
-    restored = witness_restored_chain(settings.db, kept)
-    if kept.exists():
-        click.echo(f"the memory witness now names the restored head; the old one is {kept.name}")
-    elif restored is not None:
-        click.echo(f"the memory witness now names the restored head (event {restored.head_id})")
-
+snapshots.add_command(snapshots_restore)
 
 main.add_command(claims)
 main.add_command(import_group)

@@ -19,6 +19,7 @@ import click
 
 from sqlgate.engine.audit import json_value
 from sqlgate.errors import ChainBroken
+from sqlgate.memory.restore_record import recorded_restores
 from sqlgate.surfaces import terminal
 from sqlgate.surfaces.cli.listing import Column, print_listing, print_pairs
 from sqlgate.surfaces.cli.options import (
@@ -62,8 +63,15 @@ def verify(as_json: bool, **values: Any) -> None:
             progress.update(task, completed=done, total=total)
 
         status = service.memory.chain.verify(progress=advance)
+        restores = None
+        if status.ok:
+            with service.db.reading() as conn:
+                restores = recorded_restores(conn)
     if as_json:
-        click.echo(terminal.json_text(status.as_json()))
+        answer = status.as_dict()
+        if restores is not None:
+            answer["restores"] = restores
+        click.echo(terminal.json_dumps(answer))
     elif status.ok and status.head_id is None:
         click.echo("chain ok: no events yet")
     elif status.ok:
@@ -71,12 +79,23 @@ def verify(as_json: bool, **values: Any) -> None:
             f"chain ok: {status.events} events, head {status.head_id} "
             f"(hash {(status.head_hash or '')[:16]}…)"
             + (f"; {status.unconfirmed}" if status.unconfirmed else "")
+            + ("" if restores is None else f"; {_restores_line(restores)}")
         )
     else:
         where = "" if status.first_broken_id is None else f" at event {status.first_broken_id}"
         click.echo(f"chain BROKEN{where}: {terminal.visible(status.reason or '')}")
     if not status.ok:
         raise SystemExit(CHAIN_BROKEN_EXIT)
+
+
+def _restores_line(restores: dict[str, Any]) -> str:
+    """`1 restore recorded (latest: event 13 at T: rolled back to snapshot NAME (taken T0))`."""
+    count, latest = restores["count"], restores["latest"]
+    summary = terminal.one_line(str(latest["summary"]))
+    return (
+        f"{count} restore{'s' if count != 1 else ''} recorded (latest: event {latest['id']} "
+        f"at {terminal.visible(str(latest['ts']))}: {summary})"
+    )
 
 
 # -- log ------------------------------------------------------------------------------------

@@ -122,6 +122,9 @@ def _print_restored(restored: Restored) -> None:
         click.echo(f"witness log: could not be restored: {terminal.visible(restored.log_problem)}")
     for line in restored.verdict.lines():
         click.echo(terminal.visible(line))
+    if restored.recorded is not None:
+        click.echo(f"the memory chain records the restore as event {restored.recorded} "
+                   "(`sqlgate verify` names it)")  # fmt: skip
     if restored.witness_written:
         click.echo(f"wrote {terminal.visible(str(restored.db))}.witness.json for the restored "
                    "head; serve it with `sqlgate serve --db PATH` (add --replicate with a new URL "

@@ -7,10 +7,13 @@ about its memory chain.
    witness log to `PATH.replication/witness-log`.
 3. The restored chain is held against the witness log, and against a witness kept elsewhere
    if one is given (verdict.py).
-4. Unless a witness disagrees with the chain, `PATH.witness.json` is written for the restored
-   head, its verified position being the last witnessed event, so the copy can be served and
-   verified like any database (the restore itself is the trust decision, as for
-   `sqlgate snapshots restore`; its verdict says what it rests on).
+4. Unless a witness disagrees with the chain, the chain records the restore: one event of
+   kind `restore` (memory/restore_record.py) saying where the copy came from and, when a
+   witness named events the replica lacks, `rolled back from event N to M`, so `sqlgate
+   verify` on the copy never presents a shortened chain as whole. `PATH.witness.json` is
+   written for that event, its verified position being the last witnessed event, so the
+   copy can be served and verified like any database (the restore itself is the trust
+   decision; its verdict says what it rests on).
 5. The whole chain is then verified (every hash and link, and the witness just written).
 """
 
@@ -19,14 +22,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import apsw
+
 from sqlgate.config import Settings
-from sqlgate.engine.connect import connect_read_only
+from sqlgate.engine.connect import connect_read_only, immediate_transaction
 from sqlgate.errors import InvalidArgument, NotFound, SqlgateError, StartupError
 from sqlgate.memory.contract import ChainStatus
+from sqlgate.memory.restore_record import append_restore_event
 from sqlgate.memory.witness import Witness, WitnessFile
 from sqlgate.surfaces.replication.litestream import Litestream, failure, find_litestream
 from sqlgate.surfaces.replication.probe import NO_BACKUP
@@ -49,6 +56,7 @@ class Restored:
     chain: ChainStatus
     witness_written: bool
     log_problem: str | None = None  # why the witness log could not be restored, if so
+    recorded: int | None = None  # the memory event recording the restore
 
     @property
     def ok(self) -> bool:
@@ -65,6 +73,7 @@ class Restored:
             "witness": self.verdict.as_dict(),
             "witness_log_problem": self.log_problem,
             "witness_written": self.witness_written,
+            "recorded_event": self.recorded,
         }
 
 
@@ -177,13 +186,40 @@ def _restore(
     finally:
         if log is not None:
             log.close()
-    written = verdict.mismatch is None and verdict.head_id > 0
+    written = verdict.mismatch is None
+    recorded: int | None = None
     if written:
+        recorded, digest = _record(to, target.url, verdict)
         WitnessFile.beside(to).write(Witness(
-            verdict.head_id, verdict.head_hash, verdict.witnessed_id, verdict.witnessed_hash,
+            recorded, digest, verdict.witnessed_id, verdict.witnessed_hash,
         ))  # fmt: skip
     config.unlink(missing_ok=True)
-    return Restored(to, target.url, txid, verdict, _verify(to), written, log_problem)
+    return Restored(to, target.url, txid, verdict, _verify(to), written, log_problem, recorded)
+
+
+def _record(to: Path, url: str, verdict: WitnessVerdict) -> tuple[int, str]:
+    """Append the restore's event to the copy: (its id, its hash)."""
+    if verdict.lost is not None:
+        first = (
+            f"rolled back from event {verdict.lost[1]} to {verdict.head_id} by sqlgate restore "
+            f"from {url}"
+        )
+        detail = (
+            f"events {verdict.lost[0]} to {verdict.lost[1]} were witnessed but are not in the "
+            "replica (written in the last moments before replication stopped)"
+        )
+    else:
+        first = f"restored from the replica at {url} with every event a witness named"
+        detail = f"the copy ends at event {verdict.head_id}"
+    conn = apsw.Connection(str(to))
+    try:
+        with immediate_transaction(conn):
+            event_id, digest, _ = append_restore_event(
+                conn, "restore", time.time, f"{first}; {detail}"
+            )
+    finally:
+        conn.close()
+    return event_id, digest
 
 
 def _txid(output: str) -> str | None:

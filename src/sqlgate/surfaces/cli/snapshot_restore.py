@@ -1,0 +1,145 @@
+"""`sqlgate snapshots restore NAME`: say what the restore takes away, ask, then restore.
+
+The listing comes first (stdout, or one JSON object with `--json`): the rows of every user
+table now and in the snapshot, and sqlgate's own records the snapshot lacks, which the
+restore carries forward. On a terminal it asks `restore? [y/N]`; anywhere else it needs
+`--yes`, and without it exits 2 having changed nothing. Refusals (another database's
+snapshot, a database another process holds) exit 7 with one line naming the next step.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from sqlgate.errors import InvalidArgument
+from sqlgate.surfaces import terminal
+from sqlgate.surfaces.cli.options import (
+    JSON_OPTION,
+    reports_errors,
+    settings_from,
+    settings_options,
+)
+
+if TYPE_CHECKING:
+    from sqlgate.engine.restore_plan import RestorePlan
+    from sqlgate.engine.snapshots import RestoreResult
+
+__all__ = ["snapshots_restore"]
+
+_SERVER_ROWS = (
+    ("memory_events", "memory events"),
+    ("memory_checkpoints", "checkpoints"),
+    ("claims_history", "claim changes"),
+    ("query_log", "audit rows"),
+    ("undo_changesets", "calls rolled back (kept, marked undone by the restore)"),
+)
+
+
+def on_terminal() -> bool:
+    """Whether a person can be asked (stdin and stdout are a terminal)."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def _rows(count: int | None) -> str:
+    return "absent" if count is None else str(count)
+
+
+def print_plan(plan: RestorePlan) -> None:
+    show = terminal.visible
+    click.echo(f"restore {show(str(plan.db))} to snapshot {show(plan.name)}")
+    click.echo("user tables, rows now -> in the snapshot (the restore puts the snapshot's back):")
+    if not plan.tables:
+        click.echo("  (none)")
+    width = max((len(show(t.name)) for t in plan.tables), default=0)
+    for change in plan.tables:
+        what = ""
+        if change.snapshot is None:
+            what = "  (dropped by the restore)"
+        elif change.now is None:
+            what = "  (comes back)"
+        elif change.now != change.snapshot:
+            what = f"  ({change.now - change.snapshot:+d} rows)"
+        click.echo(f"  {show(change.name):<{width}}  {_rows(change.now)} -> "
+                   f"{_rows(change.snapshot)}{what}")  # fmt: skip
+    if plan.carried:
+        click.echo(
+            "sqlgate's records the snapshot lacks, carried forward (nothing of them is lost):"
+        )
+        for key, words in _SERVER_ROWS:
+            extra = ""
+            if key == "memory_events" and plan.events is not None:
+                extra = f" (events {plan.events[0]} to {plan.events[1]})"
+            if key == "claims_history" and plan.carried.get("claims"):
+                extra = f" ({plan.carried['claims']} new claims)"
+            click.echo(f"  {words}: {plan.carried.get(key, 0)}{extra}")
+    if plan.note:
+        click.echo(f"note: {plan.note}")
+
+
+def _print_result(result: RestoreResult) -> None:
+    show = terminal.visible
+    db = show(str(result.db))
+    click.echo(f"restored {db} from snapshot {show(result.plan.name)}: its user tables and schema "
+               "are the snapshot's")  # fmt: skip
+    if result.carried:
+        carried = ", ".join(
+            f"{result.carried.get(k, 0)} {w.split(' (')[0]}" for k, w in _SERVER_ROWS
+        )
+        click.echo(f"carried forward: {carried}")
+    if result.event_id is not None:
+        click.echo(f"the memory chain records it as event {result.event_id} (`sqlgate verify` "
+                   "names it)")  # fmt: skip
+    click.echo(f"the previous content is kept at {show(str(result.before))} (outside the "
+               "snapshot rotation); to undo this restore: sqlgate snapshots restore "
+               f"{show(result.before_name)} --db {db} --yes")  # fmt: skip
+
+
+@click.command("restore")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="restore without asking (needed when not on a terminal)")
+@JSON_OPTION
+@settings_options(("db", "snapshots_keep"), existing_db=True)
+@reports_errors
+def snapshots_restore(name: str, yes: bool, as_json: bool, **values: Any) -> None:
+    """Put snapshot NAME's tables back as the database, keeping sqlgate's own records.
+
+    Lists first what the current file holds that the snapshot lacks; asks on a terminal,
+    needs --yes otherwise. The current file is kept in <db>.snapshots/restored/ (never
+    rotated); the audit log, memory, checkpoints and claims written since the snapshot are
+    carried into the restored file, and the memory chain records the restore.
+    """
+    from sqlgate.engine.restore_plan import plan_restore
+    from sqlgate.engine.snapshots import restore_snapshot
+    from sqlgate.memory.restore_record import ChainRestoreRecorder
+    from sqlgate.service import new_session_id
+
+    settings = settings_from(values)
+    db = settings.db.absolute()
+    folder = settings.snapshot_dir.absolute()
+    plan = plan_restore(db, folder, name)
+    if as_json:
+        click.echo(terminal.json_dumps({"plan": plan.as_dict()}))
+    else:
+        print_plan(plan)
+    if not yes:
+        again = f"sqlgate snapshots restore {name} --db {db} --yes"
+        if not on_terminal():
+            raise InvalidArgument(f"nothing was restored: pass --yes to restore ({again})")
+        if not click.confirm("restore?", default=False):
+            raise InvalidArgument("not restored: declined; nothing changed")
+    session = new_session_id().replace("s-", "cli-", 1)
+    recorder = ChainRestoreRecorder(db, session, time.time)
+    result = restore_snapshot(db, folder, name, settings.snapshots_keep,
+                              recorder=recorder)  # fmt: skip
+    if as_json:
+        click.echo(terminal.json_dumps({"restored": {
+            "db": str(result.db), "snapshot": result.plan.name, "before": str(result.before),
+            "before_name": result.before_name, "carried": result.carried,
+            "event_id": result.event_id,
+        }}))  # fmt: skip
+    else:
+        _print_result(result)
