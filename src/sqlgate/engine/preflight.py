@@ -36,6 +36,7 @@ __all__ = [
     "drop_if_exists",
     "emptied_table",
     "inspect_statement",
+    "unfiltered_update_message",
     "validate_new_name",
 ]
 
@@ -52,6 +53,17 @@ _VERBS = frozenset(
 )  # fmt: skip
 _DML_KINDS = frozenset({"INSERT", "REPLACE", "UPDATE", "DELETE"})
 _FTS_DESTRUCTIVE_COMMANDS = {"delete-all", "delete"}
+# tokens of a WHERE that never name a column: literals and parameters, and reserved words
+# (SQLite takes no other meaning for them there; TRUE and FALSE name a column only when the
+# table has one so called, which then counts as no WHERE: refused in write_query, the safe way)
+_NEVER_NAMES = {
+    TokenType.STRING, TokenType.NUMBER, TokenType.HEX_STRING, TokenType.BIT_STRING,
+    TokenType.PLACEHOLDER,
+}  # fmt: skip
+_NOT_NAMES = frozenset(
+    {"NULL", "TRUE", "FALSE", "AND", "OR", "NOT", "IS", "ISNULL", "NOTNULL", "IN", "BETWEEN",
+     "SELECT", "EXISTS", "DISTINCT"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -129,17 +141,45 @@ def _kind(tokens: list[Token], verb_at: int) -> str:
     return first
 
 
+def _may_name_a_column(tokens: list[Token], at: int) -> bool:
+    """Whether the token at `at` could be a column's name, to SQLite.
+
+    Literals, parameters, operators, the words below and a function's name (a name just
+    before `(`) never are; anything else may be, keywords included (SQLite takes `key`,
+    `date` or `end` as names), so this errs towards "a name".
+    """
+    token = tokens[at]
+    if token.token_type in _NEVER_NAMES:
+        return False
+    if token.token_type != TokenType.IDENTIFIER:
+        if not (token.text[:1].isalpha() or token.text[:1] == "_"):
+            return False  # an operator, punctuation, or a `$name` parameter
+        if word(token) in _NOT_NAMES:
+            return False
+    following = tokens[at + 1] if at + 1 < len(tokens) else None
+    return following is None or following.token_type != TokenType.L_PAREN
+
+
 def _has_top_level_where(tokens: list[Token], verb_at: int) -> bool:
-    depth = 0
-    for token in tokens[verb_at + 1 :]:
+    """Whether the statement has a WHERE of its own (not a subquery's) that names something.
+
+    A WHERE made only of literals, parameters, operators and function calls (`WHERE 1=1`,
+    `WHERE ?`, `WHERE abs(-1)`) names no column, so it cannot filter: it counts as no WHERE.
+    Whether a name is a column of the table changed needs the schema (`engine.where`).
+    """
+    depth, where = 0, False
+    for index in range(verb_at + 1, len(tokens)):
+        token = tokens[index]
         if token.token_type == TokenType.L_PAREN:
             depth += 1
         elif token.token_type == TokenType.R_PAREN:
             depth -= 1
         elif depth == 0 and word(token) == "WHERE":
-            return True
+            where = True
         elif depth == 0 and word(token) == "RETURNING":
             return False
+        elif where and _may_name_a_column(tokens, index):
+            return True
     return False
 
 
@@ -359,6 +399,16 @@ TEMP_INSTEAD = {
 }
 
 
+def unfiltered_update_message(target: str | None) -> str:
+    """The refusal of an UPDATE whose WHERE is missing or names no column of its table."""
+    table = target or "its table"
+    return (
+        f"UPDATE without a WHERE on a column of {table} rewrites every row: use "
+        "destructive_query (it keeps the changed rows for undo), or add a WHERE that names a "
+        f"column of {table} (describe_table lists them)"
+    )
+
+
 def _home_tool(statement: Statement) -> str:
     kind = statement.kind
     if kind in READ_KINDS:
@@ -417,10 +467,7 @@ def check_tier(statement: Statement, tier: Tier, protected: frozenset[str] | Non
         Tier.VIEW: READ_KINDS - {"PRAGMA", "EXPLAIN"},
     }[tier]
     if tier is Tier.WRITE and kind == "UPDATE" and not statement.has_where:
-        raise PolicyDenied(
-            "UPDATE without WHERE rewrites every row: use destructive_query (it snapshots first), "
-            "or add a WHERE clause"
-        )
+        raise PolicyDenied(unfiltered_update_message(statement.target))
     if tier is Tier.WRITE and statement.fts_delete:
         raise PolicyDenied(
             "the FTS5 'delete-all'/'delete' command removes rows: use destructive_query"

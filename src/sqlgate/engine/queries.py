@@ -32,6 +32,7 @@ from sqlgate.engine.undo import (
     unrestorable_write,
     written_tables,
 )
+from sqlgate.engine.where_check import refuse_unfiltered_update
 from sqlgate.errors import InvalidArgument, QueryTimeout
 
 __all__ = ["Outcome", "SqlTiers"]
@@ -175,6 +176,10 @@ class SqlTiers:
     def write(self, sql: object, bindings: Bindings, control: CallControl) -> Outcome:
         text, statement = self.preflight(sql, Tier.WRITE)
         with self.db.writing() as conn:
+            # issue 19: an UPDATE whose WHERE names no column of its table is refused
+            refuse_unfiltered_update(
+                self._context(conn, Tier.WRITE, control), text, statement, bindings
+            )
             ctx = self._context(conn, Tier.WRITE, control, guard=True)
             returned, changes, rowid = self._apply(conn, text, bindings, ctx)
         rows = changes if statement.kind in DML_KINDS else 0
