@@ -27,7 +27,7 @@ token SQLite reads as a name. The decision is pure: the parse and the columns co
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
@@ -42,10 +42,6 @@ ROWID_NAMES = frozenset({"rowid", "oid", "_rowid_"})
 # folded table (or view, or table-valued function) name -> its folded column names, hidden
 # ones included (`pragma_table_xinfo`); a name missing here has unknown columns
 Columns = Mapping[str, frozenset[str]]
-_VALUE_TOKENS = {
-    TokenType.STRING, TokenType.NUMBER, TokenType.HEX_STRING, TokenType.BIT_STRING,
-    TokenType.PLACEHOLDER,
-}  # fmt: skip
 _PARAMETER_MARKS = "?$@:#"
 
 
@@ -56,7 +52,7 @@ class Change:
     tree: exp.Update | exp.Delete
     target: str  # folded name of the table changed
     tables: frozenset[str]  # folded names of every table, view, CTE and function in FROM
-    names: frozenset[tuple[int, int]] = field(repr=False)  # (start, end) of SQLite's names
+    spans: frozenset[tuple[int, int]]  # (start, end) of each token SQLite reads
 
 
 def _is_parameter(token: Token) -> bool:
@@ -72,37 +68,22 @@ def _parse_text(sql: str, tokens: list[Token]) -> str:
     def blank(start: int, end: int, keep: str = "") -> None:
         chars[start : end + 1] = list(keep.ljust(end + 1 - start))
 
-    depth, verb_seen = 0, False
-    for index, token in enumerate(tokens):
-        following = tokens[index + 1] if index + 1 < len(tokens) else None
-        if _is_parameter(token):
-            end = token.end
-            if (
-                token.text == "?"
-                and following is not None
-                and following.token_type == TokenType.NUMBER
-                and following.start == token.end + 1
-            ):
-                end = following.end  # ?NNN
-            blank(token.start, end, "?")
-        elif token.token_type == TokenType.L_PAREN:
-            depth += 1
-        elif token.token_type == TokenType.R_PAREN:
-            depth -= 1
-        elif depth == 0 and not verb_seen and word(token) in ("UPDATE", "DELETE"):
-            verb_seen = True
-            after = tokens[index + 2] if index + 2 < len(tokens) else None
-            if following is not None and word(following) == "OR" and after is not None:
-                blank(following.start, after.end)
+    for token, following in zip(tokens, [*tokens[1:], None]):
+        if not _is_parameter(token):
+            continue
+        end = token.end
+        if following is not None and following.token_type == TokenType.NUMBER:
+            # sqlglot splits ?NNN in two; a number after any other parameter, or after a
+            # space, is a syntax error to SQLite, so taking it in changes no verdict
+            end = following.end
+        blank(token.start, end, "?")
+    # the first UPDATE is the verb: no other may stand before it but in a quoted name
+    for verb, conflict, action in zip(tokens, tokens[1:], tokens[2:]):
+        if word(verb) == "UPDATE":
+            if word(conflict) == "OR":
+                blank(conflict.start, action.end)
+            break
     return "".join(chars)
-
-
-def _name_spans(tokens: list[Token]) -> frozenset[tuple[int, int]]:
-    return frozenset(
-        (token.start, token.end)
-        for token in tokens
-        if token.token_type not in _VALUE_TOKENS and not _is_parameter(token)
-    )
 
 
 def _table_name(table: exp.Table) -> str:
@@ -132,7 +113,8 @@ def read_change(sql: str) -> Change | None:
     if not isinstance(tree.this, exp.Table):
         return None
     tables = frozenset(_table_name(table) for table in tree.find_all(exp.Table))
-    return Change(tree, _table_name(tree.this), tables, _name_spans(tokens))
+    spans = frozenset((token.start, token.end) for token in tokens)
+    return Change(tree, _table_name(tree.this), tables, spans)
 
 
 @dataclass(frozen=True)
@@ -194,8 +176,6 @@ class _Resolver:
     def __init__(self, change: Change, columns: Columns) -> None:
         self.change = change
         self.columns = columns
-        self.scopes: dict[int, _Scope] = {}
-        self.top: _Scope | None = None
 
     def _ctes(self, node: exp.Expr) -> dict[str, frozenset[str] | None]:
         """The CTEs visible at `node`: its own WITH and those of the queries around it."""
@@ -205,7 +185,7 @@ class _Resolver:
             with_ = at.args.get("with_")
             for cte in with_.expressions if isinstance(with_, exp.With) else []:
                 name = _alias(cte)
-                listed = cte.args["alias"].columns if cte.args.get("alias") else []
+                listed = cte.args["alias"].columns  # sqlglot gives every CTE its alias
                 names = frozenset(fold_name(c.name) for c in listed) if listed else None
                 visible.setdefault(name, names or _output_names(cte.this))
             at = at.parent
@@ -219,42 +199,34 @@ class _Resolver:
             if schema is None and name in ctes:
                 return _Source(exposed, None, ctes[name])
             return _Source(exposed, schema, self.columns.get(name))
-        if isinstance(item, exp.Subquery):
-            listed = item.args["alias"].columns if item.args.get("alias") else []
-            names = frozenset(fold_name(c.name) for c in listed) if listed else None
-            return _Source(_alias(item), None, names or _output_names(item.this))
-        return _Source(_alias(item), None, None)
+        if isinstance(item, exp.Subquery):  # SQLite takes no column list after its alias
+            return _Source(_alias(item), None, _output_names(item.this))
+        return _Source(_alias(item), None, None)  # VALUES, ...: columns not read here
 
     def _top(self) -> _Scope:
-        """The statement's own scope: its target, then the tables of UPDATE ... FROM."""
-        if self.top is None:
-            tree, ctes = self.change.tree, self._ctes(self.change.tree)
-            table = tree.this
-            schema = fold_name(table.db) if table.db else None
-            columns = self.columns.get(self.change.target)
-            target = _Source(_alias(table) or self.change.target, schema, columns, True)
-            others = tuple(self._source(item, ctes) for item in _from_items(tree))
-            self.top = _Scope((target, *others))
-        return self.top
+        """The statement's own scope: its target, then the tables of UPDATE ... FROM (which
+        change a verdict only when one is exposed under the target's name: ambiguous)."""
+        tree, ctes = self.change.tree, self._ctes(self.change.tree)
+        table = tree.this
+        schema = fold_name(table.db) if table.db else None
+        columns = self.columns.get(self.change.target)
+        target = _Source(_alias(table) or self.change.target, schema, columns, True)
+        return _Scope((target, *(self._source(item, ctes) for item in _from_items(tree))))
 
     def _scope(self, select: exp.Select, in_projection: bool) -> _Scope:
-        key = id(select) * 2 + in_projection
-        if key not in self.scopes:
-            ctes = self._ctes(select)
-            sources = tuple(self._source(item, ctes) for item in _from_items(select))
-            aliases = frozenset(
-                fold_name(p.alias) for p in select.expressions if isinstance(p, exp.Alias)
-            )
-            # a result alias names nothing inside the result list itself
-            self.scopes[key] = _Scope(sources, frozenset() if in_projection else aliases)
-        return self.scopes[key]
+        ctes = self._ctes(select)
+        sources = tuple(self._source(item, ctes) for item in _from_items(select))
+        if in_projection:  # a result alias names nothing inside the result list itself
+            return _Scope(sources)
+        aliases = (fold_name(p.alias) for p in select.expressions if isinstance(p, exp.Alias))
+        return _Scope(sources, frozenset(aliases))
 
     def _scopes_of(self, column: exp.Column) -> list[_Scope]:
         """The scopes `column` is resolved in, innermost first, the statement's last."""
         scopes: list[_Scope] = []
         child: exp.Expr = column
         at = column.parent
-        while at is not None and at is not self.change.tree:
+        while at is not None:
             if isinstance(at, exp.Select):
                 scopes.append(self._scope(at, child.arg_key == "expressions"))
             child, at = at, at.parent
@@ -264,15 +236,15 @@ class _Resolver:
         """Whether each part of the name stands where SQLite reads a name token."""
         for part in column.parts:
             start, end = part.meta.get("start"), part.meta.get("end")
-            if (start, end) not in self.change.names:
+            if (start, end) not in self.change.spans:
                 return False
         return True
 
     def is_target_column(self, column: exp.Column) -> bool:
-        if isinstance(column.this, exp.Star) or not self._read_as_sqlite_reads(column):
+        # sqlglot drew a boundary SQLite does not (`t.*` has none at all), or this is
+        # `x IN t` (only IN has a field), where t names a table
+        if not self._read_as_sqlite_reads(column) or column.arg_key == "field":
             return False
-        if isinstance(column.parent, exp.In) and column.arg_key == "field":
-            return False  # `x IN t`: t names a table
         name, table = fold_name(column.name), fold_name(column.table)
         schema = fold_name(column.db) if column.db else None
         for scope in self._scopes_of(column):
