@@ -50,6 +50,11 @@ CANNOT_FILTER = [
     pytest.param(f"{U} FROM other WHERE other.k = 1", None, id="update-from-other"),
     pytest.param(f"{U} WHERE id = 1 OR 1 = 1", None, id="or-tautology"),
     pytest.param(f"{U} WHERE CAST(1 AS UNSIGNED BIG INT)", None, id="unparsed-reads-no-column"),
+    pytest.param(
+        f"{U} WHERE (SELECT k FROM other WHERE k = CAST(1 AS UNSIGNED BIG INT))",
+        None,
+        id="unparsed-reads-another-table",
+    ),
 ]
 FILTERS = [
     pytest.param(f"{U} WHERE id = ?", [2], 1, id="id-param"),
@@ -117,6 +122,20 @@ def test_write_query_runs_an_update_whose_where_names_a_column(
     tasks: Service, sql: str, params: Any, rows: int
 ) -> None:
     assert tasks.write_query(sql, params) == f"ok: {rows} rows affected"
+
+
+def test_a_trigger_reading_the_table_does_not_count_for_an_unparsed_where(
+    tasks: Service,
+) -> None:
+    tasks.write_query("CREATE TABLE audit(n INTEGER)")
+    tasks.destructive_query(
+        "CREATE TRIGGER count_tasks AFTER UPDATE ON tasks "
+        "BEGIN INSERT INTO audit SELECT count(priority) FROM tasks; END",
+        "count the tasks after each update",
+    )
+    with pytest.raises(PolicyDenied, match="use destructive_query"):
+        tasks.write_query(f"{U} WHERE CAST(1 AS UNSIGNED BIG INT)")
+    assert priorities(tasks) == "1,2,3,4"
 
 
 def test_read_query_sends_an_update_that_cannot_filter_to_destructive_query(

@@ -38,10 +38,12 @@ def table_columns(conn: apsw.Connection, names: Iterable[str]) -> dict[str, froz
 
 
 def _reads_its_table(ctx: RunContext, sql: str, bindings: Bindings, target: str) -> bool:
-    """Whether SQLite, preparing `sql`, reads a column of `target` anywhere in it."""
+    """Whether SQLite, preparing `sql`, reads a column of `target` in the agent's own text
+    (not in a trigger's or a view's body). Only prepared: no module runs a nested statement.
+    A statement SQLite cannot prepare raises here, in SQLite's words."""
     run_statement(ctx, f"EXPLAIN {sql}", bindings, lambda cursor: None)
     return any(
-        op.action == "READ" and fold_name(op.target or "") == target and not op.nested
+        op.action == "READ" and fold_name(str(op.target)) == target and op.inside is None
         for op in ctx.recorder.operations
     )
 
@@ -56,8 +58,9 @@ def refuse_unfiltered_update(
         return
     change = read_change(sql)
     if change is None:
-        target = fold_name(statement.target or "")
-        if not _reads_its_table(ctx, sql, bindings, target):
+        # a READ always names its table; an UPDATE preflight found no target for is a
+        # syntax error, which the prepare raises before any READ is compared
+        if not _reads_its_table(ctx, sql, bindings, fold_name(str(statement.target))):
             raise PolicyDenied(unfiltered_update_message(statement.target))
         return
     columns = table_columns(ctx.conn, change.tables)
