@@ -164,6 +164,10 @@ def test_inspect_statement_finds_the_kind(sql: str, kind: str) -> None:
         # anything that may be a column's name keeps the WHERE, for the schema to judge
         pytest.param("UPDATE t SET a = 1 WHERE x", True, id="bare-name"),
         pytest.param("UPDATE t SET a = 1 WHERE rowid = 1", True, id="rowid"),
+        pytest.param("UPDATE t SET a = 1 WHERE _rowid_ = 1", True, id="underscore-name"),
+        pytest.param("UPDATE t SET a = 1 WHERE x1 = 1", True, id="name-with-digit"),
+        pytest.param("UPDATE t SET a = 1 WHERE 1 = x", True, id="name-last"),
+        pytest.param('UPDATE t SET a = 1 WHERE 1 = "x"', True, id="quoted-name-last"),
         pytest.param('UPDATE t SET a = 1 WHERE "Tasks"."ID" = 1', True, id="quoted-names"),
         pytest.param("UPDATE t SET a = 1 WHERE [x] OR `y`", True, id="bracket-names"),
         pytest.param("UPDATE t SET a = 1 WHERE key = 1", True, id="keyword-key"),
@@ -326,6 +330,32 @@ def test_an_update_that_cannot_filter_is_refused_naming_what_keeps_its_undo(sql:
     assert "use destructive_query (it keeps the changed rows for undo)" in str(caught.value)
     assert "snapshot" not in str(caught.value)
     assert "tasks" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("sql", "tier", "error", "phrase"),
+    [
+        pytest.param("DELETE FROM t", W, PolicyDenied, "DELETE is not allowed in write_query"),
+        pytest.param("SELECT 1\x00", R, InvalidArgument, "NUL character"),
+        pytest.param("SELECT 'open", W, InvalidArgument, "write_query cannot read this"),
+        pytest.param(
+            "INSERT INTO docs(docs) VALUES ('delete-all')",
+            R,
+            PolicyDenied,
+            "not allowed in read_query; use destructive_query",
+        ),
+        pytest.param("REINDEX", R, PolicyDenied, "REINDEX is not allowed in read_query"),
+    ],
+)
+def test_check_tier_refuses_with_the_message_that_fits(
+    sql: str, tier: Tier, error: type[Exception], phrase: str
+) -> None:
+    with pytest.raises(error, match=phrase):
+        check_tier(inspect_statement(sql), tier)
+
+
+def test_the_refusal_without_a_known_table_says_its_table() -> None:
+    assert "a column of its table" in unfiltered_update_message(None)
 
 
 @pytest.mark.parametrize(

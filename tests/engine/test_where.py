@@ -267,7 +267,7 @@ def test_a_statement_without_where_does_not_filter() -> None:
 def test_a_name_sqlite_cannot_resolve_does_not_count(sql: str) -> None:
     # SQLite refuses these; counted as no filter, the refusal errs safe
     assert _filters(sql) is False
-    with pytest.raises(apsw.SQLError, match="no such column|ambiguous column"):
+    with pytest.raises(apsw.SQLError, match=r"no such column|ambiguous column"):
         _rows_sqlite_changes(sql)
 
 
@@ -288,6 +288,12 @@ def test_a_parameter_is_no_column_even_where_a_column_has_its_spelling() -> None
     quoted = read_change('UPDATE tasks SET x = 1 WHERE "$p" = 1')
     assert quoted is not None
     assert where_filters(quoted, columns) is True
+
+
+def test_a_long_chain_of_or_is_read_flat() -> None:
+    chain = " OR ".join(f"id = {n}" for n in range(3000))
+    assert _filters(f"{U} WHERE {chain}") is True
+    assert _filters(f"{U} WHERE {chain} OR 1") is False
 
 
 def test_a_schema_qualified_target_is_matched_by_its_schema() -> None:

@@ -14,6 +14,7 @@ protected names here.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -141,23 +142,23 @@ def _kind(tokens: list[Token], verb_at: int) -> str:
     return first
 
 
-def _may_name_a_column(tokens: list[Token], at: int) -> bool:
-    """Whether the token at `at` could be a column's name, to SQLite.
+def _may_name_a_column(token: Token, following: Token | None) -> bool:
+    """Whether `token` (before `following`) could be a column's name, to SQLite.
 
     Literals, parameters, operators, the words below and a function's name (a name just
     before `(`) never are; anything else may be, keywords included (SQLite takes `key`,
     `date` or `end` as names), so this errs towards "a name".
     """
-    token = tokens[at]
-    if token.token_type in _NEVER_NAMES:
-        return False
-    if token.token_type != TokenType.IDENTIFIER:
-        if not (token.text[:1].isalpha() or token.text[:1] == "_"):
-            return False  # an operator, punctuation, or a `$name` parameter
-        if word(token) in _NOT_NAMES:
-            return False
-    following = tokens[at + 1] if at + 1 < len(tokens) else None
-    return following is None or following.token_type != TokenType.L_PAREN
+    call = following is not None and following.token_type == TokenType.L_PAREN
+    if token.token_type == TokenType.IDENTIFIER:  # quoted: a name, or a function's
+        return not call
+    first = token.text[:1]
+    return (
+        token.token_type not in _NEVER_NAMES
+        and (first.isalpha() or first == "_")  # not an operator, nor a `$name` parameter
+        and word(token) not in _NOT_NAMES
+        and not call
+    )
 
 
 def _has_top_level_where(tokens: list[Token], verb_at: int) -> bool:
@@ -166,19 +167,20 @@ def _has_top_level_where(tokens: list[Token], verb_at: int) -> bool:
     A WHERE made only of literals, parameters, operators and function calls (`WHERE 1=1`,
     `WHERE ?`, `WHERE abs(-1)`) names no column, so it cannot filter: it counts as no WHERE.
     Whether a name is a column of the table changed needs the schema (`engine.where`).
+    RETURNING ends the WHERE (it can stand nowhere but at the statement's top level).
     """
     depth, where = 0, False
-    for index in range(verb_at + 1, len(tokens)):
-        token = tokens[index]
+    rest = tokens[verb_at:]
+    for token, following in itertools.zip_longest(rest, rest[1:]):
         if token.token_type == TokenType.L_PAREN:
             depth += 1
         elif token.token_type == TokenType.R_PAREN:
             depth -= 1
         elif depth == 0 and word(token) == "WHERE":
             where = True
-        elif depth == 0 and word(token) == "RETURNING":
+        elif word(token) == "RETURNING":
             return False
-        elif where and _may_name_a_column(tokens, index):
+        elif where and _may_name_a_column(token, following):
             return True
     return False
 

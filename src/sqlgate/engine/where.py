@@ -26,6 +26,7 @@ token SQLite reads as a name. The decision is pure: the parse and the columns co
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -68,7 +69,7 @@ def _parse_text(sql: str, tokens: list[Token]) -> str:
     def blank(start: int, end: int, keep: str = "") -> None:
         chars[start : end + 1] = list(keep.ljust(end + 1 - start))
 
-    for token, following in zip(tokens, [*tokens[1:], None]):
+    for token, following in itertools.zip_longest(tokens, tokens[1:]):
         if not _is_parameter(token):
             continue
         end = token.end
@@ -78,7 +79,7 @@ def _parse_text(sql: str, tokens: list[Token]) -> str:
             end = following.end
         blank(token.start, end, "?")
     # the first UPDATE is the verb: no other may stand before it but in a quoted name
-    for verb, conflict, action in zip(tokens, tokens[1:], tokens[2:]):
+    for verb, conflict, action in zip(tokens, tokens[1:], tokens[2:], strict=False):
         if word(verb) == "UPDATE":
             if word(conflict) == "OR":
                 blank(conflict.start, action.end)
@@ -270,13 +271,13 @@ class _Resolver:
         return any(self.is_target_column(column) for column in node.find_all(exp.Column))
 
     def filters(self, node: exp.Expr, negated: bool = False) -> bool:
-        if isinstance(node, exp.Paren):
-            return self.filters(node.this, negated)
+        node = node.unnest()  # (...)
         if isinstance(node, exp.Not):
             return self.filters(node.this, not negated)
         if isinstance(node, (exp.And, exp.Or)):
             every = isinstance(node, exp.Or) != negated  # OR, or NOT (... AND ...)
-            parts = [self.filters(node.left, negated), self.filters(node.right, negated)]
+            # a chain of one connector, taken flat: a long OR is no deep recursion
+            parts = [self.filters(part, negated) for part in node.flatten()]
             return all(parts) if every else any(parts)
         return self.names_target(node)
 

@@ -18,7 +18,7 @@ import apsw
 from sqlgate.engine.execute import Bindings, RunContext, run_statement
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.preflight import Statement, unfiltered_update_message
-from sqlgate.engine.where import read_change, where_filters
+from sqlgate.engine.where import Change, read_change, where_filters
 from sqlgate.errors import PolicyDenied
 
 __all__ = ["refuse_unfiltered_update", "table_columns"]
@@ -57,14 +57,19 @@ def refuse_unfiltered_update(
     if statement.kind != "UPDATE":
         return
     change = read_change(sql)
-    if change is None:
+    verdict = None if change is None else _judged(ctx.conn, change)
+    if verdict is None:
         # a READ always names its table; an UPDATE preflight found no target for is a
         # syntax error, which the prepare raises before any READ is compared
         if not _reads_its_table(ctx, sql, bindings, fold_name(str(statement.target))):
             raise PolicyDenied(unfiltered_update_message(statement.target))
         return
-    columns = table_columns(ctx.conn, change.tables)
-    if change.target not in columns:
-        return  # no such table: SQLite says so when the statement runs
-    if not where_filters(change, columns):
+    if not verdict:
         raise PolicyDenied(unfiltered_update_message(statement.target))
+
+
+def _judged(conn: apsw.Connection, change: Change) -> bool:
+    """Whether the WHERE filters; True for a target SQLite does not know (it says so when
+    the statement runs)."""
+    columns = table_columns(conn, change.tables)
+    return change.target not in columns or where_filters(change, columns)
