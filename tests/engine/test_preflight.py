@@ -12,7 +12,9 @@ from sqlgate.engine.preflight import (
     Statement,
     check_tier,
     drop_if_exists,
+    emptied_table,
     inspect_statement,
+    unfiltered_update_message,
     validate_new_name,
 )
 from sqlgate.errors import InvalidArgument, PolicyDenied
@@ -137,6 +139,47 @@ def test_inspect_statement_finds_the_kind(sql: str, kind: str) -> None:
         pytest.param(
             "WITH x AS (SELECT 1 WHERE 1) UPDATE t SET a = 1", False, id="cte-where-update"
         ),
+        # a WHERE that names nothing cannot filter: it counts as none (issue 19)
+        pytest.param("UPDATE t SET a = 1 WHERE 1=1", False, id="where-1-eq-1"),
+        pytest.param("UPDATE t SET a = 1 WHERE TRUE", False, id="where-true"),
+        pytest.param("UPDATE t SET a = 1 WHERE false OR 1", False, id="where-false-or-1"),
+        pytest.param("UPDATE t SET a = 1 WHERE 1", False, id="where-1"),
+        pytest.param("UPDATE t SET a = 1 WHERE 'a'='a'", False, id="where-strings"),
+        pytest.param("UPDATE t SET a = 1 WHERE x'01' = X'01'", False, id="where-blobs"),
+        pytest.param("UPDATE t SET a = 1 WHERE NULL IS NULL", False, id="where-null-is-null"),
+        pytest.param("UPDATE t SET a = 1 WHERE 1 ISNULL OR 1 NOTNULL", False, id="isnull"),
+        pytest.param("UPDATE t SET a = 1 WHERE 2 NOT BETWEEN 1 AND 3", False, id="between"),
+        pytest.param("UPDATE t SET a = 1 WHERE 1 IN (1, 2)", False, id="in-list"),
+        pytest.param("UPDATE t SET a = 1 WHERE ?", False, id="where-param"),
+        pytest.param("UPDATE t SET a = 1 WHERE ?1 OR :flag OR @f OR $f", False, id="params"),
+        pytest.param("UPDATE t SET a = 1 WHERE $v(id) AND $w::x", False, id="tcl-params"),
+        pytest.param("UPDATE t SET a = 1 WHERE abs(-1) > 0", False, id="function"),
+        pytest.param('UPDATE t SET a = 1 WHERE "abs"(1)', False, id="quoted-function"),
+        pytest.param("UPDATE t SET a = 1 WHERE -1 + 2 * 3 % 4 <> 1 || 2", False, id="operators"),
+        pytest.param("UPDATE t SET a = 1 WHERE NOT EXISTS (SELECT 1)", False, id="exists-const"),
+        pytest.param("UPDATE t SET a = 1 WHERE (SELECT DISTINCT 1)", False, id="select-const"),
+        pytest.param("UPDATE t SET a = 1 WHERE 1 RETURNING a", False, id="where-1-returning"),
+        pytest.param("DELETE FROM t WHERE 1=1", False, id="delete-where-1-eq-1"),
+        pytest.param("DELETE FROM t WHERE ? RETURNING *", False, id="delete-where-param"),
+        # anything that may be a column's name keeps the WHERE, for the schema to judge
+        pytest.param("UPDATE t SET a = 1 WHERE x", True, id="bare-name"),
+        pytest.param("UPDATE t SET a = 1 WHERE rowid = 1", True, id="rowid"),
+        pytest.param("UPDATE t SET a = 1 WHERE _rowid_ = 1", True, id="underscore-name"),
+        pytest.param("UPDATE t SET a = 1 WHERE x1 = 1", True, id="name-with-digit"),
+        pytest.param("UPDATE t SET a = 1 WHERE 1 = x", True, id="name-last"),
+        pytest.param('UPDATE t SET a = 1 WHERE 1 = "x"', True, id="quoted-name-last"),
+        pytest.param('UPDATE t SET a = 1 WHERE "Tasks"."ID" = 1', True, id="quoted-names"),
+        pytest.param("UPDATE t SET a = 1 WHERE [x] OR `y`", True, id="bracket-names"),
+        pytest.param("UPDATE t SET a = 1 WHERE key = 1", True, id="keyword-key"),
+        pytest.param("UPDATE t SET a = 1 WHERE date IS NULL", True, id="keyword-date"),
+        pytest.param("UPDATE t SET a = 1 WHERE end = 1", True, id="keyword-end"),
+        pytest.param("UPDATE t SET a = 1 WHERE größe = 1", True, id="non-ascii-name"),
+        pytest.param("UPDATE t SET a = 1 WHERE abs(x) > 0", True, id="function-of-column"),
+        pytest.param("UPDATE t SET a = 1 WHERE 1 = ? AND x", True, id="param-and-name"),
+        pytest.param(
+            "UPDATE t SET a = 1 WHERE EXISTS (SELECT 1 FROM other)", True, id="subquery-table"
+        ),
+        pytest.param("UPDATE t SET a = 1 WHERE CURRENT_DATE > '2000'", True, id="keyword-const"),
     ],
 )
 def test_update_and_delete_where_detection(sql: str, has_where: bool) -> None:
@@ -197,6 +240,8 @@ def test_fts_delete_commands_are_recognised_in_any_spelling(sql: str) -> None:
         ),
         pytest.param("UPDATE t SET a = 1", W, "destructive_query", id="update-no-where"),
         pytest.param("UPDATE t SET a = 1", R, "destructive_query", id="update-no-where-read"),
+        pytest.param("UPDATE t SET a = 1 WHERE 1=1", W, "destructive_query", id="update-1-eq-1"),
+        pytest.param("UPDATE t SET a = 1 WHERE ?", R, "destructive_query", id="update-param-read"),
         pytest.param(
             "INSERT INTO docs(docs) VALUES ('delete-all')", W, "destructive_query", id="fts-del"
         ),
@@ -255,6 +300,8 @@ def test_check_tier_refuses_never_kinds_in_every_tier(sql: str, phrase: str, tie
         pytest.param("ANALYZE", W, id="analyze-write"),
         pytest.param("INSERT INTO t VALUES (1)", D, id="insert-destructive"),
         pytest.param("UPDATE t SET a = 1", D, id="update-no-where-destructive"),
+        pytest.param("UPDATE t SET a = 1 WHERE 1=1", D, id="update-1-eq-1-destructive"),
+        pytest.param("DELETE FROM t WHERE 1=1", D, id="delete-1-eq-1-destructive"),
         pytest.param("DELETE FROM t", D, id="delete-destructive"),
         pytest.param("DROP TABLE t", D, id="drop-destructive"),
         pytest.param("ALTER TABLE t ADD y", D, id="alter-destructive"),
@@ -266,6 +313,67 @@ def test_check_tier_refuses_never_kinds_in_every_tier(sql: str, phrase: str, tie
 )
 def test_check_tier_accepts_what_the_tier_takes(sql: str, tier: Tier) -> None:
     check_tier(inspect_statement(sql), tier)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "UPDATE tasks SET a = 1",
+        "UPDATE tasks SET a = 1 WHERE 1=1",
+        "UPDATE tasks SET a = 1 WHERE :p",
+    ],
+)
+def test_an_update_that_cannot_filter_is_refused_naming_what_keeps_its_undo(sql: str) -> None:
+    with pytest.raises(PolicyDenied) as caught:
+        check_tier(inspect_statement(sql), W)
+    assert str(caught.value) == unfiltered_update_message("tasks")
+    assert "use destructive_query (it keeps the changed rows for undo)" in str(caught.value)
+    assert "snapshot" not in str(caught.value)
+    assert "tasks" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("sql", "tier", "error", "phrase"),
+    [
+        pytest.param("DELETE FROM t", W, PolicyDenied, "DELETE is not allowed in write_query"),
+        pytest.param("SELECT 1\x00", R, InvalidArgument, "NUL character"),
+        pytest.param("SELECT 'open", W, InvalidArgument, "write_query cannot read this"),
+        pytest.param(
+            "INSERT INTO docs(docs) VALUES ('delete-all')",
+            R,
+            PolicyDenied,
+            "not allowed in read_query; use destructive_query",
+        ),
+        pytest.param("REINDEX", R, PolicyDenied, "REINDEX is not allowed in read_query"),
+    ],
+)
+def test_check_tier_refuses_with_the_message_that_fits(
+    sql: str, tier: Tier, error: type[Exception], phrase: str
+) -> None:
+    with pytest.raises(error, match=phrase):
+        check_tier(inspect_statement(sql), tier)
+
+
+def test_the_refusal_without_a_known_table_says_its_table() -> None:
+    assert "a column of its table" in unfiltered_update_message(None)
+
+
+@pytest.mark.parametrize(
+    ("sql", "emptied"),
+    [
+        pytest.param("DELETE FROM t", "t", id="no-where"),
+        pytest.param("DELETE FROM t WHERE 1=1", "t", id="where-1-eq-1"),
+        pytest.param("DELETE FROM main.t WHERE ?", "t", id="where-param"),
+        pytest.param("DELETE FROM t WHERE NULL IS NULL", "t", id="where-null-is-null"),
+        pytest.param("DELETE FROM t WHERE id = ?", None, id="where-id"),
+        pytest.param("DELETE FROM 'main'.'t_data' WHERE id>=? AND id<=?", None, id="fts5-range"),
+        pytest.param("UPDATE t SET a = 1 WHERE 1", None, id="update"),
+    ],
+)
+def test_emptied_table_counts_a_where_that_names_nothing_as_none(
+    sql: str, emptied: str | None
+) -> None:
+    assert emptied_table(sql) == emptied
 
 
 @pytest.mark.parametrize("tier", [W, D], ids=lambda tier: tier.value)

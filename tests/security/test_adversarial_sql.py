@@ -1038,8 +1038,45 @@ ARGUMENTS = [
     case("destructive_query", {"query": "DROP TABLE items", "reason": None}, BAD, "none-reason"),
 ]
 
+# a WHERE that cannot filter, on tables smaller than --max-update-rows (5), where the mass-
+# rewrite guard would let every row through (issue 19)
+UNFILTERED_UPDATES = [
+    w("UPDATE parents SET name = 'x' WHERE 1=1", DENIED, "where-1-eq-1", phrase="destructive"),
+    w("UPDATE parents SET name = 'x' WHERE id = 1 OR '1'='1'", DENIED, "injected-or-tautology"),
+    w("UPDATE parents SET name = 'x' WHERE ?1", DENIED, "numbered-param", params=[1]),
+    w("UPDATE parents SET name = 'x' WHERE $v(id)", DENIED, "tcl-var", params={"v(id)": 1}),
+    w("UPDATE parents SET name = 'x' WHERE :all OR id = 1", DENIED, "param-or", params={"all": 1}),
+    w("UPDATE parents SET name = 'x' WHERE EXISTS (SELECT 1 FROM children)", DENIED, "exists"),
+    w(
+        "UPDATE parents SET name = 'x' FROM children WHERE children.label = 'a1'",
+        DENIED,
+        "update-from-other-table",
+    ),
+    w(
+        "UPDATE parents SET name = 'x' FROM children WHERE label = 'a1'",
+        DENIED,
+        "update-from-unqualified-other",
+    ),
+    w(
+        "UPDATE parents SET name = 'x' "
+        "WHERE EXISTS (SELECT 1 FROM children AS parents WHERE parents.id = 1)",
+        DENIED,
+        "alias-shadows-the-target",
+    ),
+    w(
+        "UPDATE parents SET name = 'x' WHERE EXISTS (SELECT 1 FROM children WHERE id = 1)",
+        DENIED,
+        "inner-id-is-the-subquerys",
+    ),
+    w("UPDATE OR REPLACE parents SET name = 'x' WHERE 1", DENIED, "update-or-replace"),
+    w("UPDATE docs SET title = 'x' WHERE docs MATCH 'fox' OR 1", DENIED, "fts-match-or-1"),
+    w("UPDATE parents SET name = 'x' WHERE CAST(1 AS UNSIGNED BIG INT)", DENIED, "unparsed"),
+    w("UPDATE parents SET name = 'x' WHERE 'a' = 'a' COLLATE nocase", DENIED, "collate"),
+]
+
 CASES = [
     *COMMENT_AND_WHITESPACE,
+    *UNFILTERED_UPDATES,
     *MULTIPLE_STATEMENTS,
     *CTE_WRAPPED_DML,
     *TIER_CONFUSION,

@@ -159,8 +159,9 @@ SIZE_BOMBS = [
 
 MASS_REWRITES = [
     w("UPDATE items SET qty = qty + 1 WHERE id > 0", MASS, "update-where-true-ish"),
-    w("UPDATE items SET qty = 0 WHERE 1", MASS, "update-where-1"),
-    w("UPDATE items SET qty = 0 WHERE true", MASS, "update-where-true"),
+    # a WHERE that names no column is refused before it runs (issue 19), guard or not
+    w("UPDATE items SET qty = 0 WHERE 1", DENIED, "update-where-1"),
+    w("UPDATE items SET qty = 0 WHERE true", DENIED, "update-where-true"),
     w("UPDATE items SET qty = 0 WHERE id IN (SELECT id FROM items)", MASS, "update-in-self"),
     w(
         "WITH ids AS (SELECT id FROM items) UPDATE items SET qty = 1 WHERE id IN ids",

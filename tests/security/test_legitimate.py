@@ -114,6 +114,39 @@ READS = [
 ]
 
 WRITES = [
+    # a WHERE that names a column of the table it updates (issue 19)
+    legit(
+        "update-correlated-exists",
+        w(
+            "UPDATE parents SET name = 'ada2' WHERE EXISTS (SELECT 1 FROM children "
+            "WHERE children.parent_id = parents.id AND label = 'a1')",
+            "1 rows affected",
+        ),
+        r("SELECT name FROM parents WHERE id = 1", "ada2"),
+    ),
+    legit(
+        "update-from-joined-to-the-target",
+        w(
+            "UPDATE parents SET name = c.label FROM children AS c "
+            "WHERE c.parent_id = parents.id AND c.label = 'b1'",
+            "1 rows affected",
+        ),
+        r("SELECT name FROM parents WHERE id = 2", "b1"),
+    ),
+    legit(
+        "update-alias-in-subquery",
+        w(
+            "UPDATE parents AS p SET name = upper(p.name) "
+            "WHERE p.id IN (SELECT parent_id FROM children WHERE label = 'c1')",
+            "1 rows affected",
+        ),
+        r("SELECT name FROM parents WHERE id = 3", "CY"),
+    ),
+    legit("update-where-rowid", w("UPDATE notes SET body = 'x' WHERE rowid = 1", "1 rows")),
+    legit(
+        "update-fts-match",
+        w("UPDATE docs SET title = 'ALPHA' WHERE docs MATCH 'fox'", "1 rows affected"),
+    ),
     legit(
         "insert-returning",
         w("INSERT INTO notes(body) VALUES ('second') RETURNING id, body", "2,second"),

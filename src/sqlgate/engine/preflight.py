@@ -14,6 +14,7 @@ protected names here.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -36,6 +37,7 @@ __all__ = [
     "drop_if_exists",
     "emptied_table",
     "inspect_statement",
+    "unfiltered_update_message",
     "validate_new_name",
 ]
 
@@ -52,6 +54,17 @@ _VERBS = frozenset(
 )  # fmt: skip
 _DML_KINDS = frozenset({"INSERT", "REPLACE", "UPDATE", "DELETE"})
 _FTS_DESTRUCTIVE_COMMANDS = {"delete-all", "delete"}
+# tokens of a WHERE that never name a column: literals and parameters, and reserved words
+# (SQLite takes no other meaning for them there; TRUE and FALSE name a column only when the
+# table has one so called, which then counts as no WHERE: refused in write_query, the safe way)
+_NEVER_NAMES = {
+    TokenType.STRING, TokenType.NUMBER, TokenType.HEX_STRING, TokenType.BIT_STRING,
+    TokenType.PLACEHOLDER,
+}  # fmt: skip
+_NOT_NAMES = frozenset(
+    {"NULL", "TRUE", "FALSE", "AND", "OR", "NOT", "IS", "ISNULL", "NOTNULL", "IN", "BETWEEN",
+     "SELECT", "EXISTS", "DISTINCT"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -129,17 +142,46 @@ def _kind(tokens: list[Token], verb_at: int) -> str:
     return first
 
 
+def _may_name_a_column(token: Token, following: Token | None) -> bool:
+    """Whether `token` (before `following`) could be a column's name, to SQLite.
+
+    Literals, parameters, operators, the words below and a function's name (a name just
+    before `(`) never are; anything else may be, keywords included (SQLite takes `key`,
+    `date` or `end` as names), so this errs towards "a name".
+    """
+    call = following is not None and following.token_type == TokenType.L_PAREN
+    if token.token_type == TokenType.IDENTIFIER:  # quoted: a name, or a function's
+        return not call
+    first = token.text[:1]
+    return (
+        token.token_type not in _NEVER_NAMES
+        and (first.isalpha() or first == "_")  # not an operator, nor a `$name` parameter
+        and word(token) not in _NOT_NAMES
+        and not call
+    )
+
+
 def _has_top_level_where(tokens: list[Token], verb_at: int) -> bool:
-    depth = 0
-    for token in tokens[verb_at + 1 :]:
+    """Whether the statement has a WHERE of its own (not a subquery's) that names something.
+
+    A WHERE made only of literals, parameters, operators and function calls (`WHERE 1=1`,
+    `WHERE ?`, `WHERE abs(-1)`) names no column, so it cannot filter: it counts as no WHERE.
+    Whether a name is a column of the table changed needs the schema (`engine.where`).
+    RETURNING ends the WHERE (it can stand nowhere but at the statement's top level).
+    """
+    depth, where = 0, False
+    rest = tokens[verb_at:]
+    for token, following in itertools.zip_longest(rest, rest[1:]):
         if token.token_type == TokenType.L_PAREN:
             depth += 1
         elif token.token_type == TokenType.R_PAREN:
             depth -= 1
         elif depth == 0 and word(token) == "WHERE":
-            return True
-        elif depth == 0 and word(token) == "RETURNING":
+            where = True
+        elif word(token) == "RETURNING":
             return False
+        elif where and _may_name_a_column(token, following):
+            return True
     return False
 
 
@@ -359,6 +401,16 @@ TEMP_INSTEAD = {
 }
 
 
+def unfiltered_update_message(target: str | None) -> str:
+    """The refusal of an UPDATE whose WHERE is missing or names no column of its table."""
+    table = target or "its table"
+    return (
+        f"UPDATE without a WHERE on a column of {table} rewrites every row: use "
+        "destructive_query (it keeps the changed rows for undo), or add a WHERE that names a "
+        f"column of {table} (describe_table lists them)"
+    )
+
+
 def _home_tool(statement: Statement) -> str:
     kind = statement.kind
     if kind in READ_KINDS:
@@ -417,10 +469,7 @@ def check_tier(statement: Statement, tier: Tier, protected: frozenset[str] | Non
         Tier.VIEW: READ_KINDS - {"PRAGMA", "EXPLAIN"},
     }[tier]
     if tier is Tier.WRITE and kind == "UPDATE" and not statement.has_where:
-        raise PolicyDenied(
-            "UPDATE without WHERE rewrites every row: use destructive_query (it snapshots first), "
-            "or add a WHERE clause"
-        )
+        raise PolicyDenied(unfiltered_update_message(statement.target))
     if tier is Tier.WRITE and statement.fts_delete:
         raise PolicyDenied(
             "the FTS5 'delete-all'/'delete' command removes rows: use destructive_query"

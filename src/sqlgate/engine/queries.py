@@ -43,6 +43,7 @@ from sqlgate.engine.undo import (
     written_tables,
 )
 from sqlgate.engine.undo_writes import WriteFacts, prune_writes
+from sqlgate.engine.where_check import refuse_unfiltered_update
 from sqlgate.errors import InvalidArgument, QueryTimeout
 
 __all__ = ["Outcome", "SqlTiers"]
@@ -190,6 +191,10 @@ class SqlTiers:
         `_write_undo_off` or the capture itself says it cannot (the answer says why)."""
         text, statement = self.preflight(sql, Tier.WRITE)
         with self.db.writing() as conn:
+            # issue 19: an UPDATE whose WHERE names no column of its table is refused
+            refuse_unfiltered_update(
+                self._context(conn, Tier.WRITE, control), text, statement, bindings
+            )
             why = self._write_undo_off(statement)
             if why is None:
                 try:
