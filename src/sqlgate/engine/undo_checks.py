@@ -31,6 +31,7 @@ __all__ = [
     "Conflict",
     "TableShape",
     "changed_rows",
+    "row_digest",
     "row_digests",
     "shape_conflict",
     "table_shape",
@@ -217,6 +218,11 @@ def _digest(row: tuple[Any, ...]) -> bytes:
         else:  # int, float, None: "5", "5.0", "None", never holding ";"
             digest.update(repr(value).encode("ascii") + b";")
     return digest.digest()
+
+
+def row_digest(row: tuple[Any, ...]) -> bytes:
+    """`_digest` for the other undo checks (`engine.undo_ddl` digests whole tables with it)."""
+    return _digest(row)
 
 
 def _updates(changeset: bytes) -> dict[str, list[tuple[Any, ...]]]:
