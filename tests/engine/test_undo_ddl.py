@@ -29,6 +29,7 @@ from sqlgate.engine.undo_ddl import (
     table_digest,
     undo_created,
 )
+from sqlgate.engine.undo_ddl_checks import SchemaRow, references, row_mark
 from sqlgate.service import Service
 
 TS = "2026-01-01T00:00:00.000Z"
@@ -165,6 +166,10 @@ CREATES = {
             ("shadow table", "box_parent", "box"),
         ],
     ),
+    "trigger": (  # no tool's CREATE yet (triggers are destructive_query's), but undoable
+        "CREATE TRIGGER src_log AFTER INSERT ON src BEGIN SELECT 1; END",
+        [("trigger", "src_log", None)],
+    ),
     "autoincrement": (
         # SQLite's own sqlite_sequence comes with the first AUTOINCREMENT table; it is not the
         # call's, and SQLite never lets it be dropped: only the table is recorded
@@ -225,12 +230,23 @@ def test_virtual_tables_are_checked_through_their_shadow_tables(ready: Service) 
     assert all(o.rows is not None for name, o in objects.items() if name != "docs")
 
 
-def test_a_statement_that_removed_a_catalog_row_offers_no_undo(ready: Service) -> None:
+@pytest.mark.parametrize(
+    "sql",
+    [
+        pytest.param("DROP TABLE other; CREATE TABLE notes (x)", id="a-table"),
+        pytest.param("DROP VIEW old_v; CREATE VIEW new_v AS SELECT 1", id="a-view-not-replaced"),
+        pytest.param("DROP TABLE other; CREATE VIEW other AS SELECT 1", id="a-table-by-a-view"),
+    ],
+)
+def test_a_statement_that_removed_a_catalog_row_offers_no_undo(
+    ready: Service, db_path: Path, sql: str
+) -> None:
     """Never from a CREATE; but an undo that only drops could not give a removed row back."""
+    with direct(db_path) as conn:
+        conn.execute("CREATE VIEW old_v AS SELECT 0")
     with ready.db.writing() as conn, immediate_transaction(conn):
         with capturing_schema(conn) as created:
-            conn.execute("DROP TABLE other")
-            conn.execute("CREATE TABLE notes (x)")
+            conn.execute(sql)
         conn.execute("ROLLBACK")
         conn.execute("BEGIN")
     assert created.objects == ()
@@ -405,12 +421,19 @@ REFUSALS = {
     "renamed": (
         PLAIN,
         ["ALTER TABLE notes RENAME TO kept"],
-        "table notes: it was renamed to kept after the call",
+        "table notes: it was renamed or dropped after the call (its catalog row now holds "
+        "table kept)",
     ),
     "dropped": (
         PLAIN,
         ["DROP TABLE notes"],
-        "table notes: it was dropped after the call",
+        "table notes: it was renamed or dropped after the call; the undo cannot tell",
+    ),
+    "dropped-and-another-in-its-place": (
+        PLAIN,
+        ["DROP TABLE notes", "CREATE VIEW filler AS SELECT 1"],
+        "table notes: it was renamed or dropped after the call (its catalog row now holds "
+        "view filler)",
     ),
     "dropped-and-re-created": (
         PLAIN,
@@ -425,7 +448,8 @@ REFUSALS = {
     "fts5-renamed": (
         FTS,
         ["ALTER TABLE notes RENAME TO kept"],
-        "virtual table notes: it was renamed to kept after the call",
+        "virtual table notes: it was renamed or dropped after the call (its catalog row now "
+        "holds table kept)",
     ),
 }
 
@@ -454,8 +478,9 @@ def test_a_renamed_table_is_one_conflict_not_one_per_autoindex(
     with direct(db_path) as conn:
         conn.execute("ALTER TABLE notes RENAME TO kept")
     assert texts(undo(ready, record_id)) == (
-        "table notes: it was renamed to kept after the call; rename it back with "
-        "destructive_query (ALTER TABLE ... RENAME TO) to undo, or leave it (SCHEMA)"
+        "table notes: it was renamed or dropped after the call (its catalog row now holds "
+        "table kept); the undo cannot tell it is what the call made: drop it with "
+        "destructive_query if it is not wanted, or leave it (SCHEMA)"
     )
 
 
@@ -463,41 +488,38 @@ def test_undo_after_undo_is_refused(ready: Service) -> None:
     record_id = call(ready, PLAIN)
     assert record_id is not None
     assert undo(ready, record_id) == []
-    assert "it was dropped after the call" in texts(undo(ready, record_id))
+    assert "it was renamed or dropped after the call" in texts(undo(ready, record_id))
 
 
 # -- tampered records ------------------------------------------------------------------------
 
 
-def _server_row(service: Service, name: str) -> dict[str, Any]:
-    with service.db.writing() as conn:
-        rowid, kind, tbl, sql = conn.execute(
-            "SELECT rowid, type, tbl_name, sql FROM sqlite_schema WHERE name = ?", (name,)
-        ).fetchone()
-    return {"rowid": rowid, "type": kind, "name": name, "tbl_name": tbl, "sql": sql}
-
-
 @pytest.mark.parametrize(
-    ("name", "change"),
+    "fields",
     [
-        pytest.param("query_log", {}, id="server-table"),
-        pytest.param("QUERY_LOG", {}, id="server-table-other-case"),
-        pytest.param("query_errors", {"kind": "view"}, id="server-view"),
-        pytest.param("query_log_by_tool", {"kind": "index"}, id="server-index"),
-        pytest.param("memory_events_fts_data", {"part_of": "notes"}, id="server-shadow-as-part"),
+        pytest.param({"name": "query_log", "tbl_name": "query_log"}, id="server-table"),
+        pytest.param({"name": "QUERY_LOG", "tbl_name": "notes"}, id="name-other-case"),
+        pytest.param({"name": "notes_i", "tbl_name": "query_log"}, id="an-index-on-one"),
+        pytest.param(
+            {"name": "notes_x", "tbl_name": "notes_x", "part_of": "memory_events_fts"},
+            id="a-part-of-one",
+        ),
+        pytest.param(
+            {"name": "memory_events_fts_data", "tbl_name": "memory_events_fts_data"},
+            id="a-shadow-table",
+        ),
     ],
 )
 def test_a_record_naming_a_server_object_is_refused(
-    ready: Service, db_path: Path, name: str, change: dict[str, Any]
+    ready: Service, db_path: Path, fields: dict[str, Any]
 ) -> None:
     record_id = call(ready, PLAIN)
     assert record_id is not None
     objects = json.loads(record_of(ready, record_id))
-    server = _server_row(ready, name.lower())
-    server["name"] = name
-    objects.append({**objects[0], **server, "rows": None, "digest": None, **change})
+    objects.append({**objects[0], **fields})
     before = dump(db_path)
     conflicts = undo(ready, record_id, json.dumps(objects))
+    assert len(conflicts) == 1
     assert "a sqlgate server object, which an undo never drops" in texts(conflicts)
     assert dump(db_path) == before
 
@@ -530,6 +552,39 @@ def test_a_record_naming_sqlite_s_own_table_is_refused(ready: Service, db_path: 
             '"replaces": null}]',
             id="rowid-not-a-number",
         ),
+        pytest.param("5", id="a-number"),
+        pytest.param(
+            json.dumps(
+                [
+                    [
+                        "rowid",
+                        "type",
+                        "name",
+                        "tbl_name",
+                        "sql",
+                        "kind",
+                        "part_of",
+                        "rows",
+                        "digest",
+                        "known",
+                        "replaces",
+                    ]
+                ]
+            ),
+            id="entry-not-an-object",
+        ),
+        pytest.param(
+            '[{"rowid": 1, "type": "table", "name": "n", "tbl_name": "n", "sql": null, '
+            '"kind": "table", "part_of": null, "rows": true, "digest": "", "known": [], '
+            '"replaces": null}]',
+            id="rows-a-boolean",
+        ),
+        pytest.param(
+            '[{"rowid": 1, "type": "table", "name": "n", "tbl_name": "n", "sql": null, '
+            '"kind": "table", "part_of": null, "rows": 0, "digest": "", "known": [1], '
+            '"replaces": null}]',
+            id="known-not-text",
+        ),
     ],
 )
 def test_a_damaged_record_is_refused(ready: Service, db_path: Path, created: str) -> None:
@@ -554,6 +609,108 @@ def test_a_record_whose_part_is_really_a_table_of_its_own_is_refused(
     before = dump(db_path)
     assert "was still there after the drop" in texts(undo(ready, record_id, json.dumps(objects)))
     assert dump(db_path) == before
+
+
+def test_a_record_of_two_objects_drops_both(ready: Service, db_path: Path) -> None:
+    """One statement makes one object and its parts; a record can hold more, dropped in
+    order (the index before its table, which would take it along)."""
+    before = dump(db_path)
+    first = call(ready, "CREATE TABLE one (a UNIQUE)")
+    second = call(ready, "CREATE INDEX one_a ON one (a)")
+    assert first is not None
+    assert second is not None
+    both = json.loads(record_of(ready, first)) + json.loads(record_of(ready, second))
+    assert undo(ready, first, json.dumps(both)) == []
+    assert dump(db_path)[0] == before[0]
+
+
+def test_a_shadow_table_not_marked_as_a_part_is_refused(ready: Service, db_path: Path) -> None:
+    record_id = call(ready, FTS)
+    assert record_id is not None
+    objects = [{**obj, "part_of": None} for obj in json.loads(record_of(ready, record_id))]
+    before = dump(db_path)
+    found = texts(undo(ready, record_id, json.dumps(objects)))
+    assert found.startswith("shadow table notes_data: SQLite refused to drop it (")
+    assert dump(db_path) == before
+
+
+def test_a_record_cannot_excuse_a_dependant_it_would_take_along(
+    ready: Service, db_path: Path
+) -> None:
+    record_id = call(ready, PLAIN)
+    assert record_id is not None
+    with direct(db_path) as conn:
+        conn.execute("CREATE INDEX notes_body ON notes (body)")
+        row = conn.execute(
+            "SELECT rowid, type, name, tbl_name, rootpage, sql FROM sqlite_schema "
+            "WHERE name = 'notes_body'"
+        ).fetchone()
+    (table,) = json.loads(record_of(ready, record_id))
+    forged = json.dumps([{**table, "known": [row_mark(SchemaRow(*row))]}])
+    before = dump(db_path)
+    assert texts(undo(ready, record_id, forged)) == (
+        "undo: dropping the call's objects also removed index notes_body; nothing was "
+        "changed (SCHEMA)"
+    )
+    assert dump(db_path) == before
+
+
+def test_a_part_that_is_not_as_recorded_is_refused(ready: Service, db_path: Path) -> None:
+    record_id = call(ready, "CREATE TABLE notes (a UNIQUE)")
+    assert record_id is not None
+    table, index = json.loads(record_of(ready, record_id))
+    tampered = json.dumps([table, {**index, "name": "sqlite_autoindex_notes_9"}])
+    before = dump(db_path)
+    assert texts(undo(ready, record_id, tampered)).startswith(
+        "index sqlite_autoindex_notes_9: it was renamed or dropped after the call (its "
+        "catalog row now holds index sqlite_autoindex_notes_1)"
+    )
+    assert dump(db_path) == before
+
+
+def test_each_dependant_is_told_once(ready: Service, db_path: Path) -> None:
+    record_id = call(ready, PLAIN)
+    assert record_id is not None
+    with direct(db_path) as conn:  # triggers have names of their own: one may be "child"
+        conn.execute("CREATE TABLE child (id INTEGER PRIMARY KEY, note_id REFERENCES notes)")
+        conn.execute("CREATE TRIGGER child AFTER INSERT ON other BEGIN SELECT 1; END")
+    assert texts(undo(ready, record_id)) == (
+        "table notes: table child has a foreign key to it: drop it first with "
+        "destructive_query or leave the table (SCHEMA)"
+    )
+
+
+def test_a_column_named_like_it_elsewhere_does_not_block(ready: Service, db_path: Path) -> None:
+    record_id = call(ready, PLAIN)
+    assert record_id is not None
+    with direct(db_path) as conn:
+        conn.execute("CREATE TABLE later (notes TEXT, CHECK (notes <> 'notes'))")
+    assert undo(ready, record_id) == []
+
+
+def test_a_view_over_a_shadow_table_blocks(ready: Service, db_path: Path) -> None:
+    record_id = call(ready, FTS)
+    assert record_id is not None
+    with direct(db_path) as conn:
+        conn.execute("CREATE VIEW raw AS SELECT * FROM notes_config")
+    assert "virtual table notes: view raw depends on it" in texts(undo(ready, record_id))
+
+
+@pytest.mark.parametrize(
+    ("sql", "name", "expected"),
+    [
+        pytest.param("SELECT * FROM notes", "notes", True, id="bare"),
+        pytest.param('SELECT * FROM main."NOTES"', "notes", True, id="quoted-other-case"),
+        pytest.param("SELECT * FROM 'notes'", "notes", True, id="string"),
+        pytest.param("SELECT notes_id FROM other", "notes", False, id="longer-word"),
+        pytest.param("SELECT 'unterminated", "notes", True, id="unreadable"),
+        pytest.param("SELECT * FROM a\u00a0b", "a\u00a0b", True, id="non-ascii-split"),
+        pytest.param("SELECT * FROM ab", "a\u00a0b", False, id="non-ascii-absent"),
+        pytest.param("SELECT * FROM naïve", "naïve", True, id="non-ascii-token"),
+    ],
+)
+def test_references(sql: str, name: str, expected: bool) -> None:
+    assert references(sql, frozenset({name})) is expected
 
 
 # -- digests ---------------------------------------------------------------------------------
@@ -591,6 +748,8 @@ def test_table_digest_sees_any_change_and_only_a_change(table: str) -> None:
     assert fill([*rows[:3], ("z", "\x00")]) != first
     assert fill([*rows[:3], ("w", b"\x00")]) != first
     assert fill(rows[:3])[0] == 3
+    with pytest.raises(ValueError, match="no table nosuch"):
+        table_digest(conn, "nosuch")
 
 
 # -- create_view -----------------------------------------------------------------------------
@@ -676,7 +835,7 @@ def test_a_view_over_the_replaced_view_does_not_block_its_undo(
         ),
         pytest.param(
             lambda s: s.destructive_query("DROP VIEW v", "gone"),
-            "view v: it was dropped after the call",
+            "view v: it was renamed or dropped after the call",
             id="dropped",
         ),
     ],
@@ -698,7 +857,7 @@ def test_a_tampered_replaced_view_is_never_run(ready: Service, db_path: Path) ->
     before = dump(db_path)
     for sql in (
         "CREATE VIEW v AS SELECT 1; DROP TABLE src",
-        "CREATE VIEW other AS SELECT 1",
+        "CREATE VIEW elsewhere AS SELECT 1",
         "CREATE TEMP VIEW v AS SELECT 1",
         "CREATE TABLE v (x)",
     ):

@@ -320,8 +320,7 @@ MIGRATIONS: tuple[Migration, ...] = (
                 WHEN EXISTS (SELECT 1 FROM server_info WHERE key = NEW.key)
                 BEGIN SELECT RAISE(ABORT, 'server_info is append-only'); END""",
             # write_query's changesets are pruned apart from destructive_query's
-            "ALTER TABLE undo_changesets ADD COLUMN tool TEXT NOT NULL "
-            "DEFAULT 'destructive_query'",
+            "ALTER TABLE undo_changesets ADD COLUMN tool TEXT NOT NULL DEFAULT 'destructive_query'",
             # JSON list of the sqlite_schema rows a CREATE made (undo drops them); NULL for DML
             "ALTER TABLE undo_changesets ADD COLUMN created TEXT",
             "CREATE INDEX undo_changesets_by_tool ON undo_changesets (tool, id)",

@@ -74,7 +74,7 @@ _KINDS = {"virtual": "virtual table", "shadow": "shadow table"}
 def schema_rows(conn: apsw.Connection) -> tuple[SchemaRow, ...]:
     """Every row of `main.sqlite_schema`, in rowid order."""
     return tuple(
-        SchemaRow(int(rowid), str(kind), str(name), str(tbl), int(root or 0), sql)
+        SchemaRow(int(rowid), str(kind), str(name), str(tbl), int(root), sql)
         for rowid, kind, name, tbl, root, sql in conn.execute(
             "SELECT rowid, type, name, tbl_name, rootpage, sql FROM main.sqlite_schema "
             "ORDER BY rowid"
@@ -94,19 +94,20 @@ def schema_facts(conn: apsw.Connection) -> SchemaFacts:
     return SchemaFacts(schema_rows(conn), keys)
 
 
-def _ordered(shape: TableShape) -> tuple[str, bool]:
-    """A SELECT of every row of the table in one order that its content alone decides (its
-    rowid, or its primary key under BINARY), and whether the rows still need sorting (when a
-    column takes each of the rowid's three names)."""
+def _ordered(shape: TableShape) -> str:
+    """A SELECT of every row of the table in an order that its content alone decides: by
+    rowid (read with the row), or by primary key under BINARY (unique under its own
+    collation, so unique under BINARY too). When columns take all three of the rowid's names,
+    a scan of the table's own b-tree (NOT INDEXED) reads in rowid order all the same."""
     table = f"main.{quote_identifier(shape.name)}"
     if shape.without_rowid:
-        keys = sorted((column for column in shape.columns if column[2]), key=lambda c: c[2])
-        order = ", ".join(f"{quote_identifier(name)} COLLATE BINARY" for name, *_ in keys)
-        return f"SELECT * FROM {table} ORDER BY {order}", False
+        keys = [column[0] for column in shape.columns if column[2]]
+        order = ", ".join(f"{quote_identifier(name)} COLLATE BINARY" for name in keys)
+        return f"SELECT * FROM {table} ORDER BY {order}"
     rowid = shape.rowid_name()
     if rowid is None:
-        return f"SELECT * FROM {table}", True
-    return f"SELECT {rowid}, * FROM {table} ORDER BY {rowid}", False
+        return f"SELECT * FROM {table} NOT INDEXED"
+    return f"SELECT {rowid}, * FROM {table} ORDER BY {rowid}"
 
 
 def table_digest(conn: apsw.Connection, name: str) -> tuple[int, str]:
@@ -115,12 +116,10 @@ def table_digest(conn: apsw.Connection, name: str) -> tuple[int, str]:
     shape = table_shape(conn, name)
     if shape is None:
         raise ValueError(f"no table {name}")
-    select, unordered = _ordered(shape)
-    digests = (row_digest(tuple(row)) for row in conn.execute(select))
-    total = hashlib.blake2b(digest_size=16)
+    total = hashlib.sha256()
     count = 0
-    for digest in sorted(digests) if unordered else digests:
-        total.update(digest)
+    for row in conn.execute(_ordered(shape)):
+        total.update(row_digest(tuple(row)))
         count += 1
     return count, total.hexdigest()
 
@@ -134,17 +133,6 @@ def _replaced(new: list[SchemaRow], gone: list[SchemaRow]) -> dict[str, str | No
     return {fold_name(row.name): row.sql for row in gone}
 
 
-def _owner(row: SchemaRow, new: list[SchemaRow], types: dict[str, str]) -> str | None:
-    """The virtual table a new shadow table belongs to: `<vtable>_<suffix>`."""
-    owners = [
-        other.name
-        for other in new
-        if types.get(fold_name(other.name)) == "virtual"
-        and fold_name(row.name).startswith(fold_name(other.name) + "_")
-    ]
-    return max(owners, key=len, default=None)
-
-
 def _object(
     conn: apsw.Connection,
     row: SchemaRow,
@@ -155,11 +143,11 @@ def _object(
     kind, part_of, rows, digest = row.type, None, None, None
     if row.type == "table":
         kind = _KINDS.get(types.get(fold_name(row.name), ""), "table")
-        if kind == "shadow table":
-            part_of = _owner(row, new, types)
+        if kind == "shadow table":  # its virtual table's, made by the same statement
+            part_of = next(o.name for o in new if types.get(fold_name(o.name)) == "virtual")
         if row.rootpage:
             rows, digest = table_digest(conn, row.name)
-    elif row.type == "index" and row.sql is None:
+    elif row.sql is None:
         part_of = row.tbl_name  # an autoindex: it goes with its table
     old = replaced.get(fold_name(row.name)) if row.type == "view" else None
     return CreatedObject(
@@ -183,7 +171,7 @@ def created_since(
         and not (row.type == "table" and fold_name(row.name).startswith("sqlite_"))
     ]
     replaced = _replaced(new, [row for row in before if (row.rowid, row.identity()) not in now])
-    if replaced is None or not new:
+    if replaced is None:
         return ()
     types = {
         fold_name(str(name)): str(kind)
@@ -237,7 +225,7 @@ def store_created(
             ts,
             session,
             kind,
-            json.dumps(names, ensure_ascii=False),
+            json.dumps(names),
             len(created.encode()),
             tool,
             created,
@@ -306,11 +294,11 @@ def _put_back(conn: apsw.Connection, obj: CreatedObject, sql: str) -> str | None
 
     cursor.exec_trace = first_only
     try:
-        cursor.execute(sql, can_cache=False)
+        cursor.execute(sql)
     except apsw.Error as exc:
         return str(exc)
     finally:
-        cursor.close(True)
+        cursor.close()
     return None
 
 
@@ -323,9 +311,7 @@ def _exactly_dropped(
     expected = {(row.rowid, row.identity()) for row in before if row.rowid not in ours}
     back = {(fold_name(obj.name), obj.replaces) for obj in objects if obj.replaces is not None}
     now = {
-        (row.rowid, row.identity())
-        for row in after
-        if not (row.type == "view" and (fold_name(row.name), row.sql) in back)
+        (row.rowid, row.identity()) for row in after if (fold_name(row.name), row.sql) not in back
     }
     conflicts = []
     for _, (kind, name, _, _) in sorted(now - expected, key=repr):

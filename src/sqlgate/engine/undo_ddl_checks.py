@@ -95,12 +95,11 @@ class SchemaFacts:
 
 def row_mark(row: SchemaRow) -> str:
     """A catalog row by its place and definition: the same mark means the same dependant."""
-    text = json.dumps([row.rowid, *row.identity()], ensure_ascii=False)
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return hashlib.sha256(repr((row.rowid, *row.identity())).encode()).hexdigest()
 
 
 def created_json(objects: Iterable[CreatedObject]) -> str:
-    return json.dumps([asdict(obj) for obj in objects], ensure_ascii=False)
+    return json.dumps([asdict(obj) for obj in objects])
 
 
 _FIELDS: dict[str, tuple[type, ...]] = {
@@ -175,44 +174,30 @@ def protected_conflicts(
     return conflicts
 
 
-def _renamed(old: CreatedObject, now: SchemaRow) -> bool:
-    """Whether `now` is `old` under another name: ALTER TABLE RENAME rewrites only the name."""
-    if old.sql is None or now.sql is None or now.type != old.type:
-        return False
-    before, after = tokens_of(old.sql), tokens_of(now.sql)
-    if before is None or after is None or len(before) != len(after):
-        return False
-    for first, second in zip(before, after, strict=True):
-        same_name = fold_name(first.text) == fold_name(old.name)
-        if first.text != second.text and not (same_name and _named(second.text, now)):
-            return False
-    return True
-
-
-def _named(text: str, row: SchemaRow | CreatedObject) -> bool:
+def _named(text: str, row: SchemaRow) -> bool:
     return fold_name(text) == fold_name(row.name)
 
 
 def _identity_reason(obj: CreatedObject, facts: SchemaFacts) -> str | None:
     """Why the catalog row the call made is not there as it made it, or None when it is."""
-    by_rowid = {row.rowid: row for row in facts.rows}
-    now = by_rowid.get(obj.rowid)
+    now = next((row for row in facts.rows if row.rowid == obj.rowid), None)
     if now is not None and now.identity() == obj.identity():
         return None
-    leave = "drop it with destructive_query if it is not wanted, or leave it"
+    leave = (
+        "the undo cannot tell it is what the call made: drop it with destructive_query if it "
+        "is not wanted, or leave it"
+    )
     if now is not None and _named(obj.name, now):
-        return f"its definition changed after the call (ALTER TABLE, or re-created); {leave}"
+        return (
+            f"its definition changed after the call (altered, or dropped and re-created); {leave}"
+        )
     if any(_named(obj.name, row) for row in facts.rows):
         return (
             "another object has its name now (it was dropped and re-created, or another was "
             f"renamed into its place); {leave}"
         )
-    if now is not None and _renamed(obj, now):
-        return (
-            f"it was renamed to {now.name} after the call; rename it back with "
-            "destructive_query (ALTER TABLE ... RENAME TO) to undo, or leave it"
-        )
-    return "it was dropped after the call, so nothing of it is left to undo"
+    where = "" if now is None else f" (its catalog row now holds {now.type} {now.name})"
+    return f"it was renamed or dropped after the call{where}; {leave}"
 
 
 def identity_conflicts(objects: tuple[CreatedObject, ...], facts: SchemaFacts) -> list[Conflict]:
@@ -230,12 +215,10 @@ def identity_conflicts(objects: tuple[CreatedObject, ...], facts: SchemaFacts) -
     return conflicts
 
 
-def references(sql: str | None, names: frozenset[str]) -> bool:
+def references(sql: str, names: frozenset[str]) -> bool:
     """Whether SQL text may name one of `names` (folded): any token, a string included
     (SQLite reads `FROM 'notes'` as a table); unreadable text, or a non-ASCII name found
     anywhere in it, counts as naming it. A false "yes" only refuses an undo."""
-    if sql is None:
-        return False
     tokens = tokens_of(sql)
     if tokens is None:
         return True
@@ -247,14 +230,14 @@ def references(sql: str | None, names: frozenset[str]) -> bool:
 
 def _uses(row: SchemaRow, names: frozenset[str], facts: SchemaFacts) -> str | None:
     """How catalog row `row` stands on one of `names`, or None when it does not."""
-    if row.type in ("index", "trigger") and fold_name(row.tbl_name) in names:
+    if fold_name(row.tbl_name) in names:  # an index or trigger: other objects are their own
         return f"{row.type} {row.name} is on it"
     if row.type == "table" and any(
         (fold_name(row.name), parent) in facts.foreign_keys for parent in names
     ):
         return f"table {row.name} has a foreign key to it"
-    scanned = row.type in ("view", "trigger") or (row.type == "table" and row.rootpage == 0)
-    if scanned and references(row.sql, names):
+    # views, triggers and virtual tables: the catalog rows without a b-tree of their own
+    if row.rootpage == 0 and references(row.sql or "", names):
         what = "virtual table" if row.type == "table" else row.type
         return f"{what} {row.name} depends on it"
     return None
@@ -311,7 +294,7 @@ def content_conflicts(
         owner = owners.get(fold_name(obj.part_of or ""), obj)
         if owner is not obj:
             reason = f"rows were written into it after the call; {keep}"
-        elif obj.rows == 0 and count > 0:
+        elif obj.rows == 0:
             verb = "was" if count == 1 else "were"
             reason = f"{_plural(count, 'row')} {verb} written into it after the call; {keep}"
         elif count != obj.rows:
