@@ -64,7 +64,11 @@ _UNDO = (
     "tests/engine/test_undo_checks.py",
     "tests/engine/test_undo_properties.py",
 )
-_UNDO_DDL = ("tests/engine/test_undo_ddl.py",)
+_UNDO_DDL = (
+    "tests/engine/test_undo_ddl.py",
+    "tests/engine/test_undo_ddl_views.py",
+    "tests/engine/test_undo_ddl_properties.py",
+)
 _CHAIN = (
     "tests/memory/test_chain.py",
     "tests/memory/test_chain_edges.py",
