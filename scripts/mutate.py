@@ -64,6 +64,11 @@ _UNDO = (
     "tests/engine/test_undo_checks.py",
     "tests/engine/test_undo_properties.py",
 )
+_UNDO_DDL = (
+    "tests/engine/test_undo_ddl.py",
+    "tests/engine/test_undo_ddl_views.py",
+    "tests/engine/test_undo_ddl_properties.py",
+)
 _CHAIN = (
     "tests/memory/test_chain.py",
     "tests/memory/test_chain_edges.py",
@@ -101,6 +106,8 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "engine/where_check.py": ("tests/test_service_where.py",),
     "engine/undo_checks.py": _UNDO,
     "engine/undo_restore.py": _UNDO,
+    "engine/undo_ddl.py": _UNDO_DDL,
+    "engine/undo_ddl_checks.py": _UNDO_DDL,
     "memory/contract.py": _CHAIN,
     "memory/chain.py": _CHAIN,
     "memory/verification.py": _CHAIN,

@@ -340,8 +340,11 @@ class Service:
         control: CallControl | None = None,
     ) -> str:
         def work(c: _Call) -> Outcome:
-            text = self.views.create_view(name, select_sql, description, replace, c.control)
-            return Outcome(text, 0, {"view": name})
+            text, undo_id = self.views.create_view(
+                name, select_sql, description, replace, c.control
+            )
+            undo = {} if undo_id is None else {"undo": undo_id}
+            return Outcome(text, 0, {"view": name, **undo})
 
         return self.call("create_view", work, query=select_sql, control=control)
 

@@ -33,6 +33,7 @@ __all__ = [
     "TableShape",
     "Updates",
     "changed_rows",
+    "row_digest",
     "row_digests",
     "shape_conflict",
     "table_shape",
@@ -231,6 +232,11 @@ def _digest_ascii(row: tuple[Any, ...]) -> bytes:
 
 DIGESTS = {1: _digest, 2: _digest_ascii}
 Updates = dict[str, list[tuple[Any, ...]]]
+
+
+def row_digest(row: tuple[Any, ...]) -> bytes:
+    """`_digest` for the other undo checks (`engine.undo_ddl` digests whole tables with it)."""
+    return _digest(row)
 
 
 def _updates(changeset: bytes) -> dict[str, list[tuple[Any, ...]]]:

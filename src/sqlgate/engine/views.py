@@ -11,6 +11,7 @@ import re
 
 import apsw
 
+from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.execute import RunContext, run_statement
 from sqlgate.engine.introspect import find_object
@@ -19,6 +20,7 @@ from sqlgate.engine.policy import Tier
 from sqlgate.engine.preflight import check_tier, inspect_statement, validate_new_name
 from sqlgate.engine.queries import SqlTiers
 from sqlgate.engine.sqltext import quote_identifier
+from sqlgate.engine.undo_ddl import capturing_schema, store_created
 from sqlgate.errors import InvalidArgument, NotFound, PolicyDenied
 
 __all__ = ["MAX_DESCRIPTION_CHARS", "ViewSaver", "description_comment"]
@@ -59,7 +61,9 @@ class ViewSaver:
         description: object,
         replace: bool,
         control: CallControl,
-    ) -> str:
+    ) -> tuple[str, int | None]:
+        """Save the view; returns the answer and the id of its undo record (`engine.undo_ddl`:
+        the undo drops the view, or puts back the one it replaced), None when nothing changed."""
         view = validate_new_name(name, "view", self.db.protected)  # type: ignore[arg-type]
         comment = description_comment(description if description is not None else "")  # type: ignore[arg-type]
         body, statement = self.tiers.preflight(select_sql, Tier.VIEW)
@@ -76,16 +80,27 @@ class ViewSaver:
             existing = self._existing(conn, view, replace)
             ctx = RunContext(conn, Tier.VIEW, self.db.protected, self._deadline(), control)
             with immediate_transaction(conn):
-                if existing is not None:
-                    # SQLite reports dropping a view as a DELETE on it too, which the view tier
-                    # refuses; this DROP is the server's own, of a checked user view
-                    drop = RunContext(
-                        conn, Tier.DESTRUCTIVE, self.db.protected, self._deadline(), control
+                with capturing_schema(conn) as created:
+                    if existing is not None:
+                        # SQLite reports dropping a view as a DELETE on it too, which the view
+                        # tier refuses; this DROP is the server's own, of a checked user view
+                        drop = RunContext(
+                            conn, Tier.DESTRUCTIVE, self.db.protected, self._deadline(), control
+                        )
+                        run_statement(drop, f"DROP VIEW {quote_identifier(existing)}", None, list)
+                    run_statement(ctx, create, None, list)
+                undo_id = None
+                if created.objects:  # a replace by the very same SQL in the same place: none
+                    undo_id = store_created(
+                        conn,
+                        created.objects,
+                        ts=utc_timestamp(self.tiers.wall_clock()),
+                        session=self.tiers.session,
+                        tool="create_view",
+                        kind="CREATE VIEW",
                     )
-                    run_statement(drop, f"DROP VIEW {quote_identifier(existing)}", None, list)
-                run_statement(ctx, create, None, list)
         verb = "replaced" if existing is not None else "created"
-        return f"ok: view {view} {verb}"
+        return f"ok: view {view} {verb}", undo_id
 
     def _deadline(self) -> Deadline:
         return Deadline(self.tiers.settings.query_timeout, self.tiers.clock)
