@@ -129,7 +129,7 @@ def test_introspection_tools(ready: Service) -> None:
 
 
 def test_create_view_and_search_text(ready: Service) -> None:
-    assert ready.create_view("bodies", "SELECT id, body FROM t", "All bodies.") == (
+    assert plain(ready.create_view("bodies", "SELECT id, body FROM t", "All bodies.")) == (
         "ok: view bodies created"
     )
     result = ready.search_text(SearchRequest("ph", "bodies", key_column="id"))

@@ -32,6 +32,7 @@ from sqlgate.engine.limits import CallControl, Clock
 from sqlgate.engine.queries import Outcome, SqlTiers
 from sqlgate.engine.sqltext import fingerprint
 from sqlgate.engine.textsearch import SearchRequest, TextSearch
+from sqlgate.engine.undo import StoredChangeset
 from sqlgate.engine.undo_restore import UndoRestore, UndoTarget
 from sqlgate.engine.views import ViewSaver
 from sqlgate.errors import InvalidArgument, PolicyDenied, SqlgateError
@@ -343,8 +344,10 @@ class Service:
             text, undo_id = self.views.create_view(
                 name, select_sql, description, replace, c.control
             )
-            undo = {} if undo_id is None else {"undo": undo_id}
-            return Outcome(text, 0, {"view": name, **undo})
+            if undo_id is None:
+                return Outcome(text, 0, {"view": name})
+            finish = self.sql.undo_text(text, StoredChangeset(undo_id, (str(name),), 0, 0))
+            return Outcome(finish(None), 0, {"view": name, "undo": undo_id}, finish=finish)
 
         return self.call("create_view", work, query=select_sql, control=control)
 

@@ -94,7 +94,7 @@ def test_list_tables_shows_user_and_server_objects_with_row_counts(shop: Service
     assert rows[11] == "query_patterns,view,1,"
     assert rows[12:] == [
         "server_info,table,1,1",
-        "undo_changesets,table,1,0",
+        "undo_changesets,table,1,1",  # the fixture's CREATE TABLE keeps its undo record
         "undo_chunks,table,1,0",
         "undo_row_states,table,1,0",
         "undo_table_shapes,table,1,0",

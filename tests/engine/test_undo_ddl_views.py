@@ -11,6 +11,7 @@ import pytest
 from sqlgate.engine.limits import CallControl
 from sqlgate.service import Service
 from tests.engine.test_undo_ddl import direct, dump, ready, record_of, texts, undo
+from tests.undo_hint import plain
 
 __all__ = ["ready"]  # the fixture, shared
 
@@ -44,7 +45,7 @@ def test_create_view_keeps_its_undo_record(ready: Service, db_path: Path) -> Non
 def test_service_create_view_puts_the_undo_id_in_the_audit_detail(
     ready: Service, db_path: Path
 ) -> None:
-    assert ready.create_view("v_src", "SELECT body FROM src") == "ok: view v_src created"
+    assert plain(ready.create_view("v_src", "SELECT body FROM src")) == "ok: view v_src created"
     with direct(db_path) as conn:
         (detail,) = conn.execute(
             "SELECT detail FROM query_log WHERE tool = 'create_view'"

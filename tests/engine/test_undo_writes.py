@@ -326,3 +326,62 @@ def test_the_listing_shows_write_calls_with_their_database(world: Service) -> No
 def test_an_unknown_call_is_not_found(world: Service) -> None:
     with pytest.raises(NotFound):
         world.undo(f"9999@{world.db.database_id}")
+
+
+# -- a CREATE through write_query, and create_view, are undone by what they made ---------
+
+
+def schema_of(db: Path) -> list[tuple[str, str]]:
+    with direct(db) as conn:
+        return [
+            (str(kind), str(name))
+            for kind, name in conn.execute(
+                "SELECT type, name FROM sqlite_schema WHERE name NOT LIKE 'sqlite%' ORDER BY 1, 2"
+            )
+        ]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT UNIQUE)",
+        "CREATE INDEX tasks_by_priority ON tasks (priority)",
+        "CREATE VIRTUAL TABLE docs USING fts5 (body)",
+        "CREATE TABLE copy AS SELECT * FROM tasks",
+    ],
+)
+def test_a_create_is_undone_by_removing_what_it_made(
+    world: Service, db_path: Path, sql: str
+) -> None:
+    before = schema_of(db_path)
+    out = world.write_query(sql)
+    assert schema_of(db_path) != before
+    answer = world.undo(ref(out))
+    assert answer.startswith(f"undone: call {hint(out)['id']} (CREATE ")
+    assert schema_of(db_path) == before
+
+
+def test_a_create_that_made_nothing_offers_no_undo(world: Service) -> None:
+    assert world.write_query("CREATE TABLE IF NOT EXISTS tasks (x)") == "ok: CREATE TABLE done"
+
+
+def test_a_table_written_into_since_is_not_dropped(world: Service, db_path: Path) -> None:
+    call = ref(world.write_query("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)"))
+    world.write_query("INSERT INTO notes (body) VALUES ('keep me')")
+    before = (schema_of(db_path), dump(db_path))
+    with pytest.raises(UndoConflict, match="written into it") as refused:
+        world.undo(call)
+    assert "remove what stands in the way with destructive_query" in str(refused.value)
+    assert (schema_of(db_path), dump(db_path)) == before
+
+
+def test_create_view_names_its_undo_and_a_replace_gets_the_old_view_back(
+    world: Service,
+) -> None:
+    first = world.create_view("open_tasks", "SELECT * FROM tasks WHERE done = 0")
+    assert hint(first)
+    replaced = world.create_view("open_tasks", "SELECT id FROM tasks WHERE done = 0", replace=True)
+    world.undo(ref(replaced))
+    assert world.read_query("SELECT count(*) FROM pragma_table_info('open_tasks')") == (
+        "count(*)\n4\n# 1 rows"
+    )

@@ -13,6 +13,7 @@ from sqlgate.engine import views
 from sqlgate.engine.views import MAX_DESCRIPTION_CHARS, description_comment
 from sqlgate.errors import InvalidArgument, PolicyDenied, SqlgateError
 from sqlgate.service import Service
+from tests.undo_hint import plain
 
 SELECT = "SELECT id, body FROM t WHERE id > 0"
 
@@ -78,7 +79,7 @@ def statements_sqlite_runs(sql: str) -> list[str]:
 
 
 def test_created_view_is_queryable_with_read_query(ready: Service) -> None:
-    assert ready.create_view("recent", SELECT) == "ok: view recent created"
+    assert plain(ready.create_view("recent", SELECT)) == "ok: view recent created"
     assert ready.read_query("SELECT body FROM recent ORDER BY id") == "body\nalpha\nbeta\n# 2 rows"
 
 
@@ -236,7 +237,7 @@ def test_an_existing_view_is_not_replaced_without_replace(ready: Service, db_pat
 
 def test_replace_swaps_the_view(ready: Service, db_path: Path) -> None:
     ready.create_view("recent", SELECT)
-    assert ready.create_view("RECENT", "SELECT 1 AS other", replace=True) == (
+    assert plain(ready.create_view("RECENT", "SELECT 1 AS other", replace=True)) == (
         "ok: view RECENT replaced"
     )
     assert ready.read_query("SELECT other FROM recent") == "other\n1\n# 1 rows"

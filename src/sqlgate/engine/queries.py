@@ -5,7 +5,6 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +19,11 @@ from sqlgate.engine.execute import (
     Bindings,
     RewriteCounter,
     RunContext,
-    mass_rewrite,
     run_statement,
 )
 from sqlgate.engine.limits import CallControl, Clock, Deadline, ResultCaps
 from sqlgate.engine.names import fold_name
+from sqlgate.engine.outcome import Outcome, unchanged, with_note
 from sqlgate.engine.policy import Operation, Tier
 from sqlgate.engine.preflight import Statement, check_tier, drop_if_exists, inspect_statement
 from sqlgate.engine.snapshots import rotate_snapshots, take_snapshot
@@ -35,15 +34,14 @@ from sqlgate.engine.undo import (
     UndoFallback,
     capturing,
     chunk_size,
-    null_key_table,
     prune_changesets,
+    refuse_null_keys,
     store_changeset,
-    summarize,
     unrestorable_write,
     written_tables,
 )
-from sqlgate.engine.undo_writes import WriteFacts, prune_writes
 from sqlgate.engine.where_check import refuse_unfiltered_update
+from sqlgate.engine.writes import UndoingWrites
 from sqlgate.errors import InvalidArgument, QueryTimeout
 
 __all__ = ["Outcome", "SqlTiers"]
@@ -60,20 +58,6 @@ _DROPPED_TYPES = {
     "INDEX": ("index",),
     "TRIGGER": ("trigger",),
 }
-
-
-@dataclass
-class Outcome:
-    """A finished call: the text the agent reads, and facts for the audit row.
-
-    `finish`, when set, renders the final text once the call's audit id is known (None
-    when no audit row was written); `text` is what it renders without one.
-    """
-
-    text: str
-    rows: int
-    detail: dict[str, Any] = field(default_factory=dict)
-    finish: Callable[[int | None], str] | None = None
 
 
 def _require_sql(sql: object) -> str:
@@ -99,8 +83,8 @@ class SqlTiers:
         self.clock = clock
         self.session = session
         self.wall_clock = wall_clock
-        self._shapes = ShapeCache()
-        self._write_facts = WriteFacts()
+        self.shapes = ShapeCache()
+        self.writes = UndoingWrites(self)
 
     @property
     def caps(self) -> ResultCaps:
@@ -110,7 +94,7 @@ class SqlTiers:
     def _deadline(self) -> Deadline:
         return Deadline(self.settings.query_timeout, self.clock)
 
-    def _context(
+    def context(
         self, conn: apsw.Connection, tier: Tier, control: CallControl, guard: bool = False
     ) -> RunContext:
         rewrite = None
@@ -137,7 +121,7 @@ class SqlTiers:
             )
 
         with self.db.reading() as conn:
-            ctx = self._context(conn, Tier.READ, control)
+            ctx = self.context(conn, Tier.READ, control)
 
             def consume(cursor: apsw.Cursor) -> CsvResult:
                 rows: Iterator[Sequence[Any]] = iter(cursor)
@@ -150,7 +134,7 @@ class SqlTiers:
         return Outcome(result.text, result.rows, detail)
 
     # -- write and destructive ----------------------------------------------------------
-    def _collect(self, ctx: RunContext, cursor: apsw.Cursor) -> CsvResult | None:
+    def collect(self, ctx: RunContext, cursor: apsw.Cursor) -> CsvResult | None:
         """Run the statement to its end; RETURNING rows are rendered as they stream past,
         so only what fits the caps is ever held, however many rows the statement returns."""
         rows: Iterator[Sequence[Any]] = iter(cursor)
@@ -167,13 +151,13 @@ class SqlTiers:
         ctx: RunContext,
     ) -> tuple[CsvResult | None, int, int]:
         with immediate_transaction(conn):
-            returned = run_statement(ctx, text, bindings, lambda cur: self._collect(ctx, cur))
+            returned = run_statement(ctx, text, bindings, lambda cur: self.collect(ctx, cur))
             changes, rowid = conn.changes(), conn.last_insert_rowid()
             # foreign keys are never shown to the authorizer: judged as stored, before COMMIT
             check_references(conn, ctx.recorder.operations, ctx.protected)
             return returned, changes, rowid
 
-    def _summary(
+    def summary(
         self, statement: Statement, returned: CsvResult | None, changes: int, rowid: int
     ) -> str:
         if statement.kind in DML_KINDS:
@@ -193,111 +177,23 @@ class SqlTiers:
         with self.db.writing() as conn:
             # issue 19: an UPDATE whose WHERE names no column of its table is refused
             refuse_unfiltered_update(
-                self._context(conn, Tier.WRITE, control), text, statement, bindings
+                self.context(conn, Tier.WRITE, control), text, statement, bindings
             )
-            why = self._write_undo_off(statement)
+            why = self.writes.off_reason(statement)
             if why is None:
                 try:
-                    return self._write_rows(conn, text, statement, bindings, control)
+                    return self.writes.run(conn, text, statement, bindings, control)
                 except UndoFallback as fallback:
                     why = fallback.reason
-            ctx = self._context(conn, Tier.WRITE, control, guard=True)
+            ctx = self.context(conn, Tier.WRITE, control, guard=True)
             returned, changes, rowid = self._apply(conn, text, bindings, ctx)
         rows = changes if statement.kind in DML_KINDS else 0
         detail: dict[str, Any] = {"kind": statement.kind, "changes": rows}
-        summary = self._summary(statement, returned, changes, rowid)
+        summary = self.summary(statement, returned, changes, rowid)
         if rows and why is not None:
             detail["undo_fallback"] = why
-            summary = _with_note(summary, f"undo: none kept ({why})")
+            summary = with_note(summary, f"undo: none kept ({why})")
         return Outcome(summary, rows, detail)
-
-    def _write_undo_off(self, statement: Statement) -> str | None:
-        """Why this write keeps no undo data at all, or None when it tries to.
-        (A statement that changes no row needs none; None is returned for it too.)"""
-        if statement.kind not in DML_KINDS:
-            return "not a row change"
-        if self.settings.write_undo_keep == 0:
-            return "--write-undo-keep is 0"
-        if not self.settings.audit:
-            return "the audit log is off (--no-audit); undo is keyed by its rows"
-        return None
-
-    def write_undo_budget(self) -> int:
-        """Bytes one write_query's changeset may take: the destructive budget, and at most
-        the whole write budget (--write-undo-mb)."""
-        return min(self.undo_budget(), self.settings.write_undo_mb * MIB)
-
-    def _write_rows(
-        self,
-        conn: apsw.Connection,
-        text: str,
-        statement: Statement,
-        bindings: Bindings,
-        control: CallControl,
-    ) -> Outcome:
-        ctx = self._context(conn, Tier.WRITE, control)
-        assert ctx.rewrite is None, "never capture a changeset with the rewrite guard installed"
-        facts = self._write_facts.refresh(conn)
-        budget = self.write_undo_budget()
-        with immediate_transaction(conn):
-            self._refuse_null_keys(conn, facts.nullable_key_tables)
-            with capturing(conn, budget) as capture:
-                try:
-                    returned = run_statement(
-                        ctx, text, bindings, lambda cur: self._collect(ctx, cur)
-                    )
-                except QueryTimeout:
-                    if capture.overflow and not control.cancelled:
-                        raise UndoFallback(self._write_overflow_reason()) from None
-                    raise
-                if capture.overflow:
-                    raise UndoFallback(self._write_overflow_reason())
-                changes, rowid = conn.changes(), conn.last_insert_rowid()
-            # an INSERT's session holds only keys: its changeset reads the rows when built
-            if len(capture.changeset) > budget:
-                raise UndoFallback(self._write_overflow_reason())
-            # foreign keys are never shown to the authorizer: judged as stored, before COMMIT
-            check_references(conn, ctx.recorder.operations, ctx.protected)
-            written = written_tables(ctx.recorder.operations)
-            read = summarize(capture.changeset)
-            why = facts.unrestorable(written | {fold_name(name) for name in read.tables})
-            if why is not None:
-                raise UndoFallback(why)
-            self._refuse_null_keys(conn, facts.nullable_key_tables)
-            limit = self.settings.max_update_rows
-            if read.rewrites > limit:
-                raise mass_rewrite(limit)
-            stored = None
-            if capture.changeset:
-                stored = store_changeset(
-                    conn,
-                    capture.changeset,
-                    ts=utc_timestamp(self.wall_clock()),
-                    session=self.session,
-                    kind=statement.kind,
-                    chunk=chunk_size(self.settings.max_value_bytes),
-                    tool="write_query",
-                    shapes=self._shapes,
-                    summary=read,
-                )
-                prune_writes(
-                    conn,
-                    stored.id,
-                    stored.bytes,
-                    self.settings.write_undo_keep,
-                    self.settings.write_undo_mb * MIB,
-                )
-        summary = self._summary(statement, returned, changes, rowid)
-        detail: dict[str, Any] = {"kind": statement.kind, "changes": changes}
-        if stored is None:  # nothing changed: nothing to undo
-            return Outcome(_unchanged(summary, changes), changes, detail)
-        detail["undo"] = stored.id
-        finish = self._undo_text(summary, stored)
-        return Outcome(finish(None), changes, detail, finish=finish)
-
-    def _write_overflow_reason(self) -> str:
-        mib = max(1, self.write_undo_budget() // MIB)
-        return f"the change is larger than the {mib} MiB undo budget (--write-undo-mb)"
 
     def destructive(
         self,
@@ -361,17 +257,17 @@ class SqlTiers:
         control: CallControl,
         facts: list[Operation],
     ) -> Outcome:
-        ctx = self._context(conn, Tier.DESTRUCTIVE, control)
+        ctx = self.context(conn, Tier.DESTRUCTIVE, control)
         # a Session beside our preupdate hook crashes apsw: the destructive tier has none
         assert ctx.rewrite is None, "never capture a changeset with the rewrite guard installed"
         tables = written_tables(facts)
         budget = self.undo_budget()
         with immediate_transaction(conn):
-            self._refuse_null_keys(conn, tables)
+            refuse_null_keys(conn, tables)
             with capturing(conn, budget) as capture:
                 try:
                     returned = run_statement(
-                        ctx, text, bindings, lambda cur: self._collect(ctx, cur)
+                        ctx, text, bindings, lambda cur: self.collect(ctx, cur)
                     )
                 except QueryTimeout:
                     if capture.overflow and not control.cancelled:
@@ -380,10 +276,10 @@ class SqlTiers:
                 if capture.overflow:
                     raise UndoFallback(self._overflow_reason())
                 changes, rowid = conn.changes(), conn.last_insert_rowid()
-            self._refuse_null_keys(conn, tables)
+            refuse_null_keys(conn, tables)
             if not capture.changeset:  # nothing changed: nothing to undo
                 return Outcome(
-                    _unchanged(self._summary(statement, returned, changes, rowid), changes),
+                    unchanged(self.summary(statement, returned, changes, rowid), changes),
                     changes,
                     {"kind": statement.kind, "changes": changes, "reason": reason},
                 )
@@ -394,28 +290,18 @@ class SqlTiers:
                 session=self.session,
                 kind=statement.kind,
                 chunk=chunk_size(self.settings.max_value_bytes),
-                shapes=self._shapes,
+                shapes=self.shapes,
             )
             prune_changesets(conn, ("destructive_query",), self.settings.snapshots_keep)
         rows = changes
-        summary = self._summary(statement, returned, changes, rowid)
+        summary = self.summary(statement, returned, changes, rowid)
         detail = {"kind": statement.kind, "changes": rows, "reason": reason, "undo": stored.id}
-        finish = self._undo_text(summary, stored)
+        finish = self.undo_text(summary, stored)
         return Outcome(finish(None), rows, detail, finish=finish)
 
     def _overflow_reason(self) -> str:
         mib = self.undo_budget() // MIB
         return f"the changeset grew past {mib} MiB (--undo-max-mb)"
-
-    @staticmethod
-    def _refuse_null_keys(conn: apsw.Connection, tables: frozenset[str]) -> None:
-        if not tables:
-            return
-        table = null_key_table(conn, tables)
-        if table is not None:
-            raise UndoFallback(
-                f"{table} has a row whose PRIMARY KEY holds NULL, which a changeset skips"
-            )
 
     def _destructive_file(
         self,
@@ -430,7 +316,7 @@ class SqlTiers:
     ) -> Outcome:
         # one spare place, so a failed call (whose copy is dropped) evicts no older snapshot
         snapshot = self.snapshot(spare=1, progress=progress)
-        ctx = self._context(conn, Tier.DESTRUCTIVE, control)
+        ctx = self.context(conn, Tier.DESTRUCTIVE, control)
         try:
             returned, changes, rowid = self._apply(conn, text, bindings, ctx)
         except BaseException:
@@ -438,7 +324,7 @@ class SqlTiers:
             raise
         rotate_snapshots(self.settings.snapshot_dir, self.settings.snapshots_keep)
         rows = changes if statement.kind in DML_KINDS else 0
-        summary = self._summary(statement, returned, changes, rowid)
+        summary = self.summary(statement, returned, changes, rowid)
         first, _, rest = summary.partition("\n")
         text_out = f"{first}; snapshot: {snapshot}" + (f"\n{rest}" if rest else "")
         detail = {
@@ -461,7 +347,7 @@ class SqlTiers:
         identity = self.db.database_id
         return f"{number}@{identity}" if identity else str(number)
 
-    def _undo_text(self, summary: str, stored: StoredChangeset) -> Callable[[int | None], str]:
+    def undo_text(self, summary: str, stored: StoredChangeset) -> Callable[[int | None], str]:
         """The agent's text once the audit id is known: how to undo this very call."""
 
         def finish(audit_id: int | None) -> str:
@@ -469,7 +355,7 @@ class SqlTiers:
                 how = self.undo_command(self.call_ref(audit_id))
             else:
                 how = self.undo_command(f"--changeset {self.call_ref(stored.id)}")
-            return _with_note(summary, f"undo: {how}")
+            return with_note(summary, f"undo: {how}")
 
         return finish
 
@@ -498,7 +384,7 @@ class SqlTiers:
             )
         text, statement = self.preflight(sql, Tier.DESTRUCTIVE)
         # prepare only (EXPLAIN): the policy and the bindings are checked, nothing runs
-        dry = self._context(conn, Tier.DESTRUCTIVE, control)
+        dry = self.context(conn, Tier.DESTRUCTIVE, control)
         run_statement(dry, f"EXPLAIN {text}", bindings, lambda cursor: None)
         return text, statement, list(dry.recorder.operations)
 
@@ -531,17 +417,3 @@ def _nothing_to_drop(conn: apsw.Connection, sql: str) -> str | None:
     shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in drop.name)
     what = drop.kind.lower()
     return f"ok: nothing to drop: no {what} `{shown}`; nothing was run and no snapshot was taken"
-
-
-def _unchanged(summary: str, changes: int) -> str:
-    """The answer of a call whose rows all hold the values they held (an UPDATE that set
-    what was there): SQLite counts them, the changeset is empty, and nothing needs undoing."""
-    if not changes:
-        return summary
-    return _with_note(summary, "no value changed, so there is nothing to undo")
-
-
-def _with_note(summary: str, note: str) -> str:
-    """`note` after the summary's first line (RETURNING rows, if any, follow)."""
-    first, _, rest = summary.partition("\n")
-    return f"{first}; {note}" + (f"\n{rest}" if rest else "")

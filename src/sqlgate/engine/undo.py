@@ -43,6 +43,7 @@ __all__ = [
     "load_changeset",
     "null_key_table",
     "prune_changesets",
+    "refuse_null_keys",
     "store_changeset",
     "summarize",
     "unrestorable_write",
@@ -138,6 +139,18 @@ def null_key_table(conn: apsw.Connection, tables: frozenset[str]) -> str | None:
         if conn.execute(sql).fetchone() is not None:
             return table
     return None
+
+
+def refuse_null_keys(conn: apsw.Connection, tables: frozenset[str]) -> None:
+    """UndoFallback when a table among `tables` (or a foreign-key child) holds a row whose
+    declared PRIMARY KEY is NULL: its changes would be missing from the changeset."""
+    if not tables:
+        return
+    table = null_key_table(conn, tables)
+    if table is not None:
+        raise UndoFallback(
+            f"{table} has a row whose PRIMARY KEY holds NULL, which a changeset skips"
+        )
 
 
 class Capture:

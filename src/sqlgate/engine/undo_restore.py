@@ -34,6 +34,7 @@ from sqlgate.engine.undo_checks import (
     shape_conflict,
     table_shape,
 )
+from sqlgate.engine.undo_ddl import undo_created
 from sqlgate.errors import InvalidArgument, NotFound, UndoConflict, UndoRefused, WrongDatabase
 
 __all__ = ["UNDOABLE_TOOLS", "Conflict", "UndoRestore", "UndoTarget"]
@@ -167,8 +168,8 @@ class UndoRestore:
                 else int(target.changeset or 0)
             )
             record = conn.execute(
-                "SELECT kind, tables, changes, undone_at, undone_by FROM undo_changesets "
-                "WHERE id = ?",
+                "SELECT kind, tables, changes, undone_at, undone_by, created "
+                "FROM undo_changesets WHERE id = ?",
                 (changeset_id,),
             ).fetchone()
             if record is None:  # for a call: pruned; a changeset id may never have been
@@ -178,27 +179,34 @@ class UndoRestore:
                     "pruned, oldest first (--snapshots-keep for destructive_query, "
                     "--write-undo-keep and --write-undo-mb for write_query); nothing was undone"
                 )
-            kind, tables_json, changes, undone_at, undone_by = record
+            kind, tables_json, changes, undone_at, undone_by, created = record
             if undone_at is not None:
                 raise UndoRefused(
                     f"{target.label} was already undone at {undone_at} by {undone_by}; "
                     "nothing was done"
                 )
-            kept = load_changeset(conn, changeset_id)
-            conflicts = self._checks(conn, target, changeset_id, kept, int(changes))
-            if not conflicts:
-                conflicts = self._apply_inverse(conn, kept.data)
-            if conflicts:
-                raise self._refusal(target, conflicts)
+            if created is not None:  # a CREATE: drop what it made (engine.undo_ddl)
+                conflicts = undo_created(conn, str(created), self.db.protected)
+                if conflicts:
+                    raise self._schema_refusal(target, conflicts)
+            else:
+                kept = load_changeset(conn, changeset_id)
+                conflicts = self._checks(conn, target, changeset_id, kept, int(changes))
+                if not conflicts:
+                    conflicts = self._apply_inverse(conn, kept.data)
+                if conflicts:
+                    raise self._refusal(target, conflicts)
             conn.execute(
                 "UPDATE undo_changesets SET undone_at = ?, undone_by = ? WHERE id = ?",
                 (utc_timestamp(self.wall_clock()), f"session {self.session}", changeset_id),
             )
         tables = ", ".join(json.loads(str(tables_json))) or "no table"
-        text = (
-            f"undone: {target.label} ({kind}, {changes} rows in {tables}) "
-            f"in {self.db.path.absolute()}"
+        what = (
+            f"{kind} of {tables}: removed, or the view it replaced put back"
+            if created is not None
+            else f"{kind}, {changes} rows in {tables}"
         )
+        text = f"undone: {target.label} ({what}) in {self.db.path.absolute()}"
         detail = {"undoes": target.audit_id, "changeset": changeset_id}
         return text, int(changes), detail
 
@@ -310,6 +318,17 @@ class UndoRestore:
             raise NotFound(f"no call {target.audit_id} in query_log")
         tool, query, rows = row
         return f"{tool} ({rows} rows): {query or ''}"
+
+    def _schema_refusal(self, target: UndoTarget, conflicts: list[Conflict]) -> UndoConflict:
+        shown = "; ".join(c.describe() for c in conflicts[:_SHOWN_CONFLICTS])
+        more = len(conflicts) - _SHOWN_CONFLICTS
+        if more > 0:
+            shown += f"; and {more} more"
+        return UndoConflict(
+            f"undo of {target.label} refused: what it created changed after it ({shown}). "
+            "Nothing was undone. Next: remove what stands in the way with destructive_query "
+            "and run the undo again, or leave the object"
+        )
 
     def undoable(self) -> list[dict[str, Any]]:
         """Changesets not undone yet, newest first, each with the audit id of its call."""

@@ -132,7 +132,7 @@ def test_a_conflict_exits_with_the_snapshot_error_code_and_changes_nothing(
         pytest.param((), InvalidArgument.exit_code, "give one of", id="nothing-named"),
         pytest.param(("1", "--list"), InvalidArgument.exit_code, "give one of", id="two-named"),
         pytest.param(("999",), NotFound.exit_code, "no call 999", id="unknown-call"),
-        pytest.param(("1",), UndoRefused.exit_code, "nothing to undo", id="changed-nothing"),
+        pytest.param(("1",), UndoConflict.exit_code, "written into it", id="create-written-into"),
         pytest.param(("--changeset", "99"), NotFound.exit_code, "--snapshots-keep", id="pruned"),
         pytest.param(("0",), InvalidArgument.exit_code, "is not a call id", id="zero"),
         pytest.param(

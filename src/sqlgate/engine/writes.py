@@ -1,0 +1,220 @@
+"""write_query with its undo data (issue 19): every row change keeps its changeset, and every
+CREATE keeps the catalog rows it made, in the statement's own transaction.
+
+    rows     INSERT, UPDATE, upsert, REPLACE: an `apsw.Session` records the rows the statement
+             (its triggers and foreign-key actions too) changes; the mass-rewrite guard counts
+             the changeset (`engine.undo_writes`); stored by `engine.undo.store_changeset`
+    schema   CREATE TABLE / INDEX / VIRTUAL TABLE: the catalog rows it added
+             (`engine.undo_ddl`); the undo drops exactly those, or refuses
+
+A call that changed nothing keeps nothing and offers no undo. When row-level undo cannot
+cover a call (`UndoFallback`), the transaction is rolled back and the caller runs the
+statement again without capture (under the preupdate guard), saying why in its answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import apsw
+
+from sqlgate.config import Settings
+from sqlgate.engine.audit import utc_timestamp
+from sqlgate.engine.authorizer import check_references
+from sqlgate.engine.connect import immediate_transaction
+from sqlgate.engine.csvout import CsvResult
+from sqlgate.engine.execute import RunContext, mass_rewrite, run_statement
+from sqlgate.engine.limits import CallControl
+from sqlgate.engine.names import fold_name
+from sqlgate.engine.outcome import Outcome, unchanged
+from sqlgate.engine.policy import Tier
+from sqlgate.engine.preflight import Statement
+from sqlgate.engine.undo import (
+    ShapeCache,
+    StoredChangeset,
+    UndoFallback,
+    capturing,
+    chunk_size,
+    refuse_null_keys,
+    store_changeset,
+    summarize,
+    written_tables,
+)
+from sqlgate.engine.undo_ddl import capturing_schema, store_created
+from sqlgate.engine.undo_writes import WriteFacts, prune_writes
+from sqlgate.errors import QueryTimeout
+
+__all__ = ["DDL_KINDS", "ROW_KINDS", "UndoingWrites", "WriteHost"]
+
+MIB = 1024 * 1024
+ROW_KINDS = frozenset({"INSERT", "REPLACE", "UPDATE"})
+DDL_KINDS = frozenset({"CREATE TABLE", "CREATE INDEX", "CREATE VIRTUAL TABLE"})
+
+
+class WriteHost(Protocol):
+    """What the write path needs of `engine.queries.SqlTiers`."""
+
+    settings: Settings
+    session: str
+    wall_clock: Callable[[], float]
+    shapes: ShapeCache
+
+    def context(
+        self, conn: apsw.Connection, tier: Tier, control: CallControl, guard: bool = False
+    ) -> RunContext: ...
+
+    def collect(self, ctx: RunContext, cursor: apsw.Cursor) -> CsvResult | None: ...
+
+    def summary(
+        self, statement: Statement, returned: CsvResult | None, changes: int, rowid: int
+    ) -> str: ...
+
+    def undo_budget(self) -> int: ...
+
+    def undo_text(self, summary: str, stored: StoredChangeset) -> Callable[[int | None], str]: ...
+
+
+class UndoingWrites:
+    """write_query's statements run with what undoes them."""
+
+    def __init__(self, host: WriteHost) -> None:
+        self.host = host
+        self.facts = WriteFacts()
+
+    @property
+    def settings(self) -> Settings:
+        return self.host.settings
+
+    def off_reason(self, statement: Statement) -> str | None:
+        """Why this write keeps no undo data at all, or None when it tries to."""
+        if statement.kind not in ROW_KINDS | DDL_KINDS:
+            return "not a row change"
+        if self.settings.write_undo_keep == 0:
+            return "--write-undo-keep is 0"
+        if not self.settings.audit:
+            return "the audit log is off (--no-audit); undo is keyed by its rows"
+        return None
+
+    def budget(self) -> int:
+        """Bytes one write_query's changeset may take: the destructive budget, and at most
+        the whole write budget (--write-undo-mb)."""
+        return min(self.host.undo_budget(), self.settings.write_undo_mb * MIB)
+
+    def _overflow(self) -> UndoFallback:
+        mib = max(1, self.budget() // MIB)
+        return UndoFallback(
+            f"the change is larger than the {mib} MiB undo budget (--write-undo-mb)"
+        )
+
+    def run(
+        self,
+        conn: apsw.Connection,
+        text: str,
+        statement: Statement,
+        bindings: Any,
+        control: CallControl,
+    ) -> Outcome:
+        if statement.kind in DDL_KINDS:
+            return self._schema(conn, text, statement, bindings, control)
+        return self._rows(conn, text, statement, bindings, control)
+
+    def _prune(self, conn: apsw.Connection, changeset_id: int, size: int) -> None:
+        s = self.settings
+        prune_writes(conn, changeset_id, size, s.write_undo_keep, s.write_undo_mb * MIB)
+
+    def _rows(
+        self,
+        conn: apsw.Connection,
+        text: str,
+        statement: Statement,
+        bindings: Any,
+        control: CallControl,
+    ) -> Outcome:
+        host = self.host
+        ctx = host.context(conn, Tier.WRITE, control)
+        assert ctx.rewrite is None, "never capture a changeset with the rewrite guard installed"
+        facts = self.facts.refresh(conn)
+        budget = self.budget()
+        with immediate_transaction(conn):
+            refuse_null_keys(conn, facts.nullable_key_tables)
+            with capturing(conn, budget) as capture:
+                try:
+                    returned = run_statement(ctx, text, bindings, lambda c: host.collect(ctx, c))
+                except QueryTimeout:
+                    if capture.overflow and not control.cancelled:
+                        raise self._overflow() from None
+                    raise
+                if capture.overflow:
+                    raise self._overflow()
+                changes, rowid = conn.changes(), conn.last_insert_rowid()
+            # an INSERT's session holds only keys: its changeset reads the rows when built
+            if len(capture.changeset) > budget:
+                raise self._overflow()
+            # foreign keys are never shown to the authorizer: judged as stored, before COMMIT
+            check_references(conn, ctx.recorder.operations, ctx.protected)
+            read = summarize(capture.changeset)
+            written = written_tables(ctx.recorder.operations)
+            why = facts.unrestorable(written | {fold_name(name) for name in read.tables})
+            if why is not None:
+                raise UndoFallback(why)
+            refuse_null_keys(conn, facts.nullable_key_tables)
+            if read.rewrites > self.settings.max_update_rows:
+                raise mass_rewrite(self.settings.max_update_rows)
+            stored = None
+            if capture.changeset:
+                stored = store_changeset(
+                    conn,
+                    capture.changeset,
+                    ts=utc_timestamp(host.wall_clock()),
+                    session=host.session,
+                    kind=statement.kind,
+                    chunk=chunk_size(self.settings.max_value_bytes),
+                    tool="write_query",
+                    shapes=host.shapes,
+                    summary=read,
+                )
+                self._prune(conn, stored.id, stored.bytes)
+        summary = host.summary(statement, returned, changes, rowid)
+        detail: dict[str, Any] = {"kind": statement.kind, "changes": changes}
+        if stored is None:  # nothing changed: nothing to undo
+            return Outcome(unchanged(summary, changes), changes, detail)
+        detail["undo"] = stored.id
+        finish = host.undo_text(summary, stored)
+        return Outcome(finish(None), changes, detail, finish=finish)
+
+    def _schema(
+        self,
+        conn: apsw.Connection,
+        text: str,
+        statement: Statement,
+        bindings: Any,
+        control: CallControl,
+    ) -> Outcome:
+        host = self.host
+        ctx = host.context(conn, Tier.WRITE, control, guard=True)
+        with immediate_transaction(conn):
+            with capturing_schema(conn) as created:
+                returned = run_statement(ctx, text, bindings, lambda c: host.collect(ctx, c))
+                changes, rowid = conn.changes(), conn.last_insert_rowid()
+            check_references(conn, ctx.recorder.operations, ctx.protected)
+            stored = None
+            if created.objects:  # IF NOT EXISTS of an existing object made nothing
+                record = store_created(
+                    conn,
+                    created.objects,
+                    ts=utc_timestamp(host.wall_clock()),
+                    session=host.session,
+                    tool="write_query",
+                    kind=statement.kind,
+                )
+                names = tuple(obj.name for obj in created.objects if obj.part_of is None)
+                stored = StoredChangeset(record, names, 0, 0)
+                self._prune(conn, record, 0)
+        summary = host.summary(statement, returned, changes, rowid)
+        detail: dict[str, Any] = {"kind": statement.kind, "changes": 0}
+        if stored is None:
+            return Outcome(summary, 0, detail)
+        detail["undo"] = stored.id
+        finish = host.undo_text(summary, stored)
+        return Outcome(finish(None), 0, detail, finish=finish)
