@@ -358,6 +358,7 @@ def test_a_create_is_undone_by_removing_what_it_made(
     assert schema_of(db_path) != before
     answer = world.undo(ref(out))
     assert answer.startswith(f"undone: call {hint(out)['id']} (CREATE ")
+    assert ": removed) in " in answer
     assert schema_of(db_path) == before
 
 
@@ -381,7 +382,7 @@ def test_create_view_names_its_undo_and_a_replace_gets_the_old_view_back(
     first = world.create_view("open_tasks", "SELECT * FROM tasks WHERE done = 0")
     assert hint(first)
     replaced = world.create_view("open_tasks", "SELECT id FROM tasks WHERE done = 0", replace=True)
-    world.undo(ref(replaced))
+    assert "(CREATE VIEW open_tasks: the view it replaced is back)" in world.undo(ref(replaced))
     assert world.read_query("SELECT count(*) FROM pragma_table_info('open_tasks')") == (
         "count(*)\n4\n# 1 rows"
     )

@@ -201,11 +201,14 @@ class UndoRestore:
                 (utc_timestamp(self.wall_clock()), f"session {self.session}", changeset_id),
             )
         tables = ", ".join(json.loads(str(tables_json))) or "no table"
-        what = (
-            f"{kind} of {tables}: removed, or the view it replaced put back"
-            if created is not None
-            else f"{kind}, {changes} rows in {tables}"
-        )
+        what = f"{kind}, {changes} rows in {tables}"
+        if created is not None:
+            replaced = any(
+                isinstance(item, dict) and item.get("replaces") for item in json.loads(str(created))
+            )
+            what = f"{kind} {tables}: " + (
+                "the view it replaced is back" if replaced else "removed"
+            )
         text = f"undone: {target.label} ({what}) in {self.db.path.absolute()}"
         detail = {"undoes": target.audit_id, "changeset": changeset_id}
         return text, int(changes), detail
