@@ -63,6 +63,7 @@ _UNDO = (
     "tests/engine/test_undo_restore.py",
     "tests/engine/test_undo_checks.py",
     "tests/engine/test_undo_properties.py",
+    "tests/engine/test_undo_writes.py",
 )
 _UNDO_DDL = (
     "tests/engine/test_undo_ddl.py",
@@ -104,6 +105,10 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "engine/where.py": ("tests/engine/test_where.py",),
     # through whole services: the facts come from a real schema, the fallback from SQLite
     "engine/where_check.py": ("tests/test_service_where.py",),
+    "engine/undo.py": _UNDO,
+    "engine/undo_writes.py": _UNDO,
+    "engine/writes.py": _UNDO,
+    "engine/identity.py": ("tests/engine/test_identity.py", "tests/engine/test_undo_writes.py"),
     "engine/undo_checks.py": _UNDO,
     "engine/undo_restore.py": _UNDO,
     "engine/undo_ddl.py": _UNDO_DDL,

@@ -160,7 +160,8 @@ def test_a_pragma_outside_the_lists_is_named_in_the_refusal() -> None:
         pytest.param(
             W,
             op("DELETE", "t", inside="trg"),
-            "DELETE needs destructive_query (it snapshots first) (done by trigger or view trg);"
+            "DELETE needs destructive_query (it keeps the deleted rows for undo) (done by "
+            "trigger or view trg);"
             " write_query does not allow it",
             id="inside-a-trigger",
         ),

@@ -149,7 +149,8 @@ TIER_RULES: dict[str, tuple[frozenset[Tier], str]] = {
     "PRAGMA":         (ALL, ""),
     "INSERT":         (frozenset({W, D}), "INSERT needs write_query"),
     "UPDATE":         (frozenset({W, D}), "UPDATE needs write_query"),
-    "DELETE":         (frozenset({D}), "DELETE needs destructive_query (it snapshots first)"),
+    "DELETE":         (frozenset({D}), "DELETE needs destructive_query (it keeps the deleted "
+                                       "rows for undo)"),
     "EMPTY_TABLE":    (frozenset({D}), "emptying a table (the FTS5 'delete-all' and 'rebuild' "
                                        "commands do) needs destructive_query"),
     "CREATE_TABLE":   (frozenset({W, D}), "CREATE TABLE needs write_query"),

@@ -39,10 +39,13 @@ __all__ = [
 INSTRUCTIONS = """\
 sqlgate gives you SQL over one SQLite database. Safety is enforced by the server, in tiers:
 - read_query: SELECT, WITH, EXPLAIN, introspection PRAGMAs; read-only; results are CSV.
-- write_query: INSERT, UPDATE with WHERE, upserts, CREATE TABLE/INDEX/VIRTUAL TABLE (fts5, rtree).
-  An UPDATE, upsert or REPLACE that changes too many existing rows is rolled back.
-- destructive_query: also DELETE, DROP, ALTER, triggers, UPDATE without WHERE. It needs a
-  reason; the server keeps what undoes it (the changed rows, or a snapshot for schema changes).
+- write_query: INSERT, UPDATE with a WHERE on the table's columns, upserts, CREATE
+  TABLE/INDEX/VIRTUAL TABLE (fts5, rtree). An UPDATE, upsert or REPLACE that changes too many
+  existing rows is rolled back.
+- destructive_query: also DELETE, DROP, ALTER, triggers, UPDATE without WHERE. It needs a reason.
+- Every change keeps what undoes it (the changed rows, or a snapshot for schema changes); its
+  answer names the call (undo: sqlgate undo 15@3f9a1c07 ...): undo_call(audit_id, reason) takes
+  back a mistake of yours exactly, or says what changed since.
 - create_view saves a SELECT you will reuse, with a description: views are your skills.
 - list_tables, describe_table, get_schema show what exists; search_text finds text by regex.
 One statement per call; bind values with params instead of writing them into the SQL.
