@@ -80,6 +80,13 @@ def _whole_number(value: object, what: str) -> int:
     return value
 
 
+def _shown(conflicts: list[Conflict]) -> str:
+    """The first conflicts, described, and how many more there are."""
+    shown = "; ".join(c.describe() for c in conflicts[:_SHOWN_CONFLICTS])
+    more = len(conflicts) - _SHOWN_CONFLICTS
+    return shown + (f"; and {more} more" if more > 0 else "")
+
+
 def _conflict(kind: int, change: apsw.TableChange) -> Conflict:
     name = _CONFLICT_NAMES.get(kind, f"UNKNOWN_{kind}")
     if name == "FOREIGN_KEY":
@@ -296,10 +303,7 @@ class UndoRestore:
         return conflicts
 
     def _refusal(self, target: UndoTarget, conflicts: list[Conflict]) -> UndoConflict:
-        shown = "; ".join(c.describe() for c in conflicts[:_SHOWN_CONFLICTS])
-        more = len(conflicts) - _SHOWN_CONFLICTS
-        if more > 0:
-            shown += f"; and {more} more"
+        shown = _shown(conflicts)
         return UndoConflict(
             f"undo of {target.label} refused: {len(conflicts)} conflict(s) with changes made "
             f"after it ({shown}). Nothing was undone. Next: look at those rows; put them back "
@@ -323,10 +327,7 @@ class UndoRestore:
         return f"{tool} ({rows} rows): {query or ''}"
 
     def _schema_refusal(self, target: UndoTarget, conflicts: list[Conflict]) -> UndoConflict:
-        shown = "; ".join(c.describe() for c in conflicts[:_SHOWN_CONFLICTS])
-        more = len(conflicts) - _SHOWN_CONFLICTS
-        if more > 0:
-            shown += f"; and {more} more"
+        shown = _shown(conflicts)
         return UndoConflict(
             f"undo of {target.label} refused: what it created changed after it ({shown}). "
             "Nothing was undone. Next: remove what stands in the way with destructive_query "

@@ -176,12 +176,9 @@ class UndoingWrites:
                 )
                 self._prune(conn, stored.id, stored.bytes)
         summary = host.summary(statement, returned, changes, rowid)
-        detail: dict[str, Any] = {"kind": statement.kind, "changes": changes}
         if stored is None:  # nothing changed: nothing to undo
-            return Outcome(unchanged(summary, changes), changes, detail)
-        detail["undo"] = stored.id
-        finish = host.undo_text(summary, stored)
-        return Outcome(finish(None), changes, detail, finish=finish)
+            summary = unchanged(summary, changes)
+        return self._answer(summary, statement, changes, stored)
 
     def _schema(
         self,
@@ -212,9 +209,16 @@ class UndoingWrites:
                 stored = StoredChangeset(record, names, 0, 0)
                 self._prune(conn, record, 0)
         summary = host.summary(statement, returned, changes, rowid)
-        detail: dict[str, Any] = {"kind": statement.kind, "changes": 0}
+        return self._answer(summary, statement, 0, stored)
+
+    def _answer(
+        self, summary: str, statement: Statement, rows: int, stored: StoredChangeset | None
+    ) -> Outcome:
+        """The call's outcome: with the undo hint once its audit id is known, when it kept
+        undo data; as it is (nothing changed, nothing to undo) when it did not."""
+        detail: dict[str, Any] = {"kind": statement.kind, "changes": rows}
         if stored is None:
-            return Outcome(summary, 0, detail)
+            return Outcome(summary, rows, detail)
         detail["undo"] = stored.id
-        finish = host.undo_text(summary, stored)
-        return Outcome(finish(None), 0, detail, finish=finish)
+        finish = self.host.undo_text(summary, stored)
+        return Outcome(finish(None), rows, detail, finish=finish)
