@@ -85,6 +85,7 @@ class SqlTiers:
         self.wall_clock = wall_clock
         self.shapes = ShapeCache()
         self.writes = UndoingWrites(self)
+        self._quoted_db: str | None = None  # the database's absolute path, for the shell
 
     @property
     def caps(self) -> ResultCaps:
@@ -340,7 +341,9 @@ class SqlTiers:
     def undo_command(self, ref: str) -> str:
         """The command that undoes call (or, with `--changeset`, changeset) `ref`, naming
         this database so that it works as written from any folder."""
-        return f"sqlgate undo {ref} --db {shlex.quote(str(self.db.path.absolute()))}"
+        if self._quoted_db is None:
+            self._quoted_db = shlex.quote(str(self.db.path.absolute()))
+        return f"sqlgate undo {ref} --db {self._quoted_db}"
 
     def call_ref(self, number: int) -> str:
         """`15@3f9a1c07`: a call (or changeset) id that only this database accepts."""

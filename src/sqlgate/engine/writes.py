@@ -134,9 +134,9 @@ class UndoingWrites:
         host = self.host
         ctx = host.context(conn, Tier.WRITE, control)
         assert ctx.rewrite is None, "never capture a changeset with the rewrite guard installed"
-        facts = self.facts.refresh(conn)
         budget = self.budget()
         with immediate_transaction(conn):
+            facts = self.facts.refresh(conn)  # under the write lock: no schema change between
             refuse_null_keys(conn, facts.nullable_key_tables)
             with capturing(conn, budget) as capture:
                 try:
