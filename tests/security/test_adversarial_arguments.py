@@ -462,9 +462,17 @@ def test_an_injected_description_stays_a_comment_in_the_view(
     assert set(before.schema) <= set(after.schema)
     assert world.service.read_query("SELECT * FROM answer_view") == "answer\n42\n# 1 rows"
     # the description changed nothing but the schema: the view row is the only difference
+    # ... and the create_view's own undo record (issue 19), which names the view alone
+    added = [
+        row
+        for row in after.tables["undo_changesets"]
+        if row not in before.tables.get("undo_changesets", [])
+    ]
+    assert [(row[3], row[4]) for row in added] == [("CREATE VIEW", '["answer_view"]')]
     unchanged = dataclasses.replace(
         after,
         schema=before.schema,
+        tables={**after.tables, "undo_changesets": before.tables.get("undo_changesets", [])},
         pragmas={**after.pragmas, "schema_version": before.pragmas["schema_version"]},
     )
     assert_unchanged(before, unchanged)

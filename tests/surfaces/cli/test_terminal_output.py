@@ -111,14 +111,14 @@ def test_undo_list_shows_control_characters_in_reasons_and_tables_visibly(
     out = succeeded(invoke("undo", "--list", "--db", str(hostile), env=env))
     assert_inert(out)
     assert_shown(out)
-    if env is PIPED:  # the header, the delete and the insert before it: nothing moved
-        assert len(out.splitlines()) == 3
+    if env is PIPED:  # the header, the delete, the insert and the CREATE: nothing moved
+        assert len(out.splitlines()) == 4
 
 
 def test_undo_list_json_escapes_them_and_keeps_the_values(hostile: Path) -> None:
     out = succeeded(invoke("undo", "--list", "--json", "--db", str(hostile)))
     assert_json_escaped(out)
-    item, _ = json_lines(out)  # the delete, then the insert before it
+    item, _, _ = json_lines(out)  # the delete, then the insert and the CREATE before it
     assert item["reason"] == f"why{PAYLOAD}"
     assert item["tables"] == [f"t{PAYLOAD}"]
 
