@@ -6,11 +6,13 @@ the write path as it was before: no changeset, the preupdate guard).
 
 Three statements: a 1-row INSERT, a 1-row UPDATE, a 500-row UPDATE, each in process
 (`Service.write_query`, where the undo work is the largest share) and over stdio (what an
-agent's call costs, MCP framing included). Rounds alternate off and on, so a change of the
+agent's call costs, MCP framing included). In process, rounds alternate off and on; over
+stdio both servers run at once and their calls alternate one by one, so a change of the
 machine's load falls on both; the figure is the median of the rounds' p50s. Goals: 1-row
 writes at most 1.10x, the 500-row UPDATE at most 2x.
 
-`write_undo_cost(...)` is what bench/run.py calls.
+It runs on its own (about a minute) and merges its rows into bench/results.md;
+tests/test_bench_write_undo_smoke.py runs it on tiny counts.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import anyio
-from benchkit import Row, merge_rows, ms, time_async, time_sync
+from benchkit import Row, merge_rows, ms, time_sync
 from mcp import Client
 from mcp.client.stdio import stdio_client
 from peers import sqlgate_params, text_of
@@ -80,21 +82,23 @@ def _in_process(workdir: Path, rounds: int, calls: int) -> dict[str, tuple[float
     return {k: (statistics.median(a), statistics.median(b)) for k, (a, b) in medians.items()}
 
 
-async def _stdio_p50(db: Path, keep: int, name: str, calls: int) -> float:
+async def _stdio_p50s(dbs: dict[int, Path], name: str, calls: int) -> tuple[float, float]:
+    """Both servers open at once, their calls interleaved one by one (off, on, off, ...),
+    so a change of the machine's load falls on both alike."""
     sql, params = STATEMENTS[name]
-    async with Client(stdio_client(sqlgate_params(db, "--write-undo-keep", str(keep)))) as client:
-        counter = iter(range(10**9))
-
-        async def call() -> object:
-            result = await client.call_tool(
-                "write_query", {"query": sql, "params": params(next(counter))}
-            )
-            if result.is_error:
-                raise RuntimeError(text_of(result))
-            return result
-
-        await time_async(call, 20)  # warm-up
-        return (await time_async(call, calls)).percentile(50)
+    off_params = sqlgate_params(dbs[0], "--write-undo-keep", "0")
+    on_params = sqlgate_params(dbs[1000], "--write-undo-keep", "1000")
+    async with Client(stdio_client(off_params)) as off, Client(stdio_client(on_params)) as on:
+        seconds: tuple[list[float], list[float]] = ([], [])
+        for n in range(20 + calls):  # the first 20 of each warm up
+            for index, client in enumerate((off, on)):
+                started = time.perf_counter()
+                result = await client.call_tool("write_query", {"query": sql, "params": params(n)})
+                if result.is_error:
+                    raise RuntimeError(text_of(result))
+                if n >= 20:
+                    seconds[index].append(time.perf_counter() - started)
+    return statistics.median(seconds[0]), statistics.median(seconds[1])
 
 
 def _over_stdio(workdir: Path, rounds: int, calls: int) -> dict[str, tuple[float, float]]:
@@ -107,9 +111,9 @@ def _over_stdio(workdir: Path, rounds: int, calls: int) -> dict[str, tuple[float
     for _ in range(rounds):
         for name in STATEMENTS:
             count = calls if name.startswith("1-row") else max(2, calls // 4)
-            for index, keep in enumerate((0, 1000)):
-                p50 = anyio.run(_stdio_p50, dbs[keep], keep, name, count)
-                medians[name][index].append(p50)
+            off, on = anyio.run(_stdio_p50s, dbs, name, count)
+            medians[name][0].append(off)
+            medians[name][1].append(on)
     return {k: (statistics.median(a), statistics.median(b)) for k, (a, b) in medians.items()}
 
 
