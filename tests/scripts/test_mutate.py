@@ -140,3 +140,12 @@ def test_equivalents_are_left_out_of_the_score_and_stale_ones_found(tmp_path: Pa
 )
 def test_a_pytest_exit_code_judges_the_mutant(code: int, status: str) -> None:
     assert session.status_of(code) == status
+
+
+@pytest.mark.parametrize("module", sorted(mutate.TARGETS))
+def test_the_equivalents_file_reads_for_every_target(module: str) -> None:
+    """The project's own list parses (two merged entries once ran together) and names only
+    modules that exist."""
+    for entry in mutate.load_equivalents(mutate.EQUIVALENTS, module):
+        assert entry.key()[0]
+    assert (REPO / "src" / "sqlgate" / module).is_file()
