@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sqlgate.engine.undo_writes import PRUNE_EVERY
+from sqlgate.engine.undo_writes import PRUNE_EVERY, prune_writes
 from sqlgate.errors import MassRewrite, NotFound, UndoConflict, UndoRefused, WrongDatabase
 from sqlgate.service import Service
 from tests.engine.test_undo import direct, dump
@@ -386,3 +386,55 @@ def test_create_view_names_its_undo_and_a_replace_gets_the_old_view_back(
     assert world.read_query("SELECT count(*) FROM pragma_table_info('open_tasks')") == (
         "count(*)\n4\n# 1 rows"
     )
+
+
+# -- pruning in batches (engine.undo_writes.prune_writes) ---------------------------------
+
+
+def _kept_calls(make_service: Callable[..., Service], db_path: Path, tools: list[str]) -> None:
+    """A database holding one undo record per entry of `tools`, ids 1, 2, ... in order."""
+    make_service().close()
+    with direct(db_path) as conn:
+        conn.executemany(
+            "INSERT INTO undo_changesets (ts, session, kind, tables, changes, bytes, tool) "
+            "VALUES ('2026-01-01T00:00:00.000Z', 's', 'INSERT', '[]', 1, 10, ?)",
+            [(tool,) for tool in tools],
+        )
+
+
+def _ids(db_path: Path) -> list[int]:
+    with direct(db_path) as conn:
+        return [int(r[0]) for r in conn.execute("SELECT id FROM undo_changesets ORDER BY id")]
+
+
+@pytest.mark.parametrize(
+    ("changeset_id", "size", "pruned"),
+    [
+        pytest.param(PRUNE_EVERY, 10, 6, id="its-turn"),
+        pytest.param(PRUNE_EVERY + 1, 10, 0, id="not-its-turn"),
+        pytest.param(PRUNE_EVERY - 1, 10, 0, id="just-before-its-turn"),
+        pytest.param(7, 79, 6, id="a-call-over-1/128-of-the-budget"),
+        pytest.param(7, 78, 0, id="a-call-of-exactly-1/128-of-the-budget"),
+    ],
+)
+def test_write_undo_data_is_pruned_on_its_turn_or_after_a_big_call(
+    make_service: Callable[..., Service],
+    db_path: Path,
+    changeset_id: int,
+    size: int,
+    pruned: int,
+) -> None:
+    _kept_calls(make_service, db_path, ["write_query"] * 5 + ["create_view"] * 3)
+    with direct(db_path) as conn:
+        budget = 78 * PRUNE_EVERY
+        assert prune_writes(conn, changeset_id, size, keep=2, max_bytes=budget) == pruned
+    assert _ids(db_path) == ([7, 8] if pruned else list(range(1, 9)))
+
+
+def test_pruning_counts_bytes_and_spares_destructive_calls(
+    make_service: Callable[..., Service], db_path: Path
+) -> None:
+    _kept_calls(make_service, db_path, ["destructive_query", "write_query", "create_view"] * 3)
+    with direct(db_path) as conn:  # 10 bytes each: 25 bytes keep the newest two
+        assert prune_writes(conn, PRUNE_EVERY, 10, keep=100, max_bytes=25) == 4
+    assert _ids(db_path) == [1, 4, 7, 8, 9]

@@ -54,15 +54,15 @@ class WriteFacts:
     nullable_key_tables: frozenset[str] = field(default_factory=frozenset)
 
     def refresh(self, conn: apsw.Connection) -> WriteFacts:
-        (version,) = conn.execute("PRAGMA schema_version").fetchone() or (None,)
-        if version != self._version or not isinstance(version, int):
+        version = conn.pragma("schema_version")  # always one integer
+        if version != self._version:
             self.module_tables = frozenset(
                 fold_name(str(name)) for (name,) in conn.execute(_MODULE_TABLES)
             )
             self.nullable_key_tables = frozenset(
                 fold_name(str(name)) for (name,) in conn.execute(_NULLABLE_KEYS)
             )
-            self._version = version if isinstance(version, int) else None
+            self._version = int(version)
         return self
 
     def unrestorable(self, tables: frozenset[str]) -> str | None:
