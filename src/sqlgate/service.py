@@ -32,7 +32,6 @@ from sqlgate.engine.limits import CallControl, Clock
 from sqlgate.engine.queries import Outcome, SqlTiers
 from sqlgate.engine.sqltext import fingerprint
 from sqlgate.engine.textsearch import SearchRequest, TextSearch
-from sqlgate.engine.undo import StoredChangeset
 from sqlgate.engine.undo_restore import UndoRestore, UndoTarget
 from sqlgate.engine.views import ViewSaver
 from sqlgate.errors import InvalidArgument, PolicyDenied, SqlgateError
@@ -346,7 +345,7 @@ class Service:
             )
             if undo_id is None:
                 return Outcome(text, 0, {"view": name})
-            finish = self.sql.undo_text(text, StoredChangeset(undo_id, (str(name),), 0, 0))
+            finish = self.sql.undo_text(text, undo_id)
             return Outcome(finish(None), 0, {"view": name, "undo": undo_id}, finish=finish)
 
         return self.call("create_view", work, query=select_sql, control=control)

@@ -438,3 +438,110 @@ def test_pruning_counts_bytes_and_spares_destructive_calls(
     with direct(db_path) as conn:  # 10 bytes each: 25 bytes keep the newest two
         assert prune_writes(conn, PRUNE_EVERY, 10, keep=100, max_bytes=25) == 4
     assert _ids(db_path) == [1, 4, 7, 8, 9]
+
+
+# -- what the write path decides, pinned (mutation testing of engine/writes.py) -----------
+
+
+@pytest.mark.parametrize(("mb", "expected"), [(1, 1_048_576), (3, 3 * 1_048_576)])
+def test_one_call_s_undo_budget_is_write_undo_mb_in_bytes(
+    make_service: Callable[..., Service], mb: int, expected: int
+) -> None:
+    service = make_service(write_undo_mb=mb, undo_max_mb=64, heap_limit_mb=256)
+    assert service.sql.writes.budget() == expected
+
+
+def test_an_update_whose_old_rows_outgrow_the_budget_runs_without_undo(
+    make_service: Callable[..., Service], db_path: Path
+) -> None:
+    service = make_service(write_undo_mb=1, max_value_bytes=1_000_000)
+    service.write_query("CREATE TABLE big (id INTEGER PRIMARY KEY, b BLOB)")
+    for _ in range(3):
+        service.write_query(
+            "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 10) "
+            "INSERT INTO big (b) SELECT randomblob(100000) FROM c"
+        )
+    out = service.write_query("UPDATE big SET b = zeroblob(10) WHERE id > 0")
+    assert out == (
+        "ok: 30 rows affected; undo: none kept (the change is larger than the 1 MiB undo "
+        "budget (--write-undo-mb))"
+    )
+    assert service.read_query("SELECT sum(length(b)) FROM big") == "sum(length(b))\n300\n# 1 rows"
+
+
+def test_a_changeset_of_exactly_the_budget_is_kept(
+    make_service: Callable[..., Service], db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = make_service()
+    service.write_query("CREATE TABLE t (v)")
+    service.write_query("INSERT INTO t VALUES ('sized')")
+    with direct(db_path) as conn:
+        (size,) = conn.execute(
+            "SELECT max(bytes) FROM undo_changesets WHERE kind = 'INSERT'"
+        ).fetchone()
+    monkeypatch.setattr(service.sql.writes, "budget", lambda: int(size))
+    assert "; undo: sqlgate undo " in service.write_query("INSERT INTO t VALUES ('sized')")
+    monkeypatch.setattr(service.sql.writes, "budget", lambda: int(size) - 1)
+    assert "; undo: none kept (" in service.write_query("INSERT INTO t VALUES ('sized')")
+
+
+def test_write_undo_data_is_bounded_by_write_undo_mb_in_all(
+    make_service: Callable[..., Service], db_path: Path
+) -> None:
+    service = make_service(write_undo_mb=2, max_value_bytes=1_000_000)
+    service.write_query("CREATE TABLE big (b BLOB)")
+    calls = [
+        ref(service.write_query("INSERT INTO big VALUES (randomblob(100000))")) for _ in range(12)
+    ]  # 1.2 MB in all: under 2 MiB, over 1 MiB
+    service.undo(calls[0])  # still kept
+
+
+def test_the_answer_and_audit_row_of_a_write(world: Service, db_path: Path) -> None:
+    out = world.write_query("INSERT INTO tasks (title) VALUES ('x')")
+    with direct(db_path) as conn:
+        (rows, detail) = conn.execute(
+            "SELECT rows, detail FROM query_log WHERE id = ?", (int(hint(out)["id"]),)
+        ).fetchone()
+    assert rows == 1  # the statement's own row (SQLite does not count the trigger's)
+    assert {k: v for k, v in json.loads(detail).items() if k in ("kind", "changes")} == {
+        "kind": "INSERT",
+        "changes": 1,
+    }
+
+
+def test_a_create_s_record_is_write_query_s_and_its_audit_row_counts_no_rows(
+    world: Service, db_path: Path
+) -> None:
+    out = world.write_query("CREATE TABLE notes (id INTEGER PRIMARY KEY)")
+    with direct(db_path) as conn:
+        (rows, detail) = conn.execute(
+            "SELECT rows, detail FROM query_log WHERE id = ?", (int(hint(out)["id"]),)
+        ).fetchone()
+        parsed = json.loads(detail)
+        (tool, changes) = conn.execute(
+            "SELECT tool, changes FROM undo_changesets WHERE id = ?", (parsed["undo"],)
+        ).fetchone()
+    assert (rows, parsed["kind"], parsed["changes"]) == (0, "CREATE TABLE", 0)
+    assert (tool, changes) == ("write_query", 0)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "sql", "expected"),
+    [
+        pytest.param({}, "ANALYZE", "ok: ANALYZE done", id="not-a-row-change"),
+        pytest.param(
+            {"audit": False},
+            "INSERT INTO t VALUES (1)",
+            "ok: 1 rows affected (last_insert_rowid=1); undo: none kept (the audit log is off "
+            "(--no-audit); undo is keyed by its rows)",
+            id="no-audit",
+        ),
+    ],
+)
+def test_writes_that_keep_no_undo_data_say_so_or_need_none(
+    make_service: Callable[..., Service], overrides: dict[str, object], sql: str, expected: str
+) -> None:
+    service = make_service(**overrides)
+    service.write_query("CREATE TABLE t (v)")
+    service.write_query("CREATE INDEX t_v ON t (v)")
+    assert service.write_query(sql) == expected

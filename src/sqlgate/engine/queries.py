@@ -30,7 +30,6 @@ from sqlgate.engine.snapshots import rotate_snapshots, take_snapshot
 from sqlgate.engine.sqltext import has_more_statements
 from sqlgate.engine.undo import (
     ShapeCache,
-    StoredChangeset,
     UndoFallback,
     capturing,
     chunk_size,
@@ -297,7 +296,7 @@ class SqlTiers:
         rows = changes
         summary = self.summary(statement, returned, changes, rowid)
         detail = {"kind": statement.kind, "changes": rows, "reason": reason, "undo": stored.id}
-        finish = self.undo_text(summary, stored)
+        finish = self.undo_text(summary, stored.id)
         return Outcome(finish(None), rows, detail, finish=finish)
 
     def _overflow_reason(self) -> str:
@@ -350,14 +349,15 @@ class SqlTiers:
         identity = self.db.database_id
         return f"{number}@{identity}" if identity else str(number)
 
-    def undo_text(self, summary: str, stored: StoredChangeset) -> Callable[[int | None], str]:
-        """The agent's text once the audit id is known: how to undo this very call."""
+    def undo_text(self, summary: str, changeset_id: int) -> Callable[[int | None], str]:
+        """The agent's text once the audit id is known: how to undo this very call (by its
+        changeset, `changeset_id`, when no audit row was written)."""
 
         def finish(audit_id: int | None) -> str:
             if audit_id is not None:
                 how = self.undo_command(self.call_ref(audit_id))
             else:
-                how = self.undo_command(f"--changeset {self.call_ref(stored.id)}")
+                how = self.undo_command(f"--changeset {self.call_ref(changeset_id)}")
             return with_note(summary, f"undo: {how}")
 
         return finish

@@ -32,7 +32,6 @@ from sqlgate.engine.policy import Tier
 from sqlgate.engine.preflight import Statement
 from sqlgate.engine.undo import (
     ShapeCache,
-    StoredChangeset,
     UndoFallback,
     capturing,
     chunk_size,
@@ -72,7 +71,7 @@ class WriteHost(Protocol):
 
     def undo_budget(self) -> int: ...
 
-    def undo_text(self, summary: str, stored: StoredChangeset) -> Callable[[int | None], str]: ...
+    def undo_text(self, summary: str, changeset_id: int) -> Callable[[int | None], str]: ...
 
 
 class UndoingWrites:
@@ -177,8 +176,8 @@ class UndoingWrites:
                 self._prune(conn, stored.id, stored.bytes)
         summary = host.summary(statement, returned, changes, rowid)
         if stored is None:  # nothing changed: nothing to undo
-            summary = unchanged(summary, changes)
-        return self._answer(summary, statement, changes, stored)
+            return self._answer(unchanged(summary, changes), statement, changes, None)
+        return self._answer(summary, statement, changes, stored.id)
 
     def _schema(
         self,
@@ -195,7 +194,7 @@ class UndoingWrites:
                 returned = run_statement(ctx, text, bindings, lambda c: host.collect(ctx, c))
                 changes, rowid = conn.changes(), conn.last_insert_rowid()
             check_references(conn, ctx.recorder.operations, ctx.protected)
-            stored = None
+            record = None
             if created.objects:  # IF NOT EXISTS of an existing object made nothing
                 record = store_created(
                     conn,
@@ -205,20 +204,18 @@ class UndoingWrites:
                     tool="write_query",
                     kind=statement.kind,
                 )
-                names = tuple(obj.name for obj in created.objects if obj.part_of is None)
-                stored = StoredChangeset(record, names, 0, 0)
-                self._prune(conn, record, 0)
+                self._prune(conn, record, 0)  # a catalog record: small, pruned on its turn
         summary = host.summary(statement, returned, changes, rowid)
-        return self._answer(summary, statement, 0, stored)
+        return self._answer(summary, statement, 0, record)
 
     def _answer(
-        self, summary: str, statement: Statement, rows: int, stored: StoredChangeset | None
+        self, summary: str, statement: Statement, rows: int, changeset_id: int | None
     ) -> Outcome:
         """The call's outcome: with the undo hint once its audit id is known, when it kept
         undo data; as it is (nothing changed, nothing to undo) when it did not."""
         detail: dict[str, Any] = {"kind": statement.kind, "changes": rows}
-        if stored is None:
+        if changeset_id is None:
             return Outcome(summary, rows, detail)
-        detail["undo"] = stored.id
-        finish = self.host.undo_text(summary, stored)
+        detail["undo"] = changeset_id
+        finish = self.host.undo_text(summary, changeset_id)
         return Outcome(finish(None), rows, detail, finish=finish)
