@@ -109,7 +109,7 @@ def test_inspector_lists_every_announced_tool(inspector: str, tmp_path: Path) ->
 
     names = [tool["name"] for tool in answer["tools"]]
     assert sorted(names) == sorted(SQL_TOOLS + MEMORY_TOOLS + CLAIMS_TOOLS)
-    assert len(names) == 22
+    assert len(names) == 23
     read_query = next(tool for tool in answer["tools"] if tool["name"] == "read_query")
     assert "query" in read_query["inputSchema"]["required"]
 
