@@ -545,3 +545,20 @@ def test_writes_that_keep_no_undo_data_say_so_or_need_none(
     service.write_query("CREATE TABLE t (v)")
     service.write_query("CREATE INDEX t_v ON t (v)")
     assert service.write_query(sql) == expected
+
+
+def test_a_table_whose_columns_take_every_rowid_name_keeps_no_wrong_undo(
+    world: Service, db_path: Path
+) -> None:
+    """The session extension records an UPDATE of such a table as a DELETE, whose inverse
+    would add a row: sqlgate keeps no changeset of it, and says so."""
+    with direct(db_path) as conn:
+        conn.execute("CREATE TABLE odd (rowid, _rowid_, oid); INSERT INTO odd VALUES (1, 2, 3)")
+    out = world.write_query("UPDATE odd SET oid = 4 WHERE oid = 3")
+    assert out == (
+        "ok: 1 rows affected; undo: none kept (a changed table has no rowid the undo can name "
+        "(columns rowid, _rowid_ and oid))"
+    )
+    deleted = world.destructive_query("UPDATE odd SET oid = 5", reason="r")
+    assert "; snapshot: " in deleted
+    assert world.read_query("SELECT * FROM odd") == "rowid,_rowid_,oid\n1,2,5\n# 1 rows"

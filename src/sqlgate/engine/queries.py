@@ -36,6 +36,7 @@ from sqlgate.engine.undo import (
     prune_changesets,
     refuse_null_keys,
     store_changeset,
+    summarize,
     unrestorable_write,
     written_tables,
 )
@@ -291,6 +292,7 @@ class SqlTiers:
                 kind=statement.kind,
                 chunk=chunk_size(self.settings.max_value_bytes),
                 shapes=self.shapes,
+                summary=summarize(capture.changeset),
             )
             prune_changesets(conn, ("destructive_query",), self.settings.snapshots_keep)
         rows = changes

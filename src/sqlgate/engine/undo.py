@@ -226,12 +226,12 @@ def describe(changeset: bytes) -> tuple[tuple[str, ...], int]:
 
 
 def _shapes(
-    conn: apsw.Connection, tables: tuple[str, ...], cache: ShapeCache | None
+    conn: apsw.Connection, tables: tuple[str, ...], cache: ShapeCache
 ) -> dict[str, TableShape]:
     """Each changed table as it is now (in the call's transaction), under its folded name."""
     shapes: dict[str, TableShape] = {}
     for name in tables:
-        shape = cache.shape(conn, name) if cache is not None else table_shape(conn, name)
+        shape = cache.shape(conn, name)
         if shape is None:  # never: the statement just changed its rows
             raise UndoFallback(f"table {name} of the changeset was not found")
         shapes[fold_name(name)] = shape
@@ -258,9 +258,9 @@ class ShapeCache:
         return text
 
     def shape(self, conn: apsw.Connection, name: str) -> TableShape | None:
-        (version,) = conn.execute("PRAGMA schema_version").fetchone() or (None,)
+        version = int(conn.pragma("schema_version"))  # always one integer
         if version != self._version:
-            self._version = version if isinstance(version, int) else None
+            self._version = version
             self._shapes = {}
             self._json = {}
         key = fold_name(name)
@@ -283,18 +283,26 @@ def store_changeset(
     session: str,
     kind: str,
     chunk: int,
+    shapes: ShapeCache,
+    summary: Summary,
     tool: str = "destructive_query",
-    shapes: ShapeCache | None = None,
-    summary: Summary | None = None,
 ) -> StoredChangeset:
     """Save `changeset`, with the table shapes and row states its undo checks, in the
     current transaction (right after the statement). Pruning is `prune_changesets`.
 
     Format 2: data, shapes and row states go in the changeset's own row when each fits in
     one chunk, else in undo_chunks, undo_table_shapes and undo_row_states."""
-    read = summary or summarize(changeset)
+    read = summary
     shaped = _shapes(conn, read.tables, shapes)
-    digests = row_digests(conn, changeset, shaped, updates=read.updates, format=FORMAT)
+    # a table without a declared key whose columns take all three of the rowid's names: the
+    # session extension cannot read its rows by rowid either, and records an UPDATE there as
+    # a DELETE (its inverse would add a row), so no changeset of it is kept
+    nameless = any(s.keyed_by_rowid() and s.rowid_name() is None for s in shaped.values())
+    digests = (
+        None
+        if nameless
+        else row_digests(conn, changeset, shaped, updates=read.updates, format=FORMAT)
+    )
     if digests is None:
         raise UndoFallback(
             "a changed table has no rowid the undo can name (columns rowid, _rowid_ and oid)"
@@ -306,11 +314,7 @@ def store_changeset(
             for name, shape in ((name, shaped[fold_name(name)]) for name in read.tables)
         ]
 
-    shapes_json = (
-        shapes.rows_json(read.tables, rows)
-        if shapes is not None
-        else json.dumps(rows(), ensure_ascii=False)
-    )
+    shapes_json = shapes.rows_json(read.tables, rows)
     inline_data = len(changeset) <= chunk
     inline_shapes = len(shapes_json.encode("utf-8")) <= chunk
     inline_digests = len(digests) <= chunk
@@ -372,7 +376,8 @@ def load_changeset(conn: apsw.Connection, changeset_id: int) -> Kept:
         "SELECT format, data, shapes, digests FROM undo_changesets WHERE id = ?",
         (changeset_id,),
     ).fetchone()
-    fmt, data, shapes_json, digests = row if row is not None else (1, None, None, None)
+    assert row is not None, "load_changeset is asked only for a changeset that exists"
+    fmt, data, shapes_json, digests = row
     if shapes_json is not None:
         rows = [(str(n), int(r), int(p), str(t)) for n, r, p, t in json.loads(str(shapes_json))]
     else:
