@@ -12,7 +12,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from sqlgate.engine.undo_checks import TableShape, row_digests, table_shape
+from sqlgate.engine.undo_checks import DIGESTS, TableShape, row_digests, table_shape
 from sqlgate.errors import UndoConflict
 from sqlgate.service import Service
 
@@ -200,7 +200,31 @@ def test_row_digests_follow_the_changeset_order(world: Service, db_path: Path) -
         session = apsw.Session(conn, "main")
         session.attach()
         conn.execute("UPDATE src SET v = 'z'")
-        digests = row_digests(conn, session.changeset(), {k: v for k, v in shapes.items() if v})
+        known = {k: v for k, v in shapes.items() if v}
+        digests = row_digests(conn, session.changeset(), known, format=1)
     assert digests is not None
     assert len(digests) == 16 * 4
     assert digests[:16] != digests[16:32]
+
+
+@pytest.mark.parametrize("format", sorted(DIGESTS))
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        pytest.param(("ab", "c"), ("a", "bc"), id="text-runs-together"),
+        pytest.param((b"ab", b"c"), (b"a", b"bc"), id="blobs-run-together"),
+        pytest.param((1, 23), (12, 3), id="numbers-run-together"),
+        pytest.param(("5",), (5,), id="text-or-integer"),
+        pytest.param((b"5",), ("5",), id="blob-or-text"),
+        pytest.param((5,), (5.0,), id="integer-or-real"),
+        pytest.param((None,), ("None",), id="null-or-text"),
+        pytest.param(("é",), ("e\u0301",), id="composed-or-not"),
+    ],
+)
+def test_each_digest_format_tells_rows_apart_by_value_and_type(
+    format: int, one: tuple[object, ...], other: tuple[object, ...]
+) -> None:
+    digest = DIGESTS[format]
+    assert digest(one) != digest(other)
+    assert digest(one) == digest(tuple(one))
+    assert len(digest(one)) == 16

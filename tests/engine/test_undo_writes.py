@@ -562,3 +562,32 @@ def test_a_table_whose_columns_take_every_rowid_name_keeps_no_wrong_undo(
     deleted = world.destructive_query("UPDATE odd SET oid = 5", reason="r")
     assert "; snapshot: " in deleted
     assert world.read_query("SELECT * FROM odd") == "rowid,_rowid_,oid\n1,2,5\n# 1 rows"
+
+
+def test_an_undo_call_is_itself_never_undone(world: Service) -> None:
+    call = ref(world.write_query("INSERT INTO tasks (title) VALUES ('oops')"))
+    world.undo_call(call, reason="a typo")
+    taken_back = int(world.read_query("SELECT max(id) FROM query_log").splitlines()[1])
+    with pytest.raises(UndoRefused, match=f"call {taken_back} is itself an undo"):
+        world.undo(taken_back)
+
+
+def test_the_person_asked_to_confirm_an_undo_call_is_told_which_call(world: Service) -> None:
+    call = ref(world.write_query("UPDATE tasks SET done = 1 WHERE id = 2"))
+    assert (
+        world.describe_undo(call) == "write_query (1 rows): UPDATE tasks SET done = 1 WHERE id = 2"
+    )
+    with pytest.raises(NotFound, match="no call 999"):
+        world.describe_undo(f"999@{world.db.database_id}")
+    with pytest.raises(WrongDatabase):
+        world.describe_undo("1@00000000")
+
+
+def test_an_undo_names_one_call_exactly(world: Service) -> None:
+    from sqlgate.engine.undo_restore import UndoTarget
+    from sqlgate.errors import InvalidArgument
+
+    for target in (UndoTarget(), UndoTarget(audit_id=1, changeset=1)):
+        with pytest.raises(InvalidArgument, match="name the call to undo"):
+            world.undoing.undo(target)
+    assert world.undoing.describe(UndoTarget(changeset=3)) == "changeset 3"

@@ -254,7 +254,7 @@ def row_digests(
     shapes: dict[str, TableShape],
     *,
     updates: Updates | None = None,
-    format: int = 1,
+    format: int,
 ) -> bytes | None:
     """The digest of every row an UPDATE in `changeset` left (call it right after the
     statement, in its transaction); None when a table's rows cannot be looked up.
@@ -278,7 +278,7 @@ def changed_rows(
     changeset: bytes,
     shapes: dict[str, TableShape],
     digests: bytes,
-    format: int = 1,
+    format: int,
 ) -> list[Conflict]:
     """Each row an UPDATE in `changeset` changed that is gone or differs, in any column,
     from the state the call left it in (`digests`, from `row_digests`, in the same order)."""

@@ -207,12 +207,10 @@ class UndoRestore:
                 "UPDATE undo_changesets SET undone_at = ?, undone_by = ? WHERE id = ?",
                 (utc_timestamp(self.wall_clock()), f"session {self.session}", changeset_id),
             )
-        tables = ", ".join(json.loads(str(tables_json))) or "no table"
+        tables = ", ".join(json.loads(str(tables_json)))
         what = f"{kind}, {changes} rows in {tables}"
         if created is not None:
-            replaced = any(
-                isinstance(item, dict) and item.get("replaces") for item in json.loads(str(created))
-            )
+            replaced = any(item.get("replaces") for item in json.loads(str(created)))
             what = f"{kind} {tables}: " + (
                 "the view it replaced is back" if replaced else "removed"
             )
@@ -231,7 +229,7 @@ class UndoRestore:
         """What stands in the way before anything is written: tables that are gone, are
         other tables now or have other columns; rows an UPDATE changed that differ now."""
         shapes = kept.shapes
-        if changes and not shapes:
+        if not shapes:
             raise UndoConflict(
                 f"undo of {target.label} refused: its changeset was kept by an older sqlgate, "
                 "without the table shapes and row states an undo checks, so it cannot be "
