@@ -64,6 +64,7 @@ _UNDO = (
     "tests/engine/test_undo_checks.py",
     "tests/engine/test_undo_properties.py",
     "tests/engine/test_undo_writes.py",
+    "tests/engine/test_undo_storage.py",
 )
 _UNDO_DDL = (
     "tests/engine/test_undo_ddl.py",

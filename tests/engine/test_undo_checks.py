@@ -219,6 +219,8 @@ def test_row_digests_follow_the_changeset_order(world: Service, db_path: Path) -
         pytest.param((5,), (5.0,), id="integer-or-real"),
         pytest.param((None,), ("None",), id="null-or-text"),
         pytest.param(("é",), ("e\u0301",), id="composed-or-not"),
+        pytest.param(("as%d:b",), ("a", "b"), id="text-holding-the-marker"),
+        pytest.param((b"ab%d:c",), (b"a", b"c"), id="blob-holding-the-marker"),
     ],
 )
 def test_each_digest_format_tells_rows_apart_by_value_and_type(

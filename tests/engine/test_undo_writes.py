@@ -591,3 +591,20 @@ def test_an_undo_names_one_call_exactly(world: Service) -> None:
         with pytest.raises(InvalidArgument, match="name the call to undo"):
             world.undoing.undo(target)
     assert world.undoing.describe(UndoTarget(changeset=3)) == "changeset 3"
+
+
+def test_a_write_past_its_deadline_times_out_and_changes_nothing(
+    make_service: Callable[..., Service], db_path: Path
+) -> None:
+    from sqlgate.errors import QueryTimeout
+    from tests.conftest import FakeClock
+
+    service = make_service(FakeClock(step=0.01), query_timeout=1.0)
+    service.write_query("CREATE TABLE n (x)")
+    before = dump(db_path)
+    with pytest.raises(QueryTimeout):
+        service.write_query(
+            "INSERT INTO n WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+            "SELECT x FROM c"
+        )
+    assert dump(db_path) == before
