@@ -84,6 +84,8 @@ def test_each_part_is_kept_in_the_row_when_it_fits_one_chunk_and_in_chunks_when_
         kept = load_changeset(conn, first)
         for chunk, inline in [
             (max(data, shapes, digests), (True, True, True)),  # each fits exactly
+            (data, (True, shapes <= data, digests <= data)),
+            (shapes, (data <= shapes, True, digests <= shapes)),
             (digests, (data <= digests, shapes <= digests, True)),
             (digests - 1, (data < digests, shapes < digests, False)),
             (min(data, shapes) - 1, (False, False, digests < min(data, shapes))),
@@ -173,3 +175,15 @@ def test_a_null_key_in_a_foreign_key_child_two_steps_away_is_found(conn: apsw.Co
     assert null_key_table(conn, frozenset({"child"})) == "grandchild"
     assert null_key_table(conn, frozenset({"tâches"})) is None
     assert null_key_table(conn, frozenset({"unrelated"})) == "unrelated"
+
+
+def test_a_keyed_table_with_columns_named_like_the_rowid_keeps_its_changeset(
+    conn: apsw.Connection,
+) -> None:
+    conn.execute(
+        "CREATE TABLE keyed (rowid TEXT PRIMARY KEY, _rowid_, oid);"
+        "INSERT INTO keyed VALUES ('k', 1, 2)"
+    )
+    with captured(conn, "UPDATE keyed SET oid = 3") as changeset:
+        stored = store(conn, changeset, 10**6)
+    assert len(load_changeset(conn, stored).digests) == 16

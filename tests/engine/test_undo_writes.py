@@ -608,3 +608,22 @@ def test_a_write_past_its_deadline_times_out_and_changes_nothing(
             "SELECT x FROM c"
         )
     assert dump(db_path) == before
+
+
+def test_a_changeset_that_does_not_fit_in_memory_runs_without_undo(
+    world: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import apsw
+
+    class NoRoom(apsw.Session):
+        def changeset(self) -> bytes:
+            raise apsw.NoMemError("out of memory")
+
+    monkeypatch.setattr(apsw, "Session", NoRoom)
+    out = world.write_query("UPDATE tasks SET done = 1 WHERE id = 1")
+    assert out == (
+        "ok: 1 rows affected; undo: none kept (the changeset did not fit in memory "
+        "(--heap-limit-mb))"
+    )
+    deleted = world.destructive_query("DELETE FROM tasks WHERE id = 1", reason="r")
+    assert "; snapshot: " in deleted

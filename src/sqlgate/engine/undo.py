@@ -39,7 +39,6 @@ __all__ = [
     "UndoFallback",
     "capturing",
     "chunk_size",
-    "describe",
     "load_changeset",
     "null_key_table",
     "prune_changesets",
@@ -217,12 +216,6 @@ def summarize(changeset: bytes) -> Summary:
             if change.op == "UPDATE" and change.old is not None:
                 updates.setdefault(change.name, []).append(change.old)
     return Summary(tuple(tables), count, rewrites, updates)
-
-
-def describe(changeset: bytes) -> tuple[tuple[str, ...], int]:
-    """The tables a changeset touches (in order of first change) and its number of rows."""
-    summary = summarize(changeset)
-    return summary.tables, summary.changes
 
 
 def _shapes(

@@ -144,11 +144,9 @@ class UndoingWrites:
                     if capture.overflow and not control.cancelled:
                         raise self._overflow() from None
                     raise
-                if capture.overflow:
-                    raise self._overflow()
                 changes, rowid = conn.changes(), conn.last_insert_rowid()
             # an INSERT's session holds only keys: its changeset reads the rows when built
-            if len(capture.changeset) > budget:
+            if capture.overflow or len(capture.changeset) > budget:
                 raise self._overflow()
             # foreign keys are never shown to the authorizer: judged as stored, before COMMIT
             check_references(conn, ctx.recorder.operations, ctx.protected)
