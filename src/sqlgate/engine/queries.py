@@ -30,6 +30,8 @@ from sqlgate.engine.snapshots import rotate_snapshots, take_snapshot
 from sqlgate.engine.sqltext import has_more_statements
 from sqlgate.engine.undo import (
     ShapeCache,
+    StoredChangeset,
+    Summary,
     UndoFallback,
     capturing,
     chunk_size,
@@ -284,16 +286,8 @@ class SqlTiers:
                     changes,
                     {"kind": statement.kind, "changes": changes, "reason": reason},
                 )
-            stored = store_changeset(
-                conn,
-                capture.changeset,
-                ts=utc_timestamp(self.wall_clock()),
-                session=self.session,
-                kind=statement.kind,
-                chunk=chunk_size(self.settings.max_value_bytes),
-                shapes=self.shapes,
-                summary=summarize(capture.changeset),
-            )
+            read = summarize(capture.changeset)
+            stored = self.keep_changeset(conn, capture.changeset, statement.kind, read)
             prune_changesets(conn, ("destructive_query",), self.settings.snapshots_keep)
         rows = changes
         summary = self.summary(statement, returned, changes, rowid)
@@ -338,6 +332,27 @@ class SqlTiers:
         if why is not None:
             detail["undo_fallback"] = why
         return Outcome(text_out, rows, detail)
+
+    def keep_changeset(
+        self,
+        conn: apsw.Connection,
+        changeset: bytes,
+        kind: str,
+        summary: Summary,
+        tool: str = "destructive_query",
+    ) -> StoredChangeset:
+        """Store one call's changeset (`engine.undo.store_changeset`) in its transaction."""
+        return store_changeset(
+            conn,
+            changeset,
+            ts=utc_timestamp(self.wall_clock()),
+            session=self.session,
+            kind=kind,
+            chunk=chunk_size(self.settings.max_value_bytes),
+            shapes=self.shapes,
+            summary=summary,
+            tool=tool,
+        )
 
     def undo_command(self, ref: str) -> str:
         """The command that undoes call (or, with `--changeset`, changeset) `ref`, naming

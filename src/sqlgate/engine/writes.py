@@ -32,11 +32,11 @@ from sqlgate.engine.policy import Tier
 from sqlgate.engine.preflight import Statement
 from sqlgate.engine.undo import (
     ShapeCache,
+    StoredChangeset,
+    Summary,
     UndoFallback,
     capturing,
-    chunk_size,
     refuse_null_keys,
-    store_changeset,
     summarize,
     written_tables,
 )
@@ -70,6 +70,15 @@ class WriteHost(Protocol):
     ) -> str: ...
 
     def undo_budget(self) -> int: ...
+
+    def keep_changeset(
+        self,
+        conn: apsw.Connection,
+        changeset: bytes,
+        kind: str,
+        summary: Summary,
+        tool: str = "destructive_query",
+    ) -> StoredChangeset: ...
 
     def undo_text(self, summary: str, changeset_id: int) -> Callable[[int | None], str]: ...
 
@@ -160,16 +169,8 @@ class UndoingWrites:
                 raise mass_rewrite(self.settings.max_update_rows)
             stored = None
             if capture.changeset:
-                stored = store_changeset(
-                    conn,
-                    capture.changeset,
-                    ts=utc_timestamp(host.wall_clock()),
-                    session=host.session,
-                    kind=statement.kind,
-                    chunk=chunk_size(self.settings.max_value_bytes),
-                    tool="write_query",
-                    shapes=host.shapes,
-                    summary=read,
+                stored = host.keep_changeset(
+                    conn, capture.changeset, statement.kind, read, tool="write_query"
                 )
                 self._prune(conn, stored.id, stored.bytes)
         summary = host.summary(statement, returned, changes, rowid)
