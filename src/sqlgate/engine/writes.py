@@ -77,7 +77,7 @@ class WriteHost(Protocol):
         changeset: bytes,
         kind: str,
         summary: Summary,
-        tool: str = "destructive_query",
+        tool: str,
     ) -> StoredChangeset: ...
 
     def undo_text(self, summary: str, changeset_id: int) -> Callable[[int | None], str]: ...
