@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import stat
@@ -21,6 +20,8 @@ from sqlgate.engine import database as database_module
 from sqlgate.engine.database import Database
 from sqlgate.engine.schema import APPLICATION_ID, MIGRATIONS
 from sqlgate.errors import StartupError
+from tests.app_database import folder_state
+from tests.app_database import make_app_db as shared_app_db
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -314,38 +315,11 @@ APP_VARIANTS = [
 ADOPTABLE = [APP_VARIANTS[0], APP_VARIANTS[3]]
 
 
-def folder_state(folder: Path) -> dict[str, str]:
-    """sha256 of every file in the folder by name: the database and any -wal, -shm, -journal."""
-    return {
-        path.name: hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in sorted(folder.iterdir())
-        if path.is_file()
-    }
-
-
 def make_app_db(path: Path, *, wal: bool = False, user_version: int = 0, app_id: int = 0) -> Path:
     """An application's database: tables, an index, a view and a trigger, rollback journal."""
-    conn = apsw.Connection(str(path))
-    try:
-        if wal:
-            conn.pragma("journal_mode", "wal")
-        conn.execute(
-            "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);"
-            "CREATE TABLE orders (id INTEGER PRIMARY KEY, user_id INTEGER, total REAL);"
-            "CREATE TABLE alembic_version (version_num TEXT PRIMARY KEY);"
-            "CREATE TABLE invoices (id INTEGER PRIMARY KEY);"
-            "CREATE INDEX users_by_name ON users (name);"
-            "CREATE VIEW big_orders AS SELECT * FROM orders WHERE total > 100;"
-            "CREATE TRIGGER orders_positive BEFORE INSERT ON orders WHEN NEW.total < 0 "
-            "BEGIN SELECT RAISE(ABORT, 'negative'); END;"
-            "INSERT INTO users (name) VALUES ('ada'), ('grace');"
-            "INSERT INTO alembic_version VALUES ('3f2a1b');"
-        )
-        conn.pragma("user_version", user_version)
-        conn.pragma("application_id", app_id)
-    finally:
-        conn.close()
-    return path
+    return shared_app_db(
+        path, wal=wal, user_version=user_version, app_id=app_id, extra_tables=("invoices",)
+    )
 
 
 @pytest.mark.parametrize("variant", APP_VARIANTS)

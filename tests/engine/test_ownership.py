@@ -3,7 +3,6 @@ function decides whether sqlgate may add its tables to it."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +25,8 @@ from sqlgate.engine.ownership import (
 )
 from sqlgate.engine.schema import APPLICATION_ID, MIGRATIONS, migrate
 from sqlgate.errors import StartupError
+from tests.app_database import folder_state
+from tests.app_database import make_app_db as shared_app_db
 
 OTHER_APP = 0x47504B47  # GeoPackage's "GPKG"
 APP_TABLES = ("users", "orders", "alembic_version", "invoices", "payments", "sessions")
@@ -261,35 +262,11 @@ def test_consent_only_ever_lets_another_programs_tables_through(given_facts: Fil
 # -- reading the facts ----------------------------------------------------------------------
 
 
-def fingerprint(folder: Path) -> dict[str, str]:
-    """sha256 of every file in the folder, by name: what must not change."""
-    return {
-        path.name: hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in sorted(folder.iterdir())
-        if path.is_file()
-    }
+fingerprint = folder_state
 
 
 def make_app_db(path: Path, *, wal: bool = False, user_version: int = 0, app_id: int = 0) -> None:
-    conn = apsw.Connection(str(path))
-    try:
-        if wal:
-            conn.pragma("journal_mode", "wal")
-        conn.execute(
-            "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);"
-            "CREATE TABLE orders (id INTEGER PRIMARY KEY, user_id INTEGER, total REAL);"
-            "CREATE TABLE alembic_version (version_num TEXT PRIMARY KEY);"
-            "CREATE INDEX users_by_name ON users (name);"
-            "CREATE VIEW big_orders AS SELECT * FROM orders WHERE total > 100;"
-            "CREATE TRIGGER orders_positive BEFORE INSERT ON orders WHEN NEW.total < 0 "
-            "BEGIN SELECT RAISE(ABORT, 'negative'); END;"
-            "INSERT INTO users (name) VALUES ('ada'), ('grace');"
-            "INSERT INTO alembic_version VALUES ('3f2a1b');"
-        )
-        conn.pragma("user_version", user_version)
-        conn.pragma("application_id", app_id)
-    finally:
-        conn.close()
+    shared_app_db(path, wal=wal, user_version=user_version, app_id=app_id)
 
 
 @pytest.mark.parametrize("wal", [False, True], ids=["rollback-journal", "wal"])

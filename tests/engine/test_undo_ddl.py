@@ -4,8 +4,6 @@ or refuses (and changes nothing) when they are gone, changed, written into or de
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ from sqlgate.engine.undo_ddl import (
 )
 from sqlgate.engine.undo_ddl_checks import SchemaRow, references, row_mark
 from sqlgate.service import Service
+from tests.engine.test_undo import direct  # another program's connection: "someone else"
 
 TS = "2026-01-01T00:00:00.000Z"
 SOURCE = """
@@ -33,17 +32,6 @@ CREATE TABLE src (id INTEGER PRIMARY KEY, body TEXT, n REAL);
 INSERT INTO src VALUES (1, 'alpha', 1.5), (2, 'beta', NULL), (3, 'gamma', -2.0);
 CREATE TABLE other (id INTEGER PRIMARY KEY, v TEXT);
 """
-
-
-@contextmanager
-def direct(db: Path) -> Iterator[apsw.Connection]:
-    """Another program's connection on the file: "someone else" in these tests."""
-    conn = apsw.Connection(str(db))
-    conn.pragma("foreign_keys", True)
-    try:
-        yield conn
-    finally:
-        conn.close()
 
 
 def dump(db: Path) -> tuple[list[tuple[Any, ...]], dict[str, list[tuple[Any, ...]]]]:

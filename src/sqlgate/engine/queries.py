@@ -178,10 +178,10 @@ class SqlTiers:
         `_write_undo_off` or the capture itself says it cannot (the answer says why)."""
         text, statement = self.preflight(sql, Tier.WRITE)
         with self.db.writing() as conn:
-            # issue 19: an UPDATE whose WHERE names no column of its table is refused
-            refuse_unfiltered_update(
-                self.context(conn, Tier.WRITE, control), text, statement, bindings
-            )
+            if statement.kind == "UPDATE":  # one whose WHERE names no column is refused
+                refuse_unfiltered_update(
+                    self.context(conn, Tier.WRITE, control), text, statement, bindings
+                )
             why = self.writes.off_reason(statement)
             if why is None:
                 try:

@@ -53,9 +53,7 @@ def refuse_unfiltered_update(
 ) -> None:
     """Raise PolicyDenied, as for an UPDATE without WHERE, when the WHERE of this UPDATE
     names no column of its table. `ctx` is a fresh write-tier context on the write
-    connection, used only here; any other statement passes."""
-    if statement.kind != "UPDATE":
-        return
+    connection, used only here; the caller asks only for UPDATEs."""
     change = read_change(sql)
     verdict = None if change is None else _judged(ctx.conn, change)
     if verdict is None:

@@ -16,6 +16,8 @@ from sqlgate.config import FLAGS
 from sqlgate.engine.schema import APPLICATION_ID
 from sqlgate.surfaces.cli.app import main
 from sqlgate.surfaces.integrations.capture import CaptureLog
+from tests.app_database import folder_state as shared_folder_state
+from tests.app_database import make_app_db as shared_app_db
 from tests.surfaces.cli.helpers import error_line, read, succeeded
 from tests.surfaces.integrations.test_importers import build_mycorrhiza
 
@@ -34,33 +36,14 @@ def invoke(*args: str, env: dict[str, str] | None = None, stdin: bytes | None = 
 
 def folder_state(folder: Path) -> dict[str, str]:
     """sha256 of the database and of any -wal, -shm or -journal beside it."""
-    return {
-        path.name: hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in sorted(folder.iterdir())
-        if path.name.startswith("app.db") and not path.name.endswith(".capture.log")
-    }
+    return shared_folder_state(
+        folder,
+        lambda path: path.name.startswith("app.db") and not path.name.endswith(".capture.log"),
+    )
 
 
 def make_app_db(path: Path, *, wal: bool = False, user_version: int = 0, app_id: int = 0) -> Path:
-    conn = apsw.Connection(str(path))
-    try:
-        if wal:
-            conn.pragma("journal_mode", "wal")
-        conn.execute(
-            "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);"
-            "CREATE TABLE orders (id INTEGER PRIMARY KEY, user_id INTEGER, total REAL);"
-            "CREATE TABLE alembic_version (version_num TEXT PRIMARY KEY);"
-            "CREATE INDEX users_by_name ON users (name);"
-            "CREATE VIEW big_orders AS SELECT * FROM orders WHERE total > 100;"
-            "CREATE TRIGGER orders_positive BEFORE INSERT ON orders WHEN NEW.total < 0 "
-            "BEGIN SELECT RAISE(ABORT, 'negative'); END;"
-            "INSERT INTO users (name) VALUES ('ada');"
-        )
-        conn.pragma("user_version", user_version)
-        conn.pragma("application_id", app_id)
-    finally:
-        conn.close()
-    return path
+    return shared_app_db(path, wal=wal, user_version=user_version, app_id=app_id, users=("ada",))
 
 
 VARIANTS = [
