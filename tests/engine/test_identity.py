@@ -63,3 +63,18 @@ def test_call_ids_parse(text: str, expected: CallRef) -> None:
 def test_other_call_ids_are_refused_with_the_form_to_use(text: str) -> None:
     with pytest.raises(InvalidArgument, match="AUDIT_ID@DATABASE_ID"):
         parse_call_ref(text)
+
+
+def test_a_huge_id_is_not_echoed_whole() -> None:
+    with pytest.raises(InvalidArgument) as refused:
+        parse_call_ref("9" * 5000)
+    assert len(str(refused.value)) < 300
+    assert "(5000 characters)" in str(refused.value)
+
+
+@pytest.mark.parametrize(("length", "cut"), [(60, False), (61, True)])
+def test_an_id_is_echoed_whole_up_to_60_characters(length: int, cut: bool) -> None:
+    with pytest.raises(InvalidArgument) as refused:
+        parse_call_ref("x" * length)
+    assert (f"({length} characters)" in str(refused.value)) is cut
+    assert (repr("x" * length) in str(refused.value)) is not cut

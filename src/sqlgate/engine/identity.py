@@ -46,8 +46,9 @@ def parse_call_ref(text: str) -> CallRef:
     """`15@3f9a1c07` or `15`; InvalidArgument for anything else."""
     match = _REF.fullmatch(text.strip())
     if match is None or not 1 <= int(match.group(1)) <= _LARGEST_ID:
+        shown = repr(text) if len(text) <= 60 else f"{text[:40]!r}… ({len(text)} characters)"
         raise InvalidArgument(
-            f"{text!r} is not a call id: give it as the undo hint shows it, AUDIT_ID@DATABASE_ID "
+            f"{shown} is not a call id: give it as the undo hint shows it, AUDIT_ID@DATABASE_ID "
             "(e.g. 15@3f9a1c07); `sqlgate undo --list` shows the calls that can be undone"
         )
     database = match.group(2)
