@@ -627,3 +627,21 @@ def test_a_changeset_that_does_not_fit_in_memory_runs_without_undo(
     )
     deleted = world.destructive_query("DELETE FROM tasks WHERE id = 1", reason="r")
     assert "; snapshot: " in deleted
+
+
+def test_create_view_keeps_no_record_when_write_undo_is_off(
+    make_service: Callable[..., Service], db_path: Path
+) -> None:
+    service = make_service(write_undo_keep=0)
+    assert service.create_view("v", "SELECT 1") == "ok: view v created"
+    with direct(db_path) as conn:
+        assert conn.execute("SELECT count(*) FROM undo_changesets").fetchone() == (0,)
+
+
+def test_create_view_records_are_pruned_like_writes(
+    make_service: Callable[..., Service], db_path: Path
+) -> None:
+    service = make_service(write_undo_keep=2)
+    for n in range(PRUNE_EVERY):
+        service.create_view(f"v{n}", f"SELECT {n}")
+    assert _ids(db_path) == [PRUNE_EVERY - 1, PRUNE_EVERY]

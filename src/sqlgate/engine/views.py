@@ -17,7 +17,7 @@ from sqlgate.engine.execute import RunContext, run_statement
 from sqlgate.engine.introspect import find_object
 from sqlgate.engine.limits import CallControl, Deadline
 from sqlgate.engine.policy import Tier
-from sqlgate.engine.preflight import check_tier, inspect_statement, validate_new_name
+from sqlgate.engine.preflight import Statement, check_tier, inspect_statement, validate_new_name
 from sqlgate.engine.queries import SqlTiers
 from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.engine.undo_ddl import capturing_schema, store_created
@@ -40,6 +40,9 @@ def description_comment(description: str) -> str:
         raise InvalidArgument("description contains control characters; use plain text")
     lines = [line.rstrip() for line in _LINE_BREAKS.split(description.strip())]
     return "".join(f"-- {line}\n" if line else "--\n" for line in lines if description.strip())
+
+
+_CREATE_VIEW = Statement("CREATE VIEW")
 
 
 def _strip_terminators(sql: str) -> str:
@@ -90,7 +93,9 @@ class ViewSaver:
                         run_statement(drop, f"DROP VIEW {quote_identifier(existing)}", None, list)
                     run_statement(ctx, create, None, list)
                 undo_id = None
-                if created.objects:  # a replace by the very same SQL in the same place: none
+                keeps = self.tiers.writes.off_reason(_CREATE_VIEW) is None
+                # a replace by the very same SQL in the same place creates nothing
+                if created.objects and keeps:
                     undo_id = store_created(
                         conn,
                         created.objects,
@@ -99,6 +104,7 @@ class ViewSaver:
                         tool="create_view",
                         kind="CREATE VIEW",
                     )
+                    self.tiers.writes.prune(conn, undo_id, 0)
         verb = "replaced" if existing is not None else "created"
         return f"ok: view {view} {verb}", undo_id
 

@@ -96,7 +96,7 @@ class UndoingWrites:
 
     def off_reason(self, statement: Statement) -> str | None:
         """Why this write keeps no undo data at all, or None when it tries to."""
-        if statement.kind not in ROW_KINDS | DDL_KINDS:
+        if statement.kind not in ROW_KINDS | DDL_KINDS | {"CREATE VIEW"}:
             return "not a row change"
         if self.settings.write_undo_keep == 0:
             return "--write-undo-keep is 0"
@@ -127,7 +127,8 @@ class UndoingWrites:
             return self._schema(conn, text, statement, bindings, control)
         return self._rows(conn, text, statement, bindings, control)
 
-    def _prune(self, conn: apsw.Connection, changeset_id: int, size: int) -> None:
+    def prune(self, conn: apsw.Connection, changeset_id: int, size: int) -> None:
+        """Prune write_query's and create_view's undo data when this record's turn says so."""
         s = self.settings
         prune_writes(conn, changeset_id, size, s.write_undo_keep, s.write_undo_mb * MIB)
 
@@ -172,7 +173,7 @@ class UndoingWrites:
                 stored = host.keep_changeset(
                     conn, capture.changeset, statement.kind, read, tool="write_query"
                 )
-                self._prune(conn, stored.id, stored.bytes)
+                self.prune(conn, stored.id, stored.bytes)
         summary = host.summary(statement, returned, changes, rowid)
         if stored is None:  # nothing changed: nothing to undo
             return self._answer(unchanged(summary, changes), statement, changes, None)
@@ -203,7 +204,7 @@ class UndoingWrites:
                     tool="write_query",
                     kind=statement.kind,
                 )
-                self._prune(conn, record, 0)  # a catalog record: small, pruned on its turn
+                self.prune(conn, record, 0)  # a catalog record: small, pruned on its turn
         summary = host.summary(statement, returned, changes, rowid)
         return self._answer(summary, statement, 0, record)
 
