@@ -19,6 +19,7 @@ from sqlgate import __version__
 from sqlgate.config import creates_parent
 from sqlgate.surfaces.cli.capture import capture
 from sqlgate.surfaces.cli.claims import claims
+from sqlgate.surfaces.cli.doctor import doctor
 from sqlgate.surfaces.cli.export import export
 from sqlgate.surfaces.cli.imports import import_group
 from sqlgate.surfaces.cli.inspection import INSPECT_COMMANDS
@@ -140,6 +141,7 @@ main.add_command(import_group)
 main.add_command(install)
 main.add_command(uninstall)
 main.add_command(capture)
+main.add_command(doctor)
 main.add_command(undo)
 main.add_command(ui)
 for _command in (*INSPECT_COMMANDS, export, tools, *REPLICATE_COMMANDS):
