@@ -222,7 +222,7 @@ def _replication_gone(home: Home) -> None:
 
 
 def _malformed_config(home: Home) -> None:
-    home.claude_json.write_text("{\"mcpServers\": {,}}")
+    home.claude_json.write_text('{"mcpServers": {,}}')
 
 
 @dataclass(frozen=True)
@@ -236,33 +236,57 @@ class Case:
 
 
 CASES = {
-    "missing-command": Case(_missing_command, "command", "fail", "does not exist",
-                            "sqlgate install claude-code --scope user --db"),
+    "missing-command": Case(
+        _missing_command,
+        "command",
+        "fail",
+        "does not exist",
+        "sqlgate install claude-code --scope user --db",
+    ),
     "command-not-runnable": Case(_command_not_runnable, "command", "fail", "may not be run"),
-    "not-on-path": Case(_not_on_path, "command", "fail", "not on PATH", "pipx install sqlgate",
-                        'claude-code project "sqlgate"'),
+    "not-on-path": Case(
+        _not_on_path,
+        "command",
+        "fail",
+        "not on PATH",
+        "pipx install sqlgate",
+        'claude-code project "sqlgate"',
+    ),
     "dangling-link": Case(_dangling_link, "database", "fail", "symlink", "ln -sfn"),
     "missing-folder": Case(_missing_folder, "database", "fail", "does not exist", "mkdir -p"),
     "another-program": Case(_another_programs_file, "database", "fail", "invoices", "--adopt-db"),
     "not-sqlite": Case(_not_sqlite, "database", "fail", "not a SQLite database", "--db"),
     "unwritable-file": Case(_unwritable_file, "database", "fail", "not writable", "chmod u+w"),
     "silent-server": Case(_silent_server, "initialize", "fail", "did not answer", "--timeout"),
-    "failing-server": Case(_failing_server, "initialize", "fail", "code 3 before answering initialize: boom: no luck"),
+    "failing-server": Case(
+        _failing_server, "initialize", "fail", "code 3 before answering initialize: boom: no luck"
+    ),
     "hooks-elsewhere": Case(_hooks_elsewhere, "hooks", "fail", "old.db", "--capture"),
     "hooks-per-project": Case(_hooks_per_project, "hooks", "fail", "--project-db", "--capture"),
-    "capture-failing": Case(_capture_failing, "capture-log", "fail", "no event was stored",
-                            "tail"),
+    "capture-failing": Case(_capture_failing, "capture-log", "fail", "no event was stored", "tail"),
     "capture-recovered": Case(_capture_recovered, "capture-log", "warn", "stored since"),
-    "hidden-by-user": Case(_hidden_by_user_scope, "scopes", "fail", "user-scope",
-                           "sqlgate uninstall claude-code --scope user",
-                           'claude-code project "sqlgate"'),
-    "user-hides-project": Case(_hidden_by_user_scope, "scopes", "warn", "Conflicting scopes",
-                               "sqlgate uninstall claude-code --scope project"),
-    "replication-unknown": Case(_replication_unknown, "replication", "warn", "unknown",
-                                "sqlgate stats --db"),
+    "hidden-by-user": Case(
+        _hidden_by_user_scope,
+        "scopes",
+        "fail",
+        "user-scope",
+        "sqlgate uninstall claude-code --scope user",
+        'claude-code project "sqlgate"',
+    ),
+    "user-hides-project": Case(
+        _hidden_by_user_scope,
+        "scopes",
+        "warn",
+        "Conflicting scopes",
+        "sqlgate uninstall claude-code --scope project",
+    ),
+    "replication-unknown": Case(
+        _replication_unknown, "replication", "warn", "unknown", "sqlgate stats --db"
+    ),
     "replication-gone": Case(_replication_gone, "replication", "fail", "ended", "restart"),
-    "malformed-config": Case(_malformed_config, "config", "fail", "not valid JSON", "by hand",
-                             "claude-code user"),
+    "malformed-config": Case(
+        _malformed_config, "config", "fail", "not valid JSON", "by hand", "claude-code user"
+    ),
 }
 
 
@@ -281,7 +305,8 @@ def test_each_problem_is_found_with_its_fix(
     assert check.status == case.status, check.record()
     assert case.says in check.detail, check.record()
     if case.fix is not None:
-        assert check.fix is not None and case.fix in check.fix, check.record()
+        assert check.fix is not None, check.record()
+        assert case.fix in check.fix, check.record()
     if case.status == "fail":
         assert check.fix, check.record()
 

@@ -117,7 +117,7 @@ def test_a_conflict_is_the_same_name_with_another_command(
 
 def test_a_malformed_claude_json_is_reported_not_guessed(where: Where) -> None:
     (where.home / ".claude.json").write_text("{not json", encoding="utf-8")
-    with pytest.raises(ConfigMalformed, match="claude.json"):
+    with pytest.raises(ConfigMalformed, match=r"claude\.json"):
         entries_named("sqlgate", where)
 
 

@@ -20,9 +20,9 @@ _SHOWN = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
 @click.command()
 @click.option("--client", "clients", multiple=True, metavar="NAME",
               type=click.Choice(list(CLIENTS)),
-              help="check only this client (repeat for several) [default: every client]")  # fmt: skip
+              help="check only this client (repeat for several) [default: all]")  # fmt: skip
 @click.option("--name", default=None, metavar="NAME",
-              help="check only the entry of this name [default: every entry running sqlgate]")  # fmt: skip
+              help="check only the entry of this name [default: all running sqlgate]")  # fmt: skip
 @click.option("--timeout", default=DEFAULT_TIMEOUT, show_default=True, metavar="SECONDS",
               type=float, help="how long each server has to answer initialize")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True,
@@ -65,9 +65,9 @@ def _kinds(checks: list[Check]) -> list[str]:
 
 def _print(checks: list[Check], clients: tuple[str, ...], name: str | None) -> None:
     if not checks:
-        limited = f" entry {name!r}" if name else ""
+        limited = f" {name!r}" if name else ""
         among = f" in {', '.join(clients)}" if clients else ""
-        click.echo(f"warn  no sqlgate{limited} entry found{among}")
+        click.echo(visible(f"warn  no sqlgate entry{limited} found{among}"))
         click.echo("      fix: `sqlgate install claude-code` (or another client: "
                    f"{', '.join(CLIENTS)})")  # fmt: skip
         return

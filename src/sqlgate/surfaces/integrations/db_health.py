@@ -131,7 +131,9 @@ def _fix_of(facts: DbFacts, reinstall: str) -> str:
     if "is not writable" in problem:
         return f"chmod u+w {path}"
     if "--adopt-db" in problem and "even with" not in problem:
-        return f"add --adopt-db to the entry's arguments to let sqlgate add its tables, or {reinstall}"
+        return (
+            f"add --adopt-db to the entry's arguments to let sqlgate add its tables, or {reinstall}"
+        )
     return reinstall
 
 
@@ -202,8 +204,12 @@ def judge_log(facts: LogFacts | None, now: float) -> DbVerdict:
     if not recent:
         return DbVerdict("ok", f"{facts.path}: no errors in the last 24 h")
     at, line = recent[-1]
-    said = f"{len(recent)} error(s) in the last 24 h in {facts.path}, the newest: {one_line(line, 300)}"
-    fix = f"fix what the newest line says (`tail {_q(facts.path)}`), then send a prompt and check again"
+    newest = one_line(line, 300)
+    said = f"{len(recent)} error(s) in the last 24 h in {facts.path}, the newest: {newest}"
+    fix = (
+        f"fix what the newest line says (`tail {_q(facts.path)}`), then send a prompt and "
+        "check again"
+    )
     if facts.last_event is not None and facts.last_event > at:
         return DbVerdict("warn", f"{said}; events were stored since", fix)
     return DbVerdict("fail", f"{said}; no event was stored since", fix)

@@ -20,11 +20,12 @@ lookups are injected (`Doctor`), so tests build a fake home per problem.
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ from sqlgate.surfaces.integrations.scopes import removal_command, scope_conflict
 from sqlgate.surfaces.integrations.server_probe import Answer, ask_initialize
 from sqlgate.surfaces.replication.status import replication_report
 
-__all__ = ["OK", "WARN", "FAIL", "Check", "Doctor", "examine"]
+__all__ = ["DEFAULT_TIMEOUT", "FAIL", "OK", "WARN", "Check", "Doctor", "examine", "reinstall"]
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 DEFAULT_TIMEOUT = 5.0
@@ -75,7 +76,6 @@ class Doctor:
     timeout: float = DEFAULT_TIMEOUT
     ask: Ask = ask_initialize
     which: Callable[..., str | None] = shutil.which
-    _cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 def _one(inst: Installed, check: str, verdict: DbVerdict | tuple[str, str, str | None]) -> Check:
@@ -184,7 +184,7 @@ def check_hooks(inst: Installed, db: DbChoice, doctor: Doctor) -> list[Check]:
         return [_one(inst, "hooks", (OK, f"no capture hooks in {settings} (`install --capture` "
                                      "records sessions)", None))]  # fmt: skip
     env = dict(doctor.where.env)
-    named = {}
+    named: dict[DbChoice, list[found.HookLine]] = {}
     for hook in hooks:
         named.setdefault(found.db_of_words(hook.words, env, doctor.where), []).append(hook)
     wrong = [choice for choice in named if not _same(choice, db)]
@@ -194,7 +194,8 @@ def check_hooks(inst: Installed, db: DbChoice, doctor: Doctor) -> list[Check]:
                          + (" (--project-db)" if c.per_project else "") for c in wrong)  # fmt: skip
         checks.append(_one(inst, "hooks", (FAIL, f"the server uses {db.path} but the capture "
                       f"hooks in {settings} write elsewhere: {said}",
-                      f"reinstall both on one database: {reinstall(inst, db, capture=True)}")))  # fmt: skip
+                      f"reinstall both on one database: "
+                      f"{reinstall(inst, db, capture=True)}")))  # fmt: skip
     else:
         checks.append(_one(inst, "hooks", (OK, f"{len(hooks)} capture hooks in {settings} name "
                       f"the server's database", None)))  # fmt: skip
@@ -214,8 +215,6 @@ def _same(hook: DbChoice, server: DbChoice) -> bool:
 
 
 def _real(path: Path) -> Path:
-    import os
-
     return Path(os.path.realpath(path))
 
 
@@ -241,7 +240,8 @@ def check_scopes(inst: Installed, doctor: Doctor) -> Check | None:
            "its name)" if inst.scope == "project" and winner and winner.scope == "user"
            else "")  # fmt: skip
     fix = (f"`{removal_command(inst.name, winner.scope)}`, or reinstall this one under "
-           f"another name (`--name {inst.name}-{inst.scope}`)") if winner else "approve it in Claude Code's /mcp"  # fmt: skip
+           f"another name (`--name {inst.name}-{inst.scope}`)" if winner
+           else "approve it in Claude Code's /mcp")  # fmt: skip
     return _one(inst, "scopes", (FAIL, f"hidden: Claude Code connects {hider} for "
                 f"{inst.name!r} here{why}", fix))  # fmt: skip
 
@@ -267,7 +267,8 @@ def check_replication(inst: Installed, db: DbChoice, doctor: Doctor) -> Check | 
                     "(no status.json beside it)", f"start the client, then {stats}"))  # fmt: skip
     if state == "stopped":
         return _one(inst, "replication", (WARN, f"stopped at {report.get('updated_at')}: no "
-                    "server runs on this database now", f"start the client, then {stats}"))  # fmt: skip
+                    "server runs on this database now",
+                    f"start the client, then {stats}"))  # fmt: skip
     detail = {"gone": "the replicating process ended without stopping it (killed?)",
               "restarting": "Litestream exited and is being restarted"}.get(
                   str(state), f"state {state}")  # fmt: skip
@@ -289,5 +290,7 @@ def examine(doctor: Doctor, clients: Sequence[str] = (), name: str | None = None
         failed = FAIL in (command.status, database.status)
         checks += [command, database, check_initialize(inst, ready, failed, doctor)]
         checks += check_hooks(inst, db, doctor)
-        checks += [c for c in (check_scopes(inst, doctor), check_replication(inst, db, doctor)) if c]
+        checks += [
+            c for c in (check_scopes(inst, doctor), check_replication(inst, db, doctor)) if c
+        ]
     return checks

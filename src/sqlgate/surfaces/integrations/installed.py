@@ -154,9 +154,7 @@ def expand(text: str, where: Where) -> Path:
     return path if path.is_absolute() else where.cwd / path
 
 
-def db_of_words(
-    words: Sequence[str], env: Mapping[str, str], where: Where
-) -> DbChoice:
+def db_of_words(words: Sequence[str], env: Mapping[str, str], where: Where) -> DbChoice:
     """The database `serve WORDS` or `capture WORDS` opens, with `env` its environment."""
     given = option_value(words, "--db")
     if given is not None and given.strip():
@@ -170,8 +168,10 @@ def db_of_words(
     return DbChoice(default_db_path(), "default")
 
 
-def _entries(client: Client, scope: str | None, where: Where) -> Iterable[tuple[Path, str | None,
-                                                                                dict[str, Any]]]:  # fmt: skip
+_Servers = tuple[Path, str | None, dict[str, Any]]  # the file, the scope, its servers
+
+
+def _entries(client: Client, scope: str | None, where: Where) -> Iterable[_Servers]:
     path = client.path(scope, where)
     text = read_config(path)
     if client.toml:

@@ -155,9 +155,7 @@ def _approval(name: str, where: Where) -> str:
     return "pending"
 
 
-def connected_entry(
-    name: str, entries: Sequence[ScopedEntry], where: Where
-) -> ScopedEntry | None:
+def connected_entry(name: str, entries: Sequence[ScopedEntry], where: Where) -> ScopedEntry | None:
     """The entry of `name` Claude Code connects in this project, if any."""
     by_scope = {entry.scope: entry for entry in entries}
     if "local" in by_scope:

@@ -99,13 +99,15 @@ def ask_initialize(
     """Run `argv` in `cwd` with `env`, send `initialize`, wait at most `timeout` seconds."""
     started = time.monotonic()
     try:
-        process = subprocess.Popen(
+        process = subprocess.Popen(  # noqa: S603 - the command the client's config names
             list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env=dict(env), cwd=cwd,
         )  # fmt: skip
     except OSError as exc:
         return Answer(False, f"cannot be started: {exc.strerror or exc}")
-    assert process.stdin and process.stdout and process.stderr
+    assert process.stdin is not None
+    assert process.stdout is not None
+    assert process.stderr is not None
     lines: queue.Queue[bytes | None] = queue.Queue()
     tail: deque[str] = deque(maxlen=_STDERR_LINES)
     readers = [
