@@ -47,7 +47,7 @@ from sqlgate.surfaces.replication.status import replication_report
 __all__ = ["DEFAULT_TIMEOUT", "FAIL", "OK", "WARN", "Check", "Doctor", "examine", "reinstall"]
 
 OK, WARN, FAIL = "ok", "warn", "fail"
-DEFAULT_TIMEOUT = 5.0
+DEFAULT_TIMEOUT = 10.0  # a loaded machine starts a Python server in seconds
 Ask = Callable[[Sequence[str], Mapping[str, str], Path, float], Answer]
 
 
@@ -85,9 +85,11 @@ def _one(inst: Installed, check: str, verdict: DbVerdict | tuple[str, str, str |
     return Check(inst.label(), str(inst.path), check, status, detail, fix)
 
 
-def reinstall(inst: Installed, db: DbChoice, *, capture: bool = False) -> str:
+def reinstall(
+    inst: Installed, db: DbChoice, *, capture: bool = False, db_arg: str | None = None
+) -> str:
     """The install command that rewrites this entry (this installation's sqlgate, the
-    same database)."""
+    same database, or `db_arg`)."""
     if inst.scope == "local":
         return (f"`{removal_command(inst.name, 'local')}`, then `sqlgate install claude-code "
                 "--scope user`")  # fmt: skip
@@ -96,7 +98,9 @@ def reinstall(inst: Installed, db: DbChoice, *, capture: bool = False) -> str:
         words += ["--scope", inst.scope]
     if inst.name != "sqlgate":
         words += ["--name", inst.name]
-    if db.per_project:
+    if db_arg is not None:
+        words += ["--db", db_arg]
+    elif db.per_project:
         words.append("--project-db")
     elif db.how == "--db":
         words += ["--db", inst.option("--db") or str(db.path)]
@@ -129,8 +133,8 @@ def _command_fix(inst: Installed, db: DbChoice) -> str:
 def check_database(inst: Installed, db: DbChoice, doctor: Doctor) -> tuple[Check, bool]:
     adopt = inst.flag("--adopt-db", "SQLGATE_ADOPT_DB", doctor.where.env)
     verdict = judge_db(db_facts(db.path, adopt=adopt),
-                       f"point the entry at another file: {reinstall(inst, db)} with another "
-                       "--db")  # fmt: skip
+                       "point the entry at a file of its own: "
+                       f"{reinstall(inst, db, db_arg='NEW.db')}")  # fmt: skip
     how = {"--project-db": " (--project-db, this project)", "env": " (SQLGATE_DB)",
            "default": " (the per-user default)"}.get(db.how, "")  # fmt: skip
     shown = DbVerdict(verdict.status, verdict.detail + how, verdict.fix, verdict.ready)
@@ -230,10 +234,11 @@ def check_scopes(inst: Installed, doctor: Doctor) -> Check | None:
     others = ", ".join(f"{e.scope} ({e.path})" for e in conflict.entries if e.scope != inst.scope)
     winner = conflict.connected
     if winner is not None and winner.scope == inst.scope:
+        verb = "has" if len(conflict.entries) == 2 else "have"
         fixes = " or ".join(f"`{removal_command(inst.name, e.scope)}`"
                             for e in conflict.entries if e.scope != inst.scope)  # fmt: skip
         return _one(inst, "scopes", (WARN, f'Claude Code reports "Conflicting scopes": {others} '
-                    f"also define {inst.name!r}; this entry is the one it connects here",
+                    f"also {verb} {inst.name!r}; this entry is the one it connects here",
                     f"remove the others: {fixes}"))  # fmt: skip
     hider = f"the {winner.scope}-scope entry ({winner.path})" if winner else "nothing yet"
     why = (" (a project entry waits for approval, and is not offered while another scope has "

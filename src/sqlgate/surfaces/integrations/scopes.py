@@ -209,7 +209,8 @@ def install_warning(name: str, installed: ScopedEntry, where: Where) -> str | No
     else:
         outcome = f" and connects the {_SHOWN[winner.scope]} one here"
     fix = (
-        f"; remove it with `{removal_command(name, other.scope)}`, or install this one "
+        f"; remove the {_SHOWN[other.scope]} one with `{removal_command(name, other.scope)}`, "
+        "or install this one "
         f"under another name (`--name {name}-{installed.scope}`)"
     )
     return said + outcome + fix
