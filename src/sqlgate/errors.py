@@ -13,7 +13,8 @@
     │   ├── UndoConflict         rows an undo would restore were changed later; nothing undone
     │   └── UndoRefused          the call cannot be undone row by row (already undone, ...)
     ├── StartupError             the database cannot be opened as configured
-    └── ChainBroken              the memory chain failed verification (CLI exit code 9)
+    ├── ChainBroken              the memory chain failed verification (CLI exit code 9)
+    └── Unhealthy                `sqlgate doctor` found a problem (CLI exit code 10)
 
 Each message is written for the one who must act on it: it says what happened and
 what to do next (which tool to use instead, which limit to raise, what to fix).
@@ -36,6 +37,7 @@ __all__ = [
     "StartupError",
     "UndoConflict",
     "UndoRefused",
+    "Unhealthy",
 ]
 
 
@@ -134,3 +136,10 @@ class ChainBroken(SqlgateError):
     (`{"ok": false, ...}`); this is for scripts, which get exit code 9."""
 
     exit_code = 9
+
+
+class Unhealthy(SqlgateError):
+    """`sqlgate doctor` found something broken; its report (stdout) has each problem and
+    its fix. Exit code 10, so scripts tell it from a bug (1) or bad usage (2)."""
+
+    exit_code = 10

@@ -6,6 +6,7 @@ plus 0, 1 and 130, and each row has a case here that ends a command with that co
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -143,6 +144,16 @@ def _broken_chain(db: Path, _: pytest.MonkeyPatch) -> Result:
     return invoke("verify", "--db", str(db))
 
 
+def _unhealthy(db: Path, monkeypatch: pytest.MonkeyPatch) -> Result:
+    home = db.parent / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(db.parent)
+    entry = {"command": "/nowhere/sqlgate", "args": ["serve", "--db", str(db)]}
+    (home / ".claude.json").write_text(f'{{"mcpServers": {{"sqlgate": {json.dumps(entry)}}}}}')
+    return invoke("doctor", "--client", "claude-code")
+
+
 def _interrupted(db: Path, monkeypatch: pytest.MonkeyPatch) -> Result:
     import sqlgate.surfaces.mcp.server as server
 
@@ -165,6 +176,7 @@ CASES: dict[int, Callable[[Path, pytest.MonkeyPatch], Result]] = {
     7: _undo_problem,
     8: _cannot_open,
     9: _broken_chain,
+    10: _unhealthy,
     130: _interrupted,
 }
 

@@ -4,7 +4,8 @@ Errors end a command with one readable line on stderr and the error's exit code:
 1 unexpected, 2 bad usage or argument, 3 not found, 4 refused by policy, 5 limit (or a busy
 database), 6 SQLite error, 7 snapshot or undo problem, 8 the database cannot be opened (or
 replication cannot start), 9 the memory chain is broken (`sqlgate verify`, `sqlgate
-restore`), 130 Ctrl-C. README's "Exit codes" table is the reference; a test holds them equal.
+restore`), 10 `sqlgate doctor` found a problem, 130 Ctrl-C. README's "Exit codes" table
+is the reference; a test holds them equal.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from sqlgate import __version__
 from sqlgate.config import creates_parent
 from sqlgate.surfaces.cli.capture import capture
 from sqlgate.surfaces.cli.claims import claims
+from sqlgate.surfaces.cli.doctor import doctor
 from sqlgate.surfaces.cli.export import export
 from sqlgate.surfaces.cli.imports import import_group
 from sqlgate.surfaces.cli.inspection import INSPECT_COMMANDS
@@ -140,6 +142,7 @@ main.add_command(import_group)
 main.add_command(install)
 main.add_command(uninstall)
 main.add_command(capture)
+main.add_command(doctor)
 main.add_command(undo)
 main.add_command(ui)
 for _command in (*INSPECT_COMMANDS, export, tools, *REPLICATE_COMMANDS):

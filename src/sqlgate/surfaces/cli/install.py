@@ -18,6 +18,7 @@ from sqlgate.config import PROJECT_DB
 from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
 from sqlgate.surfaces.integrations import install as setup
+from sqlgate.surfaces.integrations import scopes
 from sqlgate.surfaces.terminal import json_dumps, visible
 
 __all__ = ["install", "uninstall"]
@@ -92,6 +93,8 @@ def install(
             command = setup.capture_command(launcher, db, where.platform)
         changes.append(setup.plan_capture(command, chosen, where))
     _carry_out(changes, dry_run, as_json, spec.name, name)
+    if warning := scopes.planned_warning(spec.name, name, chosen, changes[0], where):
+        click.echo(visible(warning), err=True)
     if as_json or dry_run or not any(change.needed for change in changes):
         return
     if chosen == "project":

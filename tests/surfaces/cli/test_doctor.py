@@ -1,0 +1,102 @@
+"""`sqlgate doctor` through click's CliRunner: the report, --json, --client, exit codes.
+The checks themselves have their cases in tests/surfaces/integrations/test_health.py."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from sqlgate.config import Settings
+from sqlgate.service import Service
+from sqlgate.surfaces.cli.app import main
+from tests.surfaces.integrations.fake_home import fake_home
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return fake_home(tmp_path, monkeypatch)
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(main, ["doctor", *args], prog_name="sqlgate")
+
+
+def install(home: Path, db: Path, name: str = "sqlgate", command: str = sys.executable) -> None:
+    entry = {
+        "type": "stdio",
+        "command": command,
+        "args": ["-m", "sqlgate", "serve", "--db", str(db)],
+    }
+    (home / "home" / ".claude.json").write_text(json.dumps({"mcpServers": {name: entry}}))
+
+
+def healthy(home: Path) -> Path:
+    db = home / "agent.db"
+    Service.open(Settings(db=db)).close()
+    install(home, db)
+    return db
+
+
+def test_a_healthy_install_exits_0_with_every_check_ok(home: Path) -> None:
+    healthy(home)
+    result = invoke()
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert result.stdout.splitlines()[0].startswith('claude-code user "sqlgate" (')
+    assert "  ok    initialize: answered initialize" in result.stdout
+    assert result.stdout.splitlines()[-1] == "0 problem(s), 0 warning(s)"
+    assert result.stderr == ""
+
+
+def test_a_problem_exits_10_with_its_fix_and_one_line_on_stderr(home: Path) -> None:
+    install(home, home / "typo" / "agent.db")
+    result = invoke()
+    assert result.exit_code == 10, (result.stdout, result.stderr)
+    lines = result.stdout.splitlines()
+    failed = lines.index(next(line for line in lines if line.startswith("  FAIL  database: ")))
+    assert lines[failed + 1].startswith("        fix: mkdir -p ")
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("sqlgate: error: doctor found 1 problem(s) (database)")
+
+
+def test_json_prints_one_object_per_check(home: Path) -> None:
+    install(home, home / "typo" / "agent.db")
+    result = invoke("--json")
+    assert result.exit_code == 10
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert {record["check"] for record in records} >= {"command", "database", "initialize"}
+    assert all(set(record) == {"target", "file", "check", "status", "detail", "fix"}
+               for record in records)  # fmt: skip
+    assert [r["status"] for r in records if r["check"] == "database"] == ["fail"]
+
+
+def test_client_limits_the_clients_checked(home: Path) -> None:
+    install(home, home / "typo" / "agent.db")
+    result = invoke("--client", "cursor")
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert result.stdout.startswith("warn  no sqlgate entry found in cursor")
+
+
+def test_name_limits_the_entries_checked(home: Path) -> None:
+    healthy(home)
+    assert "no sqlgate entry 'other' found" in invoke("--name", "other").stdout
+    assert invoke("--name", "sqlgate").exit_code == 0
+
+
+def test_text_from_config_files_reaches_the_terminal_escaped(home: Path) -> None:
+    install(home, home / "typo\x1b[2J" / "agent.db", name="sqlgate\u202e")
+    result = invoke()
+    assert "\x1b" not in result.stdout
+    assert "\u202e" not in result.stdout
+    assert "\\x1b[2J" in result.stdout
+    assert "\\u202e" in result.stdout
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "601"])
+def test_a_timeout_out_of_range_is_a_usage_error(home: Path, value: str) -> None:
+    result = invoke("--timeout", value)
+    assert result.exit_code == 2
+    assert "--timeout" in result.stderr
