@@ -8,17 +8,20 @@ Framing (engine/framing.py): a row's first cell is quoted when it would start li
 line (`#`, `ok:`, a fence tag), so no row starts like one; when a line that starts inside a
 cell would (after any line break a reader may know: LF, CR, VT, FF, FS, GS, RS, NEL, U+2028,
 U+2029), the rows are fenced between `<data-T>` lines.
+
+Rows are read and rendered a batch at a time, column by column (`render_csv`); the text is
+exactly `csv_line` of each row, which stays the definition.
 """
 
 from __future__ import annotations
 
+import marshal
 import re
 import string
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from marshal import dumps as _marshal
-from typing import Any
+from typing import Any, cast
 
 from sqlgate.engine.framing import (
     FramedReply,
@@ -50,6 +53,8 @@ _NONE = type(None)
 _TEXT = frozenset({str})
 _PLAIN_TYPES = frozenset({int, float, str, _NONE})
 _NUMBERS = frozenset({int, float, _NONE})
+# a row's values as bytes: their size, cheaply (rows from SQLite hold only what marshal writes)
+_marshal = cast("Callable[[object], bytes]", marshal.dumps)
 # rows read and rendered at a time: at most this many, and values of about this many bytes
 BATCH_ROWS = 256
 BATCH_VALUE_BYTES = 1 << 20
