@@ -5,11 +5,13 @@ one-line reason when one fails."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import subprocess
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import TextIO
@@ -86,6 +88,37 @@ async def time_stdio_tool(
             await call()
         lat = await time_async(call, calls)
         return lat, text_of(last[0])
+
+
+async def time_stdio_side_by_side(
+    servers: Sequence[tuple[StdioServerParameters, dict[str, object]]],
+    tool: str,
+    warmup: int,
+    calls: int,
+    errlog: TextIO,
+) -> list[tuple[Latencies, str]]:
+    """The same tool on several stdio servers, one call to each in turn: all of them see the
+    same moments of the machine's load, so their ratio holds even when the load moves.
+    Each server's latencies (its `total` is the sum of its calls) and last result's text."""
+    clock = time.perf_counter
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [
+            await stack.enter_async_context(Client(stdio_client(params, errlog=errlog)))
+            for params, _ in servers
+        ]
+        seconds: list[list[float]] = [[] for _ in servers]
+        last: list[str] = [""] * len(servers)
+        for turn in range(warmup + calls):
+            for i, (client, (_, arguments)) in enumerate(zip(clients, servers, strict=True)):
+                before = clock()
+                result = await client.call_tool(tool, arguments)
+                took = clock() - before
+                if result.is_error:
+                    raise RuntimeError(f"{tool} failed: {text_of(result)[:200]}")
+                if turn >= warmup:
+                    seconds[i].append(took)
+                last[i] = text_of(result)
+        return [(Latencies(s, sum(s)), text) for s, text in zip(seconds, last, strict=True)]
 
 
 def stdio_rows(

@@ -25,9 +25,11 @@ from benchkit import (
     SUBJECT_REFERENCE,
     SUBJECT_RESULT_RATIO,
     SUBJECT_RESULT_RAW,
+    SUBJECT_RESULT_TIME,
     SUBJECT_RESULT_VALUES,
     SUBJECT_SQLGATE,
     Context,
+    Latencies,
     Row,
     latency_row,
     ms,
@@ -45,6 +47,7 @@ from peers import (
     stdio_rows,
     text_of,
     time_stdio_read_query,
+    time_stdio_side_by_side,
     version_of,
 )
 
@@ -120,7 +123,7 @@ def result_size(ctx: Context) -> list[Row]:
     make_items(floor_db, n)
     sizes: dict[str, int] = {}
     caps = ["--max-rows", "1000", "--max-result-bytes", "10000000", "--max-cell-chars", "100000"]
-    servers: list[tuple[str, str, StdioServerParameters | str, dict[str, object]]] = []
+    servers: list[ResultServer] = []
     for slug in ("sqlgate", "reference"):
         make_items(ctx.folder / f"result-{slug}.db", n)
     servers.append(
@@ -140,8 +143,10 @@ def result_size(ctx: Context) -> list[Row]:
             {"query": query},
         )
     )
+    measured = side_by_side(ctx, servers)
+    p50: dict[str, float] = {}
     for subject, slug, params, args in servers:
-        got = stdio_rows(
+        got = measured.get(subject) or stdio_rows(
             ctx,
             BENCH_RESULT,
             subject,
@@ -157,6 +162,7 @@ def result_size(ctx: Context) -> list[Row]:
             continue
         lat, text = got
         sizes[subject] = len(text.encode("utf-8"))
+        p50[subject] = lat.percentile(50)
         note = "`" + " ".join(caps) + "`" if slug == "result-sqlgate" else "str() of dict rows"
         rows.append(
             Row(
@@ -203,6 +209,17 @@ def result_size(ctx: Context) -> list[Row]:
             f"`conn.execute({query!r}).fetchall()` in-process",
         )
     )
+    if SUBJECT_SQLGATE in p50 and SUBJECT_REFERENCE in p50:
+        ratio = p50[SUBJECT_SQLGATE] / p50[SUBJECT_REFERENCE]
+        verdict = "goal met (<= 1.5x)" if ratio <= 1.5 else "goal not met (> 1.5x)"
+        how = "one call to each server in turn" if measured else "one server after the other"
+        rows.append(
+            Row(BENCH_RESULT, SUBJECT_RESULT_TIME, "", f"{ratio:.2f}x", "", "", f"{verdict}; {how}")
+        )
+    else:
+        rows.append(
+            Row(BENCH_RESULT, SUBJECT_RESULT_TIME, "", "n/a", "", "", "needs both stdio rows")
+        )
     if SUBJECT_SQLGATE in sizes and SUBJECT_REFERENCE in sizes:
         share = sizes[SUBJECT_SQLGATE] / sizes[SUBJECT_REFERENCE]
         verdict = "goal met (<= 55%)" if share <= 0.55 else "goal not met (> 55%)"
@@ -212,6 +229,38 @@ def result_size(ctx: Context) -> list[Row]:
             Row(BENCH_RESULT, SUBJECT_RESULT_RATIO, "", "n/a", "", "", "needs both stdio rows")
         )
     return rows
+
+
+ResultServer = tuple[str, str, StdioServerParameters | str, dict[str, object]]
+
+
+def side_by_side(ctx: Context, servers: Sequence[ResultServer]) -> dict[str, tuple[Latencies, str]]:
+    """The result-size calls of every available server, alternating (peers.py); empty when
+    fewer than two can start, or when this fails (each server is then timed alone)."""
+    ready = [
+        (subject, params, args)
+        for subject, _, params, args in servers
+        if not isinstance(params, str)
+    ]
+    if len(ready) < 2:
+        return {}
+    errlog_path = ctx.folder / "result-side-by-side.stderr.txt"
+    subjects = [subject for subject, _, _ in ready]
+    ctx.log(
+        f"{BENCH_RESULT}, {' and '.join(subjects)}: {ctx.plan.result_calls} calls each, "
+        "in turn, after 2 warm-up"
+    )
+    calls = [(params, args) for _, params, args in ready if not isinstance(params, str)]
+    with errlog_path.open("w", encoding="utf-8") as errlog:
+        try:
+            got = anyio.run(
+                time_stdio_side_by_side, calls, "read_query", 2, ctx.plan.result_calls, errlog
+            )
+        except Exception as error:
+            errlog.flush()
+            ctx.log(f"side by side failed, {server_failure(error, errlog_path)}: one at a time")
+            return {}
+    return dict(zip(subjects, got, strict=True))
 
 
 def constant(arguments: dict[str, object]) -> Callable[[int], dict[str, object]]:

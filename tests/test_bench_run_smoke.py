@@ -40,6 +40,7 @@ EXPECTED_ROWS = [
     (RESULT, "reference mcp-server-sqlite (stdio)"),
     (RESULT, "raw apsw fetchall (floor)"),
     (RESULT, "sqlgate / reference (bytes)"),
+    (RESULT, "sqlgate / reference (p50 time)"),
     (AUDIT, "sqlgate --audit (stdio)"),
     (AUDIT, "sqlgate --no-audit (stdio)"),
     (AUDIT, "audit on / off (calls/s)"),

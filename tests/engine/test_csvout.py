@@ -11,7 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sqlgate.engine.csvout import csv_cell, csv_line, csv_reply, render_csv
+from sqlgate.engine import framing
+from sqlgate.engine.csvout import (
+    BATCH_VALUE_BYTES,
+    csv_cell,
+    csv_line,
+    csv_reply,
+    render_csv,
+    take_rows,
+)
+from sqlgate.engine.framing import fence, fence_token, needs_fence
 from sqlgate.engine.limits import ResultCaps
 from tests.security.framing import csv_rows, read_reply
 
@@ -343,3 +352,105 @@ def test_no_cell_reads_as_a_server_line(rows: list[list[str]]) -> None:
     reading = read_reply(result.text)
     assert reading.server == [f"# {len(rows)} rows"]
     assert csv_rows(unframed(result.text)) == [["a", "b"], *rows]
+
+
+# -- rows rendered a batch at a time: the same text, the same reads ---------------------------
+def render_row_by_row(
+    columns: Sequence[str], rows: Iterator[Sequence[Any]], caps: ResultCaps, limit: int
+) -> tuple[str, int, str | None]:
+    """render_csv as it was before rows were rendered in batches: one csv_line per row, the
+    row limit checked before a row is rendered and the byte cap after. The reference."""
+    limit = min(limit, caps.rows)
+    lines = [csv_line(columns, caps.cell_chars)]
+    used = len(lines[0].encode())
+    count, truncated = 0, None
+    for row in rows:
+        if count >= limit:
+            truncated = f"row limit {limit}"
+            break
+        line = csv_line(row, caps.cell_chars)
+        if used + len(line.encode()) > caps.bytes:
+            truncated = f"{caps.bytes} bytes"
+            break
+        lines.append(line)
+        used += len(line.encode())
+        count += 1
+    body = "".join(lines)
+    trailer = f"# {count} rows" + (f" (truncated: {truncated})" if truncated else "")
+    if needs_fence(body):
+        return f"{fence(body[:-1], fence_token(body))}\n{trailer}", count, truncated
+    return body + trailer, count, truncated
+
+
+# values that change a cell's form, and plain ones that do not, in columns of one kind or mixed
+plain_text = st.text(st.sampled_from(list("abcxyz019 -.é")), min_size=1, max_size=10)
+column_kind = st.sampled_from(["int", "float", "text", "tricky", "nullable", "any"])
+KIND_VALUES = {
+    "int": st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    "float": st.floats(allow_nan=True, allow_infinity=True),
+    "text": plain_text,
+    "tricky": tricky_text,
+    "nullable": st.one_of(st.none(), plain_text, st.integers()),
+    "any": any_value,
+}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    kinds=st.lists(column_kind, min_size=1, max_size=5),
+    data=st.data(),
+    limit=st.integers(min_value=1, max_value=80),
+    max_rows=st.integers(min_value=1, max_value=80),
+    max_bytes=st.integers(min_value=1, max_value=3000),
+    cell_chars=st.integers(min_value=1, max_value=24),
+)
+def test_render_csv_matches_rendering_row_by_row(
+    kinds: list[str],
+    data: st.DataObject,
+    limit: int,
+    max_rows: int,
+    max_bytes: int,
+    cell_chars: int,
+) -> None:
+    rows = data.draw(
+        st.lists(st.tuples(*(KIND_VALUES[kind] for kind in kinds)), max_size=70), label="rows"
+    )
+    columns = [f"c{i}" for i in range(len(kinds))]
+    caps = ResultCaps(rows=max_rows, bytes=max_bytes, cell_chars=cell_chars)
+    token = "0badf00d"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(framing, "_new_token", lambda: token)
+        expected = render_row_by_row(columns, iter(rows), caps, limit)
+        taken = [0]
+        result = render_csv(columns, counted(rows, taken), caps, limit)
+    assert (result.text, result.rows, result.truncated) == expected
+    assert taken[0] <= min(limit, max_rows) + 1
+
+
+@pytest.mark.parametrize(
+    ("rows", "max_bytes", "pulled"),
+    [
+        pytest.param(5000, 50_002, 5001, id="all-fit-to-the-byte"),
+        pytest.param(5000, 30_000, 3000, id="cut-mid-way"),
+        pytest.param(5000, 12, 2, id="cut-at-the-first"),
+    ],
+)
+def test_render_csv_reads_one_row_past_the_byte_cap_when_rows_are_alike(
+    rows: int, max_bytes: int, pulled: int
+) -> None:
+    # header "n\n" (2 bytes), then rows of 10 bytes: how many fit is known from the first
+    caps = ResultCaps(rows=10_000, bytes=max_bytes, cell_chars=CELL)
+    taken = [0]
+    result = render_csv(["n"], counted([("abcdefghi",)] * rows, taken), caps, limit=10_000)
+    assert result.rows == min(rows, (max_bytes - 2) // 10)
+    assert taken[0] == min(pulled, rows)
+
+
+def test_a_batch_of_rows_holds_at_most_its_budget_of_values_plus_one_row() -> None:
+    assert [len(b) for b, _ in [take_rows(iter([("small",)] * 2000), 1000)]] == [1000]
+    assert take_rows(iter([("a",), ("b",)]), 1000) == ([("a",), ("b",)], True)
+    big = ("x" * 300_000,)
+    batch, ended = take_rows(iter([("small",)] * 5 + [big] * 50), 1000)
+    assert not ended
+    assert len(batch) == 5 + BATCH_VALUE_BYTES // len(big[0]) + 1  # the row that reached it
+    assert sum(len(row[0]) for row in batch) <= BATCH_VALUE_BYTES + len(big[0])

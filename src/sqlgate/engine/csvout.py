@@ -8,15 +8,20 @@ Framing (engine/framing.py): a row's first cell is quoted when it would start li
 line (`#`, `ok:`, a fence tag), so no row starts like one; when a line that starts inside a
 cell would (after any line break a reader may know: LF, CR, VT, FF, FS, GS, RS, NEL, U+2028,
 U+2029), the rows are fenced between `<data-T>` lines.
+
+Rows are read and rendered a batch at a time, column by column (`render_csv`); the text is
+exactly `csv_line` of each row, which stays the definition.
 """
 
 from __future__ import annotations
 
+import marshal
 import re
 import string
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import accumulate
+from typing import Any, cast
 
 from sqlgate.engine.framing import (
     FramedReply,
@@ -27,7 +32,16 @@ from sqlgate.engine.framing import (
 )
 from sqlgate.engine.limits import ResultCaps
 
-__all__ = ["CsvResult", "csv_cell", "csv_line", "csv_reply", "render_csv"]
+__all__ = [
+    "BATCH_ROWS",
+    "BATCH_VALUE_BYTES",
+    "CsvResult",
+    "csv_cell",
+    "csv_line",
+    "csv_reply",
+    "render_csv",
+    "take_rows",
+]
 
 _NEEDS_QUOTES = frozenset(',"\r\n')
 # what no server line starts with, even past unseen characters: most first cells
@@ -35,7 +49,15 @@ _PLAIN_START = frozenset(string.ascii_letters + string.digits + "-.") - frozense
 _ASCII_RARE_BREAKS = "\x0b\x0c\x1c\x1d\x1e"
 _RARE_BREAKS = re.compile(f"[{_ASCII_RARE_BREAKS}\x85\u2028\u2029]")
 # value types whose cell is `str(value)` (None: empty) unless it needs quotes or a cut
-_PLAIN_TYPES = frozenset({int, float, str, type(None)})
+_NONE = type(None)
+_TEXT = frozenset({str})
+_PLAIN_TYPES = frozenset({int, float, str, _NONE})
+_NUMBERS = frozenset({int, float, _NONE})
+# a row's values as bytes: their size, cheaply (rows from SQLite hold only what marshal writes)
+_marshal = cast("Callable[[object], bytes]", marshal.dumps)
+# rows read and rendered at a time: at most this many, and values of about this many bytes
+BATCH_ROWS = 256
+BATCH_VALUE_BYTES = 1 << 20
 
 
 def _cut(text: str, limit: int, unit: str = "chars") -> str:
@@ -79,41 +101,78 @@ def csv_line(values: Iterable[Any], cell_chars: int) -> str:
     return ",".join(cells) + "\n"
 
 
-def _row_line(row: Sequence[Any], cell_chars: int) -> str:
-    """`csv_line(row)`, with less work per cell for the common rows.
+def take_rows(rows: Iterator[Sequence[Any]], most: int) -> tuple[list[Sequence[Any]], bool]:
+    """Up to `most` rows, fewer once their values reach BATCH_VALUE_BYTES (measured with
+    marshal, about their size), and whether `rows` ended. A batch so holds at most that
+    budget plus one row, however long its cells are before they are cut."""
+    batch: list[Sequence[Any]] = []
+    held = 0
+    for row in rows:
+        batch.append(row)
+        try:
+            held += len(_marshal(row))
+        except ValueError:  # a value marshal cannot write (not from SQLite): end the batch
+            held = BATCH_VALUE_BYTES
+        if len(batch) >= most or held >= BATCH_VALUE_BYTES:
+            return batch, False
+    return batch, True
 
-    A row of numbers, NULLs and text that needs no cut is joined as it is when nothing in
-    it asks for quotes (checked once on the whole line), else quoted cell by cell with one
-    plain test each. A row with a blob, an empty string or a long cell goes through
-    `csv_cell`. All three ways give the same line.
+
+def _column_cells(values: Sequence[Any], cell_chars: int) -> list[str]:
+    """The cells of one column of a batch, each exactly `csv_cell(value)`.
+
+    The checks run once over the whole column: a column of numbers and NULLs is only
+    converted; a text column is quoted cell by cell only when something in it needs quotes
+    (a separator, a quote, a line break, an edge space). Blobs, other types, empty strings
+    and cells to cut go through `csv_cell`.
     """
-    if not row or not _PLAIN_TYPES.issuperset(map(type, row)) or "" in row:
-        return csv_line(row, cell_chars)
-    texts = list(map(str, row)) if None not in row else ["" if v is None else str(v) for v in row]
-    if max(map(len, texts)) > cell_chars:
-        return csv_line(row, cell_chars)
-    line = ",".join(texts)
-    if (
-        line.count(",") == len(texts) - 1
-        and '"' not in line
-        and "\n" not in line
-        and "\r" not in line
-        and line[:1] != " "
-        and line[-1:] != " "
-        and " ," not in line
-        and ", " not in line
-        and (line[:1] in _PLAIN_START or not looks_like_server_line(line))
+    kinds = set(map(type, values))
+    has_text = str in kinds
+    if not kinds <= _PLAIN_TYPES or (has_text and "" in values):
+        return [csv_cell(value, cell_chars) for value in values]
+    if kinds == _TEXT:
+        cells = list(values)
+    elif _NONE in kinds:
+        cells = ["" if value is None else str(value) for value in values]
+    else:
+        cells = list(map(str, values))  # str(float) is repr(float)
+    if max(map(len, cells)) > cell_chars:
+        return [csv_cell(value, cell_chars) for value in values]
+    if not has_text:
+        return cells  # numbers and NULLs never need quotes, nor start like a server line
+    # one pass over the column; a \x00 in a cell can only send it the slower way below
+    joined = "\x00".join(cells)
+    if not (
+        "," in joined
+        or '"' in joined
+        or "\n" in joined
+        or "\r" in joined
+        or joined[:1] == " "
+        or joined[-1:] == " "
+        or " \x00" in joined
+        or "\x00 " in joined
     ):
-        return line + "\n"
-    cells = [
+        return cells
+    return [
         _quoted(t)
         if "," in t or '"' in t or "\n" in t or "\r" in t or t[:1] == " " or t[-1:] == " "
         else t
-        for t in texts
-    ]  # the same test as csv_cell's, spelt out: `in` on a str is the cheapest check there is
-    if cells[0][:1] not in _PLAIN_START and looks_like_server_line(cells[0]):
-        cells[0] = _quoted(cells[0])
-    return ",".join(cells) + "\n"
+        for t in cells
+    ]  # csv_cell's test, spelt out: `in` on a str is the cheapest check there is
+
+
+def _batch_lines(batch: Sequence[Sequence[Any]], width: int, cell_chars: int) -> list[str]:
+    """Each row of `batch` as `csv_line(row)` without its line feed, built column by column."""
+    if width == 0 or set(map(len, batch)) != {width}:
+        return [csv_line(row, cell_chars)[:-1] for row in batch]
+    values = list(zip(*batch, strict=True))
+    columns = [_column_cells(column, cell_chars) for column in values]
+    if not _NUMBERS.issuperset(map(type, values[0])):  # a number never starts like one
+        first = columns[0]
+        for i, cell in enumerate(first):
+            if cell[:1] not in _PLAIN_START and looks_like_server_line(cell):
+                first[i] = _quoted(cell)
+    return list(map(",".join, zip(*columns, strict=True)))
 
 
 @dataclass(frozen=True)
@@ -129,26 +188,41 @@ def render_csv(
     caps: ResultCaps,
     limit: int,
 ) -> CsvResult:
-    """Render up to `limit` rows; reads at most `limit + 1` rows from `rows`."""
+    """Render up to `limit` rows; reads at most `limit + 1` rows from `rows`.
+
+    Rows are read and rendered in batches (`take_rows`), each sized from the longest line so
+    far to what the byte cap still has room for: with rows alike, the last row read is the
+    one that no longer fits, as when they were read one at a time.
+    """
     limit = min(limit, caps.rows)
-    parts = [_row_line(columns, caps.cell_chars)]
-    used = len(parts[0].encode())
-    count = 0
+    header = csv_line(columns, caps.cell_chars)
+    lines = [header[:-1]]
+    room = caps.bytes - len(header.encode())
+    longest = count = 0
     truncated: str | None = None
-    for row in rows:
-        if count >= limit:
-            truncated = f"row limit {limit}"
-            break
-        line = _row_line(row, caps.cell_chars)
-        size = len(line) if line.isascii() else len(line.encode())
-        if used + size > caps.bytes:
+    ended = False
+    while truncated is None and not ended:
+        most = min(BATCH_ROWS, room // longest + 1) if longest else 1
+        batch, ended = take_rows(rows, min(most, limit + 1 - count))
+        shown = batch[: limit - count]
+        batch_lines = _batch_lines(shown, len(columns), caps.cell_chars)
+        if "".join(batch_lines).isascii():
+            sizes = list(map(len, batch_lines))
+        else:
+            sizes = list(map(len, map(str.encode, batch_lines)))
+        fits = len(sizes)
+        if fits and sum(sizes) + fits > room:  # the first line (and its line feed) too many
+            fits = next(i for i, end in enumerate(accumulate(s + 1 for s in sizes)) if end > room)
             truncated = f"{caps.bytes} bytes"
-            break
-        parts.append(line)
-        used += size
-        count += 1
+        if fits:
+            lines += batch_lines[:fits]
+            room -= sum(sizes[:fits]) + fits
+            longest = max(longest, max(sizes[:fits]) + 1)
+        count = len(lines) - 1
+        if truncated is None and len(batch) > len(shown):
+            truncated = f"row limit {limit}"
+    body = "\n".join(lines) + "\n"
     trailer = f"# {count} rows" + (f" (truncated: {truncated})" if truncated else "")
-    body = "".join(parts)
     if _has_inner_lines(body, count + 1) and needs_fence(body):
         return CsvResult(f"{fence(body[:-1], fence_token(body))}\n{trailer}", count, truncated)
     return CsvResult(body + trailer, count, truncated)
