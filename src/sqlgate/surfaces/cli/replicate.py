@@ -134,12 +134,12 @@ def _print_restored(restored: Restored) -> None:
 @settings_options(("db",), existing_db=True)
 @reports_errors
 def replicate(url: str | None, **values: Any) -> None:
-    """Replicate the database to URL until stopped (Ctrl-C: exit 130, or SIGTERM: 0),
-    without serving.
+    """Replicate the database to URL until stopped (Ctrl-C or SIGTERM), without serving.
 
     For databases served by several processes (stdio servers started by MCP clients): run
     this once beside them instead of `serve --replicate` in each. URL defaults to
-    SQLGATE_REPLICATE.
+    SQLGATE_REPLICATE. Ctrl-C ends it with exit 130, SIGTERM with 0, each after
+    Litestream's last sync.
     """
     from sqlgate.engine.ownership import check_ownership
     from sqlgate.errors import NotFound
