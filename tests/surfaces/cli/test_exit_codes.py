@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import apsw
 import pytest
 from click.testing import CliRunner, Result
@@ -158,11 +160,17 @@ def _interrupted(db: Path, monkeypatch: pytest.MonkeyPatch) -> Result:
     import sqlgate.surfaces.mcp.server as server
 
     class Stopped:
-        def run(self, transport: str) -> None:
-            raise KeyboardInterrupt
+        async def run_stdio_async(self) -> None:
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C while serving
+            await anyio.sleep_forever()
 
     monkeypatch.setattr(server, "build_server", lambda service: Stopped())
-    return invoke("serve", "--db", str(db))
+    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return invoke("serve", "--db", str(db))
+    finally:  # a stopped command leaves both signals ignored: the process is ending
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
 
 
 CASES: dict[int, Callable[[Path, pytest.MonkeyPatch], Result]] = {

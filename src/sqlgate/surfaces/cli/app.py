@@ -10,14 +10,11 @@ is the reference; a test holds them equal.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
 from typing import Any
 
 import click
 
 from sqlgate import __version__
-from sqlgate.config import creates_parent
 from sqlgate.surfaces.cli.capture import capture
 from sqlgate.surfaces.cli.claims import claims
 from sqlgate.surfaces.cli.doctor import doctor
@@ -27,11 +24,11 @@ from sqlgate.surfaces.cli.inspection import INSPECT_COMMANDS
 from sqlgate.surfaces.cli.install import install, uninstall
 from sqlgate.surfaces.cli.listing import Column, print_listing
 from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
-from sqlgate.surfaces.cli.replicate import REPLICATE_COMMANDS, replica_target, start_replication
+from sqlgate.surfaces.cli.replicate import REPLICATE_COMMANDS
 from sqlgate.surfaces.cli.snapshot_restore import snapshots_restore
 from sqlgate.surfaces.cli.tools import tools
 from sqlgate.surfaces.cli.undo import undo
-from sqlgate.surfaces.mcp.http import http_options, serve_http
+from sqlgate.surfaces.mcp.http import http_options
 from sqlgate.surfaces.ui.serve import ui
 
 __all__ = ["main"]
@@ -56,41 +53,13 @@ def serve(
 ) -> None:
     """Serve MCP on stdio for one client (what MCP clients launch), or over HTTP.
 
-    Only protocol messages go to stdout; errors and logs go to stderr.
+    Only protocol messages go to stdout; errors and logs go to stderr. Ctrl-C (exit 130)
+    and SIGTERM (exit 0) stop it cleanly.
     """
-    from sqlgate.service import Service
+    from sqlgate.surfaces.cli.serve import run_server
 
-    settings = settings_from(values)
-    replica = replica_target(settings)  # a bad --replicate URL stops here, before any file opens
-    if transport == "http":
-
-        def replicating() -> Callable[[], None] | None:
-            replication = start_replication(settings, replica, prepare=True)
-            return None if replication is None else replication.stop
-
-        try:
-            serve_http(settings, host=host, port=port, token=token,
-                       insecure_no_token=insecure_no_token, beside=replicating)  # fmt: skip
-        except KeyboardInterrupt:
-            sys.exit(130)
-        return
-    service = Service.open(settings, create_parent=creates_parent(settings.db))
-    try:
-        replication = start_replication(settings, replica)
-    except BaseException:
-        service.close()
-        raise
-    try:
-        # imported after the database opened: a start-up error does not pay for the SDK
-        from sqlgate.surfaces.mcp.server import build_server
-
-        build_server(service).run("stdio")
-    except KeyboardInterrupt:
-        sys.exit(130)
-    finally:
-        service.close()
-        if replication is not None:  # after close: its last sync has the final audit rows
-            replication.stop()
+    run_server(values, transport=transport, host=host, port=port, token=token,
+               insecure_no_token=insecure_no_token)  # fmt: skip
 
 
 @main.group()

@@ -12,10 +12,7 @@ with --require-witnessed, is not witnessed to its head).
 
 from __future__ import annotations
 
-import signal
-import threading
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -23,6 +20,7 @@ import click
 from sqlgate.errors import ChainBroken, InvalidArgument
 from sqlgate.surfaces import terminal
 from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
+from sqlgate.surfaces.stops import stop_signals
 
 if TYPE_CHECKING:
     from sqlgate.config import Settings
@@ -140,7 +138,8 @@ def replicate(url: str | None, **values: Any) -> None:
 
     For databases served by several processes (stdio servers started by MCP clients): run
     this once beside them instead of `serve --replicate` in each. URL defaults to
-    SQLGATE_REPLICATE.
+    SQLGATE_REPLICATE. Ctrl-C ends it with exit 130, SIGTERM with 0, each after
+    Litestream's last sync.
     """
     from sqlgate.engine.ownership import check_ownership
     from sqlgate.errors import NotFound
@@ -156,24 +155,13 @@ def replicate(url: str | None, **values: Any) -> None:
         raise NotFound(f"no database at {settings.db}; give its path with --db or SQLGATE_DB")
     # Litestream switches the file to WAL and adds its tables: only sqlgate's own file
     check_ownership(settings.db, settings.busy_timeout, adopt=False, read_only=True)
-    stop = threading.Event()
-
-    def stopping(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = signal.signal(signal.SIGTERM, stopping)
-    try:
+    with stop_signals() as stops:  # a stop while Litestream starts ends the start-up
         with Replication(settings.db, target):
             click.echo(f"replicating {terminal.visible(str(settings.db))} to {target.url}; "
                        "Ctrl-C stops", err=True)  # fmt: skip
-            try:
-                while not stop.wait(1.0):
-                    pass
-            except KeyboardInterrupt:
-                pass
+            with stops.serving():
+                stops.wait()
         click.echo("stopped; Litestream synced what it had", err=True)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 REPLICATE_COMMANDS: tuple[click.Command, ...] = (restore, replicate)

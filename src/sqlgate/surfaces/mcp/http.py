@@ -18,11 +18,10 @@ the SDK could not serve 400, both with a JSON-RPC error carrying the request's i
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import sys
-import threading
 from collections.abc import Callable
+from contextlib import nullcontext
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -56,6 +55,7 @@ from sqlgate.surfaces.mcp.jsonrpc_guard import (
 if TYPE_CHECKING:
     from sqlgate.config import Settings
     from sqlgate.service import Service
+    from sqlgate.surfaces.stops import Stops
 
 __all__ = [
     "DEFAULT_HOST",
@@ -206,14 +206,6 @@ def http_options(fn: F) -> F:
     return fn
 
 
-class _Stopped(Exception):
-    """SIGTERM: stop like Ctrl-C, but as a normal end (exit 0)."""
-
-
-def _stop(signum: int, frame: FrameType | None) -> None:
-    raise _Stopped
-
-
 def listen_socket(host: str, port: int) -> socket.socket:
     """The listening socket, made with protocol IPPROTO_TCP and TCP_NODELAY.
 
@@ -273,11 +265,29 @@ def announcing_server_class() -> type[Any]:
     import uvicorn
 
     class AnnouncingServer(uvicorn.Server):
-        """Says where it listens once it accepts requests (its lifespan has started)."""
+        """Says where it listens once it accepts requests (its lifespan has started), and
+        reports each stop signal its own handlers catch to `stops` (`surfaces.stops`).
 
-        def __init__(self, config: uvicorn.Config, announce: Callable[[], None]) -> None:
+        uvicorn handles SIGINT and SIGTERM while it serves: the first stops it gracefully
+        (open responses get GRACEFUL_SHUTDOWN_SECONDS at most). With `stops`, a later one
+        is only noted: uvicorn's own "second Ctrl-C" skips the application's shutdown and
+        leaves its tasks to be cancelled with a traceback; the wait is bounded anyway.
+        Once stopped, uvicorn hands the signals it caught to the handlers of `stops`."""
+
+        def __init__(
+            self, config: uvicorn.Config, announce: Callable[[], None], stops: Stops | None = None
+        ) -> None:
             super().__init__(config)
             self._announce = announce
+            self._stops = stops
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            if self._stops is None or self._stops.note(sig):
+                super().handle_exit(sig, frame)
+
+        def stop_now(self, sig: int) -> None:
+            """A stop that reached `stops` (before or after uvicorn's own handlers)."""
+            super().handle_exit(sig, None)
 
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
@@ -295,12 +305,14 @@ def serve_http(
     token: str | None,
     insecure_no_token: bool = False,
     beside: Callable[[], Callable[[], None] | None] | None = None,
+    stops: Stops | None = None,
 ) -> None:
     """Listen, open the shared Service, serve until stopped, close the Service.
 
     Nothing is opened or written when the host/token check or the bind fails. `beside`
     (replication) is started once both passed, before the Service opens; what it returns
-    is called to stop it after the Service closed.
+    is called to stop it after the Service closed. With `stops` (`stop_signals()`), Ctrl-C
+    and SIGTERM stop the server and the clean-up runs whole.
     """
     import uvicorn
 
@@ -319,9 +331,6 @@ def serve_http(
         except InvalidArgument:
             sock.close()
             raise
-    previous = None
-    if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGTERM"):
-        previous = signal.signal(signal.SIGTERM, _stop)
     service: Service | None = None
     stop_beside: Callable[[], None] | None = None
     try:
@@ -332,11 +341,9 @@ def serve_http(
             app, lifespan="on", loop="asyncio", log_level="warning", access_log=False,
             server_header=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         )  # fmt: skip
-        announcing_server_class()(config, lambda: _announce(_url(sock), required)).run(
-            sockets=[sock]
-        )
-    except _Stopped:
-        pass
+        server = announcing_server_class()(config, lambda: _announce(_url(sock), required), stops)
+        with nullcontext() if stops is None else stops.serving(server.stop_now):
+            server.run(sockets=[sock])
     finally:
         sock.close()
         if service is not None:
@@ -344,5 +351,3 @@ def serve_http(
             sys.stderr.write("sqlgate: stopped; database closed\n")
         if stop_beside is not None:  # after close: its last sync has the final audit rows
             stop_beside()
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)

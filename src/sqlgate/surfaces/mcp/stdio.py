@@ -3,9 +3,9 @@
     stdin, stdout     how lines are read                    how messages are written
     pipes or sockets  from the event loop (`_PipeLines`),   `_PipeWriter`, non-blocking
     on POSIX          non-blocking: no thread hops
-    anything else     in a worker thread (`_ThreadLines`)   the SDK's transport
-    (terminal, file,
-    Windows)
+    anything else     in a daemon thread (`_ThreadLines`)   the SDK's transport
+    (terminal, file,  never joined, so it cannot hold
+    Windows)          up a stop (`surfaces.stops`)
 
 Either way a line is at most MAX_REQUEST_BYTES (4 MiB, as over HTTP): a longer one is
 counted and scanned for its id but never kept. Every line is screened
@@ -15,22 +15,27 @@ request's id. (The SDK alone logs such a line and drops it: the client waited fo
 
 While serving, stray output cannot corrupt the protocol: on pipes fd 0 and 1 point at the
 null device and stderr (`_claimed_pipes`), elsewhere the SDK diverts fd 1. On that path fd 0
-stays the wire, read through `sys.stdin.buffer`; nothing in sqlgate reads stdin.
+stays the wire, read with `os.read`; nothing in sqlgate reads stdin.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import stat
 import sys
+import threading
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager, suppress
 from types import TracebackType
-from typing import Any, BinaryIO, cast
+from typing import Any, cast
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
+from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
@@ -130,26 +135,61 @@ class _PipeLines:
 
 
 class _ThreadLines:
-    """Lines from a blocking binary stream, each read in a worker thread."""
+    """Lines from a blocking reader (a terminal, a file), read by a daemon thread.
 
-    def __init__(self, stream: BinaryIO, limit: int = MAX_REQUEST_BYTES) -> None:
-        self._stream = stream
+    `read(n)` is `os.read` on the descriptor: no buffered reader, whose lock a thread
+    blocked in it would hold while the interpreter needs it at exit. The thread reads at
+    most AHEAD chunks before the event loop took them and hands each over with a plain
+    callback on the loop (never a task that could be left pending when the loop ends); it
+    is never joined, so a read blocked until a person types cannot hold up a stop, and a
+    second Ctrl-C finds nothing to abort. It starts at the first line asked for; a chunk
+    it read when the loop ended is lost with the process.
+    """
+
+    AHEAD = 4
+
+    def __init__(self, read: Callable[[int], bytes], limit: int = MAX_REQUEST_BYTES) -> None:
+        self._read = read
         self._lines = _Lines(limit)
+        self._chunks: MemoryObjectReceiveStream[bytes] | None = None
+        self._room = threading.Semaphore(self.AHEAD)
+        self._ended = False
 
     def __aiter__(self) -> _ThreadLines:
         return self
 
-    def _read(self) -> bytes:
-        read1 = getattr(self._stream, "read1", None)  # whatever has arrived, up to CHUNK
-        return bytes(read1(CHUNK) if read1 is not None else self._stream.read(CHUNK))
+    def _start(self) -> MemoryObjectReceiveStream[bytes]:
+        send, receive = anyio.create_memory_object_stream[bytes](self.AHEAD)
+        token = anyio.lowlevel.current_token()
+
+        def pump() -> None:
+            while True:
+                self._room.acquire()  # taken back by the loop as it takes each chunk
+                try:
+                    chunk = self._read(CHUNK)
+                except OSError:  # EIO: the terminal hung up; EBADF: stdin was closed
+                    chunk = b""
+                try:
+                    anyio.from_thread.run_sync(send.send_nowait, chunk, token=token)
+                except BaseException:  # the loop ended, or no one reads any more: done
+                    return
+                if not chunk:  # the end was handed over
+                    return
+
+        threading.Thread(target=pump, name="sqlgate-stdin", daemon=True).start()
+        return receive
 
     async def __anext__(self) -> str:
-        while not self._lines.ready:
-            chunk = await anyio.to_thread.run_sync(self._read, abandon_on_cancel=True)
-            if not chunk:
+        if self._chunks is None:
+            self._chunks = self._start()
+        while not self._lines.ready and not self._ended:
+            chunk = await self._chunks.receive()
+            self._room.release()
+            if not chunk:  # the end: the thread has stopped reading
+                self._ended = True
                 self._lines.finish()
-                break
-            self._lines.take(chunk)
+            else:
+                self._lines.take(chunk)
         if not self._lines.ready:
             raise StopAsyncIteration
         return self._lines.ready.popleft()
@@ -247,6 +287,16 @@ def _rejection_of(exc: Exception) -> Rejection:
     return Rejection(PARSE_ERROR, f"the message could not be read ({type(exc).__name__})")
 
 
+def _stdin_reader() -> Callable[[int], bytes]:
+    """`os.read` on stdin's descriptor; the buffer's `read1` when it has none."""
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):
+        buffer: Any = sys.stdin.buffer
+        return cast("Callable[[int], bytes]", buffer.read1)
+    return functools.partial(os.read, fd)
+
+
 def _is_pipe(fd: int) -> bool:
     try:
         mode = os.fstat(fd).st_mode
@@ -293,7 +343,7 @@ async def serve_stdio(server: Server[Any]) -> None:
         lines: AsyncIterator[str]
         writer: _PipeWriter | None
         if wire is None:
-            lines, writer = _ThreadLines(sys.stdin.buffer), None  # the SDK writes stdout
+            lines, writer = _ThreadLines(_stdin_reader()), None  # the SDK writes stdout
         else:
             lines, writer = _PipeLines(wire[0]), _PipeWriter(wire[1])
         # the SDK's transport takes any object with async line iteration, write and flush

@@ -3,12 +3,14 @@
 Host and token follow `serve --transport http` (`http_access.token_for`): a loopback host
 without a token gets a generated one, printed in the URL to open; any other host needs a
 token you chose (--token or SQLGATE_TOKEN). Nothing is opened when that check or the bind
-fails. The database is opened read-only (`Console.open`).
+fails. The database is opened read-only (`Console.open`). Ctrl-C and SIGTERM stop it as
+they stop `serve` (`surfaces.stops`).
 """
 
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from typing import Any
 
 import click
@@ -17,6 +19,7 @@ from sqlgate.errors import NotFound
 from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
 from sqlgate.surfaces.mcp.http import DEFAULT_HOST, announcing_server_class, listen_socket
 from sqlgate.surfaces.mcp.http_access import Token, token_for
+from sqlgate.surfaces.stops import Stops, stop_signals
 
 __all__ = ["DEFAULT_UI_PORT", "serve_ui", "ui"]
 
@@ -42,7 +45,10 @@ def _announce(url: str, token: Token) -> None:
     sys.stderr.flush()
 
 
-def serve_ui(values: dict[str, Any], *, host: str, port: int, token: str | None) -> None:
+def serve_ui(
+    values: dict[str, Any], *, host: str, port: int, token: str | None, stops: Stops | None = None
+) -> None:
+    """Check, listen, open the console read-only, serve until stopped (`surfaces.stops`)."""
     import uvicorn
 
     from sqlgate.surfaces.ui.app import build_ui_app
@@ -62,7 +68,9 @@ def serve_ui(values: dict[str, Any], *, host: str, port: int, token: str | None)
             log_level="warning", access_log=False, server_header=False,
             timeout_graceful_shutdown=2,
         )  # fmt: skip
-        announcing_server_class()(config, lambda: _announce(url, required)).run(sockets=[sock])
+        server = announcing_server_class()(config, lambda: _announce(url, required), stops)
+        with nullcontext() if stops is None else stops.serving(server.stop_now):
+            server.run(sockets=[sock])
     finally:
         sock.close()
         if console is not None:
@@ -94,9 +102,7 @@ def ui(host: str, port: int, token: str | None, **values: Any) -> None:
     """A local, read-only web console: activity, destructive calls, memory, claims, tables.
 
     Opens the database read-only (works while a server writes it) and prints the URL to
-    open, with a one-time token. Stop it with Ctrl-C.
+    open, with a one-time token. Stop it with Ctrl-C (exit 130) or SIGTERM (exit 0).
     """
-    try:
-        serve_ui(values, host=host, port=port, token=token)
-    except KeyboardInterrupt:
-        sys.exit(130)
+    with stop_signals() as stops:
+        serve_ui(values, host=host, port=port, token=token, stops=stops)
