@@ -31,8 +31,11 @@ def invoke(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = 
 
 
 def leaves(group: click.Group = main, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command, through list_commands/get_command (a group may load them lazily)."""
     found: list[tuple[str, ...]] = []
-    for name, command in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
         if isinstance(command, click.Group):
             found += leaves(command, (*path, name))
         else:
@@ -41,10 +44,11 @@ def leaves(group: click.Group = main, path: tuple[str, ...] = ()) -> list[tuple[
 
 
 def command_at(path: tuple[str, ...]) -> click.Command:
-    command: click.Command = main
+    command: click.Command | None = main
     for name in path:
         assert isinstance(command, click.Group)
-        command = command.commands[name]
+        command = command.get_command(click.Context(command), name)
+    assert command is not None, path
     return command
 
 
