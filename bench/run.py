@@ -31,6 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import memory_bench as mb
 from benchkit import BENCH, FULL, QUICK, Benchmark, Context, Plan, Row, table
+from capture_bench import capture_cost
 from http_bench import http_call_overhead, http_load
 from inprocess_bench import chain, destructive, search
 from recall_bench import DEFAULT_DATA as LOCOMO
@@ -68,6 +69,7 @@ BENCHMARKS: list[Benchmark] = [
     chain,
     search,
     destructive,
+    capture_cost,
     replicated,
     recalled,
 ]

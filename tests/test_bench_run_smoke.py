@@ -24,6 +24,7 @@ MEMORY_SEARCH = "search: memory_search p50"
 TEXT_SEARCH = "search: search_text, 1 KB rows"
 HTTP_CALLS = "call overhead over HTTP: read_query('SELECT 1')"
 HTTP_LOAD = "load over HTTP: append, insert, read, search"
+CAPTURE = "capture cost: one tool call (PostToolUse hook)"
 EXPECTED_ROWS = [
     (CALLS, "sqlgate (stdio)"),
     (CALLS, "no-op tool, same SDK (stdio, floor)"),
@@ -51,6 +52,10 @@ EXPECTED_ROWS = [
     (TEXT_SEARCH, "sqlgate, rare literal"),
     (TEXT_SEARCH, "sqlgate, regex, ignore case"),
     (TEXT_SEARCH, "sqlgate, common word, limit 100"),
+    (CAPTURE, "floor: python -c 'import apsw, click'"),
+    (CAPTURE, "sqlgate capture, synchronous (the wait without async)"),
+    (CAPTURE, 'sqlgate capture, "async": true (the wait now: the spawn)'),
+    (CAPTURE, "SessionStart, synchronous (resume context)"),
 ]
 # Rows whose subject names a size ("sqlgate, 1,000 events"): how many each run must print.
 SIZED_ROWS = [(VERIFY, 2), (RESUME, 2), (MEMORY_SEARCH, 2)]

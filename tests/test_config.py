@@ -48,6 +48,7 @@ DEFAULTS = [
     pytest.param("undo_max_mb", 64, id="undo-max-mb-64"),
     pytest.param("replicate", None, id="no-replication"),
     pytest.param("adopt_db", False, id="another-programs-file-never-adopted"),
+    pytest.param("project_db", False, id="one-database-not-one-per-project"),
 ]
 
 
@@ -112,6 +113,7 @@ ENV_VALUES: dict[str, tuple[str, Any]] = {
     "write_undo_mb": ("8", 8),
     "replicate": (" file:///srv/backups/agent ", "file:///srv/backups/agent"),
     "adopt_db": ("1", True),
+    "project_db": ("0", False),
 }
 
 
@@ -198,6 +200,7 @@ def test_redact_patterns_from_env_expands_the_home_folder() -> None:
         pytest.param("redact_patterns", " ", id="redact-patterns-blank"),
         pytest.param("max_event_chars", "0", id="event-chars-zero"),
         pytest.param("max_event_chars", "big", id="event-chars-word"),
+        pytest.param("project_db", "sometimes", id="project-db-word"),
     ],
 )
 def test_bad_env_value_names_the_variable(name: str, text: str) -> None:
@@ -252,3 +255,86 @@ def test_settings_are_immutable() -> None:
 
 def test_tool_groups_are_the_three_named_in_the_design() -> None:
     assert TOOL_GROUPS == ("sql", "memory", "claims")
+
+
+# -- --project-db: one database per project (issue 20) -----------------------------------------
+def test_project_db_uses_claude_project_dir_when_it_is_a_folder(tmp_path: Path) -> None:
+    project, cwd = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    cwd.mkdir()
+    env = {"CLAUDE_PROJECT_DIR": str(project)}
+    settings = load_settings({"project_db": True}, env=env, cwd=cwd)
+    assert settings.db == project / PROJECT_DB
+    assert settings.project_db is True
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param(None, id="unset"),
+        pytest.param("", id="empty"),
+        pytest.param("missing", id="not-there"),
+        pytest.param("a-file", id="a-file-not-a-folder"),
+    ],
+)
+def test_project_db_falls_back_to_the_working_folder(tmp_path: Path, value: str | None) -> None:
+    (tmp_path / "a-file").write_text("x")
+    env = {} if value is None else {"CLAUDE_PROJECT_DIR": str(tmp_path / value) if value else ""}
+    settings = load_settings({"project_db": True}, env=env, cwd=tmp_path)
+    assert settings.db == tmp_path / PROJECT_DB
+
+
+def test_project_db_with_a_relative_claude_project_dir_is_taken_from_the_working_folder(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "app").mkdir()
+    settings = load_settings({"project_db": True}, env={"CLAUDE_PROJECT_DIR": "app"}, cwd=tmp_path)
+    assert settings.db == tmp_path / "app" / PROJECT_DB
+
+
+def test_project_db_from_its_env_var(tmp_path: Path) -> None:
+    settings = load_settings(env={"SQLGATE_PROJECT_DB": "on"}, cwd=tmp_path)
+    assert (settings.db, settings.project_db) == (tmp_path / PROJECT_DB, True)
+    off = load_settings(env={"SQLGATE_PROJECT_DB": "off"}, cwd=tmp_path)
+    assert (off.db, off.project_db) == (default_db_path(), False)
+
+
+def test_the_project_db_folder_is_created_like_a_projects_today(tmp_path: Path) -> None:
+    assert creates_parent(load_settings({"project_db": True}, env={}, cwd=tmp_path).db)
+
+
+@pytest.mark.parametrize(
+    ("explicit", "env", "phrase"),
+    [
+        pytest.param({"db": Path("/a.db"), "project_db": True}, {}, "--db and --project-db",
+                     id="both-given"),
+        pytest.param({}, {"SQLGATE_DB": "/a.db", "SQLGATE_PROJECT_DB": "1"},
+                     "SQLGATE_DB and SQLGATE_PROJECT_DB", id="both-in-env"),
+    ],
+)  # fmt: skip
+def test_db_and_project_db_together_are_a_usage_error(
+    tmp_path: Path, explicit: dict[str, Any], env: dict[str, str], phrase: str
+) -> None:
+    with pytest.raises(InvalidArgument, match=phrase) as caught:
+        load_settings(explicit, env=env, cwd=tmp_path)
+    assert caught.value.exit_code == 2
+    assert "give one" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("explicit", "env", "expected"),
+    [
+        pytest.param({"project_db": True}, {"SQLGATE_DB": "/env.db"}, "project",
+                     id="explicit-project-db-beats-env-db"),
+        pytest.param({"db": Path("/x.db")}, {"SQLGATE_PROJECT_DB": "1"}, "/x.db",
+                     id="explicit-db-beats-env-project-db"),
+        pytest.param({"project_db": False}, {"SQLGATE_DB": "/env.db"}, "/env.db",
+                     id="explicit-off"),
+    ],
+)  # fmt: skip
+def test_an_explicit_choice_of_database_beats_the_other_one_in_the_environment(
+    tmp_path: Path, explicit: dict[str, Any], env: dict[str, str], expected: str
+) -> None:
+    settings = load_settings(explicit, env=env, cwd=tmp_path)
+    assert settings.db == (tmp_path / PROJECT_DB if expected == "project" else Path(expected))
+    assert settings.project_db is (expected == "project")

@@ -25,9 +25,16 @@
 | --write-undo-mb       | SQLGATE_WRITE_UNDO_MB         | 64 MiB                           |
 | --replicate           | SQLGATE_REPLICATE             | none (file:///… or s3://…)       |
 | --adopt-db            | SQLGATE_ADOPT_DB              | off (another program's file: no) |
+| --project-db          | SQLGATE_PROJECT_DB            | off (PROJECT/.sqlgate/agent.db)  |
 
 The CLI builds its options from `FLAGS`; `load_settings` applies, in order of strength,
 explicit values, then `SQLGATE_*` environment variables, then the defaults.
+
+`--project-db` chooses the database by where the command runs: `PROJECT/.sqlgate/agent.db`,
+PROJECT being `$CLAUDE_PROJECT_DIR` when it names a folder (Claude Code sets it for its hooks
+and MCP servers), else the working folder. It and `--db` both name the database, so giving
+both at the same strength (both explicit, or both in the environment) is a usage error; an
+explicit one beats the other's environment variable.
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ __all__ = [
     "creates_parent",
     "default_db_path",
     "load_settings",
+    "project_folder",
 ]
 
 TOOL_GROUPS = ("sql", "memory", "claims")
@@ -65,6 +73,18 @@ def default_db_path() -> Path:
 
 # A project's own database (`sqlgate install CLIENT --scope project`), relative to the project
 PROJECT_DB = Path(".sqlgate") / "agent.db"
+
+
+def project_folder(env: Mapping[str, str], cwd: Path) -> Path:
+    """The project of `--project-db`: `$CLAUDE_PROJECT_DIR` when it names a folder (taken
+    from `cwd` when relative), else `cwd`."""
+    given = env.get("CLAUDE_PROJECT_DIR", "")
+    if given.strip():
+        folder = Path(given).expanduser()
+        folder = folder if folder.is_absolute() else cwd / folder
+        if folder.is_dir():
+            return folder
+    return cwd
 
 
 def creates_parent(db: Path) -> bool:
@@ -101,6 +121,7 @@ class Settings:
     write_undo_mb: int = 64
     replicate: str | None = None  # a replica URL; checked by surfaces/replication/target.py
     adopt_db: bool = False  # consent to add sqlgate's tables to a file of another program's
+    project_db: bool = False  # db was chosen per project (--project-db); db holds the path
 
     def __post_init__(self) -> None:
         if self.undo not in UNDO_MODES:
@@ -266,6 +287,12 @@ FLAGS: tuple[Flag, ...] = (
         "its application_id and user_version, and switch it to WAL)",
         _bool,
     ),
+    Flag(
+        "project_db",
+        "use the project's own database, PROJECT/.sqlgate/agent.db (PROJECT: "
+        "$CLAUDE_PROJECT_DIR when it names a folder, else the working folder); not with --db",
+        _bool,
+    ),
 )
 
 _FLAG_BY_NAME = {flag.name: flag for flag in FLAGS}
@@ -274,29 +301,60 @@ _FLAG_BY_NAME = {flag.name: flag for flag in FLAGS}
 def load_settings(
     explicit: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> Settings:
     """Build Settings from explicit values (already typed), then env vars, then defaults.
 
-    Raises InvalidArgument naming the flag and its environment variable when a value is bad.
+    Raises InvalidArgument naming the flag and its environment variable when a value is bad,
+    and when --db and --project-db are both given. `cwd` is the working folder
+    (--project-db's fallback project); the process's own when None.
     """
     environ = os.environ if env is None else env
     values: dict[str, Any] = {}
+    strength: dict[str, str] = {}  # "explicit" or "env", for the settings that were given
     for flag in FLAGS:
         given = (explicit or {}).get(flag.name)
         if given is not None:
             values[flag.name] = given
+            strength[flag.name] = "explicit"
             continue
         raw = environ.get(flag.env_var)
         if raw is None:
             continue
         try:
             values[flag.name] = flag.parse(raw)
+            strength[flag.name] = "env"
         except ValueError as exc:
             raise InvalidArgument(f"{flag.env_var}={raw!r} is invalid: {exc}") from None
     unknown = set(explicit or {}) - set(_FLAG_BY_NAME)
     if unknown:
         raise InvalidArgument(f"unknown setting(s): {', '.join(sorted(unknown))}")
+    _choose_db(values, strength)
+    if values.get("project_db"):
+        here = Path.cwd() if cwd is None else cwd
+        values["db"] = project_folder(environ, here) / PROJECT_DB
     db = values.pop("db", None) or default_db_path()
     settings = Settings(db=Path(db))
     known = {f.name for f in fields(Settings)}
     return replace(settings, **{k: v for k, v in values.items() if k in known})
+
+
+def _choose_db(values: dict[str, Any], strength: dict[str, str]) -> None:
+    """--db or --project-db: the stronger one wins; both at the same strength is an error."""
+    if not values.get("project_db") or "db" not in values:
+        return
+    if strength["db"] == strength["project_db"]:
+        if strength["db"] == "explicit":
+            raise InvalidArgument(
+                "--db and --project-db both choose the database: give one of them (--project-db "
+                f"is PROJECT/{PROJECT_DB.as_posix()}, PROJECT being $CLAUDE_PROJECT_DIR or the "
+                "working folder)"
+            )
+        raise InvalidArgument(
+            "SQLGATE_DB and SQLGATE_PROJECT_DB both choose the database: give one (unset the "
+            "other, or pass --db or --project-db, which beats them)"
+        )
+    if strength["db"] == "explicit":
+        values["project_db"] = False
+    else:
+        del values["db"]

@@ -333,7 +333,24 @@ def opened(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Settings, dict[str, ob
 
 
 def test_samples_cover_every_flag() -> None:
-    assert set(SAMPLES) | {"db"} == {flag.name for flag in FLAGS}
+    # --project-db chooses the database as --db does: they cannot be given together
+    assert set(SAMPLES) | {"db", "project_db"} == {flag.name for flag in FLAGS}
+
+
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_serve_project_db_opens_the_projects_database_and_may_create_its_folder(
+    how: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    opened: list[tuple[Settings, dict[str, object]]],
+) -> None:
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path))
+    args, env = (["--project-db"], None) if how == "option" else ([], {"SQLGATE_PROJECT_DB": "1"})
+    result = invoke("serve", *args, env=env)
+    assert result.exit_code == 8, result.output
+    (settings, options) = opened[-1]
+    assert settings.db == tmp_path / ".sqlgate" / "agent.db"
+    assert options["create_parent"] is True
 
 
 def _option_args(name: str, raw: str) -> list[str]:

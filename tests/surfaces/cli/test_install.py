@@ -186,8 +186,8 @@ def test_capture_registers_hooks_beside_the_server(home: Path) -> None:
     hooks = json.loads((home / "project" / ".claude" / "settings.json").read_text())["hooks"]
     command = 'sqlgate capture --db "${CLAUDE_PROJECT_DIR:-.}/a.db"'
     assert sorted(hooks) == sorted(setup.CAPTURE_EVENTS)
-    assert all(group[-1]["hooks"] == [{"type": "command", "command": command}]
-               for group in hooks.values())  # fmt: skip
+    assert all(group[-1]["hooks"] == [setup.hook_for(event, command)]
+               for event, group in hooks.items())  # fmt: skip
     assert entry_in("claude-code", home / "project" / ".mcp.json") is not None
 
 
@@ -408,5 +408,6 @@ def test_a_run_moves_the_backups_older_versions_left_in_home(home: Path) -> None
 
     assert invoke("install", "claude-code", "--db", str(home / "a.db")).exit_code == 0
 
-    assert sorted(p.name for p in (home / "home").iterdir()) == [".claude.json"]
+    assert sorted(p.name for p in (home / "home").iterdir()) == [".claude", ".claude.json"]
+    assert [p.name for p in (home / "home" / ".claude").iterdir()] == ["settings.json"]
     assert len(list((home / "sqlgate-data" / "backups" / "claude-code").iterdir())) == 10

@@ -706,6 +706,12 @@ def test_capture_hooks_are_recognised_by_program_and_subcommand(command: str, ou
 CAPTURE = "/opt/tools/bin/sqlgate capture --db /data/agent.db"
 
 
+def hook(command: str, event: str) -> dict[str, Any]:
+    """Our hook as install writes it: in the background but on SessionStart."""
+    found = {"type": "command", "command": command}
+    return found if event == "SessionStart" else {**found, "async": True}
+
+
 def hooks_in(path: Path) -> dict[str, Any]:
     hooks = json.loads(path.read_text())["hooks"]
     assert isinstance(hooks, dict)
@@ -720,7 +726,7 @@ def test_capture_registers_one_hook_per_event(where: MakeWhere, scope: str) -> N
     hooks = hooks_in(change.path)
     assert list(hooks) == list(CAPTURE_EVENTS)
     for event in CAPTURE_EVENTS:
-        expected: dict[str, Any] = {"hooks": [{"type": "command", "command": CAPTURE}]}
+        expected: dict[str, Any] = {"hooks": [hook(CAPTURE, event)]}
         if event == "PostToolUse":
             expected = {"matcher": "*", **expected}
         assert hooks[event] == [expected]
@@ -772,9 +778,9 @@ def test_capture_keeps_others_hooks_and_replaces_an_older_sqlgate_hook(
     assert hooks["PostToolUse"] == [
         OTHERS_HOOKS["PostToolUse"][0],
         {"hooks": [{"type": "command", "command": "notify.sh", "timeout": 5}]},
-        {"matcher": "*", "hooks": [{"type": "command", "command": CAPTURE}]},
+        {"matcher": "*", "hooks": [hook(CAPTURE, "PostToolUse")]},
     ]
-    assert hooks["Stop"] == [{"hooks": [{"type": "command", "command": CAPTURE}]}]
+    assert hooks["Stop"] == [{"hooks": [hook(CAPTURE, "Stop")]}]
     assert backup is not None
     assert json.loads(backup.read_text()) == settings
 
@@ -826,7 +832,7 @@ def test_capture_leaves_hook_groups_of_unknown_shape_alone(where: MakeWhere) -> 
     path.write_text(json.dumps({"hooks": {"Stop": ["odd", {"no-hooks": 1}]}}))
     apply(plan_capture(CAPTURE, "user", where("linux")), NOW)
     assert hooks_in(path)["Stop"] == [
-        "odd", {"no-hooks": 1}, {"hooks": [{"type": "command", "command": CAPTURE}]}
+        "odd", {"no-hooks": 1}, {"hooks": [hook(CAPTURE, "Stop")]}
     ]  # fmt: skip
 
 

@@ -3,6 +3,7 @@ named by time and pruned per client, and the record of what install created."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from datetime import datetime, timedelta, timezone
@@ -160,3 +161,27 @@ def test_backups_an_older_sqlgate_left_beside_the_config_move_into_the_folder(
         "20260102T000000Z.2-.claude.json",
     ]
     assert sorted(p.name for p in config.parent.iterdir()) == [".claude.json", mine.name]
+
+
+def test_the_record_keeps_the_permission_rules_install_added(
+    records: InstallRecords, config: Path
+) -> None:
+    ours = (("allow", "mcp__sqlgate__read_query"), ("ask", "mcp__sqlgate__undo_call"))
+    records.note(config, created=False, folders=[], added=(), removed=(), added_rules=ours)
+    records.note(config, created=False, folders=[], added=(), removed=(),
+                 added_rules=(("allow", "mcp__memory__read_query"), ours[0]))  # fmt: skip
+    record = records.of(config)
+    assert record is not None
+    assert record.rules == (*ours, ("allow", "mcp__memory__read_query"))
+    records.note(config, created=False, folders=[], added=(), removed=(), removed_rules=ours)
+    assert records.of(config).rules == (("allow", "mcp__memory__read_query"),)  # type: ignore[union-attr]
+
+
+def test_damaged_rules_in_the_record_are_left_out(records: InstallRecords, config: Path) -> None:
+    records.root.mkdir()
+    records.ledger.write_text(
+        json.dumps(
+            {"files": {str(config): {"rules": [["allow", "mcp__a__b"], ["allow"], "x", [1, 2]]}}}
+        )
+    )
+    assert records.of(config).rules == (("allow", "mcp__a__b"),)  # type: ignore[union-attr]

@@ -14,7 +14,15 @@ from pathlib import Path
 
 import click
 
-from sqlgate.config import Settings, default_db_path, load_settings
+from sqlgate.config import (
+    FLAGS,
+    PROJECT_DB,
+    Settings,
+    creates_parent,
+    default_db_path,
+    load_settings,
+    project_folder,
+)
 from sqlgate.surfaces.integrations.capture import (
     DEFAULT_DEADLINE,
     MAX_PAYLOAD_BYTES,
@@ -52,15 +60,30 @@ def _emit(text: str, log: CaptureLog) -> None:
         log.write(f"could not print the resume context: {exc}")
 
 
-def _db_guess(db: str | None) -> Path:
+_PROJECT_DB_FLAG = next(flag for flag in FLAGS if flag.name == "project_db")
+
+
+def _db_guess(db: str | None, project_db: bool | None) -> Path:
     """The database the log sits beside, even when the settings cannot be loaded."""
-    raw = db or os.environ.get("SQLGATE_DB") or ""
+    if db and db.strip():
+        return Path(db).expanduser()
+    try:
+        per_project = project_db or _PROJECT_DB_FLAG.parse(os.environ.get("SQLGATE_PROJECT_DB", ""))
+    except ValueError:
+        per_project = False
+    if per_project:
+        return project_folder(os.environ, Path.cwd()) / PROJECT_DB
+    raw = os.environ.get("SQLGATE_DB") or ""
     return Path(raw).expanduser() if raw.strip() else default_db_path()
 
 
 @click.command("capture")
 @click.option("--db", "db", default=None, metavar="PATH",
               help="SQLite database file [env SQLGATE_DB]")  # fmt: skip
+@click.option("--project-db", "project_db", is_flag=True, default=None,
+              help="the project's database, PROJECT/.sqlgate/agent.db (PROJECT: "
+                   "$CLAUDE_PROJECT_DIR, else the working folder) "
+                   "[env SQLGATE_PROJECT_DB]")  # fmt: skip
 @click.option("--log", "log_path", default=None, metavar="PATH",
               help="file for problems [default: <db>.capture.log]")  # fmt: skip
 @click.option("--deadline", default=None, metavar="SECONDS",
@@ -69,7 +92,11 @@ def _db_guess(db: str | None) -> Path:
               help="let sqlgate add its tables to a --db that holds another program's tables "
                    "[env SQLGATE_ADOPT_DB=1]")  # fmt: skip
 def capture(
-    db: str | None, log_path: str | None, deadline: str | None, adopt_db: bool | None
+    db: str | None,
+    project_db: bool | None,
+    log_path: str | None,
+    deadline: str | None,
+    adopt_db: bool | None,
 ) -> None:
     """Record one Claude Code hook payload (JSON on stdin) as a memory event.
 
@@ -78,16 +105,17 @@ def capture(
     each event is redacted and tagged cc-<session id>. Always exits 0; problems go to
     the log. `sqlgate install claude-code --capture` registers the hooks.
     """
+    own_log = bool(log_path and log_path.strip())
+    guess = _db_guess(db, project_db)
     log = CaptureLog(
-        Path(log_path).expanduser()
-        if log_path and log_path.strip()
-        else CaptureLog.beside(_db_guess(db)),
+        Path(log_path).expanduser() if log_path and own_log else CaptureLog.beside(guess),
         fallback=_stderr_line,
+        make_folder=not own_log and creates_parent(guess),
     )
     seconds = _seconds(deadline, log)
 
     def load() -> Settings:
-        given: dict[str, object] = {"adopt_db": adopt_db}
+        given: dict[str, object] = {"adopt_db": adopt_db, "project_db": project_db}
         if db and db.strip():
             given["db"] = Path(db).expanduser()
         return load_settings(given)

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from sqlgate.config import PROJECT_DB
+from sqlgate.config import PROJECT_DB, load_settings
 from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
 from sqlgate.surfaces.integrations import install as setup
@@ -44,8 +44,9 @@ def _common(fn: Any) -> Any:
 @_common
 @settings_options(("db",))
 @click.option(
-    "--capture", is_flag=True,
-    help="claude-code only: also register hooks that record the session into sqlgate's memory",
+    "--capture/--no-capture", default=None,
+    help="claude-code only: also register hooks that record the session into sqlgate's memory "
+         "(--no-capture takes them out; neither: hooks already there follow the server)",
 )  # fmt: skip
 @reports_errors
 def install(
@@ -54,7 +55,7 @@ def install(
     scope: str | None,
     dry_run: bool,
     as_json: bool,
-    capture: bool,
+    capture: bool | None,
     **values: Any,
 ) -> None:
     """Add sqlgate to CLIENT's MCP config (claude-code, claude-desktop, cursor, vscode, codex).
@@ -62,42 +63,53 @@ def install(
     \b
     --scope user (the default): this installation's `sqlgate serve --db DB`,
       absolute paths (DB: --db, else SQLGATE_DB, else the per-user database).
+      Claude Code without either gets `serve --project-db`: each project its
+      own PROJECT/.sqlgate/agent.db, for the server and the hooks alike.
     --scope project: a file to commit, so nothing of this machine: `sqlgate`
       from PATH and a database inside the project (--db, default
       .sqlgate/agent.db; `serve` creates the folder: add `.sqlgate/` to
       .gitignore). VS Code and Cursor get ${workspaceFolder}/.sqlgate/agent.db.
 
+    For claude-code it also writes permissions into Claude Code's settings:
+    allow for the read and write tools, ask before destructive_query and
+    undo_call (merged into yours; uninstall takes out only what it added).
+
     Running it again with the same options changes nothing; with another --db it
-    updates the entry and says what changed (old → new). Comments in the file
-    (JSONC) are kept, and so are other servers and settings. The old file is first
-    copied to sqlgate's data folder (backups/CLIENT/, the newest 10 kept); the new
-    one replaces it atomically. `sqlgate uninstall CLIENT` takes it all out again.
+    updates the entry, moves the capture hooks with it, and says what changed
+    (old → new). Comments in the file (JSONC) are kept, and so are other servers
+    and settings. The old file is first copied to sqlgate's data folder
+    (backups/CLIENT/, the newest 10 kept); the new one replaces it atomically.
+    `sqlgate uninstall CLIENT` takes it all out again.
     """
     spec = setup.client_named(client)
     chosen = setup.resolve_scope(spec, scope)
-    if capture and spec.name != "claude-code":
-        raise InvalidArgument("--capture is only for claude-code (it uses its hooks)")
+    if capture is not None and spec.name != "claude-code":
+        flag = "--capture" if capture else "--no-capture"
+        raise InvalidArgument(f"{flag} is only for claude-code (it uses its hooks)")
     where = setup.Where.here()
+    named, per_project = _chosen_db(values, chosen)
+    db = setup.database_for(spec, chosen, named, per_project=per_project)
     if chosen == "project":
-        given = values.get("db")
-        db = Path(given) if given is not None else PROJECT_DB
         launcher = setup.PORTABLE
     else:
-        db = Path(os.path.abspath(settings_from(values).db))
         launcher = setup.find_launcher(platform=where.platform)
     changes = [setup.plan_install(spec, name, launcher, db, chosen, where)]
-    if capture:
+    if spec.name == "claude-code":
         if chosen == "project":
+            assert db is not None
             command = setup.project_capture_command(db, where)
         else:
             command = setup.capture_command(launcher, db, where.platform)
-        changes.append(setup.plan_capture(command, chosen, where))
+        hooks = {True: "register", False: "remove", None: "follow"}[capture]
+        edit = setup.SettingsEdit(hooks, command, permissions="add", server=name)
+        changes.append(setup.plan_settings(edit, chosen, where))
     _carry_out(changes, dry_run, as_json, spec.name, name)
     if warning := scopes.planned_warning(spec.name, name, chosen, changes[0], where):
         click.echo(visible(warning), err=True)
     if as_json or dry_run or not any(change.needed for change in changes):
         return
     if chosen == "project":
+        assert db is not None
         shown = setup.project_db(db, where).as_posix()
         ignore = ".sqlgate/" if shown.startswith(".sqlgate/") else f"{shown}*"
         click.echo(f"the project's database is {shown} (relative to the project folder); "
@@ -106,7 +118,37 @@ def install(
             click.echo("note: no `sqlgate` on this machine's PATH; the project's config runs "
                        "`sqlgate` from PATH: install it where every clone's users can run it "
                        "(pipx or `uv tool install`)")  # fmt: skip
+    elif db is None:
+        click.echo(f"each project gets its own database, PROJECT/{PROJECT_DB.as_posix()} "
+                   "(PROJECT: the folder Claude Code runs in); add .sqlgate/ to each "
+                   "project's .gitignore")  # fmt: skip
+    old = _old_db(changes[0])
+    if old is not None and old != setup.PER_PROJECT and db is None:
+        click.echo(f"the database it used ({visible(old)}) stays where it is; to keep "
+                   f"serving it to every project, install with --db {visible(old)}")  # fmt: skip
     click.echo(f"restart {spec.title} (or reload its MCP servers) to use {name!r}")
+
+
+def _chosen_db(values: dict[str, Any], scope: str | None) -> tuple[Path | None, bool]:
+    """The database the person named (--db, or SQLGATE_DB at user scope), and whether they
+    asked for the project's own (--project-db, or SQLGATE_PROJECT_DB at user scope)."""
+    given = values.get("db")
+    if scope == "project":  # a committed file: nothing of this machine's environment
+        if given is not None and values.get("project_db"):
+            load_settings({"db": given, "project_db": True}, env={})  # the usage error
+        return (Path(given) if given is not None else None), bool(values.get("project_db"))
+    settings = settings_from(values)
+    named = given is not None or bool(os.environ.get("SQLGATE_DB", "").strip())
+    if settings.project_db or not named:
+        return None, settings.project_db
+    return Path(os.path.abspath(settings.db)), False
+
+
+def _old_db(change: setup.Change) -> str | None:
+    for field, old, _ in change.changed:
+        if field == "db":
+            return old
+    return None
 
 
 @click.command()
@@ -117,14 +159,16 @@ def uninstall(client: str, name: str, scope: str | None, dry_run: bool, as_json:
 
     What install added goes: the entry, a servers object or hook list it created once empty,
     and a config file it created that holds nothing else (with the folders it made for it).
-    For claude-code it also removes the capture hooks of the same scope.
+    For claude-code it also removes the capture hooks of the same scope, and the permission
+    rules install added for NAME (rules you had before, or moved, stay).
     """
     spec = setup.client_named(client)
     chosen = setup.resolve_scope(spec, scope)
     where = setup.Where.here()
     changes = [setup.plan_uninstall(spec, name, chosen, where)]
     if spec.name == "claude-code" and setup.settings_path(chosen, where).exists():
-        changes.append(setup.plan_uncapture(chosen, where))
+        edit = setup.SettingsEdit("remove", permissions="remove", server=name)
+        changes.append(setup.plan_settings(edit, chosen, where))
     _carry_out(changes, dry_run, as_json, spec.name, name)
 
 

@@ -73,6 +73,8 @@ def settings_options(
     does not create it."""
     if existing_db:
         db_help = EXISTING_DB_HELP
+    if names is not None and "db" in names:  # the other way to name the database
+        names = (*names, "project_db")
     chosen = [flag for flag in FLAGS if names is None or flag.name in names]
 
     def decorate(fn: F) -> F:
@@ -82,7 +84,7 @@ def settings_options(
                     "--audit/--no-audit", "audit", default=None,
                     help=f"{flag.help} [env {flag.env_var}]",
                 )  # fmt: skip
-            elif flag.name == "adopt_db":  # consent is given, never taken back by a flag
+            elif flag.name in ("adopt_db", "project_db"):  # a switch turned on, not off
                 option = click.option(
                     flag.option, flag.name, is_flag=True, default=None,
                     help=f"{flag.help} [env {flag.env_var}=1]",

@@ -326,7 +326,8 @@ class CaptureLog:
     """One line per problem, appended to `<db>.capture.log`; writing it never raises.
 
     Past 1 MiB the file moves to `<name>.1` (replacing the previous one), so a broken
-    setup cannot fill the disk one hook at a time.
+    setup cannot fill the disk one hook at a time. `make_folder`: create a missing folder
+    for it (sqlgate's own folders only, see config.creates_parent).
     """
 
     def __init__(
@@ -335,8 +336,10 @@ class CaptureLog:
         *,
         wall_clock: Callable[[], float] = time.time,
         fallback: Callable[[str], None] | None = None,
+        make_folder: bool = False,
     ) -> None:
         self.path = path
+        self.make_folder = make_folder
         self.wall_clock = wall_clock
         self.fallback = fallback
         self.lines: list[str] = []  # what this run logged
@@ -354,6 +357,8 @@ class CaptureLog:
             self.lines.append(line)
             try:
                 self._rotate()
+                if self.make_folder:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
                 with self.path.open("a", encoding="utf-8", errors="replace") as handle:
                     handle.write(line + "\n")
             except OSError as exc:

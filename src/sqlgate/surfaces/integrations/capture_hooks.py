@@ -1,6 +1,12 @@
 """Claude Code hooks that run `sqlgate capture` (`install claude-code --capture`): the hook
-command, and registering or removing it in Claude Code's settings.json without touching
-anyone else's hooks. A hook list that capture added goes again once it is empty."""
+command, and the hook lists of Claude Code's settings with ours put in or taken out without
+touching anyone else's hooks (the settings file itself is planned in claude_settings.py).
+
+Every capture hook but SessionStart runs in the background (`"async": true`: Claude Code's
+hooks reference, "Run hooks in the background"; its settings schema: "If true, hook runs in
+background without blocking"), so a tool call never waits for it. SessionStart stays
+synchronous: its output, the resume context, is what the new session is handed.
+"""
 
 from __future__ import annotations
 
@@ -9,30 +15,29 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from sqlgate.surfaces.integrations.client_paths import Where, settings_path
-from sqlgate.surfaces.integrations.config_files import (
-    Change,
-    ConfigMalformed,
-    KeyPath,
-    edit_json,
-    link_target,
-    load_json,
-    read_config,
-    section,
-)
-from sqlgate.surfaces.integrations.install_records import InstallRecords, goes_when_empty
+from sqlgate.surfaces.integrations.client_paths import Where
+from sqlgate.surfaces.integrations.config_files import ConfigMalformed, KeyPath
+from sqlgate.surfaces.integrations.install_records import FileRecord, goes_when_empty
 from sqlgate.surfaces.integrations.launcher import Launcher, project_db
 
 __all__ = [
     "CAPTURE_EVENTS",
+    "PER_PROJECT",
+    "SYNC_EVENTS",
     "capture_command",
+    "hook_database",
+    "hook_for",
     "is_capture_command",
-    "plan_capture",
-    "plan_uncapture",
+    "our_commands",
     "project_capture_command",
+    "with_capture",
+    "without_capture",
 ]
 
 CAPTURE_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop")
+SYNC_EVENTS = ("SessionStart",)  # prints the resume context: Claude Code must wait for it
+# how a database chosen per project is shown (server entries and hooks alike)
+PER_PROJECT = "per project (--project-db)"
 # Claude Code hooks docs (code.claude.com/docs/en/hooks): the matcher applies to tool events;
 # "*" (or none) matches every tool, other events take no matcher.
 _CAPTURE_MATCHER = {"PostToolUse": "*"}
@@ -40,30 +45,16 @@ _CAPTURE_MATCHER = {"PostToolUse": "*"}
 _HOOK_PROJECT_DIR = "${CLAUDE_PROJECT_DIR:-.}"
 
 
-def capture_command(launcher: Launcher, db: Path, platform: str) -> str:
+def capture_command(launcher: Launcher, db: Path | None, platform: str) -> str:
     """The shell line a Claude Code hook runs (Claude Code runs hooks with bash, Git Bash on
-    Windows): POSIX quoting, and forward slashes in Windows paths so bash keeps them."""
-    words = [launcher.command, *launcher.argv("capture", "--db", str(db))]
+    Windows): POSIX quoting, and forward slashes in Windows paths so bash keeps them.
+    `db` None: the project's own database (`--project-db`)."""
+    chosen = ["--project-db"] if db is None else ["--db", str(db)]
+    words = [launcher.command, *launcher.argv("capture", *chosen)]
     if platform == "win32":
         words = [word.replace("\\", "/") for word in words]
         return " ".join(f'"{word}"' if re.search(r'[\s"$`!]', word) else word for word in words)
     return shlex.join(words)
-
-
-def is_capture_command(command: str) -> bool:
-    """Whether a hook command runs `sqlgate capture` (ours, whichever db or install it names)."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return False
-    if len(words) >= 2 and _program(words[0]) == "sqlgate":
-        return words[1] == "capture"
-    return len(words) >= 4 and words[1:3] == ["-m", "sqlgate"] and words[3] == "capture"
-
-
-def _program(word: str) -> str:
-    name = re.split(r"[\\/]", word)[-1].lower()
-    return name[:-4] if name.endswith(".exe") else name
 
 
 def project_capture_command(db: Path, where: Where) -> str:
@@ -73,64 +64,43 @@ def project_capture_command(db: Path, where: Where) -> str:
     return f'sqlgate capture --db "{_HOOK_PROJECT_DIR}/{inner}"'
 
 
-def plan_capture(
-    command: str, scope: str | None, where: Where, *, records: InstallRecords | None = None
-) -> Change:
-    """Register `command` for each capture event; drop older sqlgate capture hooks."""
-    path = settings_path(scope, where)
-    text = read_config(path)
-    data = load_json(path, text)
-    hooks = section(data, "hooks", path)
-    updated = dict(hooks)
-    for event in CAPTURE_EVENTS:
-        updated[event] = _with_capture(_groups(hooks, event, path), event, command)
-    if updated == hooks:
-        summary = "capture hooks are already registered, nothing changed"
-        return Change(path, text, None, summary, "claude-code")
-    added: list[KeyPath] = [] if "hooks" in data else [("hooks",)]
-    added += [("hooks", event) for event in CAPTURE_EVENTS if event not in hooks]
-    after = edit_json(path, text, data, {**data, "hooks": updated})
-    return Change(path, text, after,
-                  f"registered capture hooks for {', '.join(CAPTURE_EVENTS)}", "claude-code",
-                  action="add", added_keys=tuple(added))  # fmt: skip
+def hook_for(event: str, command: str) -> dict[str, Any]:
+    """Our hook of `event`: async unless Claude Code has to wait for its output."""
+    hook: dict[str, Any] = {"type": "command", "command": command}
+    if event not in SYNC_EVENTS:
+        hook["async"] = True
+    return hook
 
 
-def plan_uncapture(
-    scope: str | None, where: Where, *, records: InstallRecords | None = None
-) -> Change:
-    """Remove every sqlgate capture hook; other hooks stay, and so do lists and files that
-    were not emptied by this."""
-    path = settings_path(scope, where)
-    text = read_config(path)
-    data = load_json(path, text)
-    hooks = section(data, "hooks", path)
-    record = (records or InstallRecords.here()).of(link_target(path) or path)
-    updated = dict(hooks)
-    removed: list[KeyPath] = []
-    for event in CAPTURE_EVENTS:
-        if event not in hooks:
-            continue
-        groups = _without_capture(_groups(hooks, event, path))
-        if groups == hooks[event]:
-            continue
-        if groups or not goes_when_empty(("hooks", event), record):
-            updated[event] = groups
-        else:
-            del updated[event]
-            removed.append(("hooks", event))
-    if updated == hooks:
-        return Change(path, text, None, "no capture hooks to remove, nothing changed",
-                      "claude-code")  # fmt: skip
-    new = {**data, "hooks": updated}
-    if not updated and goes_when_empty(("hooks",), record):
-        new = {key: value for key, value in data.items() if key != "hooks"}
-        removed.append(("hooks",))
-    after = edit_json(path, text, data, new)
-    delete = (record is not None and record.created and not new
-              and re.sub(r"\s", "", after) == "{}")  # fmt: skip
-    summary = "removed capture hooks" + (" and the file sqlgate had created" if delete else "")
-    return Change(path, text, after, summary, "claude-code", action="remove",
-                  removed_keys=tuple(removed), delete=delete)  # fmt: skip
+def is_capture_command(command: str) -> bool:
+    """Whether a hook command runs `sqlgate capture` (ours, whichever db or install it names)."""
+    words = _words(command)
+    if len(words) >= 2 and _program(words[0]) == "sqlgate":
+        return words[1] == "capture"
+    return len(words) >= 4 and words[1:3] == ["-m", "sqlgate"] and words[3] == "capture"
+
+
+def hook_database(command: str) -> str:
+    """The database a capture command names, as a person reads it: the `--db` path,
+    PER_PROJECT, or "(the default)"."""
+    words = _words(command)
+    if "--project-db" in words:
+        return PER_PROJECT
+    if "--db" in words[:-1]:
+        return words[words.index("--db") + 1]
+    return "(the default)"
+
+
+def _words(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return []
+
+
+def _program(word: str) -> str:
+    name = re.split(r"[\\/]", word)[-1].lower()
+    return name[:-4] if name.endswith(".exe") else name
 
 
 def _groups(hooks: dict[str, Any], event: str, path: Path) -> list[Any]:
@@ -149,7 +119,30 @@ def _ours(hook: Any) -> bool:
     )
 
 
+def our_commands(hooks: dict[str, Any], path: Path) -> list[str]:
+    """The commands of the capture hooks registered in `hooks`, each once, in order."""
+    found: list[str] = []
+    for event in CAPTURE_EVENTS:
+        for group in _groups(hooks, event, path):
+            inner = group.get("hooks") if isinstance(group, dict) else None
+            for hook in inner if isinstance(inner, list) else []:
+                if _ours(hook) and hook["command"] not in found:
+                    found.append(hook["command"])
+    return found
+
+
+def with_capture(hooks: dict[str, Any], command: str, path: Path) -> dict[str, Any]:
+    """`hooks` with one hook of ours per capture event running `command`, in its current form
+    (async but SessionStart); an older hook of ours (another database, another install, no
+    async) is replaced, a hook of ours that says the same is kept with its other fields."""
+    updated = dict(hooks)
+    for event in CAPTURE_EVENTS:
+        updated[event] = _with_capture(_groups(hooks, event, path), event, command)
+    return updated
+
+
 def _with_capture(groups: list[Any], event: str, command: str) -> list[Any]:
+    wanted = hook_for(event, command)
     matcher = _CAPTURE_MATCHER.get(event)
     present = False
     result: list[Any] = []
@@ -165,15 +158,44 @@ def _with_capture(groups: list[Any], event: str, command: str) -> list[Any]:
                 kept.append(hook)
             elif not present and matches_all and hook["command"] == command:
                 present = True
-                kept.append(hook)
+                kept.append(_in_form(hook, wanted))
         if kept == inner:
             result.append(group)
         elif kept:
             result.append({**group, "hooks": kept})
     if not present:
         group = {"matcher": matcher} if matcher is not None else {}
-        result.append({**group, "hooks": [{"type": "command", "command": command}]})
+        result.append({**group, "hooks": [wanted]})
     return result
+
+
+def _in_form(hook: dict[str, Any], wanted: dict[str, Any]) -> dict[str, Any]:
+    """Our hook as it is now written; fields a person added (a timeout) stay."""
+    if hook.get("async") == wanted.get("async"):
+        return hook
+    kept = {key: value for key, value in hook.items() if key != "async"}
+    return {**kept, "async": True} if "async" in wanted else kept
+
+
+def without_capture(
+    hooks: dict[str, Any], record: FileRecord | None, path: Path
+) -> tuple[dict[str, Any], tuple[KeyPath, ...]]:
+    """`hooks` without any capture hook of ours; an event's list that capture added goes
+    once empty (its key path is returned), any other list stays, empty or not."""
+    updated = dict(hooks)
+    removed: list[KeyPath] = []
+    for event in CAPTURE_EVENTS:
+        if event not in hooks:
+            continue
+        groups = _without_capture(_groups(hooks, event, path))
+        if groups == hooks[event]:
+            continue
+        if groups or not goes_when_empty(("hooks", event), record):
+            updated[event] = groups
+        else:
+            del updated[event]
+            removed.append(("hooks", event))
+    return updated, tuple(removed)
 
 
 def _without_capture(groups: list[Any]) -> list[Any]:

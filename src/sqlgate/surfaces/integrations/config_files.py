@@ -49,7 +49,8 @@ class Change:
     instead (sqlgate created it and it holds nothing else now). `changed` lists the fields of
     an updated entry as (field, old, new). `added_keys` are key paths this edit creates in the
     file (recorded, so that uninstall removes them again once empty); `removed_keys` are
-    recorded ones it takes out. `group` names the backup folder (the client).
+    recorded ones it takes out; `added_rules` and `removed_rules` the same for Claude Code
+    permission rules (list, rule). `group` names the backup folder (the client).
     """
 
     path: Path
@@ -61,6 +62,8 @@ class Change:
     changed: tuple[tuple[str, str, str], ...] = ()
     added_keys: tuple[KeyPath, ...] = ()
     removed_keys: tuple[KeyPath, ...] = ()
+    added_rules: tuple[tuple[str, str], ...] = ()
+    removed_rules: tuple[tuple[str, str], ...] = ()
     delete: bool = False
 
     @property

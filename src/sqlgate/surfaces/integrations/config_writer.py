@@ -90,7 +90,8 @@ def apply(
             f"cannot write {path}{through}: {exc.strerror or exc}; nothing was changed"
         ) from None
     records.note(path, created=not existed, folders=folders, added=change.added_keys,
-                 removed=change.removed_keys)  # fmt: skip
+                 removed=change.removed_keys, added_rules=change.added_rules,
+                 removed_rules=change.removed_rules)  # fmt: skip
     records.adopt_old_backups(path, change.group)
     records.prune(change.group)
     return backup

@@ -1,19 +1,23 @@
 """Put sqlgate into an MCP client's own config file, and take it out again.
 
 Where each client keeps its servers, and the client table, are in client_paths.py; the
-command a client runs in launcher.py; Claude Code's capture hooks in capture_hooks.py;
-reading and editing JSON with comments in config_files.py and jsonc.py; Codex's TOML in
-toml_config.py; the one writer (atomic, backed up, recorded) in config_writer.py. This
-module plans the server entry and re-exports what the CLI uses.
+command a client runs in launcher.py; Claude Code's settings file (capture hooks and
+permission rules) in claude_settings.py, capture_hooks.py and permissions.py; reading and
+editing JSON with comments in config_files.py and jsonc.py; Codex's TOML in toml_config.py;
+the one writer (atomic, backed up, recorded) in config_writer.py. This module plans the
+server entry and re-exports what the CLI uses.
 
 Planning (which file, what its new text is) is pure apart from reading files, so tests drive
 every OS's scheme on one machine and `--dry-run` shows the exact plan. A file that does not
 parse is reported and never rewritten; a rewrite that would change anything but our own
 entry is refused before it is written.
 
-User scope writes this installation's absolute `sqlgate` and database. Project scope writes a
-file meant to be committed, so it names nothing of this machine: `sqlgate` from PATH and a
-database inside the project (`.sqlgate/agent.db` unless --db names another one there).
+User scope writes this installation's absolute `sqlgate` and database; for Claude Code, which
+starts its servers and hooks in the project (CLAUDE_PROJECT_DIR), the database is each
+project's own (`serve --project-db`) unless --db or SQLGATE_DB names one file
+(`database_for`). Project scope writes a file meant to be committed, so it names nothing of
+this machine: `sqlgate` from PATH and a database inside the project (`.sqlgate/agent.db`
+unless --db names another one there).
 Uninstall takes out what install added: the entry, the keys it created once they are empty,
 and a file it created that holds nothing else (install_records.py keeps that record).
 """
@@ -26,14 +30,21 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from sqlgate.config import PROJECT_DB, default_db_path
 from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces.integrations.capture_hooks import (
     CAPTURE_EVENTS,
+    PER_PROJECT,
     capture_command,
+    hook_for,
     is_capture_command,
-    plan_capture,
-    plan_uncapture,
     project_capture_command,
+)
+from sqlgate.surfaces.integrations.claude_settings import (
+    SettingsEdit,
+    plan_capture,
+    plan_settings,
+    plan_uncapture,
 )
 from sqlgate.surfaces.integrations.client_paths import (
     CLIENTS,
@@ -63,6 +74,7 @@ from sqlgate.surfaces.integrations.toml_config import toml_remove, toml_servers,
 __all__ = [
     "CAPTURE_EVENTS",
     "CLIENTS",
+    "PER_PROJECT",
     "PORTABLE",
     "Change",
     "Client",
@@ -70,17 +82,21 @@ __all__ = [
     "ConfigUnwritable",
     "InstallRecords",
     "Launcher",
+    "SettingsEdit",
     "Where",
     "apply",
     "capture_command",
     "client_named",
     "current_platform",
+    "database_for",
     "describe",
     "find_launcher",
+    "hook_for",
     "is_capture_command",
     "link_target",
     "plan_capture",
     "plan_install",
+    "plan_settings",
     "plan_uncapture",
     "plan_uninstall",
     "project_capture_command",
@@ -99,9 +115,36 @@ def _check_name(name: str) -> None:
         )
 
 
+def database_for(
+    client: Client, scope: str | None, db: Path | None, *, per_project: bool
+) -> Path | None:
+    """The database an install names; None: each project's own (`--project-db`).
+
+    `db` is the one the person chose (--db or SQLGATE_DB), `per_project` whether they chose
+    --project-db (or SQLGATE_PROJECT_DB). Project scope: the project's database (.sqlgate/
+    agent.db unless --db names another). User scope: Claude Code defaults to each project's
+    own, since it starts servers and hooks in the project folder with CLAUDE_PROJECT_DIR set
+    (one database for every project fed project A's memory into project B's sessions); the
+    other clients to the per-user database (None of theirs is known to start a server in the
+    project), and --project-db is refused for them."""
+    if scope == "project":
+        return db if db is not None and not per_project else PROJECT_DB
+    if per_project and client.name != "claude-code":
+        raise InvalidArgument(
+            "--project-db (or SQLGATE_PROJECT_DB) is for claude-code, which starts its servers "
+            f"in the project folder; {client.name} gets one database: give --db PATH, or "
+            "neither for the per-user one"
+        )
+    if per_project or (db is None and client.name == "claude-code"):
+        return None
+    return db if db is not None else default_db_path()
+
+
 def _server_argv(
-    client: Client, launcher: Launcher, db: Path, scope: str | None, where: Where
+    client: Client, launcher: Launcher, db: Path | None, scope: str | None, where: Where
 ) -> tuple[str, list[str]]:
+    if db is None:
+        return launcher.command, launcher.argv("serve", "--project-db")
     if scope != "project":
         return launcher.command, launcher.argv("serve", "--db", str(db))
     relative = project_db(db, where).as_posix()
@@ -114,15 +157,32 @@ def _server_argv(
 
 
 def _db_of(entry: Any) -> str | None:
+    """The database an entry names: --db's value, PER_PROJECT, or None."""
     args = entry.get("args") if isinstance(entry, dict) else None
+    if isinstance(args, list) and "--project-db" in args:
+        return PER_PROJECT
     if isinstance(args, list) and "--db" in args[:-1]:
         value = args[args.index("--db") + 1]
         return value if isinstance(value, str) else None
     return None
 
 
+def _without_db(args: list[Any]) -> list[Any]:
+    """`args` without the words that choose the database (compared apart, as `db`)."""
+    kept: list[Any] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--db":
+            skip = True
+        elif arg != "--project-db":
+            kept.append(arg)
+    return kept
+
+
 def _differences(old: Any, new: dict[str, Any]) -> tuple[tuple[str, str, str], ...]:
-    """What an update changes, field by field: (field, old, new); `db` is --db's value."""
+    """What an update changes, field by field: (field, old, new); `db` is the database."""
     if not isinstance(old, dict):
         return (("entry", _shown(old), _shown(new)),)
     found = []
@@ -132,8 +192,7 @@ def _differences(old: Any, new: dict[str, Any]) -> tuple[tuple[str, str, str], .
     for key in [*new, *(key for key in old if key not in new)]:
         was, now = old.get(key), new.get(key)
         if key == "args" and isinstance(was, list) and isinstance(now, list):
-            was = [arg for arg in was if arg != old_db]
-            now = [arg for arg in now if arg != new_db]
+            was, now = _without_db(was), _without_db(now)
         if was != now:
             found.append((key, _shown(was), _shown(now)))
     return tuple(found)
@@ -158,11 +217,11 @@ def plan_install(
     client: Client,
     name: str,
     launcher: Launcher,
-    db: Path,
+    db: Path | None,
     scope: str | None,
     where: Where,
 ) -> Change:
-    """Add (or update) our server entry in the client's config."""
+    """Add (or update) our server entry in the client's config; `db` None: per project."""
     _check_name(name)
     path = client.path(scope, where)
     entry = client.entry(*_server_argv(client, launcher, db, scope, where))

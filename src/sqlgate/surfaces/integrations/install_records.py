@@ -5,12 +5,15 @@ of the default database): backups of the files it replaced, and a record of what
                                                        (older versions' backups beside the
                                                        config are moved here on a write)
     <data>/installed.json                              {"files": {<file>: {"created": bool,
-                                                         "folders": [...], "keys": [[...]]}}}
+                                                         "folders": [...], "keys": [[...]],
+                                                         "rules": [[list, rule], ...]}}}
 
 The record is what lets `uninstall` remove exactly what `install` added: a config file that
 sqlgate created (and the folders it made for it), and the keys it added to a file
-(`"mcpServers"`, `"hooks"`, `"hooks"."Stop"`, ...) once they are empty again. Keys are never
-added to the client's own file for this. A damaged record counts as empty.
+(`"mcpServers"`, `"hooks"`, `"hooks"."Stop"`, ...) once they are empty again, and the Claude
+Code permission rules it added (`["ask", "mcp__sqlgate__undo_call"]`: permissions.py), which
+uninstall takes out of that list again. Keys are never added to the client's own file for
+this. A damaged record counts as empty.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ class FileRecord:
     created: bool = False
     folders: tuple[str, ...] = ()
     keys: tuple[KeyPath, ...] = ()
+    rules: tuple[tuple[str, str], ...] = ()  # (permission list, rule) that install added
 
 
 def goes_when_empty(key: KeyPath, record: FileRecord | None) -> bool:
@@ -149,11 +153,14 @@ class InstallRecords:
             return None
         folders = raw.get("folders", [])
         keys = raw.get("keys", [])
+        rules = raw.get("rules", [])
         return FileRecord(
             created=raw.get("created") is True,
             folders=tuple(f for f in folders if isinstance(f, str)),
             keys=tuple(tuple(k) for k in keys
                        if isinstance(k, list) and all(isinstance(p, str) for p in k)),
+            rules=tuple((r[0], r[1]) for r in rules if isinstance(r, list) and len(r) == 2
+                        and all(isinstance(p, str) for p in r)),
         )  # fmt: skip
 
     def note(
@@ -164,16 +171,21 @@ class InstallRecords:
         folders: list[Path],
         added: tuple[KeyPath, ...],
         removed: tuple[KeyPath, ...],
+        added_rules: tuple[tuple[str, str], ...] = (),
+        removed_rules: tuple[tuple[str, str], ...] = (),
     ) -> None:
         """Record a write of `path`; best effort (the config change itself has happened)."""
         data = self._load()
         old = self.of(path) or FileRecord()
         keys = [k for k in old.keys if k not in removed]
         keys += [k for k in added if k not in keys]
+        rules = [r for r in old.rules if r not in removed_rules]
+        rules += [r for r in added_rules if r not in rules]
         data["files"][str(path)] = {
             "created": old.created or created,
             "folders": list(old.folders) + [str(f) for f in folders if str(f) not in old.folders],
             "keys": [list(k) for k in keys],
+            "rules": [list(r) for r in rules],
         }
         self._save(data)
 
