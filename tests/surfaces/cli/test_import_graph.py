@@ -91,26 +91,34 @@ CASES = [
     Case("claims stale", ("claims", "stale", "--db", "{db}")),
     Case("claims contradictions", ("claims", "contradictions", "--db", "{db}")),
     Case("undo --list", ("undo", "--list", "--db", "{db}")),
-    Case("restore, a refused URL", ("restore", "ftp://nowhere", "--db", "{tmp}/r.db"),
-         exit_code=2),  # fmt: skip
-    Case("replicate, a refused URL", ("replicate", "ftp://nowhere", "--db", "{db}"),
-         exit_code=2),  # fmt: skip
+    Case("restore, a refused URL", ("restore", "ftp://nowhere", "--db", "{tmp}/r.db"), exit_code=2),
+    Case("replicate, a refused URL", ("replicate", "ftp://nowhere", "--db", "{db}"), exit_code=2),
     # these change the database, one after the other
-    Case("claims add", ("claims", "add", "api", "fact", "slow", "0.8", "uses REST", "--db",
-                        "{db}"), changes=True),  # fmt: skip
+    Case(
+        "claims add",
+        ("claims", "add", "api", "fact", "slow", "0.8", "uses REST", "--db", "{db}"),
+        changes=True,
+    ),
     Case("claims confirm", ("claims", "confirm", "{claim}", "--db", "{db}"), changes=True),
     Case("claims retract", ("claims", "retract", "{claim}", "--db", "{db}"), changes=True),
     Case("undo", ("undo", "{call}", "--db", "{db}"), changes=True),
-    Case("import mycorrhiza", ("import", "mycorrhiza", "{tmp}/mycorrhiza.db", "--db", "{db}"),
-         changes=True),  # fmt: skip
-    Case("import mcp-sqlite-memory",
-         ("import", "mcp-sqlite-memory", "{tmp}/sqlite-memory.db", "--db", "{db}"),
-         changes=True),  # fmt: skip
-    Case("install", ("install", "claude-code", "--scope", "project", "--capture"),
-         changes=True),  # fmt: skip
+    Case(
+        "import mycorrhiza",
+        ("import", "mycorrhiza", "{tmp}/mycorrhiza.db", "--db", "{db}"),
+        changes=True,
+    ),
+    Case(
+        "import mcp-sqlite-memory",
+        ("import", "mcp-sqlite-memory", "{tmp}/sqlite-memory.db", "--db", "{db}"),
+        changes=True,
+    ),
+    Case("install", ("install", "claude-code", "--scope", "project", "--capture"), changes=True),
     Case("uninstall", ("uninstall", "claude-code", "--scope", "project"), changes=True),
-    Case("snapshots restore", ("snapshots", "restore", "{snapshot}", "--db", "{db}", "--yes"),
-         changes=True),  # fmt: skip
+    Case(
+        "snapshots restore",
+        ("snapshots", "restore", "{snapshot}", "--db", "{db}", "--yes"),
+        changes=True,
+    ),
 ]
 
 
@@ -148,7 +156,7 @@ def seed(tmp: Path) -> dict[str, str]:
 def child_env(tmp: Path) -> dict[str, str]:
     """No SQLGATE_* setting and nothing that tells rich to treat a pipe as a terminal; a fake
     HOME (install and uninstall write there) and this checkout's sqlgate importable."""
-    unset = {flag.env_var for flag in FLAGS} | {"TTY_COMPATIBLE", "FORCE_COLOR", "CLAUDE_PROJECT_DIR"}
+    unset = {flag.env_var for flag in FLAGS} | {"TTY_COMPATIBLE", "FORCE_COLOR"}
     env = {k: v for k, v in os.environ.items() if k not in unset}
     for name, folder in (("HOME", "home"), ("XDG_CONFIG_HOME", "xdg"), ("XDG_DATA_HOME", "data")):
         (tmp / folder).mkdir(exist_ok=True)

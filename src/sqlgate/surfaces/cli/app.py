@@ -33,49 +33,69 @@ _CLI = "sqlgate.surfaces.cli"
 
 # name: where the command lives, and its one-line help (register a new command here)
 COMMANDS: dict[str, LazyCommand] = {
-    "capture": LazyCommand(f"{_CLI}.capture:capture",
-                           "Record one Claude Code hook payload (JSON on stdin) as a memory event."),
-    "claims": LazyCommand(f"{_CLI}.claims:claims",
-                          "Beliefs about entities that decay over time, and their contradictions."),
-    "export": LazyCommand(f"{_CLI}.export:export",
-                          "Memory events, checkpoints, claims and claims history as JSON lines."),
-    "import": LazyCommand(f"{_CLI}.imports:import_group",
-                          "Import memory or claims from another tool's SQLite file (verified "
-                          "first, redacted, never duplicated, all or nothing; the source file "
-                          "is only read)."),
-    "install": LazyCommand(f"{_CLI}.install:install",
-                           "Add sqlgate to CLIENT's MCP config (claude-code, claude-desktop, "
-                           "cursor, vscode, codex)."),
-    "log": LazyCommand(f"{_CLI}.inspection:log",
-                       "The audit log (query_log): one row per tool call, newest first."),
-    "replicate": LazyCommand(f"{_CLI}.replicate:replicate",
-                             "Replicate the database to URL until stopped (Ctrl-C or SIGTERM), "
-                             "without serving."),
-    "restore": LazyCommand(f"{_CLI}.replicate:restore",
-                           "Restore the replica at URL into a new database, then verify its "
-                           "memory chain."),
-    "snapshots": LazyCommand(f"{_CLI}.snapshots:snapshots",
-                             "List and restore whole-file snapshots (taken before destructive "
-                             "schema changes)."),
-    "stats": LazyCommand(f"{_CLI}.inspection:stats",
-                         "Memory, claims and audit counts, and the rows of every table (chain "
-                         "checked cheaply)."),
-    "tools": LazyCommand(f"{_CLI}.tools:tools",
-                         "The tools a server with these --tools groups announces, as a client "
-                         "lists them."),
-    "ui": LazyCommand("sqlgate.surfaces.ui.serve:ui",
-                      "A local, read-only web console: activity, destructive calls, memory, "
-                      "claims, tables."),
-    "undo": LazyCommand(f"{_CLI}.undo:undo",
-                        "Put back what call CALL changed: its id as the agent's answer gave it "
-                        "(AUDIT_ID@DATABASE_ID, e.g."),
-    "uninstall": LazyCommand(f"{_CLI}.install:uninstall",
-                             "Remove sqlgate's entry from CLIENT's MCP config; nothing else "
-                             "changes."),
-    "verify": LazyCommand(f"{_CLI}.inspection:verify",
-                          "Recompute every hash and link of the memory chain and check its "
-                          "witness."),
-}  # fmt: skip
+    "capture": LazyCommand(
+        f"{_CLI}.capture:capture",
+        "Record one Claude Code hook payload (JSON on stdin) as a memory event.",
+    ),
+    "claims": LazyCommand(
+        f"{_CLI}.claims:claims",
+        "Beliefs about entities that decay over time, and their contradictions.",
+    ),
+    "export": LazyCommand(
+        f"{_CLI}.export:export",
+        "Memory events, checkpoints, claims and claims history as JSON lines.",
+    ),
+    "import": LazyCommand(
+        f"{_CLI}.imports:import_group",
+        "Import memory or claims from another tool's SQLite file (verified "
+        "first, redacted, never duplicated, all or nothing; the source file "
+        "is only read).",
+    ),
+    "install": LazyCommand(
+        f"{_CLI}.install:install",
+        "Add sqlgate to CLIENT's MCP config (claude-code, claude-desktop, cursor, vscode, codex).",
+    ),
+    "log": LazyCommand(
+        f"{_CLI}.inspection:log", "The audit log (query_log): one row per tool call, newest first."
+    ),
+    "replicate": LazyCommand(
+        f"{_CLI}.replicate:replicate",
+        "Replicate the database to URL until stopped (Ctrl-C or SIGTERM), without serving.",
+    ),
+    "restore": LazyCommand(
+        f"{_CLI}.replicate:restore",
+        "Restore the replica at URL into a new database, then verify its memory chain.",
+    ),
+    "snapshots": LazyCommand(
+        f"{_CLI}.snapshots:snapshots",
+        "List and restore whole-file snapshots (taken before destructive schema changes).",
+    ),
+    "stats": LazyCommand(
+        f"{_CLI}.inspection:stats",
+        "Memory, claims and audit counts, and the rows of every table (chain checked cheaply).",
+    ),
+    "tools": LazyCommand(
+        f"{_CLI}.tools:tools",
+        "The tools a server with these --tools groups announces, as a client lists them.",
+    ),
+    "ui": LazyCommand(
+        "sqlgate.surfaces.ui.serve:ui",
+        "A local, read-only web console: activity, destructive calls, memory, claims, tables.",
+    ),
+    "undo": LazyCommand(
+        f"{_CLI}.undo:undo",
+        "Put back what call CALL changed: its id as the agent's answer gave it "
+        "(AUDIT_ID@DATABASE_ID, e.g.",
+    ),
+    "uninstall": LazyCommand(
+        f"{_CLI}.install:uninstall",
+        "Remove sqlgate's entry from CLIENT's MCP config; nothing else changes.",
+    ),
+    "verify": LazyCommand(
+        f"{_CLI}.inspection:verify",
+        "Recompute every hash and link of the memory chain and check its witness.",
+    ),
+}
 
 
 @click.group(cls=LazyGroup, lazy=COMMANDS,
