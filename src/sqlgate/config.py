@@ -38,8 +38,6 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
 from sqlgate.errors import InvalidArgument
 
 __all__ = [
@@ -60,6 +58,8 @@ UNDO_MODES = ("rows", "file")
 
 def default_db_path() -> Path:
     """The database used when no --db is given: the platform's per-user data folder."""
+    import platformdirs  # a few ms of start-up: only a command that needs the path pays
+
     return Path(platformdirs.user_data_dir("sqlgate", appauthor=False)) / "memory.db"
 
 
@@ -71,7 +71,7 @@ def creates_parent(db: Path) -> bool:
     """Whether opening `db` may create its missing folder: only sqlgate's own folders, the
     per-user data folder and a project's `.sqlgate/` (absent in a fresh clone). Any other
     missing folder is more likely a mistyped --db, and is reported instead."""
-    return db == default_db_path() or db.parent.name == PROJECT_DB.parent.name
+    return db.parent.name == PROJECT_DB.parent.name or db == default_db_path()
 
 
 @dataclass(frozen=True)
