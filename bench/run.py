@@ -36,6 +36,7 @@ from inprocess_bench import chain, destructive, search
 from recall_bench import DEFAULT_DATA as LOCOMO
 from recall_bench import recall
 from replication_bench import replication
+from startup_bench import startup
 from stdio_bench import audit_cost, call_overhead, result_size
 
 DEFAULT_OUT = BENCH / "results.md"
@@ -70,6 +71,7 @@ BENCHMARKS: list[Benchmark] = [
     destructive,
     replicated,
     recalled,
+    startup,
 ]
 
 
