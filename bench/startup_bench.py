@@ -203,7 +203,8 @@ def startup(ctx: Context) -> list[Row]:
     `initialize` answer beside the no-op server."""
     runs = RUNS.get(ctx.plan.name, RUNS["full"])
     env = child_env()
-    db = ctx.folder / "startup.db"
+    db = ctx.folder / "project" / ".sqlgate" / "agent.db"  # where hooks keep a project's
+    db.parent.mkdir(parents=True, exist_ok=True)
     seed(db)
     floor_argv = [sys.executable, "-c", "import apsw, click"]
 
