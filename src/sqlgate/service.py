@@ -23,9 +23,7 @@ from sqlgate.config import Settings
 from sqlgate.engine.audit import AuditEntry, AuditLog
 from sqlgate.engine.audit_queue import AuditQueue, queue_path
 from sqlgate.engine.database import Database
-from sqlgate.engine.execute import busy_error, normalize_params
 from sqlgate.engine.identity import parse_call_ref
-from sqlgate.engine.introspect import Introspection
 from sqlgate.engine.limits import CallControl, Clock
 from sqlgate.engine.outcome import Outcome
 from sqlgate.engine.sqltext import fingerprint
@@ -35,6 +33,8 @@ from sqlgate.memory.store import Memory, Reply, redactor_for
 
 if TYPE_CHECKING:  # built on first use (`_BuiltOnce`), their modules imported then
     from sqlgate.claims.store import ClaimStore
+    from sqlgate.engine.execute import Bindings
+    from sqlgate.engine.introspect import Introspection
     from sqlgate.engine.queries import SqlTiers
     from sqlgate.engine.textsearch import SearchRequest, TextSearch
     from sqlgate.engine.undo_restore import UndoRestore, UndoTarget
@@ -86,6 +86,13 @@ def _params_detail(params: object) -> dict[str, Any] | None:
     if params is None:
         return None
     return {"params": json.dumps(params, ensure_ascii=False, default=str)}
+
+
+def _bindings(params: object) -> Bindings:
+    """`execute.normalize_params`, imported with the SQL engine when a statement runs."""
+    from sqlgate.engine.execute import normalize_params
+
+    return normalize_params(params)
 
 
 @dataclass
@@ -155,7 +162,6 @@ class Service:
         )
         self.wall_clock = wall_clock
         self._building = threading.RLock()  # views and text search build `sql` inside
-        self.introspection = Introspection(db, db.settings.query_timeout, clock)
         self.memory = Memory(db, session, wall_clock, redactor)
         self._closed = threading.Event()
         if self.audit.pending():  # rows an earlier process left queued: write them when free
@@ -166,6 +172,12 @@ class Service:
         from sqlgate.engine.queries import SqlTiers
 
         return SqlTiers(self.db, self.clock, session=self.session, wall_clock=self.wall_clock)
+
+    @_BuiltOnce
+    def introspection(self) -> Introspection:
+        from sqlgate.engine.introspect import Introspection
+
+        return Introspection(self.db, self.settings.query_timeout, self.clock)
 
     @_BuiltOnce
     def undoing(self) -> UndoRestore:
@@ -258,6 +270,8 @@ class Service:
                 entry.detail["refused"] = True
             raise
         except apsw.BusyError:
+            from sqlgate.engine.execute import busy_error
+
             busy = busy_error(self.settings.busy_timeout)
             entry.error = str(busy)
             raise busy from None
@@ -283,7 +297,7 @@ class Service:
     ) -> str:
         return self.call(
             "read_query",
-            lambda c: self.sql.read(query, limit, normalize_params(params), c.control),
+            lambda c: self.sql.read(query, limit, _bindings(params), c.control),
             query=query,
             control=control,
             detail=_params_detail(params),
@@ -294,7 +308,7 @@ class Service:
     ) -> str:
         return self.call(
             "write_query",
-            lambda c: self.sql.write(query, normalize_params(params), c.control),
+            lambda c: self.sql.write(query, _bindings(params), c.control),
             query=query,
             control=control,
             detail=_params_detail(params),
@@ -312,7 +326,7 @@ class Service:
         return self.call(
             "destructive_query",
             lambda c: self.sql.destructive(
-                query, reason, normalize_params(params), c.control, confirm, progress
+                query, reason, _bindings(params), c.control, confirm, progress
             ),
             query=query,
             control=control,
@@ -420,7 +434,7 @@ class Service:
     ) -> str:
         return self.call(
             "search_text",
-            lambda c: self.text_search.search(request, normalize_params(params), c.control),
+            lambda c: self.text_search.search(request, _bindings(params), c.control),
             query=request.where,
             control=control,
             detail={"pattern": request.pattern, "table": request.table},
