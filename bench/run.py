@@ -37,6 +37,7 @@ from inprocess_bench import chain, destructive, search
 from recall_bench import DEFAULT_DATA as LOCOMO
 from recall_bench import recall
 from replication_bench import replication
+from startup_bench import startup
 from stdio_bench import audit_cost, call_overhead, result_size
 
 DEFAULT_OUT = BENCH / "results.md"
@@ -72,6 +73,7 @@ BENCHMARKS: list[Benchmark] = [
     capture_cost,
     replicated,
     recalled,
+    startup,
 ]
 
 

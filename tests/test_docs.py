@@ -41,7 +41,10 @@ _OPTION = re.compile(r"(?<![\w-])--[a-z][a-z-]*")
 def leaf_commands(
     group: click.Group = main, path: tuple[str, ...] = ()
 ) -> Iterator[tuple[tuple[str, ...], click.Command]]:
-    for name, command in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # imports each command (the group loads them lazily)
+        command = group.get_command(ctx, name)
+        assert command is not None, name
         if isinstance(command, click.Group):
             yield from leaf_commands(command, (*path, name))
         else:

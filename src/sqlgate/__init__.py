@@ -18,6 +18,7 @@ from sqlgate.errors import (
     StartupError,
     UndoConflict,
     UndoRefused,
+    Unhealthy,
 )
 
 __version__ = "0.1.0"
@@ -38,6 +39,7 @@ __all__ = [
     "StartupError",
     "UndoConflict",
     "UndoRefused",
+    "Unhealthy",
     "__version__",
     "load_settings",
 ]

@@ -45,8 +45,6 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
 from sqlgate.errors import InvalidArgument
 
 __all__ = [
@@ -66,9 +64,14 @@ CONFIRM_MODES = ("auto", "always", "never")
 UNDO_MODES = ("rows", "file")
 
 
+DEFAULT_DB_NAME = "memory.db"
+
+
 def default_db_path() -> Path:
     """The database used when no --db is given: the platform's per-user data folder."""
-    return Path(platformdirs.user_data_dir("sqlgate", appauthor=False)) / "memory.db"
+    import platformdirs  # a few ms of start-up: only a command that needs the path pays
+
+    return Path(platformdirs.user_data_dir("sqlgate", appauthor=False)) / DEFAULT_DB_NAME
 
 
 # A project's own database (`sqlgate install CLIENT --scope project`), relative to the project
@@ -91,7 +94,9 @@ def creates_parent(db: Path) -> bool:
     """Whether opening `db` may create its missing folder: only sqlgate's own folders, the
     per-user data folder and a project's `.sqlgate/` (absent in a fresh clone). Any other
     missing folder is more likely a mistyped --db, and is reported instead."""
-    return db == default_db_path() or db.parent.name == PROJECT_DB.parent.name
+    if db.parent.name == PROJECT_DB.parent.name:
+        return True
+    return db.name == DEFAULT_DB_NAME and db == default_db_path()  # its name first: cheap
 
 
 @dataclass(frozen=True)

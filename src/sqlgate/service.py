@@ -15,28 +15,30 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import apsw
 
-from sqlgate.claims.present import claim_json, claims_csv, decayed_csv, evaluation_json
-from sqlgate.claims.store import ClaimStore
 from sqlgate.config import Settings
 from sqlgate.engine.audit import AuditEntry, AuditLog
 from sqlgate.engine.audit_queue import AuditQueue, queue_path
 from sqlgate.engine.database import Database
-from sqlgate.engine.execute import busy_error, normalize_params
 from sqlgate.engine.identity import parse_call_ref
-from sqlgate.engine.introspect import Introspection
 from sqlgate.engine.limits import CallControl, Clock
-from sqlgate.engine.queries import Outcome, SqlTiers
+from sqlgate.engine.outcome import Outcome
 from sqlgate.engine.sqltext import fingerprint
-from sqlgate.engine.textsearch import SearchRequest, TextSearch
-from sqlgate.engine.undo_restore import UndoRestore, UndoTarget
-from sqlgate.engine.views import ViewSaver
 from sqlgate.errors import InvalidArgument, PolicyDenied, SqlgateError
 from sqlgate.memory.privacy import Redactor
 from sqlgate.memory.store import Memory, Reply, redactor_for
+
+if TYPE_CHECKING:  # built on first use (`_BuiltOnce`), their modules imported then
+    from sqlgate.claims.store import ClaimStore
+    from sqlgate.engine.execute import Bindings
+    from sqlgate.engine.introspect import Introspection
+    from sqlgate.engine.queries import SqlTiers
+    from sqlgate.engine.textsearch import SearchRequest, TextSearch
+    from sqlgate.engine.undo_restore import UndoRestore, UndoTarget
+    from sqlgate.engine.views import ViewSaver
 
 __all__ = ["Service", "new_session_id"]
 
@@ -60,6 +62,8 @@ def _safe_fingerprint(query: str) -> str:
 
 def undo_target(audit_id: int | str | None, changeset: int | str | None) -> UndoTarget:
     """What `undo` was asked for: numbers as given, texts as `15` or `15@3f9a1c07`."""
+    from sqlgate.engine.undo_restore import UndoTarget
+
     if (audit_id is None) == (changeset is None):
         raise InvalidArgument(
             "name the call to undo: its audit id (as the undo hint shows it, e.g. 15@3f9a1c07),"
@@ -84,10 +88,48 @@ def _params_detail(params: object) -> dict[str, Any] | None:
     return {"params": json.dumps(params, ensure_ascii=False, default=str)}
 
 
+def _bindings(params: object) -> Bindings:
+    """`execute.normalize_params`, imported with the SQL engine when a statement runs."""
+    from sqlgate.engine.execute import normalize_params
+
+    return normalize_params(params)
+
+
 @dataclass
 class _Call:
     entry: AuditEntry
     control: CallControl
+
+
+class _BuiltOnce(Generic[T]):
+    """A part of the Service built the first time it is used, once even when two threads
+    ask at the same moment, then read as a plain attribute.
+
+    The SQL tiers, undo, views, text search and claims import most of the engine (its
+    statement reader, the undo checks, the snapshot code) and the claims package: a CLI
+    command or a capture hook that only reads the memory or the audit log must not pay for
+    them at start-up."""
+
+    def __init__(self, build: Callable[[Service], T]) -> None:
+        self.build = build
+        self.name = build.__name__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, service: None, owner: type | None = None) -> _BuiltOnce[T]: ...
+
+    @overload
+    def __get__(self, service: Service, owner: type | None = None) -> T: ...
+
+    def __get__(self, service: Service | None, owner: type | None = None) -> T | _BuiltOnce[T]:
+        if service is None:
+            return self
+        with service._building:  # once built, the instance's attribute is found first
+            if self.name not in service.__dict__:
+                service.__dict__[self.name] = self.build(service)
+        return service.__dict__[self.name]  # type: ignore[no-any-return]
 
 
 class Service:
@@ -118,16 +160,48 @@ class Service:
             redact=redactor.redact_text if redactor.enabled else None,
             wall_clock=wall_clock,
         )
-        self.sql = SqlTiers(db, clock, session=session, wall_clock=wall_clock)
-        self.undoing = UndoRestore(db, session, wall_clock)
-        self.introspection = Introspection(db, db.settings.query_timeout, clock)
-        self.views = ViewSaver(self.sql)
-        self.text_search = TextSearch(self.sql)
+        self.wall_clock = wall_clock
+        self._building = threading.RLock()  # views and text search build `sql` inside
         self.memory = Memory(db, session, wall_clock, redactor)
-        self.claims = ClaimStore(db, self.memory.chain, self.memory.redactor, wall_clock)
         self._closed = threading.Event()
         if self.audit.pending():  # rows an earlier process left queued: write them when free
             self.audit.drainer.wake()
+
+    @_BuiltOnce
+    def sql(self) -> SqlTiers:
+        from sqlgate.engine.queries import SqlTiers
+
+        return SqlTiers(self.db, self.clock, session=self.session, wall_clock=self.wall_clock)
+
+    @_BuiltOnce
+    def introspection(self) -> Introspection:
+        from sqlgate.engine.introspect import Introspection
+
+        return Introspection(self.db, self.settings.query_timeout, self.clock)
+
+    @_BuiltOnce
+    def undoing(self) -> UndoRestore:
+        from sqlgate.engine.undo_restore import UndoRestore
+
+        return UndoRestore(self.db, self.session, self.wall_clock)
+
+    @_BuiltOnce
+    def views(self) -> ViewSaver:
+        from sqlgate.engine.views import ViewSaver
+
+        return ViewSaver(self.sql)
+
+    @_BuiltOnce
+    def text_search(self) -> TextSearch:
+        from sqlgate.engine.textsearch import TextSearch
+
+        return TextSearch(self.sql)
+
+    @_BuiltOnce
+    def claims(self) -> ClaimStore:
+        from sqlgate.claims.store import ClaimStore
+
+        return ClaimStore(self.db, self.memory.chain, self.memory.redactor, self.wall_clock)
 
     @classmethod
     def open(
@@ -196,6 +270,8 @@ class Service:
                 entry.detail["refused"] = True
             raise
         except apsw.BusyError:
+            from sqlgate.engine.execute import busy_error
+
             busy = busy_error(self.settings.busy_timeout)
             entry.error = str(busy)
             raise busy from None
@@ -221,7 +297,7 @@ class Service:
     ) -> str:
         return self.call(
             "read_query",
-            lambda c: self.sql.read(query, limit, normalize_params(params), c.control),
+            lambda c: self.sql.read(query, limit, _bindings(params), c.control),
             query=query,
             control=control,
             detail=_params_detail(params),
@@ -232,7 +308,7 @@ class Service:
     ) -> str:
         return self.call(
             "write_query",
-            lambda c: self.sql.write(query, normalize_params(params), c.control),
+            lambda c: self.sql.write(query, _bindings(params), c.control),
             query=query,
             control=control,
             detail=_params_detail(params),
@@ -250,7 +326,7 @@ class Service:
         return self.call(
             "destructive_query",
             lambda c: self.sql.destructive(
-                query, reason, normalize_params(params), c.control, confirm, progress
+                query, reason, _bindings(params), c.control, confirm, progress
             ),
             query=query,
             control=control,
@@ -358,7 +434,7 @@ class Service:
     ) -> str:
         return self.call(
             "search_text",
-            lambda c: self.text_search.search(request, normalize_params(params), c.control),
+            lambda c: self.text_search.search(request, _bindings(params), c.control),
             query=request.where,
             control=control,
             detail={"pattern": request.pattern, "table": request.table},
@@ -441,6 +517,8 @@ class Service:
         evidence: list[int] | None = None,
     ) -> str:
         def answer() -> tuple[str, int]:
+            from sqlgate.claims.present import claim_json
+
             added, created = self.claims.add(
                 entity, kind, claim, volatility, confidence, rank, confirmed_at, evidence
             )
@@ -450,6 +528,8 @@ class Service:
 
     def claim_search(self, query: str) -> str:
         def answer() -> tuple[str, int]:
+            from sqlgate.claims.present import claims_csv
+
             found = self.claims.search(query)
             return claims_csv(found, self.claims.now(), self.settings.max_cell_chars), len(found)
 
@@ -459,6 +539,8 @@ class Service:
         self, id: int, confidence: float | None = None, evidence: list[int] | None = None
     ) -> str:
         def answer() -> tuple[str, int]:
+            from sqlgate.claims.present import claim_json
+
             confirmed = self.claims.confirm(id, confidence, evidence)
             return claim_json(confirmed, self.claims.now()), 1
 
@@ -466,12 +548,16 @@ class Service:
 
     def claim_retract(self, id: int) -> str:
         def answer() -> tuple[str, int]:
+            from sqlgate.claims.present import claim_json
+
             return claim_json(self.claims.retract(id), self.claims.now()), 1
 
         return self._believe("claim_retract", answer, claim=id)
 
     def claims_decayed(self, threshold: float = 0.5, as_of: str | None = None) -> str:
         def answer() -> tuple[str, int]:
+            from sqlgate.claims.present import decayed_csv
+
             items, changes = self.claims.decayed(threshold, as_of)
             cells = self.settings.max_cell_chars
             return decayed_csv(items, changes, float(threshold), cells), len(items)
@@ -482,6 +568,8 @@ class Service:
         self, observed: dict[str, Any] | None = None, as_of: str | None = None
     ) -> str:
         def answer() -> tuple[str, int]:
+            from sqlgate.claims.present import evaluation_json
+
             evaluation = self.claims.contradictions(observed, as_of)
             return evaluation_json(evaluation, as_of), len(evaluation.findings)
 

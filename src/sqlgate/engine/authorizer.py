@@ -37,7 +37,6 @@ from sqlgate.engine.policy import (
     decide,
     decide_reference,
 )
-from sqlgate.engine.preflight import emptied_table
 from sqlgate.errors import PolicyDenied
 
 __all__ = ["PolicyRecorder", "check_references", "recording", "shadow_tables"]
@@ -124,6 +123,8 @@ class PolicyRecorder:
         """
         if not event.get("trigger"):
             return
+        from sqlgate.engine.preflight import emptied_table  # rare: not paid at every start
+
         table = emptied_table(str(event.get("sql") or ""))
         if table is None:
             return

@@ -17,9 +17,9 @@ import functools
 import itertools
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from sqlglot.tokenizer_core import Token, TokenType
-
+from sqlgate.engine.deferred import deferred
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import Tier
 from sqlgate.engine.schema import protected_names
@@ -29,6 +29,12 @@ from sqlgate.engine.sqltext import (
     word,
 )
 from sqlgate.errors import InvalidArgument, PolicyDenied
+
+if TYPE_CHECKING:
+    from sqlglot.tokenizer_core import Token, TokenType
+else:  # sqlglot is imported when the first statement is read (engine.deferred)
+    Token = deferred("sqlglot.tokenizer_core", "Token")
+    TokenType = deferred("sqlglot.tokenizer_core", "TokenType")
 
 __all__ = [
     "DropIfExists",
@@ -41,9 +47,13 @@ __all__ = [
     "validate_new_name",
 ]
 
-_PUNCTUATION = {
-    TokenType.L_PAREN, TokenType.R_PAREN, TokenType.COMMA, TokenType.DOT, TokenType.SEMICOLON,
-}  # fmt: skip
+
+@functools.cache
+def _punctuation() -> frozenset[TokenType]:
+    return frozenset({TokenType.L_PAREN, TokenType.R_PAREN, TokenType.COMMA, TokenType.DOT,
+                      TokenType.SEMICOLON})  # fmt: skip
+
+
 # every verb a SQLite statement can start with; anything else is a syntax error
 _VERBS = frozenset(
     {
@@ -54,13 +64,17 @@ _VERBS = frozenset(
 )  # fmt: skip
 _DML_KINDS = frozenset({"INSERT", "REPLACE", "UPDATE", "DELETE"})
 _FTS_DESTRUCTIVE_COMMANDS = {"delete-all", "delete"}
+
+
 # tokens of a WHERE that never name a column: literals and parameters, and reserved words
 # (SQLite takes no other meaning for them there; TRUE and FALSE name a column only when the
 # table has one so called, which then counts as no WHERE: refused in write_query, the safe way)
-_NEVER_NAMES = {
-    TokenType.STRING, TokenType.NUMBER, TokenType.HEX_STRING, TokenType.BIT_STRING,
-    TokenType.PLACEHOLDER,
-}  # fmt: skip
+@functools.cache
+def _never_names() -> frozenset[TokenType]:
+    return frozenset({TokenType.STRING, TokenType.NUMBER, TokenType.HEX_STRING,
+                      TokenType.BIT_STRING, TokenType.PLACEHOLDER})  # fmt: skip
+
+
 _NOT_NAMES = frozenset(
     {"NULL", "TRUE", "FALSE", "AND", "OR", "NOT", "IS", "ISNULL", "NOTNULL", "IN", "BETWEEN",
      "SELECT", "EXISTS", "DISTINCT"}
@@ -154,7 +168,7 @@ def _may_name_a_column(token: Token, following: Token | None) -> bool:
         return not call
     first = token.text[:1]
     return (
-        token.token_type not in _NEVER_NAMES
+        token.token_type not in _never_names()
         and (first.isalpha() or first == "_")  # not an operator, nor a `$name` parameter
         and word(token) not in _NOT_NAMES
         and not call
@@ -187,7 +201,7 @@ def _has_top_level_where(tokens: list[Token], verb_at: int) -> bool:
 
 def _name_at(tokens: list[Token], at: int) -> tuple[str | None, int]:
     """The object named at `at` (`schema.name` gives `name`) and the index after it."""
-    if at >= len(tokens) or tokens[at].token_type in _PUNCTUATION:
+    if at >= len(tokens) or tokens[at].token_type in _punctuation():
         return None, at
     if at + 2 < len(tokens) and tokens[at + 1].token_type == TokenType.DOT:
         return tokens[at + 2].text, at + 3
@@ -220,7 +234,7 @@ def _is_fts_delete(tokens: list[Token], table: str | None, after: int) -> bool:
         return False
     end = _after_parens(tokens, at)
     columns = {
-        fold_name(t.text) for t in tokens[at + 1 : end - 1] if t.token_type not in _PUNCTUATION
+        fold_name(t.text) for t in tokens[at + 1 : end - 1] if t.token_type not in _punctuation()
     }
     if fold_name(table) not in columns:
         return False

@@ -3,6 +3,9 @@
 sqlglot's SQLite tokenizer does the work, adjusted where SQLite draws token boundaries
 differently (variables such as `$v::x`, non-ASCII characters inside names, an unterminated
 `/*` at the end of the input), so that what preflight sees is what SQLite will run.
+
+sqlglot is imported when the first statement is read (`engine.deferred`), not with this
+module: opening a database reads none, and `quote_identifier` needs no tokenizer.
 """
 
 from __future__ import annotations
@@ -10,16 +13,19 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from typing import ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
-from sqlglot.dialects.sqlite import SQLite
-from sqlglot.errors import SqlglotError
-from sqlglot.tokenizer_core import Token, TokenType
-
+from sqlgate.engine.deferred import deferred
 from sqlgate.errors import InvalidArgument
 
+if TYPE_CHECKING:
+    from sqlglot.dialects.sqlite import SQLite
+    from sqlglot.tokenizer_core import Token, TokenType
+else:  # imported when the first statement is read
+    Token = deferred("sqlglot.tokenizer_core", "Token")
+    TokenType = deferred("sqlglot.tokenizer_core", "TokenType")
+
 __all__ = [
-    "NOT_KEYWORDS",
     "bounded_cache",
     "check_condition",
     "fingerprint",
@@ -30,26 +36,43 @@ __all__ = [
     "word",
 ]
 
-NOT_KEYWORDS = {TokenType.STRING, TokenType.IDENTIFIER, TokenType.HEX_STRING}
-_LITERALS = {TokenType.STRING, TokenType.NUMBER, TokenType.HEX_STRING, TokenType.BIT_STRING}
 # texts longer than this are analysed every time rather than kept in a cache
 _CACHED_TEXT_CHARS = 8192
 T = TypeVar("T")
 
 
-class _SqliteTokenizer(SQLite.Tokenizer):
-    """sqlglot's SQLite tokenizer without its command mode, which turns the rest of a
-    statement into one string after `;` or BEGIN (`BEGIN REPLACE INTO t ...` in a trigger)."""
+@functools.cache
+def _not_keywords() -> frozenset[TokenType]:
+    return frozenset({TokenType.STRING, TokenType.IDENTIFIER, TokenType.HEX_STRING})
 
-    COMMANDS: ClassVar[set[TokenType]] = set()
+
+@functools.cache
+def _literals() -> frozenset[TokenType]:
+    return frozenset({TokenType.STRING, TokenType.NUMBER, TokenType.HEX_STRING,
+                      TokenType.BIT_STRING})  # fmt: skip
+
+
+@functools.cache
+def _tokenizer() -> tuple[type[SQLite.Tokenizer], tuple[type[Exception], ...]]:
+    """sqlglot's SQLite tokenizer class without its command mode, which turns the rest of a
+    statement into one string after `;` or BEGIN (`BEGIN REPLACE INTO t ...` in a trigger);
+    and the errors it raises on text it cannot read."""
+    from sqlglot.dialects.sqlite import SQLite
+    from sqlglot.errors import SqlglotError
+
+    class SqliteTokenizer(SQLite.Tokenizer):
+        COMMANDS: ClassVar[set[TokenType]] = set()
+
+    return SqliteTokenizer, (SqlglotError, ValueError, IndexError)
 
 
 def tokens_of(sql: str) -> list[Token] | None:
+    tokenizer, unreadable = _tokenizer()
     # SQLite ends an unterminated /* comment at the end of the input; sqlglot refuses it
     for text in (sql, sql + "*/"):
         try:
-            return list(_SqliteTokenizer().tokenize(text))
-        except (SqlglotError, ValueError, IndexError):
+            return list(tokenizer().tokenize(text))
+        except unreadable:
             continue
     return None
 
@@ -95,7 +118,7 @@ def sqlite_tokens(sql: str) -> list[Token] | None:
     for token in tokens:
         if token.start <= covered:
             continue
-        if token.token_type not in NOT_KEYWORDS and text[token.start] in "$@:#":
+        if token.token_type not in _not_keywords() and text[token.start] in "$@:#":
             end = _variable_end(text, token.start)
             if end > token.end + 1:
                 name = text[token.start : end]
@@ -108,7 +131,7 @@ def sqlite_tokens(sql: str) -> list[Token] | None:
 
 def word(token: Token) -> str:
     """The token as an upper-cased keyword; empty for strings and quoted names."""
-    return "" if token.token_type in NOT_KEYWORDS else token.text.upper()
+    return "" if token.token_type in _not_keywords() else token.text.upper()
 
 
 def bounded_cache(fn: Callable[[str], T]) -> Callable[[str], T]:
@@ -156,7 +179,7 @@ def fingerprint(sql: str) -> str:
         )
         if numbered:
             parts[-1] = f"?{token.text}"
-        elif token.token_type in _LITERALS:
+        elif token.token_type in _literals():
             parts.append("?")
         elif token.token_type == TokenType.IDENTIFIER:
             parts.append(quote_identifier(token.text))
@@ -198,9 +221,10 @@ def check_condition(condition: str) -> str:
 
 def _open_block_comment(text: str) -> bool:
     """True when a /* outside strings and quoted names has no closing */."""
+    tokenizer, unreadable = _tokenizer()
     try:
-        list(_SqliteTokenizer().tokenize(text))
-    except (SqlglotError, ValueError, IndexError):
+        list(tokenizer().tokenize(text))
+    except unreadable:
         return True
     return False
 

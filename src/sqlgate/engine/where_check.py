@@ -12,14 +12,17 @@ column hides a WHERE that does not); the mass-rewrite guard still stands behind 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import apsw
 
 from sqlgate.engine.execute import Bindings, RunContext, run_statement
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.preflight import Statement, unfiltered_update_message
-from sqlgate.engine.where import Change, read_change, where_filters
 from sqlgate.errors import PolicyDenied
+
+if TYPE_CHECKING:  # `where` parses with sqlglot: imported when an UPDATE is judged
+    from sqlgate.engine.where import Change
 
 __all__ = ["refuse_unfiltered_update", "table_columns"]
 
@@ -54,6 +57,8 @@ def refuse_unfiltered_update(
     """Raise PolicyDenied, as for an UPDATE without WHERE, when the WHERE of this UPDATE
     names no column of its table. `ctx` is a fresh write-tier context on the write
     connection, used only here; the caller asks only for UPDATEs."""
+    from sqlgate.engine.where import read_change
+
     change = read_change(sql)
     verdict = None if change is None else _judged(ctx.conn, change)
     if verdict is None:
@@ -69,5 +74,7 @@ def refuse_unfiltered_update(
 def _judged(conn: apsw.Connection, change: Change) -> bool:
     """Whether the WHERE filters; True for a target SQLite does not know (it says so when
     the statement runs)."""
+    from sqlgate.engine.where import where_filters
+
     columns = table_columns(conn, change.tables)
     return change.target not in columns or where_filters(change, columns)

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlgate.config import Settings
 from sqlgate.engine.database import Database
 from sqlgate.engine.framing import one_line_json
 from sqlgate.errors import InvalidArgument
 from sqlgate.memory.chain import EventChain
-from sqlgate.memory.checkpoints import Checkpoints
 from sqlgate.memory.inputs import (
     event_ids,
     event_kind,
@@ -23,8 +23,11 @@ from sqlgate.memory.inputs import (
 )
 from sqlgate.memory.privacy import Redactor, load_extra_patterns
 from sqlgate.memory.restore_record import recorded_restores
-from sqlgate.memory.search import EventReader, SearchFilters
 from sqlgate.memory.witness import WitnessFile
+
+if TYPE_CHECKING:  # built on first use: appending an event (a capture hook) needs neither
+    from sqlgate.memory.checkpoints import Checkpoints
+    from sqlgate.memory.search import EventReader
 
 __all__ = ["SERVER_KINDS", "Memory", "Reply", "redactor_for"]
 
@@ -67,8 +70,21 @@ class Memory:
         self.redactor = redactor
         self.witness = WitnessFile.beside(db.path)
         self.chain = EventChain(db, self.witness, session, wall_clock)
-        self.checkpoints = Checkpoints(db, self.chain, session, wall_clock)
-        self.reader = EventReader(db)
+        self.session = session
+        self.wall_clock = wall_clock
+
+    # stateless readers of the file: two threads building one at once is harmless
+    @functools.cached_property
+    def checkpoints(self) -> Checkpoints:
+        from sqlgate.memory.checkpoints import Checkpoints
+
+        return Checkpoints(self.db, self.chain, self.session, self.wall_clock)
+
+    @functools.cached_property
+    def reader(self) -> EventReader:
+        from sqlgate.memory.search import EventReader
+
+        return EventReader(self.db)
 
     def _clean(self, value: object, name: str) -> tuple[str, dict[str, int]]:
         limit = self.settings.max_event_chars
@@ -144,6 +160,8 @@ class Memory:
         since: object,
         until: object,
     ) -> Reply:
+        from sqlgate.memory.search import SearchFilters
+
         filters = SearchFilters(
             kind=event_kind(kind) if kind is not None else None,
             session=_session(session),

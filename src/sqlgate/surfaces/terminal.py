@@ -26,7 +26,9 @@ the same values.
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
 import unicodedata
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +40,7 @@ __all__ = [
     "UNSAFE_CATEGORIES",
     "cell",
     "console",
+    "is_terminal",
     "is_unsafe",
     "json_dumps",
     "json_text",
@@ -156,3 +159,19 @@ def console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     return Console(stderr=stderr, highlight=False)
+
+
+def is_terminal(stderr: bool = False) -> bool:
+    """Whether stdout (or stderr) is a terminal, as rich decides it: `TTY_COMPATIBLE=1` or
+    `0` (or `FORCE_COLOR`) in the environment overrides what it detects.
+
+    A stream that is plainly no terminal (no override, `isatty()` false) is answered without
+    importing rich, so a command in a pipe never pays for it; rich decides the rest."""
+    if "TTY_COMPATIBLE" not in os.environ and "FORCE_COLOR" not in os.environ:
+        isatty = getattr(sys.stderr if stderr else sys.stdout, "isatty", None)
+        try:
+            if isatty is None or not isatty():
+                return False
+        except ValueError:  # a closed stream
+            return False
+    return console(stderr).is_terminal

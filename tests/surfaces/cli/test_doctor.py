@@ -80,6 +80,15 @@ def test_client_limits_the_clients_checked(home: Path) -> None:
     assert result.stdout.startswith("warn  no sqlgate entry found in cursor")
 
 
+def test_json_says_when_nothing_is_installed(home: Path) -> None:
+    result = invoke("--json", "--client", "cursor")
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    (record,) = [json.loads(line) for line in result.stdout.splitlines()]
+    assert record["check"] == "installed" and record["status"] == "warn"
+    assert record["detail"] == "no sqlgate entry found in cursor"
+    assert record["fix"].startswith("`sqlgate install claude-code`")
+
+
 def test_name_limits_the_entries_checked(home: Path) -> None:
     healthy(home)
     assert "no sqlgate entry 'other' found" in invoke("--name", "other").stdout

@@ -19,7 +19,7 @@ from sqlgate.surfaces.integrations.permissions import (
 )
 from sqlgate.surfaces.mcp.tool_tiers import TOOL_TIERS, tools_of_tier
 
-PATH = Path("/home/me/.claude/settings.json")
+PATH = Path("/fake/home/.claude/settings.json")
 
 
 def test_rules_are_claude_codes_mcp_tool_names() -> None:

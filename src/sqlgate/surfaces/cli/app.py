@@ -6,6 +6,12 @@ database), 6 SQLite error, 7 snapshot or undo problem, 8 the database cannot be 
 replication cannot start), 9 the memory chain is broken (`sqlgate verify`, `sqlgate
 restore`), 10 `sqlgate doctor` found a problem, 130 Ctrl-C. README's "Exit codes" table
 is the reference; a test holds them equal.
+
+Every command but `serve` lives in its own module and is imported only when it runs
+(`lazy.LazyGroup`): `sqlgate capture` never pays for the MCP SDK that `serve` needs, and
+`--help` imports none of them. To add a command, add one line to `COMMANDS`: its name,
+`"module:attr"` and its one-line help, the first sentence of its docstring as `--help`
+shows it (tests/surfaces/cli/test_lazy_commands.py holds the two equal).
 """
 
 from __future__ import annotations
@@ -15,26 +21,87 @@ from typing import Any
 import click
 
 from sqlgate import __version__
-from sqlgate.surfaces.cli.capture import capture
-from sqlgate.surfaces.cli.claims import claims
-from sqlgate.surfaces.cli.doctor import doctor
-from sqlgate.surfaces.cli.export import export
-from sqlgate.surfaces.cli.imports import import_group
-from sqlgate.surfaces.cli.inspection import INSPECT_COMMANDS
-from sqlgate.surfaces.cli.install import install, uninstall
-from sqlgate.surfaces.cli.listing import Column, print_listing
-from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
-from sqlgate.surfaces.cli.replicate import REPLICATE_COMMANDS
-from sqlgate.surfaces.cli.snapshot_restore import snapshots_restore
-from sqlgate.surfaces.cli.tools import tools
-from sqlgate.surfaces.cli.undo import undo
-from sqlgate.surfaces.mcp.http import http_options
-from sqlgate.surfaces.ui.serve import ui
+from sqlgate.surfaces.cli.lazy import LazyCommand, LazyGroup
+from sqlgate.surfaces.cli.options import reports_errors, settings_options
+from sqlgate.surfaces.mcp.http_options import http_options
 
-__all__ = ["main"]
+__all__ = ["COMMANDS", "main"]
+
+_CLI = "sqlgate.surfaces.cli"
+
+# name: where the command lives, and its one-line help (register a new command here)
+COMMANDS: dict[str, LazyCommand] = {
+    "capture": LazyCommand(
+        f"{_CLI}.capture:capture",
+        "Record one Claude Code hook payload (JSON on stdin) as a memory event.",
+    ),
+    "claims": LazyCommand(
+        f"{_CLI}.claims:claims",
+        "Beliefs about entities that decay over time, and their contradictions.",
+    ),
+    "doctor": LazyCommand(
+        f"{_CLI}.doctor:doctor",
+        "Check each client config that runs `sqlgate serve`, in this project folder.",
+    ),
+    "export": LazyCommand(
+        f"{_CLI}.export:export",
+        "Memory events, checkpoints, claims and claims history as JSON lines.",
+    ),
+    "import": LazyCommand(
+        f"{_CLI}.imports:import_group",
+        "Import memory or claims from another tool's SQLite file (verified "
+        "first, redacted, never duplicated, all or nothing; the source file "
+        "is only read).",
+    ),
+    "install": LazyCommand(
+        f"{_CLI}.install:install",
+        "Add sqlgate to CLIENT's MCP config (claude-code, claude-desktop, cursor, vscode, codex).",
+    ),
+    "log": LazyCommand(
+        f"{_CLI}.inspection:log", "The audit log (query_log): one row per tool call, newest first."
+    ),
+    "replicate": LazyCommand(
+        f"{_CLI}.replicate:replicate",
+        "Replicate the database to URL until stopped (Ctrl-C or SIGTERM), without serving.",
+    ),
+    "restore": LazyCommand(
+        f"{_CLI}.replicate:restore",
+        "Restore the replica at URL into a new database, then verify its memory chain.",
+    ),
+    "snapshots": LazyCommand(
+        f"{_CLI}.snapshots:snapshots",
+        "List and restore whole-file snapshots (taken before destructive schema changes).",
+    ),
+    "stats": LazyCommand(
+        f"{_CLI}.inspection:stats",
+        "Memory, claims and audit counts, and the rows of every table (chain checked cheaply).",
+    ),
+    "tools": LazyCommand(
+        f"{_CLI}.tools:tools",
+        "The tools a server with these --tools groups announces, as a client lists them.",
+    ),
+    "ui": LazyCommand(
+        "sqlgate.surfaces.ui.serve:ui",
+        "A local, read-only web console: activity, destructive calls, memory, claims, tables.",
+    ),
+    "undo": LazyCommand(
+        f"{_CLI}.undo:undo",
+        "Put back what call CALL changed: its id as the agent's answer gave it "
+        "(AUDIT_ID@DATABASE_ID, e.g.",
+    ),
+    "uninstall": LazyCommand(
+        f"{_CLI}.install:uninstall",
+        "Remove sqlgate's entry from CLIENT's MCP config; nothing else changes.",
+    ),
+    "verify": LazyCommand(
+        f"{_CLI}.inspection:verify",
+        "Recompute every hash and link of the memory chain and check its witness.",
+    ),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, lazy=COMMANDS,
+             context_settings={"help_option_names": ["-h", "--help"]})  # fmt: skip
 @click.version_option(__version__, prog_name="sqlgate")
 def main() -> None:
     """sqlgate: SQL over one SQLite file for coding agents, with the safety in the server."""
@@ -60,62 +127,6 @@ def serve(
 
     run_server(values, transport=transport, host=host, port=port, token=token,
                insecure_no_token=insecure_no_token)  # fmt: skip
-
-
-@main.group()
-def snapshots() -> None:
-    """List and restore whole-file snapshots (taken before destructive schema changes)."""
-
-
-@snapshots.command("list")
-@settings_options(("db",), db_help="SQLite database file whose snapshots to list (only read)")
-@click.option("--json", "as_json", is_flag=True, help="print JSON lines for scripts")
-@reports_errors
-def snapshots_list(as_json: bool, **values: Any) -> None:
-    """Snapshots of the database, newest first, then the copies of before that restores
-    kept (restored/NAME, never rotated)."""
-    from sqlgate.engine.snapshots import list_kept, list_snapshots
-
-    settings = settings_from(values)
-    found = [*list_snapshots(settings.snapshot_dir), *list_kept(settings.snapshot_dir)]
-    records = [{"name": info.name, "created": info.created, "bytes": info.size,
-                "path": str(info.path)} for info in found]  # fmt: skip
-    print_listing(
-        records, _SNAPSHOT_TABLE, as_json=as_json, title=str(settings.snapshot_dir),
-        empty=f"no snapshots in {settings.snapshot_dir}",
-    )  # fmt: skip
-
-
-def _size(count: int) -> str:
-    value = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{count} B"
-
-
-# file names are shown as typed: any program can put a file in the folder
-_SNAPSHOT_TABLE = (
-    Column("name", "name", keep_whole=True),
-    Column("created", "created (UTC)", keep_whole=True),
-    Column("bytes", "size", keep_whole=True, render=_size),
-    Column("path", "path"),
-)
-
-
-snapshots.add_command(snapshots_restore)
-
-main.add_command(claims)
-main.add_command(import_group)
-main.add_command(install)
-main.add_command(uninstall)
-main.add_command(capture)
-main.add_command(doctor)
-main.add_command(undo)
-main.add_command(ui)
-for _command in (*INSPECT_COMMANDS, export, tools, *REPLICATE_COMMANDS):
-    main.add_command(_command)
 
 
 def _entry() -> None:  # pragma: no cover - `python -m sqlgate`

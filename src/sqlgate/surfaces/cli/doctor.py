@@ -46,7 +46,9 @@ def doctor(clients: tuple[str, ...], name: str | None, timeout: float, as_json: 
     if not 0 < timeout <= 600:
         raise InvalidArgument(f"--timeout {timeout:g}: give seconds above 0, at most 600")
     checks = examine(Doctor(Where.here(), timeout=timeout), clients, name)
-    if as_json:
+    if as_json and not checks:
+        click.echo(json_dumps(_nothing_installed(clients, name).record()))
+    elif as_json:
         for check in checks:
             click.echo(json_dumps(check.record()))
     else:
@@ -63,13 +65,18 @@ def _kinds(checks: list[Check]) -> list[str]:
     return list(dict.fromkeys(check.check for check in checks))
 
 
+def _nothing_installed(clients: tuple[str, ...], name: str | None) -> Check:
+    limited = f" {name!r}" if name else ""
+    among = f" in {', '.join(clients)}" if clients else ""
+    return Check("", "", "installed", WARN, f"no sqlgate entry{limited} found{among}",
+                 f"`sqlgate install claude-code` (or another client: {', '.join(CLIENTS)})")  # fmt: skip
+
+
 def _print(checks: list[Check], clients: tuple[str, ...], name: str | None) -> None:
     if not checks:
-        limited = f" {name!r}" if name else ""
-        among = f" in {', '.join(clients)}" if clients else ""
-        click.echo(visible(f"warn  no sqlgate entry{limited} found{among}"))
-        click.echo("      fix: `sqlgate install claude-code` (or another client: "
-                   f"{', '.join(CLIENTS)})")  # fmt: skip
+        nothing = _nothing_installed(clients, name)
+        click.echo(visible(f"warn  {nothing.detail}"))
+        click.echo(f"      fix: {nothing.fix}")
         return
     target = None
     for check in checks:

@@ -45,8 +45,9 @@ class Column:
 
 def is_terminal() -> bool:
     """Whether stdout is a terminal (a person reading) rather than a pipe or a file, as rich
-    decides it: `TTY_COMPATIBLE=1` or `0` in the environment overrides what it detects."""
-    return terminal.console().is_terminal
+    decides it: `TTY_COMPATIBLE=1` or `0` in the environment overrides what it detects
+    (a pipe is told without importing rich: `terminal.is_terminal`)."""
+    return terminal.is_terminal()
 
 
 def tsv_line(cells: Sequence[str]) -> str:

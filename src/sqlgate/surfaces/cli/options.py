@@ -8,21 +8,20 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import click
 
 from sqlgate.config import FLAGS, Flag, Settings, load_settings
 from sqlgate.errors import NotFound, SqlError, SqlgateError
-from sqlgate.surfaces.terminal import visible
+from sqlgate.surfaces.terminal import is_terminal, visible
 
 if TYPE_CHECKING:  # imported when a command runs, not at start-up
-    from rich.progress import Progress
-
     from sqlgate.service import Service
 
 __all__ = [
     "JSON_OPTION",
+    "ProgressBar",
     "existing_service",
     "reports_errors",
     "settings_from",
@@ -163,8 +162,42 @@ def existing_service(values: dict[str, Any], *, read_only: bool = False) -> Iter
         service.close()
 
 
-def stderr_progress() -> Progress:
+class ProgressBar(Protocol):
+    """What commands use of a progress bar (rich's `Progress` is one)."""
+
+    def __enter__(self) -> ProgressBar: ...
+
+    def __exit__(self, *exc: Any) -> None: ...
+
+    def add_task(self, description: str, *, total: float | None = ...) -> Any: ...
+
+    def update(
+        self, task_id: Any, *, total: float | None = ..., completed: float | None = ...
+    ) -> None: ...
+
+
+class _NoProgress:
+    """The progress bar of a stderr that is no terminal: nothing shown, rich not imported."""
+
+    def __enter__(self) -> _NoProgress:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def add_task(self, description: str, *, total: float | None = None) -> int:
+        return 0
+
+    def update(
+        self, task_id: Any, *, total: float | None = None, completed: float | None = None
+    ) -> None:
+        return None
+
+
+def stderr_progress() -> ProgressBar:
     """A progress bar on stderr, shown only when stderr is a terminal (pipes stay clean)."""
+    if not is_terminal(stderr=True):
+        return _NoProgress()
     from rich.console import Console
     from rich.progress import (
         BarColumn,

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlgate.config import PROJECT_DB, default_db_path
+from sqlgate.config import PROJECT_DB, default_db_path, project_folder
 from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces.integrations.capture_hooks import CAPTURE_EVENTS, is_capture_command
 from sqlgate.surfaces.integrations.client_paths import CLIENTS, Client, Where, settings_path
@@ -135,8 +135,7 @@ def option_value(words: Sequence[str], name: str) -> str | None:
 def project_root(where: Where) -> Path:
     """The project `--project-db` names: $CLAUDE_PROJECT_DIR when it names a folder, else
     the working folder."""
-    given = where.env.get("CLAUDE_PROJECT_DIR", "")
-    return Path(given) if given and Path(given).is_dir() else where.cwd
+    return project_folder(where.env, where.cwd)
 
 
 _PROJECT_VARIABLE = re.compile(

@@ -23,9 +23,7 @@ import sys
 from collections.abc import Callable
 from contextlib import nullcontext
 from types import FrameType
-from typing import TYPE_CHECKING, Any, TypeVar
-
-import click
+from typing import TYPE_CHECKING, Any
 
 from sqlgate.errors import InvalidArgument, StartupError
 from sqlgate.surfaces.mcp.http_access import (
@@ -44,6 +42,7 @@ from sqlgate.surfaces.mcp.http_access import (
     require_loopback_socket,
     token_for,
 )
+from sqlgate.surfaces.mcp.http_options import DEFAULT_HOST, DEFAULT_PORT, http_options
 from sqlgate.surfaces.mcp.jsonrpc_guard import (
     MAX_REQUEST_BYTES,
     Rejection,
@@ -82,10 +81,6 @@ __all__ = [
     "token_for",
 ]
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
 # open response streams must not hold a stopping server forever
 GRACEFUL_SHUTDOWN_SECONDS = 3
@@ -183,27 +178,6 @@ def build_http_app(service: Service, token: str | None, host: str = DEFAULT_HOST
     )  # fmt: skip
     guarded = JsonRpcGuard(app)
     return guarded if token is None else BearerTokenGate(guarded, token)
-
-
-def http_options(fn: F) -> F:
-    """--host, --port and --token for `sqlgate serve`, each with its environment variable."""
-    options = (
-        click.option("--host", envvar="SQLGATE_HOST", default=DEFAULT_HOST, show_default=True,
-                     help="http: address to listen on [env SQLGATE_HOST]"),
-        click.option("--port", envvar="SQLGATE_PORT", type=click.IntRange(0, 65535),
-                     default=DEFAULT_PORT, show_default=True,
-                     help="http: port to listen on (0: any free port) [env SQLGATE_PORT]"),
-        click.option("--token", envvar="SQLGATE_TOKEN", default=None,
-                     help="http: bearer token clients must send; generated on loopback if "
-                          "absent, required elsewhere [env SQLGATE_TOKEN]"),
-        # no environment variable on purpose: an inherited one must not turn the token off
-        click.option(TOKENLESS_FLAG, "insecure_no_token", is_flag=True, default=False,
-                     help="http, for tests only: serve on loopback without a token; every "
-                          "local user and program can then use the server"),
-    )  # fmt: skip
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
 
 
 def listen_socket(host: str, port: int) -> socket.socket:

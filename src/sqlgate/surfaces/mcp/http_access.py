@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlgate.errors import InvalidArgument
+from sqlgate.surfaces.mcp.http_options import TOKENLESS_FLAG
 
 if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
@@ -58,7 +59,6 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 MIN_TOKEN_CHARS = 16
-TOKENLESS_FLAG = "--insecure-no-token"
 # the names a browser may use for this machine, besides the address the server listens on
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 

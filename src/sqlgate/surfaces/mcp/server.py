@@ -6,11 +6,15 @@ handler writes to stderr. The stdio transport itself is `stdio_transport`.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.resources import ResourceManager
+from mcp.server.mcpserver.tools import ToolManager
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import ValidationError
 
@@ -89,7 +93,57 @@ def instructions_for(tools: tuple[str, ...]) -> str:
 
 class _SqlgateServer(MCPServer[Any]):
     """MCPServer whose stdio transport bounds and answers every line (`stdio_transport`),
-    and whose argument errors are one line each (`arguments.argument_errors_text`)."""
+    whose argument errors are one line each (`arguments.argument_errors_text`), and whose
+    tools and resources are registered when the SDK first looks at them (`register_tools`).
+
+    Registering a tool builds a pydantic model of its signature: for all of sqlgate's tools
+    that is most of a server's start. `initialize` needs none of it, so the first answer
+    does not wait for it; the first `tools/list`, `tools/call` or `resources/...` does (once,
+    under a lock: HTTP sessions may ask at the same moment)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._pending: Callable[[MCPServer[Any]], None] | None = None
+        self._registering = threading.RLock()
+        self._in_register = False
+        super().__init__(*args, **kwargs)
+
+    def register_tools(self, register: Callable[[MCPServer[Any]], None]) -> None:
+        """Run `register(self)` when the tools are first needed."""
+        self._pending = register
+
+    @property
+    def tools_built(self) -> bool:
+        return self._pending is None
+
+    def _registered(self) -> None:
+        if self._pending is not None:
+            with self._registering:  # the registering thread comes back here: let it through
+                if self._pending is not None and not self._in_register:
+                    self._in_register = True
+                    try:
+                        self._pending(self)
+                        self._pending = None
+                    finally:
+                        self._in_register = False
+
+    # the SDK reaches tools and resources only through these: each registers them first
+    @property
+    def _tool_manager(self) -> ToolManager:
+        self._registered()
+        return self._tools
+
+    @_tool_manager.setter
+    def _tool_manager(self, manager: ToolManager) -> None:  # MCPServer.__init__ sets it
+        self._tools = manager
+
+    @property
+    def _resource_manager(self) -> ResourceManager:
+        self._registered()
+        return self._resources
+
+    @_resource_manager.setter
+    def _resource_manager(self, manager: ResourceManager) -> None:
+        self._resources = manager
 
     async def run_stdio_async(self) -> None:
         await serve_stdio(self._lowlevel_server)  # what the SDK's run_stdio_async runs too
@@ -124,24 +178,29 @@ class _SqlgateServer(MCPServer[Any]):
             raise ToolError(f"Error executing tool {name}: {text}") from cause
 
 
-def build_server(service: Service) -> MCPServer[Any]:
-    """An MCPServer announcing the tool groups chosen in the service's settings.
+def build_server(service: Service) -> _SqlgateServer:
+    """An MCPServer announcing the tool groups chosen in the service's settings (registered
+    when a client first lists or calls a tool).
 
     The caller owns `service` and closes it when the server stops.
     """
-    server: MCPServer[Any] = _SqlgateServer(
+    server = _SqlgateServer(
         "sqlgate",
         version=__version__,
         instructions=instructions_for(service.settings.tools),
         log_level="WARNING",
     )
-    if "sql" in service.settings.tools:
-        register_sql_tools(server, service)
-    if "memory" in service.settings.tools:
-        register_memory_tools(server, service)
-    if "claims" in service.settings.tools:
-        register_claims_tools(server, service)
-    refuse_unpaired_surrogates(server)
-    compact_tools(server)
+
+    def register(server: MCPServer[Any]) -> None:
+        if "sql" in service.settings.tools:
+            register_sql_tools(server, service)
+        if "memory" in service.settings.tools:
+            register_memory_tools(server, service)
+        if "claims" in service.settings.tools:
+            register_claims_tools(server, service)
+        refuse_unpaired_surrogates(server)
+        compact_tools(server)
+
+    server.register_tools(register)  # when a client first lists or calls them
     enable_client_logging(server)
     return server

@@ -8,7 +8,6 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from sqlgate.engine.textsearch import SearchRequest
 from sqlgate.service import Service
 from sqlgate.surfaces.mcp.confirm import Confirmation, UndoConfirmation, guard_destructive_calls
 from sqlgate.surfaces.mcp.progress import relay_progress
@@ -147,6 +146,8 @@ def register_sql_tools(server: MCPServer, service: Service) -> None:
         context_chars: Annotated[int, Field(ge=0, le=1000)] = 80,
     ) -> str:
         """Find text in a table's columns; returns CSV key,column,snippet and totals."""
+        from sqlgate.engine.textsearch import SearchRequest  # the SQL engine: not at start
+
         request = SearchRequest(
             pattern, table, columns, where, key_column, limit, ignore_case, fixed_strings,
             context_chars,

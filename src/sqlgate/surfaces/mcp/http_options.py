@@ -1,0 +1,39 @@
+"""The options of `sqlgate serve --transport http`, defined with click alone: the `serve`
+command is built (for `--help`, for a stdio run) without importing the MCP SDK that
+`http` serves with."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "TOKENLESS_FLAG", "http_options"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+TOKENLESS_FLAG = "--insecure-no-token"
+
+
+def http_options(fn: F) -> F:
+    """--host, --port and --token for `sqlgate serve`, each with its environment variable."""
+    options = (
+        click.option("--host", envvar="SQLGATE_HOST", default=DEFAULT_HOST, show_default=True,
+                     help="http: address to listen on [env SQLGATE_HOST]"),
+        click.option("--port", envvar="SQLGATE_PORT", type=click.IntRange(0, 65535),
+                     default=DEFAULT_PORT, show_default=True,
+                     help="http: port to listen on (0: any free port) [env SQLGATE_PORT]"),
+        click.option("--token", envvar="SQLGATE_TOKEN", default=None,
+                     help="http: bearer token clients must send; generated on loopback if "
+                          "absent, required elsewhere [env SQLGATE_TOKEN]"),
+        # no environment variable on purpose: an inherited one must not turn the token off
+        click.option(TOKENLESS_FLAG, "insecure_no_token", is_flag=True, default=False,
+                     help="http, for tests only: serve on loopback without a token; every "
+                          "local user and program can then use the server"),
+    )  # fmt: skip
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
