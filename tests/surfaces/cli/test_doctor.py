@@ -84,7 +84,7 @@ def test_json_says_when_nothing_is_installed(home: Path) -> None:
     result = invoke("--json", "--client", "cursor")
     assert result.exit_code == 0, (result.stdout, result.stderr)
     (record,) = [json.loads(line) for line in result.stdout.splitlines()]
-    assert record["check"] == "installed" and record["status"] == "warn"
+    assert (record["check"], record["status"]) == ("installed", "warn")
     assert record["detail"] == "no sqlgate entry found in cursor"
     assert record["fix"].startswith("`sqlgate install claude-code`")
 

@@ -68,8 +68,8 @@ def _kinds(checks: list[Check]) -> list[str]:
 def _nothing_installed(clients: tuple[str, ...], name: str | None) -> Check:
     limited = f" {name!r}" if name else ""
     among = f" in {', '.join(clients)}" if clients else ""
-    return Check("", "", "installed", WARN, f"no sqlgate entry{limited} found{among}",
-                 f"`sqlgate install claude-code` (or another client: {', '.join(CLIENTS)})")  # fmt: skip
+    fix = f"`sqlgate install claude-code` (or another client: {', '.join(CLIENTS)})"
+    return Check("", "", "installed", WARN, f"no sqlgate entry{limited} found{among}", fix)
 
 
 def _print(checks: list[Check], clients: tuple[str, ...], name: str | None) -> None:
