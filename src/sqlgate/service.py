@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-import secrets
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -49,7 +49,7 @@ T = TypeVar("T")
 def new_session_id(now: datetime | None = None) -> str:
     """`s-<UTC date and time>-<random>`: sortable, and unique across concurrent servers."""
     moment = now or datetime.now(timezone.utc)
-    return f"s-{moment.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
+    return f"s-{moment.strftime('%Y%m%dT%H%M%SZ')}-{os.urandom(3).hex()}"
 
 
 def _safe_fingerprint(query: str) -> str:

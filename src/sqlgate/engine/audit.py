@@ -16,7 +16,7 @@ import functools
 import json
 import logging
 import math
-import secrets
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -189,7 +189,7 @@ class AuditLog:
         if self._queue is None:
             log.warning("audit row for %s not written: the database is locked", row["tool"])
             return
-        token = f"{self._session}/{secrets.token_hex(8)}"
+        token = f"{self._session}/{os.urandom(8).hex()}"
         detail = json.loads(row["detail"]) if row["detail"] else {}
         queued = dict(row, detail=_detail_json({"queued": token, **detail}))
         try:

@@ -29,8 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import re2
-
 from sqlgate.errors import InvalidArgument
 
 __all__ = ["DEFAULT_PATTERNS", "Redaction", "Redactor", "load_extra_patterns"]
@@ -94,6 +92,8 @@ class Redaction:
 
 
 def _options() -> Any:
+    import re2  # on the first compile: a command that redacts nothing never loads it
+
     options = re2.Options()
     options.log_errors = False
     options.max_mem = 16 << 20
@@ -101,6 +101,8 @@ def _options() -> Any:
 
 
 def _compile(name: str, pattern: str) -> Any:
+    import re2
+
     try:
         return re2.compile(pattern, _options())
     except re2.error as exc:
@@ -138,24 +140,43 @@ def _looks_secret(key: str, value: str, separator: str) -> bool:
     return tight or bool(_SYMBOLS.intersection(value) - {"_"} and not value.isidentifier())
 
 
+@dataclass(frozen=True)
+class _Rules:
+    private: Any
+    patterns: list[tuple[str, Any]]
+    assignment: Any
+    any: Any
+
+
 class Redactor:
     """Applies the private-block rule, the named patterns, then secret assignments."""
 
     def __init__(self, extra: tuple[tuple[str, str], ...] = (), *, enabled: bool = True) -> None:
         self.enabled = enabled
-        self._private = _compile("private", PRIVATE_TAG)
-        self._patterns = [(name, _compile(name, p)) for name, p in (*DEFAULT_PATTERNS, *extra)]
-        self._assignment = _compile("assignment", _ASSIGNMENT)
-        # one linear search that matches wherever any rule could: most texts (SQL, ids,
-        # words) match none, and need no pass of their own per pattern
-        every = (PRIVATE_TAG, *(p for _, p in (*DEFAULT_PATTERNS, *extra)), _ASSIGNMENT)
+        self._extra = extra
         self._remembered = functools.lru_cache(maxsize=_CACHED_TEXTS)(
             lambda text: self.redact(text).text
         )
-        self._any = _compile("any", "|".join(f"(?:{_NAMED_GROUP.sub('(?:', p)})" for p in every))
+        if extra:
+            _ = self._rules  # a bad extra pattern stops the caller here, not at the first text
+
+    @functools.cached_property
+    def _rules(self) -> _Rules:
+        """The compiled patterns, built on first use: the defaults are known to compile, and
+        a command that stores no text (capture's SessionStart) never pays for them."""
+        extra = self._extra
+        # one linear search that matches wherever any rule could: most texts (SQL, ids,
+        # words) match none, and need no pass of their own per pattern
+        every = (PRIVATE_TAG, *(p for _, p in (*DEFAULT_PATTERNS, *extra)), _ASSIGNMENT)
+        return _Rules(
+            private=_compile("private", PRIVATE_TAG),
+            patterns=[(name, _compile(name, p)) for name, p in (*DEFAULT_PATTERNS, *extra)],
+            assignment=_compile("assignment", _ASSIGNMENT),
+            any=_compile("any", "|".join(f"(?:{_NAMED_GROUP.sub('(?:', p)})" for p in every)),
+        )
 
     def redact(self, text: str) -> Redaction:
-        if not self.enabled or self._any.search(text) is None:
+        if not self.enabled or self._rules.any.search(text) is None:
             return Redaction(text)
         counts: dict[str, int] = {}
 
@@ -163,9 +184,9 @@ class Redactor:
             counts[name] = counts.get(name, 0) + 1
 
         text = self._without_private(text, count)
-        for name, pattern in self._patterns:
+        for name, pattern in self._rules.patterns:
             text = pattern.sub(self._marker(name, pattern, count), text)
-        text = self._assignment.sub(self._assigned(count), text)
+        text = self._rules.assignment.sub(self._assigned(count), text)
         return Redaction(text, counts)
 
     def redact_text(self, text: str) -> str:
@@ -183,7 +204,7 @@ class Redactor:
         """`text` without its `<private>` blocks; a block ends where its nesting closes."""
         kept: list[str] = []
         depth, start = 0, 0
-        for tag in self._private.finditer(text):
+        for tag in self._rules.private.finditer(text):
             if tag.group(1):  # a closing tag
                 if depth == 0:
                     continue  # closes nothing: it is just text

@@ -19,7 +19,6 @@ from sqlgate.engine.csvout import csv_line, csv_reply
 from sqlgate.engine.database import Database
 from sqlgate.engine.framing import LINE_BREAKS, FramedReply, data_bytes, inline
 from sqlgate.errors import InvalidArgument, NotFound
-from sqlgate.memory.ranking import Candidate, query_words, rank
 
 __all__ = ["EventReader", "SearchFilters", "fts_query", "preview"]
 
@@ -41,6 +40,8 @@ def fts_query(text: object) -> str:
     """
     if not isinstance(text, str):
         raise InvalidArgument("query must be text: a few words to look for")
+    from sqlgate.memory.ranking import query_words  # not for the resume context's previews
+
     terms = [f'"{word}"' + ("*" if prefix else "") for word, prefix in query_words(text)]
     if not terms:
         raise InvalidArgument("query has no words to search for; pass a few plain words")
@@ -132,6 +133,8 @@ class EventReader:
             "(SELECT count(*) FROM hit) "
             "FROM best JOIN memory_events AS e ON e.id = best.id ORDER BY best.r"
         )
+        from sqlgate.memory.ranking import Candidate, rank
+
         with self.db.reading() as conn:
             best = list(conn.execute(sql, (match, *values, RANK_WINDOW, CANDIDATES, HEAD_CHARS)))
             matched = int(best[0][4]) if best else 0

@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -101,7 +100,10 @@ class WitnessFile:
             self._replace(raw)
 
     def _replace(self, payload: bytes) -> None:
-        fd, temp = tempfile.mkstemp(prefix=self.path.name, suffix=".tmp", dir=self.path.parent)
+        # a fresh private file beside it, as tempfile.mkstemp makes one (O_EXCL, 0600),
+        # without importing tempfile: every SessionStart hook writes the witness
+        temp = self.path.with_name(f"{self.path.name}.{os.urandom(6).hex()}.tmp")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(payload)
