@@ -48,12 +48,9 @@ __all__ = [
 ]
 
 
-@functools.cache
-def _punctuation() -> frozenset[TokenType]:
-    return frozenset({TokenType.L_PAREN, TokenType.R_PAREN, TokenType.COMMA, TokenType.DOT,
-                      TokenType.SEMICOLON})  # fmt: skip
-
-
+# token types by name, so the sets need no sqlglot at import (a function cached on first use
+# would also run its line once only, which mutation testing cannot see being read)
+_PUNCTUATION = frozenset({"L_PAREN", "R_PAREN", "COMMA", "DOT", "SEMICOLON"})
 # every verb a SQLite statement can start with; anything else is a syntax error
 _VERBS = frozenset(
     {
@@ -69,12 +66,7 @@ _FTS_DESTRUCTIVE_COMMANDS = {"delete-all", "delete"}
 # tokens of a WHERE that never name a column: literals and parameters, and reserved words
 # (SQLite takes no other meaning for them there; TRUE and FALSE name a column only when the
 # table has one so called, which then counts as no WHERE: refused in write_query, the safe way)
-@functools.cache
-def _never_names() -> frozenset[TokenType]:
-    return frozenset({TokenType.STRING, TokenType.NUMBER, TokenType.HEX_STRING,
-                      TokenType.BIT_STRING, TokenType.PLACEHOLDER})  # fmt: skip
-
-
+_NEVER_NAMES = frozenset({"STRING", "NUMBER", "HEX_STRING", "BIT_STRING", "PLACEHOLDER"})
 _NOT_NAMES = frozenset(
     {"NULL", "TRUE", "FALSE", "AND", "OR", "NOT", "IS", "ISNULL", "NOTNULL", "IN", "BETWEEN",
      "SELECT", "EXISTS", "DISTINCT"}
@@ -168,7 +160,7 @@ def _may_name_a_column(token: Token, following: Token | None) -> bool:
         return not call
     first = token.text[:1]
     return (
-        token.token_type not in _never_names()
+        token.token_type.name not in _NEVER_NAMES
         and (first.isalpha() or first == "_")  # not an operator, nor a `$name` parameter
         and word(token) not in _NOT_NAMES
         and not call
@@ -201,7 +193,7 @@ def _has_top_level_where(tokens: list[Token], verb_at: int) -> bool:
 
 def _name_at(tokens: list[Token], at: int) -> tuple[str | None, int]:
     """The object named at `at` (`schema.name` gives `name`) and the index after it."""
-    if at >= len(tokens) or tokens[at].token_type in _punctuation():
+    if at >= len(tokens) or tokens[at].token_type.name in _PUNCTUATION:
         return None, at
     if at + 2 < len(tokens) and tokens[at + 1].token_type == TokenType.DOT:
         return tokens[at + 2].text, at + 3
@@ -234,7 +226,7 @@ def _is_fts_delete(tokens: list[Token], table: str | None, after: int) -> bool:
         return False
     end = _after_parens(tokens, at)
     columns = {
-        fold_name(t.text) for t in tokens[at + 1 : end - 1] if t.token_type not in _punctuation()
+        fold_name(t.text) for t in tokens[at + 1 : end - 1] if t.token_type.name not in _PUNCTUATION
     }
     if fold_name(table) not in columns:
         return False
