@@ -148,7 +148,9 @@ def check_initialize(inst: Installed, ready: bool, failed: bool, doctor: Doctor)
         return _one(inst, "initialize", (WARN, "not tried: serve would create or upgrade the "
                     "database, and doctor writes nothing; start the client once, then run "
                     "`sqlgate doctor` again", None))  # fmt: skip
-    argv = [inst.command, *_without_replicate(list(inst.args))]
+    argv = [inst.command, *found.without_option(inst.args, "--replicate")]
+    # without --replicate: a second replicating process would be refused while the client's
+    # server replicates (the replication check looks at that instead)
     env = found.which_env(inst, doctor.where)
     env.pop("SQLGATE_REPLICATE", None)
     answer = doctor.ask(argv, env, doctor.where.cwd, doctor.timeout)
@@ -158,21 +160,6 @@ def check_initialize(inst: Installed, ready: bool, failed: bool, doctor: Doctor)
     fix = (f"run it by hand to see why: `{found.shown_command(inst)}` (in {doctor.where.cwd}); "
            "a slow machine may need a longer --timeout")  # fmt: skip
     return _one(inst, "initialize", (FAIL, f"the server {answer.detail}", fix))
-
-
-def _without_replicate(args: list[str]) -> list[str]:
-    """The arguments without --replicate: a second replicating process would be refused
-    while the client's server replicates (the replication check looks at that instead)."""
-    kept: list[str] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg == "--replicate":
-            skip = True
-        elif not arg.startswith("--replicate="):
-            kept.append(arg)
-    return kept
 
 
 def check_hooks(inst: Installed, db: DbChoice, doctor: Doctor) -> list[Check]:

@@ -68,6 +68,7 @@ from sqlgate.surfaces.integrations.config_files import (
 )
 from sqlgate.surfaces.integrations.config_writer import apply
 from sqlgate.surfaces.integrations.install_records import InstallRecords, goes_when_empty
+from sqlgate.surfaces.integrations.installed import without_option
 from sqlgate.surfaces.integrations.launcher import PORTABLE, Launcher, find_launcher, project_db
 from sqlgate.surfaces.integrations.toml_config import toml_remove, toml_servers, toml_set
 
@@ -167,20 +168,6 @@ def _db_of(entry: Any) -> str | None:
     return None
 
 
-def _without_db(args: list[Any]) -> list[Any]:
-    """`args` without the words that choose the database (compared apart, as `db`)."""
-    kept: list[Any] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg == "--db":
-            skip = True
-        elif arg != "--project-db":
-            kept.append(arg)
-    return kept
-
-
 def _differences(old: Any, new: dict[str, Any]) -> tuple[tuple[str, str, str], ...]:
     """What an update changes, field by field: (field, old, new); `db` is the database."""
     if not isinstance(old, dict):
@@ -192,7 +179,7 @@ def _differences(old: Any, new: dict[str, Any]) -> tuple[tuple[str, str, str], .
     for key in [*new, *(key for key in old if key not in new)]:
         was, now = old.get(key), new.get(key)
         if key == "args" and isinstance(was, list) and isinstance(now, list):
-            was, now = _without_db(was), _without_db(now)
+            was, now = (without_option(x, "--db", flags=("--project-db",)) for x in (was, now))
         if was != now:
             found.append((key, _shown(was), _shown(now)))
     return tuple(found)

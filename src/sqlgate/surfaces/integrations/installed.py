@@ -132,6 +132,21 @@ def option_value(words: Sequence[str], name: str) -> str | None:
     return found
 
 
+def without_option(words: Sequence[Any], name: str, *, flags: tuple[str, ...] = ()) -> list[Any]:
+    """`words` without `name VALUE`, `name=VALUE` and the bare `flags` (words that are not
+    text are kept as they are)."""
+    kept: list[Any] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word == name:
+            skip = True
+        elif not (isinstance(word, str) and (word.startswith(name + "=") or word in flags)):
+            kept.append(word)
+    return kept
+
+
 def project_root(where: Where) -> Path:
     """The project `--project-db` names: $CLAUDE_PROJECT_DIR when it names a folder, else
     the working folder."""
