@@ -230,3 +230,35 @@ def test_stats_shows_a_witness_log_that_cannot_follow_the_chain(db: Path) -> Non
         assert "WITNESS LOG STUCK: the database disagrees" in text
     finally:
         lock.release()
+
+
+def test_a_ctrl_c_right_after_the_ready_line_stops_it_as_a_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first Ctrl-C a person can give (the line told them how) ends replication the
+    normal way, with its last sync and the line that says so, never as a start cut short."""
+    import contextlib
+    import os
+    import signal
+
+    import sqlgate.surfaces.cli.replicate as command
+
+    db = tmp_path / "agent.db"
+    Service.open(Settings(db=db)).close()
+    said: list[str] = []
+
+    def echo(message: str, err: bool = False) -> None:
+        said.append(message)
+        if message.endswith("Ctrl-C stops"):
+            os.kill(os.getpid(), signal.SIGINT)  # handled here, on the main thread, at once
+
+    import sqlgate.surfaces.replication.supervisor as supervisor
+
+    monkeypatch.setattr(supervisor, "Replication", lambda *args: contextlib.nullcontext())
+    monkeypatch.setattr(command.click, "echo", echo)
+    with pytest.raises(SystemExit) as ended:
+        command.replicate.main(
+            ["file://" + str(tmp_path / "replica"), "--db", str(db)], standalone_mode=False
+        )
+    assert ended.value.code == 130
+    assert said[-1] == "stopped; Litestream synced what it had"

@@ -156,11 +156,11 @@ def replicate(url: str | None, **values: Any) -> None:
     # Litestream switches the file to WAL and adds its tables: only sqlgate's own file
     check_ownership(settings.db, settings.busy_timeout, adopt=False, read_only=True)
     with stop_signals() as stops:  # a stop while Litestream starts ends the start-up
-        with Replication(settings.db, target):
+        # serving before it says so: a Ctrl-C once told is a stop, not a start-up cut short
+        with Replication(settings.db, target), stops.serving():
             click.echo(f"replicating {terminal.visible(str(settings.db))} to {target.url}; "
                        "Ctrl-C stops", err=True)  # fmt: skip
-            with stops.serving():
-                stops.wait()
+            stops.wait()
         click.echo("stopped; Litestream synced what it had", err=True)
 
 
