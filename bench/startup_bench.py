@@ -3,7 +3,7 @@ beside the floor `python -c "import apsw, click"`, and of `sqlgate serve` answer
 `initialize` beside the SDK's no-op server (bench/noop_server.py).
 
     python bench/startup_bench.py            # 21 runs each; merges its rows into results.md
-    python bench/startup_bench.py --quick    # 3 runs of each; prints only (unless --out)
+    python bench/startup_bench.py --quick    # 1 run of each; prints only (unless --out)
 
 Each command is timed from spawn to exit (stdout and stderr pipes, as a hook or a script
 runs it), interleaved with its floor: floor, command, floor, command... so that the load of
@@ -49,7 +49,7 @@ BENCH_SERVE_START = "start cost: spawn to initialize answer (stdio)"
 SUBJECT_FLOOR = "floor: python -c 'import apsw, click'"
 SUBJECT_NOOP = "no-op tool, same SDK (floor)"
 SUBJECT_SERVE = "sqlgate serve"
-RUNS = {"full": 21, "quick": 3}
+RUNS = {"full": 21, "quick": 1}
 DEFAULT_OUT = BENCH / "results.md"
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -260,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from benchkit import FULL
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="3 runs each; prints only")
+    parser.add_argument("--quick", action="store_true", help="1 run each; prints only")
     parser.add_argument("--out", type=Path, help="merge the rows into this report")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
