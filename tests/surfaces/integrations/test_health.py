@@ -22,6 +22,7 @@ from sqlgate.surfaces.integrations.capture_hooks import capture_command
 from sqlgate.surfaces.integrations.client_paths import Where
 from sqlgate.surfaces.integrations.health import Check, Doctor, examine
 from sqlgate.surfaces.integrations.launcher import Launcher
+from sqlgate.surfaces.integrations.server_probe import Answer
 from sqlgate.surfaces.replication.status import replication_dir, write_status
 from tests.surfaces.integrations.fake_home import fake_home
 
@@ -290,6 +291,10 @@ CASES = {
 }
 
 
+def _answers(*_: Any) -> Answer:
+    return Answer(True, "answered initialize in 0.01 s", "sqlgate", "0.1.0")
+
+
 @pytest.mark.parametrize("case", list(CASES.values()), ids=list(CASES))
 def test_each_problem_is_found_with_its_fix(
     home: Home, case: Case, monkeypatch: pytest.MonkeyPatch
@@ -298,7 +303,9 @@ def test_each_problem_is_found_with_its_fix(
         pytest.skip("root may write any file")
     case.lay_out(home)
     timeout = 0.5 if case.lay_out is _silent_server else 30.0
-    checks = run(home, timeout=timeout, which=lambda *_, **__: None)
+    # the server is started only where the case is about it: the others take its answer
+    probe = {} if case.check == "initialize" else {"ask": _answers}
+    checks = run(home, timeout=timeout, which=lambda *_, **__: None, **probe)
     mine = [c for c in checks if c.target == case.target and c.check == case.check]
     assert mine, [c.record() for c in checks]
     (check,) = mine
