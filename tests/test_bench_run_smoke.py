@@ -178,3 +178,27 @@ def test_quick_run_loses_nothing_under_http_load(report: str) -> None:
     assert len(lines) == 1
     for line in lines:
         assert "0 errors; lost after the run: 0 events, 0 rows, 0 audit rows; chain ok" in line
+
+
+def test_quick_run_gives_every_start_cost_a_ratio_and_its_goal(
+    report: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bench/startup_bench.py's rows, as run.py prints them: each command beside its floor,
+    a ratio (not "not available"), and its goal where it has one."""
+    monkeypatch.syspath_prepend(str(REPO / "bench"))
+    import startup_bench
+
+    rows = {}
+    for line in report.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if len(cells) == 7 and cells[0] in (startup_bench.BENCH_START,
+                                             startup_bench.BENCH_SERVE_START):  # fmt: skip
+            rows[cells[1]] = cells
+    expected = {command.subject for command in startup_bench.COMMANDS}
+    assert expected | {startup_bench.SUBJECT_FLOOR, startup_bench.SUBJECT_NOOP,
+                       startup_bench.SUBJECT_SERVE} == set(rows)  # fmt: skip
+    for command in startup_bench.COMMANDS:
+        _, _, _, figure, _, _, notes = rows[command.subject]
+        assert figure.endswith("x"), rows[command.subject]
+        assert ("goal <=" in notes) == (command.goal is not None), rows[command.subject]
+    assert "goal <= 1.15x" in rows[startup_bench.SUBJECT_SERVE][6]
