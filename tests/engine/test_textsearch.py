@@ -309,7 +309,6 @@ def test_a_limited_search_shows_the_first_matches_of_the_full_one(
     ("limit", "context"),
     [
         pytest.param(0, 80, id="limit-zero"),
-        pytest.param(1001, 80, id="limit-over-max-rows"),
         pytest.param(True, 80, id="limit-bool"),
         pytest.param(10, -1, id="negative-context"),
         pytest.param(10, 1001, id="context-too-big"),
@@ -319,6 +318,21 @@ def test_a_limited_search_shows_the_first_matches_of_the_full_one(
 def test_limit_and_context_are_checked(docs: Service, limit: Any, context: Any) -> None:
     with pytest.raises(InvalidArgument):
         search(docs, "fox", limit=limit, context_chars=context)
+
+
+@pytest.mark.parametrize("limit", [None, 100, 1001], ids=["default", "default-value", "over"])
+def test_a_limit_over_max_rows_is_lowered_to_it_as_in_read_query(
+    make_service: Callable[..., Service], limit: int | None
+) -> None:
+    """One rule for every limit (issue 21): above --max-rows it is lowered to it. The default
+    of 100 had failed every call under `--max-rows 50`."""
+    service = make_service(max_rows=3)
+    service.write_query("CREATE TABLE n(body TEXT)")
+    service.write_query("INSERT INTO n VALUES ('fox'), ('fox'), ('fox'), ('fox'), ('fox')")
+    given = {} if limit is None else {"limit": limit}
+    result = search(service, "fox", "n", **given)
+    assert len(body_lines(result)) == 3
+    assert "(stopped at limit 3 after " in result.splitlines()[-1]
 
 
 def test_unicode_snippets_cut_on_characters_not_bytes(service: Service) -> None:

@@ -197,7 +197,8 @@ SEARCH = [
     search(HARMLESS, "pattern-catastrophic-in-backtracking", pattern="(a+)+$"),
     search(HARMLESS, "pattern-literal-sql", pattern="'; DROP TABLE items; --", fixed_strings=True),
     search(BAD, "limit-zero", limit=0),
-    search(BAD, "limit-huge", limit=10**9),
+    search(HARMLESS, "limit-huge", limit=10**9),  # lowered to --max-rows, as in read_query
+    search(HARMLESS, "limit-past-sqlite", limit=2**63),  # only counted, never given to SQLite
     search(BAD, "limit-bool", limit=True),
     search(BAD, "context-negative", context_chars=-1),
     search(BAD, "context-huge", context_chars=10**6),

@@ -242,8 +242,9 @@ class TextSearch:
     def search(self, request: SearchRequest, bindings: Bindings, control: CallControl) -> Outcome:
         caps = self.tiers.caps
         limit = request.limit
-        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= caps.rows:
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise InvalidArgument(f"limit must be a whole number from 1 to {caps.rows}")
+        limit = min(limit, caps.rows)  # as read_query: above --max-rows, lowered to it
         context = request.context_chars
         if (
             not isinstance(context, int)

@@ -48,7 +48,12 @@ def register_sql_tools(server: MCPServer, service: Service) -> None:
             str, sql_text("query"), Field(description="one SELECT/WITH/EXPLAIN/PRAGMA statement")
         ],
         limit: Annotated[
-            int | None, Field(ge=1, description="rows to return at most (default: --default-limit)")
+            int | None,
+            Field(
+                ge=1,
+                description="rows to return at most (default: --default-limit; "
+                "above --max-rows, lowered to it)",
+            ),
         ] = None,
         params: Params = None,
     ) -> str:
@@ -140,7 +145,14 @@ def register_sql_tools(server: MCPServer, service: Service) -> None:
             str | None, sql_text("where"), Field(description="SQL condition narrowing rows")
         ] = None,
         key_column: Annotated[str | None, Field(description="column naming a row")] = None,
-        limit: Annotated[int, Field(ge=1)] = 100,
+        limit: Annotated[
+            int,
+            Field(
+                ge=1,
+                description="matches to show at most (default 100; above "
+                "--max-rows, lowered to it)",
+            ),
+        ] = 100,
         ignore_case: bool = False,
         fixed_strings: Annotated[bool, Field(description="pattern is plain text")] = False,
         context_chars: Annotated[int, Field(ge=0, le=1000)] = 80,
