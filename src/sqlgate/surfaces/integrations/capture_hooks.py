@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ __all__ = [
     "hook_database",
     "hook_for",
     "is_capture_command",
+    "named_database",
     "our_commands",
     "project_capture_command",
     "with_capture",
@@ -80,15 +82,21 @@ def is_capture_command(command: str) -> bool:
     return len(words) >= 4 and words[1:3] == ["-m", "sqlgate"] and words[3] == "capture"
 
 
-def hook_database(command: str) -> str:
-    """The database a capture command names, as a person reads it: the `--db` path,
-    PER_PROJECT, or "(the default)"."""
-    words = _words(command)
+def named_database(words: Sequence[Any]) -> str | None:
+    """The database a server's or a hook's words name, as a person reads it: PER_PROJECT,
+    the `--db` path, or None (the default, or a value that is not text)."""
     if "--project-db" in words:
         return PER_PROJECT
     if "--db" in words[:-1]:
-        return words[words.index("--db") + 1]
-    return "(the default)"
+        value = words[list(words).index("--db") + 1]
+        return value if isinstance(value, str) else None
+    return None
+
+
+def hook_database(command: str) -> str:
+    """The database a capture command names, as a person reads it: the `--db` path,
+    PER_PROJECT, or "(the default)"."""
+    return named_database(_words(command)) or "(the default)"
 
 
 def _words(command: str) -> list[str]:

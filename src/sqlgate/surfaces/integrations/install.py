@@ -38,6 +38,7 @@ from sqlgate.surfaces.integrations.capture_hooks import (
     capture_command,
     hook_for,
     is_capture_command,
+    named_database,
     project_capture_command,
 )
 from sqlgate.surfaces.integrations.claude_settings import (
@@ -160,12 +161,7 @@ def _server_argv(
 def _db_of(entry: Any) -> str | None:
     """The database an entry names: --db's value, PER_PROJECT, or None."""
     args = entry.get("args") if isinstance(entry, dict) else None
-    if isinstance(args, list) and "--project-db" in args:
-        return PER_PROJECT
-    if isinstance(args, list) and "--db" in args[:-1]:
-        value = args[args.index("--db") + 1]
-        return value if isinstance(value, str) else None
-    return None
+    return named_database(args) if isinstance(args, list) else None
 
 
 def _differences(old: Any, new: dict[str, Any]) -> tuple[tuple[str, str, str], ...]:
