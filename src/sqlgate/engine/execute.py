@@ -194,7 +194,8 @@ def _translate(exc: apsw.Error, ctx: RunContext) -> Exception:
         return PolicyDenied(f"refused: {one_line(reason)}")  # it may name a stored trigger
     if isinstance(exc, apsw.ExecTraceAbort):
         return PolicyDenied(
-            "one statement per call: the text holds more than one; send each in its own call"
+            "one statement per call: the text holds more than one, and no tool will run them "
+            "together; send each in its own call"
         )
     if isinstance(exc, apsw.BindingsError):
         return InvalidArgument(f"params do not match the placeholders: {exc}")
