@@ -189,3 +189,31 @@ def test_a_pragma_that_cannot_be_read_either_says_no_tool_runs_it(app: Service) 
     message = refusal(app, "write_query", "PRAGMA writable_schema = 1")
     assert "no tool will run it" in message
     assert "read it with" not in message
+
+
+# -- what the guards say destructive_query keeps follows --undo ------------------------------
+GUARDED = [
+    pytest.param("UPDATE notes SET body = 'x'", id="update-without-where"),
+    pytest.param("UPDATE notes SET body = 'x' WHERE 1 = 1", id="where-names-no-column"),
+    pytest.param("UPDATE notes SET body = 'x' WHERE id > 0", id="mass-update"),
+]
+KEEPS = {
+    "rows": "destructive_query (it keeps the changed rows for undo)",
+    "file": "destructive_query (it takes a whole-file snapshot first: --undo file)",
+}
+
+
+@pytest.mark.parametrize("undo", sorted(KEEPS))
+@pytest.mark.parametrize("sql", GUARDED)
+def test_a_guard_says_what_destructive_query_keeps_under_the_undo_setting(
+    make_service: Callable[..., Service], undo: str, sql: str
+) -> None:
+    service = make_service(max_update_rows=3, undo=undo)
+    service.write_query("CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)")
+    service.write_query("INSERT INTO notes(body) VALUES ('a'), ('b'), ('c'), ('d'), ('e')")
+    message = refusal(service, "write_query", sql)
+    assert KEEPS[undo] in message
+    (other,) = set(KEEPS) - {undo}
+    assert KEEPS[other] not in message
+    answer = service.destructive_query(sql, "the guard test")
+    assert ("snapshot" in answer) is (undo == "file")

@@ -23,6 +23,7 @@ from sqlgate.engine.framing import one_line
 from sqlgate.engine.limits import SQLITE_INT_MAX, SQLITE_INT_MIN, CallControl, Deadline, watched
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import Tier
+from sqlgate.engine.preflight import destructive_keeps
 from sqlgate.engine.sqltext import has_more_statements
 from sqlgate.errors import (
     DatabaseBusy,
@@ -145,6 +146,7 @@ class RewriteCounter:
     limit: int
     conn: apsw.Connection
     shadow_tables: frozenset[str] = frozenset()
+    undo: str = "rows"  # --undo, which the refusal's advice describes
     count: int = 0
     exceeded: bool = False
 
@@ -185,7 +187,7 @@ def _sqlite_message(exc: apsw.Error) -> str:
     return text
 
 
-def _translate(exc: apsw.Error, ctx: RunContext) -> Exception:
+def _translate(exc: apsw.Error, ctx: RunContext, sql: str) -> Exception:
     # a denied function comes back from SQLite as a plain SQLError ("not authorized to use
     # function"), so the recorder's refusal, not the exception class, says it was the policy
     if isinstance(exc, apsw.AuthError) or ctx.recorder.refusal is not None:
@@ -209,6 +211,13 @@ def _translate(exc: apsw.Error, ctx: RunContext) -> Exception:
             "nothing was changed. Narrow the query"
         )
     message = one_line(_sqlite_message(exc))  # it may quote stored SQL or a RAISE message
+    if message == "FOREIGN KEY constraint failed":
+        from sqlgate.engine.foreign_keys import foreign_key_advice
+
+        advice = foreign_key_advice(ctx.conn, sql)
+        if advice is not None:
+            failed, step = (one_line(part) for part in advice)  # names are stored text
+            return SqlError(f"SQLite error: {message}: {failed}. Next: {step}")
     hint = next((hint for needle, hint in _SQLITE_HINTS if needle in message), _DEFAULT_HINT)
     return SqlError(f"SQLite error: {message}. Next: {hint}")
 
@@ -225,12 +234,13 @@ def _rewrite_watch(ctx: RunContext) -> Iterator[None]:
         ctx.conn.preupdate_hook(None, id="sqlgate-rewrite-guard")
 
 
-def mass_rewrite(limit: int) -> MassRewrite:
-    """The refusal of a write_query statement that changes more than `limit` existing rows."""
+def mass_rewrite(limit: int, undo: str = "rows") -> MassRewrite:
+    """The refusal of a write_query statement that changes more than `limit` existing rows;
+    `undo` is the --undo setting, which says what destructive_query keeps."""
     return MassRewrite(
         f"refused and rolled back: the statement changes more than {limit} existing rows "
-        "(--max-update-rows). Mass rewrites belong in destructive_query (it keeps what undoes "
-        "them); or narrow the WHERE clause"
+        f"(--max-update-rows). Mass rewrites belong in {destructive_keeps(undo)}; or narrow "
+        "the WHERE clause"
     )
 
 
@@ -279,12 +289,12 @@ def run_statement(
             result = consume(cursor)
     except (apsw.Error, QueryTimeout) as exc:
         if ctx.rewrite is not None and ctx.rewrite.exceeded:
-            raise mass_rewrite(ctx.rewrite.limit) from None
+            raise mass_rewrite(ctx.rewrite.limit, ctx.rewrite.undo) from None
         if isinstance(exc, (QueryTimeout, apsw.BusyError)):
             raise  # a busy lock is told apart by the service, which knows --busy-timeout
-        raise _translate(exc, ctx) from None
+        raise _translate(exc, ctx, sql) from None
     finally:
         cursor.close(True)
     if ctx.rewrite is not None and ctx.rewrite.count > ctx.rewrite.limit:
-        raise mass_rewrite(ctx.rewrite.limit)
+        raise mass_rewrite(ctx.rewrite.limit, ctx.rewrite.undo)
     return result

@@ -40,6 +40,7 @@ __all__ = [
     "DropIfExists",
     "Statement",
     "check_tier",
+    "destructive_keeps",
     "drop_if_exists",
     "emptied_table",
     "inspect_statement",
@@ -433,13 +434,20 @@ TEMP_INSTEAD = {
 }
 
 
-def unfiltered_update_message(target: str | None) -> str:
+def destructive_keeps(undo: str) -> str:
+    """What destructive_query keeps to undo a row change, under `--undo` (rows or file)."""
+    if undo == "file":
+        return "destructive_query (it takes a whole-file snapshot first: --undo file)"
+    return "destructive_query (it keeps the changed rows for undo)"
+
+
+def unfiltered_update_message(target: str | None, undo: str = "rows") -> str:
     """The refusal of an UPDATE whose WHERE is missing or names no column of its table."""
     table = target or "its table"
     return (
         f"UPDATE without a WHERE on a column of {table} rewrites every row: use "
-        "destructive_query (it keeps the changed rows for undo), or add a WHERE that names a "
-        f"column of {table} (describe_table lists them)"
+        f"{destructive_keeps(undo)}, or add a WHERE that names a column of {table} "
+        "(describe_table lists them)"
     )
 
 
@@ -460,10 +468,13 @@ def _server_names() -> frozenset[str]:
     return protected_names()
 
 
-def check_tier(statement: Statement, tier: Tier, protected: frozenset[str] | None = None) -> None:
+def check_tier(
+    statement: Statement, tier: Tier, protected: frozenset[str] | None = None, undo: str = "rows"
+) -> None:
     """Refuse early, naming the right tool, a statement this tier never takes.
 
-    `protected` (folded server object names, `fold_name`) defaults to the schema's registry.
+    `protected` (folded server object names, `fold_name`) defaults to the schema's registry;
+    `undo` is the --undo setting, which the advice to use destructive_query describes.
     """
     kind = statement.kind
     if statement.has_nul:
@@ -502,7 +513,7 @@ def check_tier(statement: Statement, tier: Tier, protected: frozenset[str] | Non
         Tier.VIEW: READ_KINDS - {"PRAGMA", "EXPLAIN"},
     }[tier]
     if tier is Tier.WRITE and kind == "UPDATE" and not statement.has_where:
-        raise PolicyDenied(unfiltered_update_message(statement.target))
+        raise PolicyDenied(unfiltered_update_message(statement.target, undo))
     if tier is Tier.WRITE and statement.fts_delete:
         raise PolicyDenied(
             "the FTS5 'delete-all'/'delete' command removes rows: use destructive_query"
