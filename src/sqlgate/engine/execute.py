@@ -42,6 +42,7 @@ __all__ = [
     "busy_error",
     "mass_rewrite",
     "normalize_params",
+    "params_mismatch",
     "row_shadow",
     "run_statement",
 ]
@@ -187,6 +188,34 @@ def _sqlite_message(exc: apsw.Error) -> str:
     return text
 
 
+def _values(count: int) -> str:
+    return f"{count} value" if count == 1 else f"{count} values"
+
+
+def params_mismatch(names: Sequence[str | None], bindings: Bindings) -> InvalidArgument:
+    """Our words for apsw's BindingsError: what the statement's placeholders (`names`, None
+    for a `?`, as `Cursor.bindings_names` gives them) need, against what was given."""
+    count = len(names)
+    if count == 0:
+        given = len(bindings) if isinstance(bindings, Sequence) else 0
+        return InvalidArgument(
+            f"the statement has no placeholders but params has {_values(given)}; leave params out"
+        )
+    named = [name for name in names if name is not None and not name.isdigit()]  # ?NNN: digits
+    shown = ", ".join(f":{name}" if name in named else f"?{name or ''}" for name in names)
+    has = f"the statement has {count} placeholder{'s' if count > 1 else ''} ({shown}) but"
+    want = f"pass a list of {_values(count)}"
+    if len(named) == count:
+        want = f"pass an object with {', '.join(named)} (or a list of {_values(count)})"
+    if bindings is None:
+        return InvalidArgument(f"{has} no params were given; {want}")
+    if isinstance(bindings, Mapping):
+        return InvalidArgument(
+            f"{has} params is an object, which binds only :name placeholders; {want}"
+        )
+    return InvalidArgument(f"{has} params has {_values(len(bindings))}; {want}")
+
+
 def _translate(exc: apsw.Error, ctx: RunContext, sql: str) -> Exception:
     # a denied function comes back from SQLite as a plain SQLError ("not authorized to use
     # function"), so the recorder's refusal, not the exception class, says it was the policy
@@ -199,8 +228,6 @@ def _translate(exc: apsw.Error, ctx: RunContext, sql: str) -> Exception:
             "one statement per call: the text holds more than one, and no tool will run them "
             "together; send each in its own call"
         )
-    if isinstance(exc, apsw.BindingsError):
-        return InvalidArgument(f"params do not match the placeholders: {exc}")
     if isinstance(exc, apsw.TooBigError):
         return LimitExceeded(
             "a string or blob grew past the size limit (--max-value-bytes); nothing was changed"
@@ -292,6 +319,8 @@ def run_statement(
             raise mass_rewrite(ctx.rewrite.limit, ctx.rewrite.undo) from None
         if isinstance(exc, (QueryTimeout, apsw.BusyError)):
             raise  # a busy lock is told apart by the service, which knows --busy-timeout
+        if isinstance(exc, apsw.BindingsError):
+            raise params_mismatch(cursor.bindings_names, bindings) from None
         raise _translate(exc, ctx, sql) from None
     finally:
         cursor.close(True)
