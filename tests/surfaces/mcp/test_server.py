@@ -361,7 +361,7 @@ async def test_created_view_is_readable_and_described_in_the_schema(client: Clie
         pytest.param(
             "read_query",
             {"query": "SELECT ?", "params": [1, 2]},
-            "placeholders",
+            "pass a list of 1 value",
             id="params-mismatch",
         ),
         pytest.param(
