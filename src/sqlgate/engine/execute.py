@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import apsw
 
 from sqlgate.engine.authorizer import PolicyRecorder, recording
+from sqlgate.engine.double_quotes import double_quoted_string, single_quoted
 from sqlgate.engine.framing import one_line
 from sqlgate.engine.limits import SQLITE_INT_MAX, SQLITE_INT_MIN, CallControl, Deadline, watched
 from sqlgate.engine.names import fold_name
@@ -216,6 +217,16 @@ def params_mismatch(names: Sequence[str | None], bindings: Bindings) -> InvalidA
     return InvalidArgument(f"{has} params has {_values(len(bindings))}; {want}")
 
 
+def _double_quoted(conn: apsw.Connection, sql: str, text: str) -> SqlError:
+    """SQLite read a "double-quoted" string as a column: say so, with the rewrite to send."""
+    said = f'SQLite error: no such column: "{one_line(text)}" - double quotes name a column; '
+    said += "text goes in 'single quotes'"
+    rewrite = single_quoted(conn, sql, text)
+    if rewrite is None:
+        return SqlError(f"{said}. Next: rewrite the string, or call describe_table for the columns")
+    return SqlError(f"{said}. Send instead: {one_line(rewrite)}")
+
+
 def _translate(exc: apsw.Error, ctx: RunContext, sql: str) -> Exception:
     # a denied function comes back from SQLite as a plain SQLError ("not authorized to use
     # function"), so the recorder's refusal, not the exception class, says it was the policy
@@ -245,6 +256,9 @@ def _translate(exc: apsw.Error, ctx: RunContext, sql: str) -> Exception:
         if advice is not None:
             failed, step = (one_line(part) for part in advice)  # names are stored text
             return SqlError(f"SQLite error: {message}: {failed}. Next: {step}")
+    quoted = double_quoted_string(message)
+    if quoted is not None:
+        return _double_quoted(ctx.conn, sql, quoted)
     hint = next((hint for needle, hint in _SQLITE_HINTS if needle in message), _DEFAULT_HINT)
     return SqlError(f"SQLite error: {message}. Next: {hint}")
 

@@ -66,7 +66,10 @@ def foreign_key_advice(conn: apsw.Connection, sql: str) -> tuple[str, str] | Non
     if target is None or statement.kind not in _PARENT_SIDE | _CHILD_SIDE:
         return None
     folded = fold_name(target)
-    keys = _keys(conn)
+    try:
+        keys = _keys(conn)
+    except apsw.Error:  # the schema cannot be read: SQLite's words alone
+        return None
     facts: list[str] = []
     steps: list[str] = []
     referencing = [key for key in keys if fold_name(key.parent) == folded]
