@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from sqlgate.engine.textsearch import SearchRequest
 from sqlgate.errors import SqlError
 from sqlgate.service import Service
 
@@ -113,3 +114,19 @@ def test_a_view_sqlite_cannot_expand_leaves_the_plain_advice(flights: Service) -
     message = refused(flights, "read", 'SELECT n FROM flights WHERE Airline = "JetBlue Airways"')
     assert "text goes in 'single quotes'" in message
     assert "Send instead" not in message
+
+
+def test_search_texts_where_gets_its_own_rewrite(flights: Service) -> None:
+    with pytest.raises(SqlError) as caught:
+        flights.search_text(SearchRequest("Jet", "flights", where='Airline = "JetBlue Airways"'))
+    message = str(caught.value)
+    assert message.endswith("Send instead, as where: Airline = 'JetBlue Airways'")
+
+
+def test_create_views_select_gets_its_own_rewrite(flights: Service) -> None:
+    with pytest.raises(SqlError) as caught:
+        flights.create_view("jb", 'SELECT n FROM flights WHERE Airline = "JetBlue Airways"')
+    message = str(caught.value)
+    assert message.endswith(
+        "Send instead, as select_sql: SELECT n FROM flights WHERE Airline = 'JetBlue Airways'"
+    )

@@ -90,10 +90,13 @@ def _is_name_position(tokens: list[Token], index: int) -> bool:
     return after is not None and after.token_type in (TokenType.DOT, TokenType.L_PAREN)
 
 
-def single_quoted(conn: apsw.Connection, sql: str, missing: str) -> str | None:
-    """`sql` with its double-quoted strings single-quoted, on one line; None when `missing`
-    (the token SQLite named) would not be rewritten or the statement is not safe to redo."""
-    if inspect_statement(sql).kind not in _KINDS or "--" in sql:
+def single_quoted(
+    conn: apsw.Connection, sql: str, missing: str, statement: bool = True
+) -> str | None:
+    """`sql` (a statement, or a condition when `statement` is false) with its double-quoted
+    strings single-quoted, on one line; None when `missing` (the token SQLite named) would
+    not be rewritten or the text is not safe to put on one line."""
+    if (statement and inspect_statement(sql).kind not in _KINDS) or "--" in sql:
         return None  # a line comment would swallow the rest once the lines are joined
     tokens = sqlite_tokens(sql)
     if tokens is None:

@@ -174,6 +174,9 @@ class RunContext:
     deadline: Deadline
     control: CallControl
     rewrite: RewriteCounter | None = None
+    # the agent's argument and its text, when the statement run wraps it (create_view's
+    # EXPLAIN of select_sql, search_text's where): a suggested rewrite is of that text
+    sent: tuple[str, str] | None = None
     recorder: PolicyRecorder = field(init=False)
     columns: list[str] = field(default_factory=list)  # result columns, known once prepared
 
@@ -217,14 +220,16 @@ def params_mismatch(names: Sequence[str | None], bindings: Bindings) -> InvalidA
     return InvalidArgument(f"{has} params has {_values(len(bindings))}; {want}")
 
 
-def _double_quoted(conn: apsw.Connection, sql: str, text: str) -> SqlError:
+def _double_quoted(ctx: RunContext, sql: str, text: str) -> SqlError:
     """SQLite read a "double-quoted" string as a column: say so, with the rewrite to send."""
     said = f'SQLite error: no such column: "{one_line(text)}" - double quotes name a column; '
     said += "text goes in 'single quotes'"
-    rewrite = single_quoted(conn, sql, text)
+    argument, sent = ctx.sent if ctx.sent is not None else ("", sql)
+    rewrite = single_quoted(ctx.conn, sent, text, statement=argument != "where")
     if rewrite is None:
         return SqlError(f"{said}. Next: rewrite the string, or call describe_table for the columns")
-    return SqlError(f"{said}. Send instead: {one_line(rewrite)}")
+    as_what = f", as {argument}" if argument else ""
+    return SqlError(f"{said}. Send instead{as_what}: {one_line(rewrite)}")
 
 
 def _translate(exc: apsw.Error, ctx: RunContext, sql: str) -> Exception:
@@ -258,7 +263,7 @@ def _translate(exc: apsw.Error, ctx: RunContext, sql: str) -> Exception:
             return SqlError(f"SQLite error: {message}: {failed}. Next: {step}")
     quoted = double_quoted_string(message)
     if quoted is not None:
-        return _double_quoted(ctx.conn, sql, quoted)
+        return _double_quoted(ctx, sql, quoted)
     hint = next((hint for needle, hint in _SQLITE_HINTS if needle in message), _DEFAULT_HINT)
     return SqlError(f"SQLite error: {message}. Next: {hint}")
 
