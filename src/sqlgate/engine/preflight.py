@@ -90,6 +90,7 @@ class Statement:
     has_nul: bool = False  # SQLite would stop reading at a NUL; apsw refuses the text
     # PRAGMA name [= value | (value)]: (name, value or None)
     pragma: tuple[str, str | None] | None = None
+    explained: str | None = None  # the kind of statement an EXPLAIN [QUERY PLAN] explains
 
 
 def _after_parens(tokens: list[Token], at: int) -> int:
@@ -288,6 +289,15 @@ def _pragma(tokens: list[Token], verb_at: int) -> tuple[str, str | None] | None:
     return name, None
 
 
+def _explained(tokens: list[Token], verb_at: int) -> str:
+    """The kind of the statement after EXPLAIN [QUERY PLAN]."""
+    at = verb_at + 1
+    if [word(token) for token in tokens[at : at + 2]] == ["QUERY", "PLAN"]:
+        at += 2
+    inner = tokens[at:]
+    return _kind(inner, _main_verb_index(inner))
+
+
 def _renamed_to(tokens: list[Token], verb_at: int) -> tuple[str, ...]:
     """The new name in ALTER TABLE ... RENAME TO name (not RENAME [COLUMN] a TO b)."""
     words = [word(token) for token in tokens]
@@ -347,6 +357,7 @@ def inspect_statement(sql: str) -> Statement:
     if kind.startswith("DROP ") or kind == "ALTER TABLE":
         target = _dropped_or_altered(tokens, verb_at)
     pragma = _pragma(tokens, verb_at) if kind == "PRAGMA" else None
+    explained = _explained(tokens, verb_at) if kind == "EXPLAIN" else None
     fts_delete = kind in ("INSERT", "REPLACE") and _is_fts_delete(tokens, target, after)
     writes: tuple[str, ...] = ()
     if kind.startswith("CREATE "):
@@ -356,7 +367,9 @@ def inspect_statement(sql: str) -> Statement:
         writes += _trigger_writes(tokens, verb_at)
     elif kind == "ALTER TABLE":
         writes = _renamed_to(tokens, verb_at)
-    return Statement(kind, has_where, fts_delete, writes, target, pragma=pragma)
+    return Statement(
+        kind, has_where, fts_delete, writes, target, pragma=pragma, explained=explained
+    )
 
 
 @dataclass(frozen=True)
@@ -479,6 +492,14 @@ def check_tier(
     kind = statement.kind
     if statement.has_nul:
         raise InvalidArgument("the query contains a NUL character; remove it")
+    explained = statement.explained
+    # the read policy refuses what an EXPLAIN of a change prepares, and no other tool
+    # takes EXPLAIN (an EXPLAIN of VACUUM prepares nothing the read policy refuses)
+    if explained in DESTRUCTIVE_KINDS | {"CREATE VIEW"}:
+        raise PolicyDenied(
+            f"EXPLAIN of {explained} is not allowed: no tool will run it (read_query explains "
+            "only queries, and the other tools take no EXPLAIN); EXPLAIN a SELECT in read_query"
+        )
     if kind in NEVER_KINDS:
         raise PolicyDenied(NEVER_KINDS[kind])
     if " TEMP " in f" {kind} ":
