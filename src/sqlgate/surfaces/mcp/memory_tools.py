@@ -79,7 +79,8 @@ def register_memory_tools(server: MCPServer, service: Service) -> None:
         since: Annotated[str | None, Field(description="ISO date or date-time")] = None,
         until: Annotated[str | None, Field(description="ISO date or date-time")] = None,
     ) -> str:
-        """Ranked, compact index of matching events (one-line previews). Start here."""
+        """Ranked, compact index of matching events (one-line previews; score 1.00 = this
+        answer's best match, 0.50 half as good). Start here."""
         return await run_tool(
             lambda c: service.memory_search(query, top_k, kind, session, tags, since, until)
         )
