@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sqlgate.engine.audit import json_value
+from sqlgate.engine.outcome import OUTCOME_SQL, OUTCOMES, call_outcome
 from sqlgate.errors import ChainBroken
 from sqlgate.memory.restore_record import recorded_restores
 from sqlgate.surfaces import terminal
@@ -104,7 +105,12 @@ _LOG_COLUMNS = ("id", "ts", "session", "tool", "query", "ok", "rows", "error", "
 
 
 @click.command()
-@click.option("--errors", is_flag=True, help="only the calls that failed")
+@click.option("--errors", is_flag=True,
+              help="only the calls that did not succeed: refused and error (as --outcome "
+                   "refused plus --outcome error)")  # fmt: skip
+@click.option("--outcome", type=click.Choice(OUTCOMES), default=None,
+              help="only calls of this outcome: ok, refused (the server's policy said no) or "
+                   "error (anything else failed), as the web console names them")  # fmt: skip
 @click.option("--since", default=None, help="only calls at or after this ISO date or date-time")
 @click.option("--tool", default=None, help="only calls of this tool (e.g. read_query)")
 @click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True,
@@ -113,9 +119,12 @@ _LOG_COLUMNS = ("id", "ts", "session", "tool", "query", "ok", "rows", "error", "
 @settings_options(DB_OPTIONS, existing_db=True)
 @reports_errors
 def log(
-    errors: bool, since: str | None, tool: str | None, limit: int, as_json: bool, **values: Any
-) -> None:
-    """The audit log (query_log): one row per tool call, newest first."""
+    errors: bool, outcome: str | None, since: str | None, tool: str | None, limit: int,
+    as_json: bool, **values: Any,
+) -> None:  # fmt: skip
+    """The audit log (query_log): one row per tool call, newest first.
+
+    Each call's outcome is ok, refused or error, the words of the web console."""
     from sqlgate.memory.inputs import moment
 
     start = moment(since, "--since")
@@ -123,6 +132,8 @@ def log(
     params: list[Any] = []
     if errors:
         where.append("ok = 0")
+    if outcome is not None:
+        where.append(OUTCOME_SQL[outcome])
     if start is not None:
         where.append("ts >= ?")
         params.append(start)
@@ -148,6 +159,7 @@ def _log_record(row: Sequence[Any]) -> dict[str, Any]:
     record = dict(zip(_LOG_COLUMNS, row, strict=True))
     record["ok"] = bool(record["ok"])
     record["detail"] = json_value(record["detail"])
+    record["outcome"] = call_outcome(record["ok"], record["detail"])
     return record
 
 
@@ -170,7 +182,7 @@ _LOG_TABLE = (
     Column("ts", "time (UTC)", keep_whole=True),
     Column("session", "session", keep_whole=True),
     Column("tool", "tool", keep_whole=True),
-    Column("ok", "result", render=lambda ok: "ok" if ok else "error"),
+    Column("outcome", "outcome", keep_whole=True),
     Column("rows", "rows"),
     Column("duration_ms", "ms", render=lambda ms: f"{ms:.1f}"),
     Column("what", "statement, detail or error"),
@@ -197,14 +209,17 @@ def stats(as_json: bool, **values: Any) -> None:
         listing, _ = service.introspection.list_tables(True, CallControl())
         with service.db.reading() as conn:
             claims = dict(conn.execute("SELECT state, count(*) FROM claims GROUP BY 1 ORDER BY 1"))
-            calls, failed = conn.execute(
-                "SELECT count(*), coalesce(sum(ok = 0), 0) FROM query_log"
-            ).fetchall()[0]
+            counts = dict.fromkeys(OUTCOMES, 0)
+            for outcome in OUTCOMES:
+                (counts[outcome],) = conn.execute(
+                    f"SELECT count(*) FROM query_log WHERE {OUTCOME_SQL[outcome]}"
+                ).fetchall()[0]
     report = {
         "db": str(service.settings.db),
         "memory": memory,
         "claims": claims,
-        "audit": {"calls": calls, "errors": failed, "queued": queued_rows(service.settings.db)},
+        "audit": {"calls": sum(counts.values()), **counts,
+                  "queued": queued_rows(service.settings.db)},  # fmt: skip
         "tables": _tables(listing),
         "replication": replication_report(service.settings.db),
     }
@@ -245,7 +260,7 @@ def _print_stats(report: dict[str, Any]) -> None:
             ("event kinds", ", ".join(f"{k} {n}" for k, n in memory["kinds"].items()) or "-"),
             ("chain (incremental check)", chain_line),
             ("claims", ", ".join(f"{k} {n}" for k, n in report["claims"].items()) or "-"),
-            ("audited calls", f"{report['audit']['calls']} ({report['audit']['errors']} failed)"),
+            ("audited calls", _audited_calls(report["audit"])),
             ("audit rows queued", f"{report['audit']['queued']} (waiting for the write lock)"),
             ("replication", describe_replication(report["replication"])),
         ],
@@ -256,6 +271,11 @@ def _print_stats(report: dict[str, Any]) -> None:
         report["tables"], _TABLES_TABLE, as_json=False, title="tables and views",
         empty="no tables",
     )  # fmt: skip
+
+
+def _audited_calls(audit: Mapping[str, int]) -> str:
+    """`4 (2 ok, 1 refused, 1 error)`: the calls by the console's three outcomes."""
+    return f"{audit['calls']} (" + ", ".join(f"{audit[o]} {o}" for o in OUTCOMES) + ")"
 
 
 _TABLES_TABLE = (
