@@ -302,7 +302,9 @@ def test_log_table_shows_a_policy_refusal_as_refused_not_error(outcomes: Path) -
         pytest.param(("--outcome", "ok", "--errors"), [], id="ok-and-errors"),
     ],
 )
-def test_log_filters_by_outcome(outcomes: Path, flags: tuple[str, ...], expected: list[int]) -> None:
+def test_log_filters_by_outcome(
+    outcomes: Path, flags: tuple[str, ...], expected: list[int]
+) -> None:
     calls = json_lines(succeeded(run(outcomes, "log", "--json", *flags)))
     assert [call["id"] for call in calls] == expected
 

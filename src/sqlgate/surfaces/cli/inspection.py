@@ -209,17 +209,20 @@ def stats(as_json: bool, **values: Any) -> None:
         listing, _ = service.introspection.list_tables(True, CallControl())
         with service.db.reading() as conn:
             claims = dict(conn.execute("SELECT state, count(*) FROM claims GROUP BY 1 ORDER BY 1"))
-            counts = dict.fromkeys(OUTCOMES, 0)
-            for outcome in OUTCOMES:
-                (counts[outcome],) = conn.execute(
-                    f"SELECT count(*) FROM query_log WHERE {OUTCOME_SQL[outcome]}"
-                ).fetchall()[0]
+            sums = ", ".join(f"coalesce(sum({OUTCOME_SQL[o]}), 0)" for o in OUTCOMES)
+            found = conn.execute(f"SELECT {sums} FROM query_log").fetchall()[0]
+            counts = {
+                o: n if isinstance(n, int) else 0 for o, n in zip(OUTCOMES, found, strict=True)
+            }
     report = {
         "db": str(service.settings.db),
         "memory": memory,
         "claims": claims,
-        "audit": {"calls": sum(counts.values()), **counts,
-                  "queued": queued_rows(service.settings.db)},  # fmt: skip
+        "audit": {
+            "calls": sum(counts.values()),
+            **counts,
+            "queued": queued_rows(service.settings.db),
+        },
         "tables": _tables(listing),
         "replication": replication_report(service.settings.db),
     }

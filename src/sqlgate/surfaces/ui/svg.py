@@ -18,7 +18,6 @@ from sqlgate.surfaces.ui.html import Markup, el
 __all__ = ["Anchor", "HourBucket", "calls_per_hour", "confidence_curve"]
 
 
-
 @dataclass(frozen=True)
 class HourBucket:
     hour: str  # "2026-12-01T10" (UTC)
