@@ -57,6 +57,7 @@ __all__ = [
     "default_db_path",
     "load_settings",
     "project_folder",
+    "quoted",
 ]
 
 TOOL_GROUPS = ("sql", "memory", "claims")
@@ -169,24 +170,35 @@ class Flag:
         return "SQLGATE_" + self.name.upper()
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError("must be 1 or more")
+# Each parser's ValueError says what the flag takes, in words that follow its name
+# (`--max-rows must be a whole number, 1 or more`), never Python's own ("invalid literal").
+
+
+def _whole_number(text: str, least: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = least - 1
+    if value < least:
+        raise ValueError(f"must be a whole number, {least} or more")
     return value
+
+
+def _positive_int(text: str) -> int:
+    return _whole_number(text, 1)
 
 
 def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise ValueError("must be 0 or more")
-    return value
+    return _whole_number(text, 0)
 
 
 def _positive_float(text: str) -> float:
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
     if not value > 0 or value == float("inf"):
-        raise ValueError("must be a positive number of seconds")
+        raise ValueError("must be a number of seconds, more than 0")
     return value
 
 
@@ -196,14 +208,14 @@ def _bool(text: str) -> bool:
         return True
     if lowered in ("0", "false", "no", "off"):
         return False
-    raise ValueError("must be one of on/off, true/false, 1/0")
+    raise ValueError("must be on or off (or true/false, yes/no, 1/0)")
 
 
 def _tools(text: str) -> tuple[str, ...]:
     chosen = tuple(dict.fromkeys(part.strip().lower() for part in text.split(",") if part.strip()))
     unknown = [name for name in chosen if name not in TOOL_GROUPS]
     if unknown or not chosen:
-        raise ValueError(f"choose from {','.join(TOOL_GROUPS)} (comma-separated)")
+        raise ValueError(f"must name groups of {','.join(TOOL_GROUPS)}, comma-separated")
     return chosen
 
 
@@ -237,7 +249,7 @@ def _replica_url(text: str) -> str:
 
 def _path(text: str) -> Path:
     if not text.strip():
-        raise ValueError("must not be empty")
+        raise ValueError("must be a file path, not empty")
     return Path(text).expanduser()
 
 
@@ -303,6 +315,11 @@ FLAGS: tuple[Flag, ...] = (
 _FLAG_BY_NAME = {flag.name: flag for flag in FLAGS}
 
 
+def quoted(text: str) -> str:
+    """A given value as a message shows it: `"ten"` (its own quotes left as they are)."""
+    return f'"{text}"'
+
+
 def load_settings(
     explicit: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
@@ -330,7 +347,10 @@ def load_settings(
             values[flag.name] = flag.parse(raw)
             strength[flag.name] = "env"
         except ValueError as exc:
-            raise InvalidArgument(f"{flag.env_var}={raw!r} is invalid: {exc}") from None
+            raise InvalidArgument(
+                f"{flag.env_var} ({flag.option}) {exc} (got {quoted(raw)}): set it to such a "
+                f"value, or unset it"
+            ) from None
     unknown = set(explicit or {}) - set(_FLAG_BY_NAME)
     if unknown:
         raise InvalidArgument(f"unknown setting(s): {', '.join(sorted(unknown))}")

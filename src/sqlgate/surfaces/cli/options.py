@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import click
 
-from sqlgate.config import FLAGS, Flag, Settings, load_settings
+from sqlgate.config import FLAGS, Flag, Settings, load_settings, quoted
 from sqlgate.errors import NotFound, SqlError, SqlgateError
 from sqlgate.surfaces.terminal import is_terminal, visible
 
@@ -52,8 +52,8 @@ class _FlagType(_ParamType):
             return value
         try:
             return self.flag.parse(value)
-        except ValueError as exc:
-            self.fail(f"{value!r}: {exc}", param, ctx)
+        except ValueError as exc:  # the words of the environment variable's error
+            raise click.UsageError(f"{self.flag.option} {exc} (got {quoted(value)})", ctx) from None
 
 
 EXISTING_DB_HELP = "SQLite database file (must exist: this command never creates one)"
