@@ -160,6 +160,7 @@ class Flag:
     name: str
     help: str
     parse: Callable[[str], Any]
+    metavar: str = ""  # what the option takes, as `--help` names it (SECONDS, PATH, ...)
 
     @property
     def option(self) -> str:
@@ -254,49 +255,71 @@ def _path(text: str) -> Path:
 
 
 FLAGS: tuple[Flag, ...] = (
-    Flag("db", "SQLite database file (created if missing)", _path),
-    Flag("tools", "tool groups to announce: sql,memory,claims", _tools),
-    Flag("query_timeout", "seconds a statement may run", _positive_float),
-    Flag("default_limit", "rows read_query returns when no limit is given", _positive_int),
-    Flag("max_rows", "most rows any result may hold", _positive_int),
-    Flag("max_result_bytes", "most bytes of CSV a result may hold", _positive_int),
-    Flag("max_cell_chars", "characters shown of one cell before it is cut", _positive_int),
-    Flag("max_update_rows", "existing rows write_query may change in one call", _non_negative_int),
-    Flag("snapshots_keep", "newest snapshots kept per database", _positive_int),
-    Flag("max_value_bytes", "largest string or blob SQLite may build", _positive_int),
-    Flag("heap_limit_mb", "SQLite heap limit for the whole process, MiB", _positive_int),
-    Flag("busy_timeout", "seconds to wait for another writer's lock", _positive_float),
+    Flag("db", "SQLite database file (created if missing)", _path, "PATH"),
+    Flag("tools", "tool groups to announce: sql,memory,claims", _tools, "GROUPS"),
+    Flag("query_timeout", "seconds a statement may run", _positive_float, "SECONDS"),
+    Flag("default_limit", "rows read_query returns when no limit is given", _positive_int, "ROWS"),
+    Flag("max_rows", "most rows any result may hold", _positive_int, "ROWS"),
+    Flag("max_result_bytes", "most bytes of CSV a result may hold", _positive_int, "BYTES"),
+    Flag("max_cell_chars", "characters shown of one cell before it is cut", _positive_int, "CHARS"),
+    Flag(
+        "max_update_rows",
+        "existing rows write_query may change in one call",
+        _non_negative_int,
+        "ROWS",
+    ),
+    Flag("snapshots_keep", "newest snapshots kept per database", _positive_int, "N"),
+    Flag("max_value_bytes", "largest string or blob SQLite may build", _positive_int, "BYTES"),
+    Flag("heap_limit_mb", "SQLite heap limit for the whole process, MiB", _positive_int, "MIB"),
+    Flag("busy_timeout", "seconds to wait for another writer's lock", _positive_float, "SECONDS"),
     Flag("audit", "record every call in query_log", _bool),
-    Flag("redact", "secret redaction of memory content: default or off", _redact_mode),
-    Flag("redact_patterns", "file of extra redaction patterns (NAME REGEX per line)", _path),
-    Flag("max_event_chars", "longest memory event or checkpoint summary", _positive_int),
-    Flag("confirm", "ask the user before destructive_query: auto, always or never", _confirm_mode),
+    Flag(
+        "redact",
+        "secret redaction of memory content: default or off",
+        _redact_mode,
+        "[default|off]",
+    ),
+    Flag(
+        "redact_patterns", "file of extra redaction patterns (NAME REGEX per line)", _path, "PATH"
+    ),
+    Flag("max_event_chars", "longest memory event or checkpoint summary", _positive_int, "CHARS"),
+    Flag(
+        "confirm",
+        "ask the user before destructive_query: auto, always or never",
+        _confirm_mode,
+        "[auto|always|never]",
+    ),
     Flag(
         "undo",
         "how destructive_query keeps its undo: rows (a changeset for DELETE/UPDATE/INSERT) "
         "or file (a whole-file snapshot every time)",
         _undo_mode,
+        "[rows|file]",
     ),
     Flag(
         "undo_max_mb",
         "largest row-level undo changeset, MiB; a bigger change takes a whole-file snapshot",
         _positive_int,
+        "MIB",
     ),
     Flag(
         "write_undo_keep",
         "write_query calls whose undo data is kept (oldest pruned first); 0 keeps none",
         _non_negative_int,
+        "CALLS",
     ),
     Flag(
         "write_undo_mb",
         "MiB of write_query undo data kept in all (oldest pruned first); a bigger call keeps none",
         _positive_int,
+        "MIB",
     ),
     Flag(
         "replicate",
         "replicate the database with Litestream to file:///folder or s3://bucket/prefix "
         "(S3-compatible: ?endpoint=http://host:port); needs sqlgate[replicate]",
         _replica_url,
+        "URL",
     ),
     Flag(
         "adopt_db",

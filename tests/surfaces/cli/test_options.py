@@ -4,12 +4,15 @@ own wording; `serve --help` shows each option's default and a metavar saying wha
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner, Result
 
-from sqlgate.config import FLAGS, Flag
+from sqlgate.config import FLAGS, Flag, Settings, default_db_path
 from sqlgate.surfaces.cli.app import main
 
 # one bad value for every flag (a new flag needs one: the first test says so)
@@ -92,3 +95,82 @@ def test_the_query_timeout_of_the_issue_reads_as_promised() -> None:
     line = the_error(invoke("serve", "--query-timeout", "ten"))
     assert line.startswith("sqlgate: error: --query-timeout must be a number of seconds")
     assert '(got "ten")' in line
+
+
+# -- serve --help: each option's default and a metavar saying what it takes --------------------
+def _settings_default(name: str) -> object:
+    return next(field.default for field in dataclasses.fields(Settings) if field.name == name)
+
+
+def expected_default(flag: Flag) -> str:
+    """The default `--help` should show, from Settings (not from the code under test)."""
+    if flag.name == "db":
+        home = str(Path.home())
+        shown = str(default_db_path())
+        return "~" + shown[len(home) :] if shown.startswith(home + os.sep) else shown
+    value = _settings_default(flag.name)
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, tuple):
+        return ",".join(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return "none" if value is None else str(value)
+
+
+def help_records() -> dict[str, tuple[str, str]]:
+    """serve's options as `--help` lists them: name -> (option and metavar, help text)."""
+    command = main.get_command(click.Context(main), "serve")
+    assert command is not None
+    ctx = click.Context(command, info_name="serve")
+    records = {}
+    for param in command.params:
+        record = param.get_help_record(ctx)
+        if record is not None and param.name is not None:
+            records[param.name] = record
+    return records
+
+
+@pytest.mark.parametrize("flag", FLAGS, ids=lambda flag: flag.name)
+def test_serve_help_shows_each_flags_default(flag: Flag) -> None:
+    _, text = help_records()[flag.name]
+    assert f"[default: {expected_default(flag)}" in " ".join(text.split())
+
+
+def test_serve_help_as_printed_shows_every_default() -> None:
+    result = invoke("serve", "--help")
+    assert result.exit_code == 0
+    printed = " ".join(result.stdout.split())
+    for flag in FLAGS:
+        assert f"[default: {expected_default(flag)}" in printed, flag.name
+
+
+def test_serve_help_says_where_the_default_database_is_and_why() -> None:
+    _, text = help_records()["db"]
+    assert "per-user data folder" in text
+
+
+@pytest.mark.parametrize(
+    "flag", [flag for flag in FLAGS if flag.name not in SWITCHES], ids=lambda flag: flag.name
+)
+def test_serve_help_metavars_say_what_an_option_takes(flag: Flag) -> None:
+    shown, _ = help_records()[flag.name]
+    option, _, metavar = shown.partition(" ")
+    assert option == flag.option
+    assert metavar
+    assert metavar not in (flag.name.upper(), flag.option[2:].upper(), "TEXT", "INTEGER")
+
+
+@pytest.mark.parametrize("command", ["serve", "log"])
+def test_no_option_of_serve_or_log_shows_a_bare_type_or_its_own_name_as_metavar(
+    command: str,
+) -> None:
+    found = main.get_command(click.Context(main), command)
+    assert found is not None
+    ctx = click.Context(found, info_name=command)
+    for param in found.params:
+        record = param.get_help_record(ctx)
+        if record is None or " " not in record[0].split(",")[-1].strip():
+            continue  # a switch: it takes no value
+        metavar = record[0].rsplit(" ", 1)[-1]
+        assert metavar not in ("TEXT", "INTEGER", "RANGE", str(param.name).upper()), record[0]

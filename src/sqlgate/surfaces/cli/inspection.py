@@ -111,9 +111,11 @@ _LOG_COLUMNS = ("id", "ts", "session", "tool", "query", "ok", "rows", "error", "
 @click.option("--outcome", type=click.Choice(OUTCOMES), default=None,
               help="only calls of this outcome: ok, refused (the server's policy said no) or "
                    "error (anything else failed), as the web console names them")  # fmt: skip
-@click.option("--since", default=None, help="only calls at or after this ISO date or date-time")
-@click.option("--tool", default=None, help="only calls of this tool (e.g. read_query)")
-@click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True,
+@click.option("--since", default=None, metavar="WHEN",
+              help="only calls at or after this ISO date or date-time")  # fmt: skip
+@click.option("--tool", default=None, metavar="NAME",
+              help="only calls of this tool (e.g. read_query)")  # fmt: skip
+@click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True, metavar="N",
               help="newest calls shown; 0 for all")  # fmt: skip
 @JSON_OPTION
 @settings_options(DB_OPTIONS, existing_db=True)
