@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -150,10 +151,16 @@ def log(
     with existing_service(values, read_only=True) as service, service.db.reading() as conn:
         calls = [_log_record(row) for row in conn.execute(sql, params)]
     if not as_json:
-        calls = [{**call, "what": _what(call)} for call in calls]
+        dates = [None, *(str(call["ts"])[:10] for call in calls)]
+        calls = [
+            {**call, "what": _what(call), "when": _when(str(call["ts"]), dates[number]),
+             "who": _short_session(call["session"])}
+            for number, call in enumerate(calls)
+        ]  # fmt: skip
     print_listing(
         calls, _LOG_TABLE, as_json=as_json, title="audit log, newest first",
         empty="no calls in the audit log" + (" match" if where else ""),
+        terminal_columns=_LOG_TERMINAL,
     )  # fmt: skip
 
 
@@ -179,6 +186,28 @@ def _what(call: Mapping[str, Any]) -> str:
     return terminal.one_line("" if detail is None else str(detail))
 
 
+_ISO_MOMENT = re.compile(r"(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(?:\.\d+)?Z")
+_SESSION_ID = re.compile(r"([a-z]+)-\d{8}T\d{6}Z-([0-9a-f]+)")
+
+
+def _when(ts: str, previous_date: str | None) -> str:
+    """A call's time as the terminal table shows it: `03:58:30`, after its date
+    (`2026-12-02 03:58:30`) when the date is not the row above's. TSV and JSON keep `ts`."""
+    found = _ISO_MOMENT.fullmatch(ts)
+    if found is None:  # another program's text: whole
+        return ts
+    date, time = found.groups()
+    return time if date == previous_date else f"{date} {time}"
+
+
+def _short_session(session: Any) -> str:
+    """`s-…471d28` for sqlgate's `s-20261202T035830Z-471d28`: its start time repeats the
+    calls' own, its random part tells it from the others. TSV and JSON keep it whole."""
+    text = "" if session is None else str(session)
+    found = _SESSION_ID.fullmatch(text)
+    return text if found is None else f"{found.group(1)}-…{found.group(2)}"
+
+
 _LOG_TABLE = (
     Column("id", "id", keep_whole=True),
     Column("ts", "time (UTC)", keep_whole=True),
@@ -188,6 +217,14 @@ _LOG_TABLE = (
     Column("rows", "rows"),
     Column("duration_ms", "ms", render=lambda ms: f"{ms:.1f}"),
     Column("what", "statement, detail or error"),
+)
+# on a terminal: the time without its date while the date holds, the session by its random
+# part, so the table fits 120 columns with room for the statement
+_LOG_TERMINAL = (
+    Column("id", "id", keep_whole=True),
+    Column("when", "time (UTC)", narrowest=len("2026-12-02")),
+    Column("who", "session"),
+    *_LOG_TABLE[3:],
 )
 
 
