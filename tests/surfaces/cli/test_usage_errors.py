@@ -98,3 +98,12 @@ def test_a_group_without_its_command_still_shows_the_groups_help() -> None:
     result = invoke("claims")
     assert result.exit_code == 2
     assert "Commands:" in result.stdout + result.stderr
+
+
+def test_a_bad_value_from_an_environment_variable_names_the_variable() -> None:
+    result = CliRunner().invoke(main, ["serve"], env={"SQLGATE_PORT": "abc"}, prog_name="sqlgate")
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert "'--port'" in line
+    assert "SQLGATE_PORT" in line
+    assert line.endswith("(see sqlgate serve --help)")

@@ -48,7 +48,21 @@ class UsageLine(click.UsageError):
 def _one_line(error: click.UsageError, root: click.Context, args: list[str]) -> click.UsageError:
     if isinstance(error, (UsageLine, *_SHOWS_HELP)):
         return error
-    return UsageLine(error.format_message(), error.ctx, _command_path(root, args))
+    what = error.format_message().strip().rstrip(".") + _from_environment(error)
+    return UsageLine(what, error.ctx, _command_path(root, args))
+
+
+def _from_environment(error: click.UsageError) -> str:
+    """`(given by SQLGATE_PORT)` when the bad value came from the option's variable."""
+    from click.core import ParameterSource
+
+    param, ctx = getattr(error, "param", None), error.ctx
+    if not isinstance(param, click.Option) or ctx is None or param.name is None:
+        return ""
+    if ctx.get_parameter_source(param.name) is not ParameterSource.ENVIRONMENT:
+        return ""
+    names = [param.envvar] if isinstance(param.envvar, str) else list(param.envvar or ())
+    return f" (given by {' or '.join(names)})" if names else ""
 
 
 def _command_path(root: click.Context, args: list[str]) -> str:
