@@ -101,7 +101,11 @@ _DEFAULTS = {field.name: field.default for field in dataclasses.fields(Settings)
 def default_text(flag: Flag) -> str:
     """A flag's default as the page shows it (the same on every machine)."""
     if flag.name == "db":
-        return "`memory.db` in the per-user data folder (`~/.local/share/sqlgate/` on Linux)"
+        return (
+            "`memory.db` in the per-user data folder: `~/.local/share/sqlgate/` on Linux, "
+            "`~/Library/Application Support/sqlgate/` on macOS, `%LOCALAPPDATA%\\sqlgate\\` "
+            "on Windows"
+        )
     value = _DEFAULTS[flag.name]
     if isinstance(value, bool):
         return "on" if value else "off"
@@ -161,6 +165,8 @@ _SETTINGS = {flag.name: flag for flag in FLAGS}
 
 
 def option_default(param: click.Option, ctx: click.Context) -> str:
+    if param.name == "db":  # where that folder is, per platform, is on the flags page
+        return "`memory.db` in the per-user data folder ([Server flags](flags.md))"
     if param.name in _SETTINGS:  # the settings' options default to None: load_settings decides
         return default_text(_SETTINGS[param.name])
     default = param.get_default(ctx, call=False)  # a callable is computed here: not shown
