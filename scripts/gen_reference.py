@@ -78,7 +78,9 @@ def flags_page() -> str:
             "Every setting of `sqlgate serve` is a flag and an environment variable. An explicit "
             "flag wins over the environment, which wins over the default. Other commands take "
             "the flags that concern them (each command's own list is in the "
-            "[command line reference](cli.md)), and read the same variables.",
+            "[command line reference](cli.md)), and read the same variables. The HTTP "
+            "transport's own options (`--transport`, `--host`, `--port`, `--token`) are "
+            "with [`serve`](cli.md#sqlgate-serve).",
             "",
             "A switch's variable takes `1`, `true`, `yes` or `on` (and `0`, `false`, `no` or "
             "`off`); a bad value in a variable stops the command just as a bad flag does "
