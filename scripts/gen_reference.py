@@ -160,7 +160,11 @@ def command_section(path: tuple[str, ...], command: click.Command, ctx: click.Co
             rows.append([code(argument.human_readable_name), accepts,
                          "yes" if argument.required else "no", many])  # fmt: skip
         parts += ["", table(["argument", "value", "required", "how many"], rows)]
-    options = [p for p in command.get_params(ctx) if isinstance(p, click.Option) and not p.hidden]
+    options = [p for p in command.params if isinstance(p, click.Option) and not p.hidden]
+    help_names = command.get_help_option_names(ctx) if command.add_help_option else []
+    if help_names:  # built here, not get_params: click caches the help option from the first
+        # context that asked, and a context without the root's parent knows no `-h`
+        options.append(click.Option(help_names, is_flag=True, help="Show this message and exit."))
     if options:
         rows = [
             [option_names(option), option_value(option, ctx), option_default(option, ctx),

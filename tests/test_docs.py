@@ -34,14 +34,16 @@ CHANGELOG = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
 
 
 def leaf_commands(
-    group: click.Group = main, path: tuple[str, ...] = ()
+    group: click.Group = main, path: tuple[str, ...] = (), parent: click.Context | None = None
 ) -> Iterator[tuple[tuple[str, ...], click.Command]]:
-    ctx = click.Context(group)
+    # each context has its parent, as on a real command line: click caches a command's help
+    # option from the first context it sees, and `-h` comes from the root's settings
+    ctx = click.Context(group, info_name=path[-1] if path else "sqlgate", parent=parent)
     for name in group.list_commands(ctx):  # imports each command (the group loads them lazily)
         command = group.get_command(ctx, name)
         assert command is not None, name
         if isinstance(command, click.Group):
-            yield from leaf_commands(command, (*path, name))
+            yield from leaf_commands(command, (*path, name), ctx)
         else:
             yield (*path, name), command
 
