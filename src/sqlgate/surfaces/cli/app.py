@@ -4,8 +4,8 @@ Errors end a command with one readable line on stderr and the error's exit code:
 1 unexpected, 2 bad usage or argument, 3 not found, 4 refused by policy, 5 limit (or a busy
 database), 6 SQLite error, 7 snapshot or undo problem, 8 the database cannot be opened (or
 replication cannot start), 9 the memory chain is broken (`sqlgate verify`, `sqlgate
-restore`), 10 `sqlgate doctor` found a problem, 130 Ctrl-C. README's "Exit codes" table
-is the reference; a test holds them equal.
+restore`), 10 `sqlgate doctor` found a problem, 130 Ctrl-C. `errors.EXIT_CODES` is the
+reference (docs/reference/exit-codes.md is generated from it); a test holds them equal.
 
 A usage error (unknown option, missing argument, bad value...) is one such line too, exit 2,
 naming the command's `--help` (`usage.UsageLines`).
