@@ -133,7 +133,10 @@ def option_value(param: click.Option, ctx: click.Context) -> str:
         return "—"
     if isinstance(param.type, click.Choice):
         return " \\| ".join(code(str(choice)) for choice in param.type.choices)
-    return code(param.make_metavar(ctx))
+    metavar = param.make_metavar(ctx)
+    if metavar.startswith("[") and metavar.endswith("]") and "|" in metavar:  # `[rows|file]`
+        return " \\| ".join(code(choice) for choice in metavar[1:-1].split("|"))
+    return code(metavar)
 
 
 def option_names(param: click.Option) -> str:
