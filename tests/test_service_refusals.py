@@ -37,6 +37,10 @@ def app(make_service: Callable[..., Service]) -> Service:
         "INSERT INTO docs(body) VALUES ('hello')",
     ):
         service.write_query(sql)
+    service.destructive_query(
+        "CREATE TRIGGER tidy AFTER INSERT ON flights BEGIN DELETE FROM notes WHERE id = 5; END",
+        reason="a trigger whose DELETE write_query refuses",
+    )
     return service
 
 
@@ -109,6 +113,8 @@ CASES = [
     ("write_query", "UPDATE notes SET body = 'x' WHERE 1 = 1"),
     ("write_query", "UPDATE notes SET body = 'x' WHERE id > 0"),  # the mass-update guard
     ("write_query", "INSERT INTO marks(marks) VALUES ('delete-all')"),
+    ("write_query", "INSERT INTO docs(docs) VALUES ('rebuild')"),
+    ("write_query", "INSERT INTO flights(airline, n) VALUES ('x', 1)"),  # its trigger deletes
     ("write_query", "UPDATE sqlite_sequence SET seq = 10 WHERE name = 'notes'"),
     # -- server objects: append-only or off limits in every tool
     ("write_query", "DELETE FROM query_log"),
