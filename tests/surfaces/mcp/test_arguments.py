@@ -87,9 +87,9 @@ NOTHING_REQUIRED = {
 }  # fmt: skip
 MISSING = [
     ("read_query", {}, 'argument "query" is required: a string '
-     "(one SELECT/WITH/EXPLAIN/PRAGMA statement)"),
+     "(one SELECT/WITH/EXPLAIN/PRAGMA statement; text in 'single quotes')"),
     ("write_query", {}, 'argument "query" is required: a string '
-     "(one INSERT/UPDATE…WHERE/upsert/CREATE statement)"),
+     "(one INSERT/UPDATE…WHERE/upsert/CREATE statement; text in 'single quotes')"),
     ("destructive_query", {"query": "DELETE FROM t"}, 'argument "reason" is required: a string '
      "(why this change is needed, in a sentence)"),
     ("undo_call", {"audit_id": "1"}, 'argument "reason" is required: a string '
