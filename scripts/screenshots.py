@@ -2,9 +2,11 @@
 
     python scripts/screenshots.py [--out docs/screenshots]
 
-Seeds a fresh database (scripts/ui_seed.py: a bulk history plus real tool calls), runs
-`sqlgate ui` on it, and saves one 1280x800 PNG per page with Debian's Chromium
-(scripts/ui_browser.py). Needs the `test` extra (Playwright) and /usr/bin/chromium.
+Seeds a fresh database with a realistic project (scripts/ui_demo_seed.py: a tasks table,
+two days of an agent's calls, memory and claims; the hostile seed of scripts/ui_seed.py is
+for the browser tests only), runs `sqlgate ui` on it, and saves one 1280x800 PNG per page
+with Debian's Chromium (scripts/ui_browser.py). Needs the `test` extra (Playwright) and
+/usr/bin/chromium.
 """
 
 from __future__ import annotations
@@ -18,16 +20,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ui_browser import browser_missing, launch, running_console
-from ui_seed import seed, seed_history
+from ui_demo_seed import seed_demo
 
 PAGES = (
     ("activity", "/"),
     ("destructive", "/destructive"),
     ("memory", "/memory"),
     ("claims", "/claims"),
-    ("tables", "/tables/rows?name=customers"),
+    ("tables", "/tables/rows?name=tasks"),
 )
 REPO = Path(__file__).resolve().parent.parent
+
+
+def seed_screenshots(db: Path, *, now: float | None = None, history_rows: int = 900) -> None:
+    """The database the screenshots show: a realistic project, nothing hostile."""
+    seed_demo(db, now=now, history_rows=history_rows)
 
 
 def main() -> None:
@@ -39,10 +46,9 @@ def main() -> None:
         sys.exit(f"cannot take screenshots: {missing}")
     args.out.mkdir(parents=True, exist_ok=True)
     token = secrets.token_urlsafe(24)
-    with tempfile.TemporaryDirectory(prefix="sqlgate-shots-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="harbor-") as tmp:
         db = Path(tmp) / "agent.db"
-        seed_history(db, audit_rows=3000, events=1200)
-        seed(db)
+        seed_screenshots(db)
         with running_console(db, token) as url, launch() as browser:
             page = browser.new_page()
             page.goto(f"{url}/?token={token}")

@@ -3,7 +3,8 @@ failed, destructive with undo, undone, with a snapshot), memory events and claim
 agent-written field carrying an XSS payload, and optionally a bulk history (audit rows and
 chained events) spread over the last days.
 
-Used by tests/surfaces/ui (the browser tests), scripts/screenshots.py and bench/ui_bench.py.
+Used by tests/surfaces/ui (the browser tests) and bench/ui_bench.py; the screenshots use
+the realistic scripts/ui_demo_seed.py instead, so no payload shows in a picture.
 
     python scripts/ui_seed.py PATH [--audit-rows N] [--events N]
 """

@@ -208,7 +208,9 @@ def test_bad_env_value_names_the_variable(name: str, text: str) -> None:
     with pytest.raises(InvalidArgument) as caught:
         load_settings(env={variable: text})
     assert variable in str(caught.value)
-    assert repr(text) in str(caught.value)
+    assert f'(got "{text}")' in str(caught.value)
+    assert "could not convert" not in str(caught.value)
+    assert "invalid literal" not in str(caught.value)
 
 
 def test_explicit_value_beats_env() -> None:

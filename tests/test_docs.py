@@ -1,15 +1,14 @@
 """README, `--help` and CHANGELOG say the same thing as the code.
 
-- Synopsis: every command of the CLI has a synopsis line in the README (a line of a
-  ```text block that starts with `sqlgate `); each option such a line names exists, and
-  each option of the command that is not a server flag (those have the flags table) is
-  named. So a new option, command or rename cannot ship undocumented.
-- Flags table: one row per server flag, with its option, environment variable and default.
+- Help: every option of every command says what it is for in `--help` (the manual's command
+  line page is generated from that help: tests/scripts/test_gen_reference.py checks the
+  generated reference pages, commands, options, flags and tools, against the code).
 - `--db` help: a command whose help says the file is created if missing creates it; one
   whose help says it must exist exits 3 and creates nothing.
-- Runnable examples: every block after a `<!-- runnable -->` line is run as a shell session
-  in an empty folder (`$ ` lines are commands; the lines after one are its output, `…`
-  standing for any text) and must print what the README shows.
+- Runnable examples: every block after a `<!-- runnable -->` line, in the README,
+  CONTRIBUTING.md and every page of docs/, is run as a shell session in an empty folder
+  (`$ ` lines are commands; the lines after one are its output, `…` standing for any text)
+  and must print what the page shows.
 - CHANGELOG: names every command and every tool, and its known issues are not contradicted
   by the code (each stale known issue found so far has a check here).
 """
@@ -26,27 +25,25 @@ from pathlib import Path
 import click
 import pytest
 
-from sqlgate.config import FLAGS
 from sqlgate.surfaces.cli.app import main
 from sqlgate.surfaces.cli.options import EXISTING_DB_HELP
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 CHANGELOG = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
-SETTINGS = {flag.name for flag in FLAGS}
-_FENCE = re.compile(r"```(?:text|sh|bash)\n(.*?)```", re.DOTALL)
-_OPTION = re.compile(r"(?<![\w-])--[a-z][a-z-]*")
 
 
 def leaf_commands(
-    group: click.Group = main, path: tuple[str, ...] = ()
+    group: click.Group = main, path: tuple[str, ...] = (), parent: click.Context | None = None
 ) -> Iterator[tuple[tuple[str, ...], click.Command]]:
-    ctx = click.Context(group)
+    # each context has its parent, as on a real command line: click caches a command's help
+    # option from the first context it sees, and `-h` comes from the root's settings
+    ctx = click.Context(group, info_name=path[-1] if path else "sqlgate", parent=parent)
     for name in group.list_commands(ctx):  # imports each command (the group loads them lazily)
         command = group.get_command(ctx, name)
         assert command is not None, name
         if isinstance(command, click.Group):
-            yield from leaf_commands(command, (*path, name))
+            yield from leaf_commands(command, (*path, name), ctx)
         else:
             yield (*path, name), command
 
@@ -64,57 +61,12 @@ def options_of(command: click.Command) -> dict[str, click.Option]:
     return found
 
 
-def synopsis_lines() -> list[str]:
-    lines = []
-    for block in _FENCE.findall(README):
-        lines += [line for line in block.splitlines() if line.startswith("sqlgate ")]
-    return lines
-
-
-def command_of(line: str) -> tuple[str, ...] | None:
-    words = line.split()[1:]
-    for size in (2, 1):
-        if tuple(words[:size]) in COMMANDS:
-            return tuple(words[:size])
-    return None
-
-
-def synopses() -> dict[tuple[str, ...], list[str]]:
-    found: dict[tuple[str, ...], list[str]] = {}
-    for line in synopsis_lines():
-        path = command_of(line)
-        if path is not None:
-            found.setdefault(path, []).append(line)
-    return found
-
-
-# -- synopsis -------------------------------------------------------------------------------
+# -- help ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("path", sorted(COMMANDS), ids=" ".join)
-def test_every_command_has_a_synopsis_naming_its_own_options(path: tuple[str, ...]) -> None:
-    lines = synopses().get(path)
-    assert lines, f"README has no synopsis line for `sqlgate {' '.join(path)}`"
-    options = options_of(COMMANDS[path])
-    named = {option for line in lines for option in _OPTION.findall(line.split("  ")[0])}
-    unknown = named - set(options) - {"--help", "--version"}
-    assert not unknown, f"README names options `sqlgate {' '.join(path)}` does not take: {unknown}"
-    own = {
-        name for name, param in options.items()
-        if param.name not in SETTINGS or param.name == "db"
-    } - {"--help"}  # fmt: skip
-    if path == ("serve",):
-        own -= {"--db"}  # in the flags table, with the rest of the server's flags
-    missing = own - named
-    assert not missing, f"README's synopsis of `sqlgate {' '.join(path)}` lacks {missing}"
-
-
-def test_the_flags_table_has_every_server_flag_with_its_variable_and_default() -> None:
-    table = README.split("Every flag of `sqlgate serve` has an environment variable", 1)[1]
-    rows = [line for line in table.split("\n\n", 2)[1].splitlines() if line.startswith("| `")]
-    by_option = {_OPTION.findall(row.split("|")[1])[0]: row for row in rows}
-    for flag in FLAGS:
-        option = flag.option if flag.name != "audit" else "--audit"
-        assert option in by_option, f"the flags table lacks {option}"
-        assert f"`{flag.env_var}`" in by_option[option], flag.env_var
+def test_every_option_says_what_it_is_for(path: tuple[str, ...]) -> None:
+    silent = sorted({name for name, param in options_of(COMMANDS[path]).items()
+                     if not (param.help or "").strip()})  # fmt: skip
+    assert not silent, f"`sqlgate {' '.join(path)}` options without help: {silent}"
 
 
 # -- --db help and behaviour ----------------------------------------------------------------
@@ -171,10 +123,19 @@ def test_db_help_says_what_a_missing_database_does(path: tuple[str, ...], tmp_pa
 
 
 # -- runnable examples ------------------------------------------------------------------------
-def runnable_blocks() -> list[tuple[int, str]]:
+def documents() -> list[Path]:
+    """The files whose runnable blocks are run: the README, CONTRIBUTING and the manual."""
+    return [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def runnable_blocks() -> list[tuple[str, str]]:
+    """(`file:line`, block) of every block after a `<!-- runnable -->` line."""
     blocks = []
-    for found in re.finditer(r"<!-- runnable -->\n```(?:text|console)\n(.*?)```", README, re.S):
-        blocks.append((README[: found.start()].count("\n") + 1, found.group(1)))
+    for path in documents():
+        text = path.read_text(encoding="utf-8")
+        where = path.relative_to(ROOT).as_posix()
+        for found in re.finditer(r"<!-- runnable -->\n```(?:text|console)\n(.*?)```", text, re.S):
+            blocks.append((f"{where}:{text[: found.start()].count(chr(10)) + 1}", found.group(1)))
     return blocks
 
 
@@ -183,21 +144,27 @@ def _matches(expected: str, actual: str) -> bool:
     return re.fullmatch(pattern, actual, re.DOTALL) is not None
 
 
-def test_the_readme_has_runnable_examples() -> None:
-    assert len(runnable_blocks()) >= 3
+def test_the_docs_keep_their_runnable_examples() -> None:
+    """The blocks that were in the README before issue 21 moved with their prose."""
+    where = {line.split(":")[0] for line, _ in runnable_blocks()}
+    assert len(runnable_blocks()) >= 5
+    assert {
+        "README.md", "docs/how-to/connect.md", "docs/reference/output-format.md",
+        "docs/claims.md", "docs/how-to/inspect.md",
+    } <= where  # fmt: skip
 
 
 @pytest.mark.stdio
-@pytest.mark.parametrize(("line", "block"), runnable_blocks(), ids=lambda v: str(v)[:12])
-def test_a_runnable_readme_block_prints_what_it_shows(
-    line: int, block: str, tmp_path: Path
-) -> None:
+@pytest.mark.parametrize(
+    ("line", "block"), runnable_blocks(), ids=[w for w, _ in runnable_blocks()]
+)
+def test_a_runnable_block_prints_what_it_shows(line: str, block: str, tmp_path: Path) -> None:
     commands: list[tuple[str, list[str]]] = []
     for text in block.splitlines():
         if text.startswith("$ "):
             commands.append((text[2:], []))
         else:
-            assert commands, f"README line {line}: output before any command"
+            assert commands, f"{line}: output before any command"
             commands[-1][1].append(text)
     marker = "@@sqlgate-readme@@"
     bin_dir = tmp_path / "bin"
@@ -215,7 +182,7 @@ def test_a_runnable_readme_block_prints_what_it_shows(
     outputs = done.stdout.split(marker + "\n")
     for (command, expected), actual in zip(commands, outputs, strict=False):
         want = "\n".join(expected) + ("\n" if expected else "")
-        assert _matches(want, actual), f"README line {line}: `{command}` printed:\n{actual}"
+        assert _matches(want, actual), f"{line}: `{command}` printed:\n{actual}"
 
 
 # -- CHANGELOG --------------------------------------------------------------------------------
@@ -239,7 +206,8 @@ def test_known_issues_are_not_contradicted_by_the_code() -> None:
         part.split("\n### ", 1)[0] for part in CHANGELOG.split("### Known issues")[1:]
     )
     assert "announce no tools" not in issues  # --tools memory/claims announce their tools
-    assert "only transport" not in README  # HTTP is a transport too
+    for path in documents():  # HTTP is a transport too
+        assert "only transport" not in path.read_text(encoding="utf-8"), path
 
 
 def test_ci_runs_exactly_the_readme_test_command() -> None:
@@ -254,8 +222,9 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
 
 
 def test_what_adopting_adds_is_what_a_new_database_holds(tmp_path: Path) -> None:
-    """The README's `--adopt-db` paragraph counts sqlgate's objects, and its Alembic
-    snippet lists every server table (with Litestream's, present under replication)."""
+    """The manual's `--adopt-db` paragraph (Connect a client, "Where the database lives")
+    counts sqlgate's objects, and its Alembic snippet lists every server table (with
+    Litestream's, present under replication)."""
     from sqlgate.config import Settings
     from sqlgate.engine.database import Database
     from sqlgate.engine.schema import LITESTREAM_TABLES
@@ -265,14 +234,15 @@ def test_what_adopting_adds_is_what_a_new_database_holds(tmp_path: Path) -> None
         rows = db.server.execute("SELECT type, name FROM sqlite_schema").fetchall()
     finally:
         db.close()
-    quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    connect = (ROOT / "docs" / "how-to" / "connect.md").read_text(encoding="utf-8")
+    section = connect.split("## Where the database lives", 1)[1].split("\n## ", 1)[0]
     kinds = ("table", "trigger", "index")
     count = {kind: sum(1 for row in rows if row[0] == kind) for kind in kinds}
-    prose = " ".join(quick_start.split())
+    prose = " ".join(section.split())
     assert f"adds its {count['table']} tables" in prose
     assert f"with their {count['trigger']} " in prose
     assert f"{count['index']} indexes" in prose
-    snippet = quick_start.split("SQLGATE_TABLES = set(", 1)[1].split(".split()", 1)[0]
+    snippet = section.split("SQLGATE_TABLES = set(", 1)[1].split(".split()", 1)[0]
     listed = set(re.findall(r"\w+", snippet))
     tables = {str(name) for kind, name in rows if kind == "table"}
     assert listed == tables | set(LITESTREAM_TABLES)

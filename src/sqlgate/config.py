@@ -57,6 +57,7 @@ __all__ = [
     "default_db_path",
     "load_settings",
     "project_folder",
+    "quoted",
 ]
 
 TOOL_GROUPS = ("sql", "memory", "claims")
@@ -159,6 +160,7 @@ class Flag:
     name: str
     help: str
     parse: Callable[[str], Any]
+    metavar: str = ""  # what the option takes, as `--help` names it (SECONDS, PATH, ...)
 
     @property
     def option(self) -> str:
@@ -169,24 +171,35 @@ class Flag:
         return "SQLGATE_" + self.name.upper()
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError("must be 1 or more")
+# Each parser's ValueError says what the flag takes, in words that follow its name
+# (`--max-rows must be a whole number, 1 or more`), never Python's own ("invalid literal").
+
+
+def _whole_number(text: str, least: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = least - 1
+    if value < least:
+        raise ValueError(f"must be a whole number, {least} or more")
     return value
+
+
+def _positive_int(text: str) -> int:
+    return _whole_number(text, 1)
 
 
 def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise ValueError("must be 0 or more")
-    return value
+    return _whole_number(text, 0)
 
 
 def _positive_float(text: str) -> float:
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
     if not value > 0 or value == float("inf"):
-        raise ValueError("must be a positive number of seconds")
+        raise ValueError("must be a number of seconds, more than 0")
     return value
 
 
@@ -196,14 +209,14 @@ def _bool(text: str) -> bool:
         return True
     if lowered in ("0", "false", "no", "off"):
         return False
-    raise ValueError("must be one of on/off, true/false, 1/0")
+    raise ValueError("must be on or off (or true/false, yes/no, 1/0)")
 
 
 def _tools(text: str) -> tuple[str, ...]:
     chosen = tuple(dict.fromkeys(part.strip().lower() for part in text.split(",") if part.strip()))
     unknown = [name for name in chosen if name not in TOOL_GROUPS]
     if unknown or not chosen:
-        raise ValueError(f"choose from {','.join(TOOL_GROUPS)} (comma-separated)")
+        raise ValueError(f"must name groups of {','.join(TOOL_GROUPS)}, comma-separated")
     return chosen
 
 
@@ -237,54 +250,76 @@ def _replica_url(text: str) -> str:
 
 def _path(text: str) -> Path:
     if not text.strip():
-        raise ValueError("must not be empty")
+        raise ValueError("must be a file path, not empty")
     return Path(text).expanduser()
 
 
 FLAGS: tuple[Flag, ...] = (
-    Flag("db", "SQLite database file (created if missing)", _path),
-    Flag("tools", "tool groups to announce: sql,memory,claims", _tools),
-    Flag("query_timeout", "seconds a statement may run", _positive_float),
-    Flag("default_limit", "rows read_query returns when no limit is given", _positive_int),
-    Flag("max_rows", "most rows any result may hold", _positive_int),
-    Flag("max_result_bytes", "most bytes of CSV a result may hold", _positive_int),
-    Flag("max_cell_chars", "characters shown of one cell before it is cut", _positive_int),
-    Flag("max_update_rows", "existing rows write_query may change in one call", _non_negative_int),
-    Flag("snapshots_keep", "newest snapshots kept per database", _positive_int),
-    Flag("max_value_bytes", "largest string or blob SQLite may build", _positive_int),
-    Flag("heap_limit_mb", "SQLite heap limit for the whole process, MiB", _positive_int),
-    Flag("busy_timeout", "seconds to wait for another writer's lock", _positive_float),
+    Flag("db", "SQLite database file (created if missing)", _path, "PATH"),
+    Flag("tools", "tool groups to announce: sql,memory,claims", _tools, "GROUPS"),
+    Flag("query_timeout", "seconds a statement may run", _positive_float, "SECONDS"),
+    Flag("default_limit", "rows read_query returns when no limit is given", _positive_int, "ROWS"),
+    Flag("max_rows", "most rows any result may hold", _positive_int, "ROWS"),
+    Flag("max_result_bytes", "most bytes of CSV a result may hold", _positive_int, "BYTES"),
+    Flag("max_cell_chars", "characters shown of one cell before it is cut", _positive_int, "CHARS"),
+    Flag(
+        "max_update_rows",
+        "existing rows write_query may change in one call",
+        _non_negative_int,
+        "ROWS",
+    ),
+    Flag("snapshots_keep", "newest snapshots kept per database", _positive_int, "N"),
+    Flag("max_value_bytes", "largest string or blob SQLite may build", _positive_int, "BYTES"),
+    Flag("heap_limit_mb", "SQLite heap limit for the whole process, MiB", _positive_int, "MIB"),
+    Flag("busy_timeout", "seconds to wait for another writer's lock", _positive_float, "SECONDS"),
     Flag("audit", "record every call in query_log", _bool),
-    Flag("redact", "secret redaction of memory content: default or off", _redact_mode),
-    Flag("redact_patterns", "file of extra redaction patterns (NAME REGEX per line)", _path),
-    Flag("max_event_chars", "longest memory event or checkpoint summary", _positive_int),
-    Flag("confirm", "ask the user before destructive_query: auto, always or never", _confirm_mode),
+    Flag(
+        "redact",
+        "secret redaction of memory content: default or off",
+        _redact_mode,
+        "[default|off]",
+    ),
+    Flag(
+        "redact_patterns", "file of extra redaction patterns (NAME REGEX per line)", _path, "PATH"
+    ),
+    Flag("max_event_chars", "longest memory event or checkpoint summary", _positive_int, "CHARS"),
+    Flag(
+        "confirm",
+        "ask the user before destructive_query: auto, always or never",
+        _confirm_mode,
+        "[auto|always|never]",
+    ),
     Flag(
         "undo",
         "how destructive_query keeps its undo: rows (a changeset for DELETE/UPDATE/INSERT) "
         "or file (a whole-file snapshot every time)",
         _undo_mode,
+        "[rows|file]",
     ),
     Flag(
         "undo_max_mb",
         "largest row-level undo changeset, MiB; a bigger change takes a whole-file snapshot",
         _positive_int,
+        "MIB",
     ),
     Flag(
         "write_undo_keep",
         "write_query calls whose undo data is kept (oldest pruned first); 0 keeps none",
         _non_negative_int,
+        "CALLS",
     ),
     Flag(
         "write_undo_mb",
         "MiB of write_query undo data kept in all (oldest pruned first); a bigger call keeps none",
         _positive_int,
+        "MIB",
     ),
     Flag(
         "replicate",
         "replicate the database with Litestream to file:///folder or s3://bucket/prefix "
         "(S3-compatible: ?endpoint=http://host:port); needs sqlgate[replicate]",
         _replica_url,
+        "URL",
     ),
     Flag(
         "adopt_db",
@@ -301,6 +336,11 @@ FLAGS: tuple[Flag, ...] = (
 )
 
 _FLAG_BY_NAME = {flag.name: flag for flag in FLAGS}
+
+
+def quoted(text: str) -> str:
+    """A given value as a message shows it: `"ten"` (its own quotes left as they are)."""
+    return f'"{text}"'
 
 
 def load_settings(
@@ -330,7 +370,10 @@ def load_settings(
             values[flag.name] = flag.parse(raw)
             strength[flag.name] = "env"
         except ValueError as exc:
-            raise InvalidArgument(f"{flag.env_var}={raw!r} is invalid: {exc}") from None
+            raise InvalidArgument(
+                f"{flag.env_var} ({flag.option}) {exc} (got {quoted(raw)}): set it to such a "
+                f"value, or unset it"
+            ) from None
     unknown = set(explicit or {}) - set(_FLAG_BY_NAME)
     if unknown:
         raise InvalidArgument(f"unknown setting(s): {', '.join(sorted(unknown))}")

@@ -18,6 +18,10 @@
 
 Each message is written for the one who must act on it: it says what happened and
 what to do next (which tool to use instead, which limit to raise, what to fix).
+
+`EXIT_CODES` says what each exit code of the CLI means: the error classes' codes and the
+CLI's own (0 success, 1 a bug, 2 also click's usage errors, 130 Ctrl-C). The manual's page
+docs/reference/exit-codes.md is generated from it (scripts/gen_reference.py).
 """
 
 from __future__ import annotations
@@ -143,3 +147,28 @@ class Unhealthy(SqlgateError):
     its fix. Exit code 10, so scripts tell it from a bug (1) or bad usage (2)."""
 
     exit_code = 10
+
+
+#: every code a `sqlgate` command exits with, and what it means (Markdown); each error
+#: class's `exit_code` is one of these, and tests/surfaces/cli/test_exit_codes.py ends a real
+#: command with each
+EXIT_CODES: dict[int, str] = {
+    0: "success",
+    1: "unexpected error: a bug in sqlgate (please report it, with the traceback)",
+    2: "bad usage or argument (an unknown option, a malformed value, a malformed file), or a "
+    "`snapshots restore` not confirmed (declined, or no `--yes` outside a terminal)",
+    3: "not found: the database file, a snapshot, a call, a changeset or a claim",
+    4: "refused by policy (re-adding a retired claim, a statement a tier does not allow)",
+    5: "a limit was hit, or another process kept the database's write lock past "
+    "`--busy-timeout` (`the database is busy …`)",
+    6: "SQLite refused or failed the statement",
+    7: "snapshot or undo problem: an undo refused by later changes, a call id of another "
+    "database, a call already undone, pruned, that changed nothing, or one that took a "
+    "whole-file snapshot instead; a snapshot restore onto a database another process holds, "
+    "or of another database's snapshot",
+    8: "the database cannot be opened (missing folder, not a SQLite file, not writable, "
+    "another application's database), or replication cannot start",
+    9: "the memory chain is broken (`verify`, `restore`)",
+    10: "`doctor` found something broken (each problem and its fix are in its report)",
+    130: "stopped with Ctrl-C",
+}

@@ -448,7 +448,9 @@ class Service:
 
         return self.call(tool, work, detail={k: v for k, v in detail.items() if v is not None})
 
-    def append_event(self, content: str, kind: str = "note", tags: list[str] | None = None) -> str:
+    def append_event(
+        self, content: str, kind: str = "note", tags: list[str] | str | None = None
+    ) -> str:
         return self._remember(
             "append_event", lambda: self.memory.append_event(content, kind, tags), kind=kind
         )
@@ -460,7 +462,7 @@ class Service:
         return self._remember("checkpoint", lambda: self.memory.checkpoint(summary))
 
     def get_resume_context(
-        self, max_events: int = 50, exclude_kinds: list[str] | None = None
+        self, max_events: int = 50, exclude_kinds: list[str] | str | None = None
     ) -> str:
         return self._remember(
             "get_resume_context", lambda: self.memory.resume_context(max_events, exclude_kinds)
@@ -472,7 +474,7 @@ class Service:
         top_k: int = 5,
         kind: str | None = None,
         session: str | None = None,
-        tags: list[str] | None = None,
+        tags: list[str] | str | None = None,
         since: str | None = None,
         until: str | None = None,
     ) -> str:

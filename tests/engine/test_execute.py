@@ -126,9 +126,9 @@ def test_read_query_binds_params(people: Service, sql: str, params: Any) -> None
 @pytest.mark.parametrize(
     ("sql", "params", "phrase"),
     [
-        pytest.param("SELECT ?", [], "do not match", id="too-few"),
-        pytest.param("SELECT ?", [1, 2], "do not match", id="too-many"),
-        pytest.param("SELECT ?, ?", [1], "do not match", id="one-short"),
+        pytest.param("SELECT ?", [], "placeholder", id="too-few"),
+        pytest.param("SELECT ?", [1, 2], "placeholder", id="too-many"),
+        pytest.param("SELECT ?, ?", [1], "placeholders", id="one-short"),
         pytest.param("SELECT :id", {"other": 1}, ":id", id="missing-name"),
         pytest.param("SELECT :id", {}, ":id", id="empty-object"),
         pytest.param("SELECT :a, :b", {"a": 1}, ":b", id="second-name-missing"),
@@ -140,6 +140,70 @@ def test_params_that_do_not_fit_are_invalid_arguments(
 ) -> None:
     with pytest.raises(InvalidArgument, match=phrase):
         people.read_query(sql, params=params)
+
+
+@pytest.mark.parametrize(
+    ("sql", "params", "message"),
+    [
+        pytest.param(
+            "SELECT ?, ?",
+            [1],
+            "the statement has 2 placeholders (?, ?) but params has 1 value; pass a list of 2 "
+            "values",
+            id="one-short",
+        ),
+        pytest.param(
+            "SELECT ?",
+            [1, 2],
+            "the statement has 1 placeholder (?) but params has 2 values; pass a list of 1 value",
+            id="one-too-many",
+        ),
+        pytest.param(
+            "SELECT ?, ?",
+            None,
+            "the statement has 2 placeholders (?, ?) but no params were given; pass a list of "
+            "2 values",
+            id="none-given",
+        ),
+        pytest.param(
+            "SELECT 1",
+            [1],
+            "the statement has no placeholders but params has 1 value; leave params out",
+            id="no-placeholders",
+        ),
+        pytest.param(
+            "SELECT ?",
+            {"id": 1},
+            "the statement has 1 placeholder (?) but params is an object, which binds only "
+            ":name placeholders; pass a list of 1 value",
+            id="object-for-question-marks",
+        ),
+        pytest.param(
+            "SELECT :id, :name",
+            [1],
+            "the statement has 2 placeholders (:id, :name) but params has 1 value; pass an "
+            "object with id, name (or a list of 2 values)",
+            id="list-for-names-one-short",
+        ),
+        pytest.param(
+            "SELECT :id",
+            None,
+            "the statement has 1 placeholder (:id) but no params were given; pass an object "
+            "with id (or a list of 1 value)",
+            id="names-none-given",
+        ),
+    ],
+)
+def test_a_params_mismatch_says_what_the_statement_needs(
+    people: Service, sql: str, params: Any, message: str
+) -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        people.read_query(sql, params=params)
+    assert str(caught.value) == message
+
+
+def test_a_list_binds_named_placeholders_in_order(people: Service) -> None:
+    assert people.read_query("SELECT :a, :b", params=[1, 2]).splitlines()[1] == "1,2"
 
 
 def test_bound_values_are_never_sql(people: Service) -> None:

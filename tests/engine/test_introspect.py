@@ -273,7 +273,8 @@ def test_describe_table_needs_a_name(shop: Service, table: str) -> None:
 
 
 def test_get_schema_shows_user_objects_only_by_default(shop: Service) -> None:
-    schema = shop.get_schema()
+    # the statements; the last line names what was left out (tested below)
+    schema = "\n".join(line for line in shop.get_schema().splitlines() if line[:1] != "#")
     assert "CREATE TABLE customer(" in schema
     assert "CREATE VIRTUAL TABLE docs USING fts5(body);" in schema
     assert "CREATE UNIQUE INDEX orders_note ON orders(note, customer_id);" in schema
@@ -283,6 +284,25 @@ def test_get_schema_shows_user_objects_only_by_default(shop: Service) -> None:
     assert "claims" not in schema
     assert "docs_data" not in schema
     assert "sqlite_" not in schema
+
+
+SERVER_TABLE_NAMES = ", ".join(name for name, _ in SERVER_OBJECTS)
+
+
+def test_get_schema_ends_saying_which_server_objects_it_left_out(shop: Service) -> None:
+    last = shop.get_schema().splitlines()[-1]
+    assert last == (
+        f"# left out: the server's {len(SERVER_OBJECTS)} tables and views "
+        f"({SERVER_TABLE_NAMES}) and their indexes and triggers; "
+        "get_schema(include_system=true) shows them, read_query reads them"
+    )
+    # the names are the ones list_tables marks as system
+    listed = [row.split(",") for row in shop.list_tables().splitlines()[1:-1]]
+    assert ", ".join(name for name, _, system, _ in listed if system == "1") == SERVER_TABLE_NAMES
+
+
+def test_get_schema_with_system_leaves_nothing_out(shop: Service) -> None:
+    assert "left out" not in shop.get_schema(include_system=True)
 
 
 def test_get_schema_with_system_shows_server_objects(shop: Service) -> None:
@@ -317,7 +337,10 @@ def test_get_schema_orders_tables_before_indexes_before_views(shop: Service) -> 
 
 
 def test_get_schema_of_an_empty_database_says_so(service: Service) -> None:
-    assert service.get_schema() == (
-        "# the database has no tables or views yet; create one with write_query"
-    )
+    assert service.get_schema().splitlines() == [
+        "# the database has no tables or views yet; create one with write_query",
+        f"# left out: the server's {len(SERVER_OBJECTS)} tables and views "
+        f"({SERVER_TABLE_NAMES}) and their indexes and triggers; "
+        "get_schema(include_system=true) shows them, read_query reads them",
+    ]
     assert "CREATE TABLE query_log" in service.get_schema(include_system=True)

@@ -141,7 +141,10 @@ def test_every_readable_setting_may_be_read_and_never_set(name: str) -> None:
     assert allowed_tiers(op("PRAGMA", name)) == ALL
     assert allowed_tiers(op("PRAGMA", name, "1")) == NONE
     verdict = decide(W, op("PRAGMA", name.upper(), "1"), PROTECTED)
-    assert verdict.reason == f"PRAGMA {name} may be read but never set through sqlgate"
+    assert verdict.reason == (
+        f"PRAGMA {name} may be read but never set through sqlgate: no tool will set it (the "
+        f"server owns the connection's settings); read it with `PRAGMA {name}` in read_query"
+    )
 
 
 def test_the_pinned_lists_are_the_policys() -> None:
@@ -151,7 +154,17 @@ def test_the_pinned_lists_are_the_policys() -> None:
 
 def test_a_pragma_outside_the_lists_is_named_in_the_refusal() -> None:
     verdict = decide(R, op("PRAGMA", "Writable_Schema"), PROTECTED)
-    assert verdict.reason == "PRAGMA writable_schema is not allowed; only introspection pragmas are"
+    assert verdict.reason == (
+        "PRAGMA writable_schema is not allowed: no tool will run it; only introspection pragmas "
+        "(table_info, index_list, foreign_key_list, ...) and reading settings are, in read_query"
+    )
+
+
+def server_object(name: str) -> str:
+    return (
+        f"{name} is a sqlgate server object: only the server writes, alters, drops, indexes or "
+        "attaches triggers to it, and no tool will; agents may read it (read_query)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -160,8 +173,7 @@ def test_a_pragma_outside_the_lists_is_named_in_the_refusal() -> None:
         pytest.param(
             W,
             op("DELETE", "t", inside="trg"),
-            "DELETE needs destructive_query (it keeps the deleted rows for undo) (done by "
-            "trigger or view trg);"
+            "DELETE needs destructive_query (done by trigger or view trg);"
             " write_query does not allow it",
             id="inside-a-trigger",
         ),
@@ -174,14 +186,13 @@ def test_a_pragma_outside_the_lists_is_named_in_the_refusal() -> None:
         pytest.param(
             D,
             op("READ", "t", "x", database="aux"),
-            "only the main database may be used, not 'aux'",
+            "only the main database may be used, not 'aux': no tool will use it",
             id="other-database",
         ),
         pytest.param(
             D,
             op("INSERT", "Query_Log"),
-            "Query_Log is a sqlgate server object: agents may read it, but only the server"
-            " writes, alters, drops, indexes or attaches triggers to it",
+            server_object("Query_Log"),
             id="protected",
         ),
         pytest.param(
@@ -193,40 +204,38 @@ def test_a_pragma_outside_the_lists_is_named_in_the_refusal() -> None:
         pytest.param(
             D,
             op("CREATE_INDEX", "i", "query_log"),
-            "query_log is a sqlgate server object: agents may read it, but only the server"
-            " writes, alters, drops, indexes or attaches triggers to it",
+            server_object("query_log"),
             id="index-on-protected-table",
         ),
         pytest.param(
             D,
             op("CREATE_TRIGGER", "g", "sqlite_sequence"),
-            "sqlite_sequence is a sqlgate server object: agents may read it, but only the"
-            " server writes, alters, drops, indexes or attaches triggers to it",
+            server_object("sqlite_sequence"),
             id="trigger-on-internal-table",
         ),
         pytest.param(
             D,
             op("ALTER_TABLE", "main", "memory_events"),
-            "memory_events is a sqlgate server object: agents may read it, but only the"
-            " server writes, alters, drops, indexes or attaches triggers to it",
+            server_object("memory_events"),
             id="alter-protected",
         ),
         pytest.param(
             W,
             op("CREATE_VTABLE", "d", "csv"),
-            "virtual table module 'csv' is not allowed; use one of fts5, rtree, rtree_i32",
+            "virtual table module 'csv' is not allowed: no tool will create one; use one of "
+            "fts5, rtree, rtree_i32",
             id="vtable-module",
         ),
         pytest.param(
             R,
             op("FUNCTION", None, "ReadFile", database=None),
-            "function ReadFile() is never allowed",
+            "function ReadFile() is never allowed: no tool will call it",
             id="function",
         ),
         pytest.param(
             W,
             op("SOMETHING_NEW", "t"),
-            "SQLite action SOMETHING_NEW is not known to sqlgate's policy",
+            "SQLite action SOMETHING_NEW is not known to sqlgate's policy, so no tool will run it",
             id="unknown-action",
         ),
     ],
@@ -238,22 +247,24 @@ def test_refusals_read_exactly(tier: Tier, operation: Operation, reason: str) ->
 
 
 # written out, not imported: each never-allowed action refused with its own reason
+NO_TEMP = "TEMP objects are not allowed: no tool will create or drop one"
 NEVER_REASONS = {
-    "ATTACH": "ATTACH (and VACUUM, which attaches) is never allowed: sqlgate serves one file",
-    "DETACH": "DETACH is never allowed",
-    "TRANSACTION": "transaction control is never allowed: each call is its own transaction",
-    "SAVEPOINT": "SAVEPOINT/RELEASE are never allowed: each call is its own transaction",
-    "CREATE_TEMP_TABLE": "TEMP tables are not allowed: create a regular table with write_query",
-    "CREATE_TEMP_INDEX": "TEMP indexes are not allowed: create a regular index with write_query",
-    "CREATE_TEMP_TRIGGER": (
-        "TEMP triggers are not allowed: create a regular trigger with destructive_query"
-    ),
-    "CREATE_TEMP_VIEW": "TEMP views are not allowed: save a view with create_view",
-    "DROP_TEMP_TABLE": "TEMP objects are not allowed",
-    "DROP_TEMP_INDEX": "TEMP objects are not allowed",
-    "DROP_TEMP_TRIGGER": "TEMP objects are not allowed",
-    "DROP_TEMP_VIEW": "TEMP objects are not allowed",
-    "COPY": "COPY is not allowed",
+    "ATTACH": "ATTACH (and VACUUM, which attaches) is never allowed, so no tool will run it: "
+    "sqlgate serves one file",
+    "DETACH": "DETACH is never allowed: no tool will run it (nothing is ever attached)",
+    "TRANSACTION": "transaction control is never allowed, so no tool will run it: each call is "
+    "its own transaction",
+    "SAVEPOINT": "SAVEPOINT/RELEASE are never allowed, so no tool will run them: each call is "
+    "its own transaction",
+    "CREATE_TEMP_TABLE": f"{NO_TEMP}; create a regular table with write_query",
+    "CREATE_TEMP_INDEX": f"{NO_TEMP}; create a regular index with write_query",
+    "CREATE_TEMP_TRIGGER": f"{NO_TEMP}; create a regular trigger with destructive_query",
+    "CREATE_TEMP_VIEW": f"{NO_TEMP}; save a view with create_view",
+    "DROP_TEMP_TABLE": NO_TEMP,
+    "DROP_TEMP_INDEX": NO_TEMP,
+    "DROP_TEMP_TRIGGER": NO_TEMP,
+    "DROP_TEMP_VIEW": NO_TEMP,
+    "COPY": "COPY is not allowed: no tool will run it",
 }
 
 

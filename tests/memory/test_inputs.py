@@ -62,22 +62,63 @@ def test_event_kind_refuses_anything_else(value: object) -> None:
         event_kind(value)
 
 
-def test_event_kinds_is_a_list_of_kinds() -> None:
-    assert event_kinds(None, "exclude_kinds") == ()
-    assert event_kinds(["tool", "note"], "exclude_kinds") == ("tool", "note")
-    with pytest.raises(InvalidArgument, match="list of kinds"):
-        event_kinds("tool", "exclude_kinds")
+@pytest.mark.parametrize(
+    ("value", "kinds"),
+    [
+        pytest.param(None, (), id="none"),
+        pytest.param(["tool", "note"], ("tool", "note"), id="list"),
+        pytest.param("prompt, compaction", ("prompt", "compaction"), id="comma-text"),
+        pytest.param("prompt,compaction", ("prompt", "compaction"), id="no-spaces"),
+        pytest.param(
+            " prompt ,, compaction , ", ("prompt", "compaction"), id="empty-items-dropped"
+        ),
+        pytest.param("tool", ("tool",), id="one-word"),
+    ],
+)
+def test_event_kinds_are_a_list_or_comma_separated_text(value: object, kinds: tuple[str]) -> None:
+    assert event_kinds(value, "exclude_kinds") == kinds
 
 
-def test_event_tags_are_sorted_and_unique() -> None:
-    assert event_tags(None) == []
-    assert event_tags(["b", "a", "b"]) == ["a", "b"]
+@pytest.mark.parametrize(
+    ("value", "phrase"),
+    [
+        pytest.param("", "exclude_kinds is empty", id="empty-text"),
+        pytest.param(" , ,", "exclude_kinds is empty", id="only-commas"),
+        pytest.param([1], "kind 1 is invalid", id="not-text-item"),
+        pytest.param(["prompt, compaction"], "is invalid", id="comma-inside-a-list-item"),
+        pytest.param("prompt; compaction", "is invalid", id="other-separator"),
+        pytest.param(7, "list of kinds", id="a-number"),
+        pytest.param({"a": 1}, "list of kinds", id="an-object"),
+        pytest.param(",".join(["k"] * 51), "at most 50 kinds", id="too-many-in-text"),
+    ],
+)
+def test_event_kinds_refuses_with_what_to_send(value: object, phrase: str) -> None:
+    with pytest.raises(InvalidArgument, match=phrase) as refused:
+        event_kinds(value, "exclude_kinds")
+    if "list of kinds" in phrase or "empty" in phrase:
+        assert '"prompt, compaction"' in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "tags"),
+    [
+        pytest.param(None, [], id="none"),
+        pytest.param(["b", "a", "b"], ["a", "b"], id="sorted-unique"),
+        pytest.param("deploy, db", ["db", "deploy"], id="comma-text"),
+        pytest.param("auth", ["auth"], id="one-word"),
+        pytest.param(" auth ,, bug ,", ["auth", "bug"], id="empty-items-dropped"),
+    ],
+)
+def test_event_tags_are_a_list_or_comma_separated_text(value: object, tags: list[str]) -> None:
+    assert event_tags(value) == tags
 
 
 @pytest.mark.parametrize(
     "value",
     [
-        pytest.param("auth", id="a-string"),
+        pytest.param("", id="empty-text"),
+        pytest.param("auth bug", id="text-with-a-space"),
+        pytest.param(7, id="a-number"),
         pytest.param(["ok", ""], id="empty-tag"),
         pytest.param([" edge"], id="edge-space"),
         pytest.param(["x" * 65], id="too-long"),
@@ -163,7 +204,7 @@ BAD_CALLS: list[Any] = [
                  id="content-too-long"),
     pytest.param(lambda s: s.append_event("ok", kind="Bad Kind"), InvalidArgument, "kind",
                  id="bad-kind"),
-    pytest.param(lambda s: s.append_event("ok", tags="auth"), InvalidArgument, "tags",
+    pytest.param(lambda s: s.append_event("ok", tags=7), InvalidArgument, "tags",
                  id="tags-not-a-list"),
     pytest.param(lambda s: s.append_event("x\ud800"), InvalidArgument, "surrogates",
                  id="lone-surrogate"),
@@ -188,8 +229,8 @@ BAD_CALLS: list[Any] = [
                  id="window-too-wide"),
     pytest.param(lambda s: s.get_resume_context(max_events=0), InvalidArgument, "max_events",
                  id="max-events-zero"),
-    pytest.param(lambda s: s.get_resume_context(exclude_kinds="tool"), InvalidArgument,
-                 "exclude_kinds", id="exclude-kinds-string"),
+    pytest.param(lambda s: s.get_resume_context(exclude_kinds=""), InvalidArgument,
+                 "exclude_kinds", id="exclude-kinds-empty-text"),
 ]  # fmt: skip
 
 

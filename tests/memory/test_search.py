@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sqlgate.config import Settings
 from sqlgate.errors import InvalidArgument, NotFound
 from sqlgate.memory import search as search_module
 from sqlgate.memory.search import fts_query, preview
@@ -146,6 +149,85 @@ def test_search_answers_a_compact_index_and_a_next_step(recall: Service) -> None
         "# 2 results; next: memory_timeline(ids=[2, 3]) for what happened around them, "
         "memory_details(ids=[2, 3]) for full text"
     )
+
+
+def test_search_scores_are_relative_to_the_best_result_of_the_answer(recall: Service) -> None:
+    # raw, this answer's best read 1.73, while a word in most events of a memory read 1e-06:
+    # numbers with no scale, and one answer showed 0.797 beside 1.89e-06
+    scores = [row["score"] for row in table(recall.memory_search("deploy the payments"))]
+    assert scores[0] == "1.00"
+    assert all(re.fullmatch(r"[01]\.\d\d", score) for score in scores), scores
+
+
+@pytest.mark.parametrize(
+    ("scores", "shown"),
+    [
+        pytest.param([0.797, 1.89e-06], ["1.00", "0.00"], id="tiny-beside-large"),
+        pytest.param([3.0, 1.5, 0.75], ["1.00", "0.50", "0.25"], id="halves"),
+        pytest.param([2e-06, 1e-06], ["1.00", "0.50"], id="all-tiny"),
+        pytest.param([5.0, 5.0], ["1.00", "1.00"], id="ties"),
+        pytest.param([0.0, 0.0], ["0.00", "0.00"], id="no-best"),
+        pytest.param([], [], id="none"),
+    ],
+)
+def test_shown_scores_put_an_answer_on_a_scale_of_0_to_1(
+    scores: list[float], shown: list[str]
+) -> None:
+    assert search_module.shown_scores(scores) == shown
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.floats(min_value=0, max_value=1e12, allow_nan=False) | st.sampled_from([1e-6, 1.89e-06]),
+        max_size=50,
+    )
+)
+def test_shown_scores_are_fixed_point_from_0_to_1_and_never_rise(scores: list[float]) -> None:
+    shown = search_module.shown_scores(sorted(scores, reverse=True))
+    assert all(re.fullmatch(r"[01]\.\d\d", score) for score in shown), shown
+    numbers = [float(score) for score in shown]
+    assert all(0 <= n <= 1 for n in numbers)
+    assert numbers == sorted(numbers, reverse=True)
+
+
+_WORDS = ("deploy", "the", "zebra", "migration", "failed", "payments", "staging", "when")
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    events=st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(_WORDS), min_size=1, max_size=8),
+            st.sampled_from(["s-one", "s-two"]),
+        ),
+        min_size=1,
+        max_size=15,
+    ),
+    query=st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4),
+    top_k=st.integers(1, 10),
+)
+def test_search_scores_of_any_memory_are_from_0_to_1_and_never_rise_down_the_list(
+    events: list[tuple[list[str], str]], query: list[str], top_k: int
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        services: dict[str, Service] = {}
+        try:
+            for words, session in events:
+                if session not in services:
+                    services[session] = Service.open(
+                        Settings(db=Path(folder) / "m.db"), session=session
+                    )
+                services[session].append_event(" ".join(words))
+            answer = next(iter(services.values())).memory_search(" ".join(query), top_k)
+        finally:
+            for service in services.values():
+                service.close()
+    shown = [row["score"] for row in table(answer)]
+    assert all(re.fullmatch(r"[01]\.\d\d", score) for score in shown), answer
+    numbers = [float(score) for score in shown]
+    assert numbers == sorted(numbers, reverse=True)
+    assert not numbers or numbers[0] == 1.0
 
 
 def test_search_previews_are_one_short_line(recall: Service) -> None:

@@ -182,8 +182,8 @@ def test_get_schema_sql_text(service: Service, payload: str) -> None:
     create = f"CREATE TABLE {q(payload)}(v TEXT DEFAULT {literal(payload)})"
     service.write_query(create)
     reading = read_reply(service.get_schema())
-    assert reading.server == []
-    assert reading.blocks == [("data", create + ";")]
+    assert [line.split(":", 1)[0] for line in reading.server] == ["# left out"]
+    assert reading.blocks[:-1] == [("data", create + ";")]
 
 
 @pytest.mark.parametrize("payload", MEMORY_PAYLOADS)
@@ -191,8 +191,8 @@ def test_get_schema_view_description(service: Service, payload: str) -> None:
     service.write_query("CREATE TABLE t(v)")
     service.create_view("v_all", "SELECT v FROM t", description=payload)
     reading = read_reply(service.get_schema())
-    assert reading.server == []
-    ((kind, schema),) = reading.blocks
+    assert [line.split(":", 1)[0] for line in reading.server] == ["# left out"]
+    (kind, schema), _ = reading.blocks
     assert kind == "data"
     assert schema.startswith("CREATE TABLE t(v);\n\nCREATE VIEW")
 

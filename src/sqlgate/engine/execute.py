@@ -19,10 +19,12 @@ from typing import Any, TypeVar
 import apsw
 
 from sqlgate.engine.authorizer import PolicyRecorder, recording
+from sqlgate.engine.double_quotes import double_quoted_string, single_quoted
 from sqlgate.engine.framing import one_line
 from sqlgate.engine.limits import SQLITE_INT_MAX, SQLITE_INT_MIN, CallControl, Deadline, watched
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import Tier
+from sqlgate.engine.preflight import destructive_keeps
 from sqlgate.engine.sqltext import has_more_statements
 from sqlgate.errors import (
     DatabaseBusy,
@@ -41,6 +43,7 @@ __all__ = [
     "busy_error",
     "mass_rewrite",
     "normalize_params",
+    "params_mismatch",
     "row_shadow",
     "run_statement",
 ]
@@ -145,6 +148,7 @@ class RewriteCounter:
     limit: int
     conn: apsw.Connection
     shadow_tables: frozenset[str] = frozenset()
+    undo: str = "rows"  # --undo, which the refusal's advice describes
     count: int = 0
     exceeded: bool = False
 
@@ -170,6 +174,9 @@ class RunContext:
     deadline: Deadline
     control: CallControl
     rewrite: RewriteCounter | None = None
+    # the agent's argument and its text, when the statement run wraps it (create_view's
+    # EXPLAIN of select_sql, search_text's where): a suggested rewrite is of that text
+    sent: tuple[str, str] | None = None
     recorder: PolicyRecorder = field(init=False)
     columns: list[str] = field(default_factory=list)  # result columns, known once prepared
 
@@ -185,7 +192,47 @@ def _sqlite_message(exc: apsw.Error) -> str:
     return text
 
 
-def _translate(exc: apsw.Error, ctx: RunContext) -> Exception:
+def _values(count: int) -> str:
+    return f"{count} value" if count == 1 else f"{count} values"
+
+
+def params_mismatch(names: Sequence[str | None], bindings: Bindings) -> InvalidArgument:
+    """Our words for apsw's BindingsError: what the statement's placeholders (`names`, None
+    for a `?`, as `Cursor.bindings_names` gives them) need, against what was given."""
+    count = len(names)
+    if count == 0:
+        given = len(bindings) if isinstance(bindings, Sequence) else 0
+        return InvalidArgument(
+            f"the statement has no placeholders but params has {_values(given)}; leave params out"
+        )
+    named = [name for name in names if name is not None and not name.isdigit()]  # ?NNN: digits
+    shown = ", ".join(f":{name}" if name in named else f"?{name or ''}" for name in names)
+    has = f"the statement has {count} placeholder{'s' if count > 1 else ''} ({shown}) but"
+    want = f"pass a list of {_values(count)}"
+    if len(named) == count:
+        want = f"pass an object with {', '.join(named)} (or a list of {_values(count)})"
+    if bindings is None:
+        return InvalidArgument(f"{has} no params were given; {want}")
+    if isinstance(bindings, Mapping):
+        return InvalidArgument(
+            f"{has} params is an object, which binds only :name placeholders; {want}"
+        )
+    return InvalidArgument(f"{has} params has {_values(len(bindings))}; {want}")
+
+
+def _double_quoted(ctx: RunContext, sql: str, text: str) -> SqlError:
+    """SQLite read a "double-quoted" string as a column: say so, with the rewrite to send."""
+    said = f'SQLite error: no such column: "{one_line(text)}" - double quotes name a column; '
+    said += "text goes in 'single quotes'"
+    argument, sent = ctx.sent if ctx.sent is not None else ("", sql)
+    rewrite = single_quoted(ctx.conn, sent, text, statement=argument != "where")
+    if rewrite is None:
+        return SqlError(f"{said}. Next: rewrite the string, or call describe_table for the columns")
+    as_what = f", as {argument}" if argument else ""
+    return SqlError(f"{said}. Send instead{as_what}: {one_line(rewrite)}")
+
+
+def _translate(exc: apsw.Error, ctx: RunContext, sql: str) -> Exception:
     # a denied function comes back from SQLite as a plain SQLError ("not authorized to use
     # function"), so the recorder's refusal, not the exception class, says it was the policy
     if isinstance(exc, apsw.AuthError) or ctx.recorder.refusal is not None:
@@ -194,10 +241,9 @@ def _translate(exc: apsw.Error, ctx: RunContext) -> Exception:
         return PolicyDenied(f"refused: {one_line(reason)}")  # it may name a stored trigger
     if isinstance(exc, apsw.ExecTraceAbort):
         return PolicyDenied(
-            "one statement per call: the text holds more than one; send each in its own call"
+            "one statement per call: the text holds more than one, and no tool will run them "
+            "together; send each in its own call"
         )
-    if isinstance(exc, apsw.BindingsError):
-        return InvalidArgument(f"params do not match the placeholders: {exc}")
     if isinstance(exc, apsw.TooBigError):
         return LimitExceeded(
             "a string or blob grew past the size limit (--max-value-bytes); nothing was changed"
@@ -208,6 +254,16 @@ def _translate(exc: apsw.Error, ctx: RunContext) -> Exception:
             "nothing was changed. Narrow the query"
         )
     message = one_line(_sqlite_message(exc))  # it may quote stored SQL or a RAISE message
+    if message == "FOREIGN KEY constraint failed":
+        from sqlgate.engine.foreign_keys import foreign_key_advice
+
+        advice = foreign_key_advice(ctx.conn, sql)
+        if advice is not None:
+            failed, step = (one_line(part) for part in advice)  # names are stored text
+            return SqlError(f"SQLite error: {message}: {failed}. Next: {step}")
+    quoted = double_quoted_string(message)
+    if quoted is not None:
+        return _double_quoted(ctx, sql, quoted)
     hint = next((hint for needle, hint in _SQLITE_HINTS if needle in message), _DEFAULT_HINT)
     return SqlError(f"SQLite error: {message}. Next: {hint}")
 
@@ -224,12 +280,13 @@ def _rewrite_watch(ctx: RunContext) -> Iterator[None]:
         ctx.conn.preupdate_hook(None, id="sqlgate-rewrite-guard")
 
 
-def mass_rewrite(limit: int) -> MassRewrite:
-    """The refusal of a write_query statement that changes more than `limit` existing rows."""
+def mass_rewrite(limit: int, undo: str = "rows") -> MassRewrite:
+    """The refusal of a write_query statement that changes more than `limit` existing rows;
+    `undo` is the --undo setting, which says what destructive_query keeps."""
     return MassRewrite(
         f"refused and rolled back: the statement changes more than {limit} existing rows "
-        "(--max-update-rows). Mass rewrites belong in destructive_query (it keeps what undoes "
-        "them); or narrow the WHERE clause"
+        f"(--max-update-rows). Mass rewrites belong in {destructive_keeps(undo)}; or narrow "
+        "the WHERE clause"
     )
 
 
@@ -278,12 +335,14 @@ def run_statement(
             result = consume(cursor)
     except (apsw.Error, QueryTimeout) as exc:
         if ctx.rewrite is not None and ctx.rewrite.exceeded:
-            raise mass_rewrite(ctx.rewrite.limit) from None
+            raise mass_rewrite(ctx.rewrite.limit, ctx.rewrite.undo) from None
         if isinstance(exc, (QueryTimeout, apsw.BusyError)):
             raise  # a busy lock is told apart by the service, which knows --busy-timeout
-        raise _translate(exc, ctx) from None
+        if isinstance(exc, apsw.BindingsError):
+            raise params_mismatch(cursor.bindings_names, bindings) from None
+        raise _translate(exc, ctx, sql) from None
     finally:
         cursor.close(True)
     if ctx.rewrite is not None and ctx.rewrite.count > ctx.rewrite.limit:
-        raise mass_rewrite(ctx.rewrite.limit)
+        raise mass_rewrite(ctx.rewrite.limit, ctx.rewrite.undo)
     return result

@@ -135,15 +135,28 @@ class Introspection:
             shadows = self.db.shadow_tables(conn)
             rows = list(conn.execute(_SCHEMA_SQL))
         statements = []
-        for _type, name, table, sql in rows:
+        left_out: list[str] = []  # the server's tables and views not shown
+        for kind, name, table, sql in rows:
             lowered, parent = fold_name(str(name)), fold_name(str(table))
             if lowered in shadows or parent in shadows:
                 continue
             system = lowered in self.db.protected or parent in self.db.protected
             if system and not include_system:
+                if kind in ("table", "view"):
+                    left_out.append(str(name))
                 continue
             statements.append(str(sql).strip() + ";")
-        if not statements:
-            return "# the database has no tables or views yet; create one with write_query", 0
-        # stored SQL is data: fenced when a line of it (a comment, a string) looks like ours
-        return FramedReply().data("\n\n".join(statements)).render(), len(statements)
+        reply = FramedReply()
+        if statements:
+            # stored SQL is data: fenced when a line of it (a comment, a string) looks like ours
+            reply.data("\n\n".join(statements))
+        else:
+            reply.server("# the database has no tables or views yet; create one with write_query")
+        if left_out:
+            names = ", ".join(inline(name) for name in sorted(left_out))
+            reply.server(
+                f"# left out: the server's {len(left_out)} tables and views ({names}) and their "
+                "indexes and triggers; get_schema(include_system=true) shows them, "
+                "read_query reads them"
+            )
+        return reply.render(), len(statements)

@@ -51,7 +51,15 @@ from dataclasses import dataclass
 
 from sqlgate.engine.names import fold_name
 
-__all__ = ["Operation", "Reference", "Tier", "Verdict", "decide", "decide_reference"]
+__all__ = [
+    "Operation",
+    "Reference",
+    "Tier",
+    "Verdict",
+    "decide",
+    "decide_reference",
+    "server_object_message",
+]
 
 
 class Tier(enum.Enum):
@@ -149,8 +157,7 @@ TIER_RULES: dict[str, tuple[frozenset[Tier], str]] = {
     "PRAGMA":         (ALL, ""),
     "INSERT":         (frozenset({W, D}), "INSERT needs write_query"),
     "UPDATE":         (frozenset({W, D}), "UPDATE needs write_query"),
-    "DELETE":         (frozenset({D}), "DELETE needs destructive_query (it keeps the deleted "
-                                       "rows for undo)"),
+    "DELETE":         (frozenset({D}), "DELETE needs destructive_query"),
     "EMPTY_TABLE":    (frozenset({D}), "emptying a table (the FTS5 'delete-all' and 'rebuild' "
                                        "commands do) needs destructive_query"),
     "CREATE_TABLE":   (frozenset({W, D}), "CREATE TABLE needs write_query"),
@@ -170,21 +177,25 @@ TIER_RULES: dict[str, tuple[frozenset[Tier], str]] = {
     "CREATE_TRIGGER": (frozenset({D}), "CREATE TRIGGER needs destructive_query"),
 }  # fmt: skip
 
+# "no tool will" is the words of a refusal that no other tool would lift (tests read them)
+_NO_TEMP = "TEMP objects are not allowed: no tool will create or drop one"
 NEVER: dict[str, str] = {
-    "ATTACH": "ATTACH (and VACUUM, which attaches) is never allowed: sqlgate serves one file",
-    "DETACH": "DETACH is never allowed",
-    "TRANSACTION": "transaction control is never allowed: each call is its own transaction",
-    "SAVEPOINT": "SAVEPOINT/RELEASE are never allowed: each call is its own transaction",
-    "CREATE_TEMP_TABLE": "TEMP tables are not allowed: create a regular table with write_query",
-    "CREATE_TEMP_INDEX": "TEMP indexes are not allowed: create a regular index with write_query",
-    "CREATE_TEMP_TRIGGER": "TEMP triggers are not allowed: create a regular trigger with "
-    "destructive_query",
-    "CREATE_TEMP_VIEW": "TEMP views are not allowed: save a view with create_view",
-    "DROP_TEMP_TABLE": "TEMP objects are not allowed",
-    "DROP_TEMP_INDEX": "TEMP objects are not allowed",
-    "DROP_TEMP_TRIGGER": "TEMP objects are not allowed",
-    "DROP_TEMP_VIEW": "TEMP objects are not allowed",
-    "COPY": "COPY is not allowed",
+    "ATTACH": "ATTACH (and VACUUM, which attaches) is never allowed, so no tool will run it: "
+    "sqlgate serves one file",
+    "DETACH": "DETACH is never allowed: no tool will run it (nothing is ever attached)",
+    "TRANSACTION": "transaction control is never allowed, so no tool will run it: each call is "
+    "its own transaction",
+    "SAVEPOINT": "SAVEPOINT/RELEASE are never allowed, so no tool will run them: each call is "
+    "its own transaction",
+    "CREATE_TEMP_TABLE": f"{_NO_TEMP}; create a regular table with write_query",
+    "CREATE_TEMP_INDEX": f"{_NO_TEMP}; create a regular index with write_query",
+    "CREATE_TEMP_TRIGGER": f"{_NO_TEMP}; create a regular trigger with destructive_query",
+    "CREATE_TEMP_VIEW": f"{_NO_TEMP}; save a view with create_view",
+    "DROP_TEMP_TABLE": _NO_TEMP,
+    "DROP_TEMP_INDEX": _NO_TEMP,
+    "DROP_TEMP_TRIGGER": _NO_TEMP,
+    "DROP_TEMP_VIEW": _NO_TEMP,
+    "COPY": "COPY is not allowed: no tool will run it",
 }
 
 WRITE_ACTIONS = frozenset({"INSERT", "UPDATE", "DELETE"})
@@ -203,10 +214,11 @@ def _is_protected(name: str | None, protected: frozenset[str]) -> bool:
     return name is not None and fold_name(name) in protected
 
 
-def _protected_message(name: str) -> str:
+def server_object_message(name: str) -> str:
+    """The refusal of a write to a server object, in every tool."""
     return (
-        f"{name} is a sqlgate server object: agents may read it, but only the server writes, "
-        "alters, drops, indexes or attaches triggers to it"
+        f"{name} is a sqlgate server object: only the server writes, alters, drops, indexes or "
+        "attaches triggers to it, and no tool will; agents may read it (read_query)"
     )
 
 
@@ -217,8 +229,16 @@ def _check_pragma(op: Operation) -> Verdict:
     if name in READABLE_SETTINGS and op.detail is None:
         return ALLOW
     if name in READABLE_SETTINGS:
-        return Verdict(False, f"PRAGMA {name} may be read but never set through sqlgate")
-    return Verdict(False, f"PRAGMA {name} is not allowed; only introspection pragmas are")
+        return Verdict(
+            False,
+            f"PRAGMA {name} may be read but never set through sqlgate: no tool will set it (the "
+            f"server owns the connection's settings); read it with `PRAGMA {name}` in read_query",
+        )
+    return Verdict(
+        False,
+        f"PRAGMA {name} is not allowed: no tool will run it; only introspection pragmas "
+        "(table_info, index_list, foreign_key_list, ...) and reading settings are, in read_query",
+    )
 
 
 def _check_target(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdict:
@@ -229,36 +249,38 @@ def _check_target(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdi
         if lowered in CATALOG:
             return ALLOW
         if _is_protected(target, protected):
-            return Verdict(False, _protected_message(target))
+            return Verdict(False, server_object_message(target))
         if lowered.startswith(INTERNAL_PREFIX) and tier is not Tier.DESTRUCTIVE:
             return Verdict(False, f"{target} is SQLite's own bookkeeping; use destructive_query")
         return ALLOW
     if action == "CREATE_INDEX":  # target: index name, detail: table
         if _is_protected(op.detail, protected):
-            return Verdict(False, _protected_message(op.detail or ""))
+            return Verdict(False, server_object_message(op.detail or ""))
         if _is_protected(target, protected):
-            return Verdict(False, _protected_message(target))
+            return Verdict(False, server_object_message(target))
         return ALLOW
     if action == "CREATE_TRIGGER":  # target: trigger name, detail: table
         table = op.detail or ""
         if _is_protected(table, protected) or fold_name(table).startswith(INTERNAL_PREFIX):
-            return Verdict(False, _protected_message(table))
+            return Verdict(False, server_object_message(table))
         if _is_protected(target, protected):
-            return Verdict(False, _protected_message(target))
+            return Verdict(False, server_object_message(target))
         return ALLOW
     if action == "ALTER_TABLE":  # target: database, detail: table
         if _is_protected(op.detail, protected):
-            return Verdict(False, _protected_message(op.detail or ""))
+            return Verdict(False, server_object_message(op.detail or ""))
         return ALLOW
     if action == "CREATE_VTABLE" and fold_name(op.detail or "") not in VTABLE_MODULES:
         modules = ", ".join(sorted(VTABLE_MODULES))
         return Verdict(
-            False, f"virtual table module {op.detail!r} is not allowed; use one of {modules}"
+            False,
+            f"virtual table module {op.detail!r} is not allowed: no tool will create one; use "
+            f"one of {modules}",
         )
     if action in NAMED_OBJECT_ACTIONS and _is_protected(target, protected):
-        return Verdict(False, _protected_message(target))
+        return Verdict(False, server_object_message(target))
     if action == "FUNCTION" and fold_name(op.detail or "") in FORBIDDEN_FUNCTIONS:
-        return Verdict(False, f"function {op.detail}() is never allowed")
+        return Verdict(False, f"function {op.detail}() is never allowed: no tool will call it")
     if action == "PRAGMA":
         return _check_pragma(op)
     return ALLOW
@@ -285,7 +307,9 @@ def decide(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdict:
         and fold_name(op.target or "") in CATALOG
     )
     if database not in (None, "main") and not temp_catalog:
-        return Verdict(False, f"only the main database may be used, not {database!r}")
+        return Verdict(
+            False, f"only the main database may be used, not {database!r}: no tool will use it"
+        )
     if (
         op.action in WRITE_ACTIONS
         and fold_name(op.target or "") in CATALOG
@@ -301,7 +325,10 @@ def decide(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdict:
         return ALLOW  # ANALYZE replacing its statistics
     rule = TIER_RULES.get(op.action)
     if rule is None:
-        return Verdict(False, f"SQLite action {op.action} is not known to sqlgate's policy")
+        return Verdict(
+            False,
+            f"SQLite action {op.action} is not known to sqlgate's policy, so no tool will run it",
+        )
     tiers, hint = rule
     # the read connection is opened read-only, so a module's writes there are only prepared
     bookkeeping = op.nested and op.action in WRITE_ACTIONS and tier in (Tier.READ, Tier.WRITE)
@@ -321,6 +348,6 @@ def decide_reference(ref: Reference, protected: frozenset[str]) -> Verdict:
         f"{ref.table}.{ref.column} REFERENCES {ref.parent}: a foreign key may not point at a "
         "sqlgate server object, whose rows the server deletes and rewrites (it prunes "
         "undo_changesets, for one): your key would block those writes or cascade them into "
-        "your rows. Keep the id in a plain column without REFERENCES, or point the key at a "
-        "table of your own; nothing was changed",
+        "your rows, so no tool will create it. Keep the id in a plain column without "
+        "REFERENCES, or point the key at a table of your own; nothing was changed",
     )

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from sqlgate.engine.deferred import deferred
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.policy import Tier
+from sqlgate.engine.policy import Operation, Tier, decide, server_object_message
 from sqlgate.engine.schema import protected_names
 from sqlgate.engine.sqltext import (
     bounded_cache,
@@ -40,6 +40,7 @@ __all__ = [
     "DropIfExists",
     "Statement",
     "check_tier",
+    "destructive_keeps",
     "drop_if_exists",
     "emptied_table",
     "inspect_statement",
@@ -83,9 +84,13 @@ class Statement:
     # names the statement creates or writes that the authorizer may never be asked about:
     # a new object's name, a trigger body's tables, the new name of a renamed table
     writes: tuple[str, ...] = ()
-    # the table an INSERT, REPLACE, UPDATE or DELETE writes; what a REINDEX names
+    # the table an INSERT, REPLACE, UPDATE or DELETE writes; what a REINDEX, DROP or ALTER
+    # names
     target: str | None = None
     has_nul: bool = False  # SQLite would stop reading at a NUL; apsw refuses the text
+    # PRAGMA name [= value | (value)]: (name, value or None)
+    pragma: tuple[str, str | None] | None = None
+    explained: str | None = None  # the kind of statement an EXPLAIN [QUERY PLAN] explains
 
 
 def _after_parens(tokens: list[Token], at: int) -> int:
@@ -266,6 +271,33 @@ def _created_name(tokens: list[Token], verb_at: int) -> tuple[str, ...]:
     return () if name is None else (name,)
 
 
+def _dropped_or_altered(tokens: list[Token], verb_at: int) -> str | None:
+    """The object a DROP <kind> [IF EXISTS] name or an ALTER TABLE name acts on."""
+    at = verb_at + 2
+    if [word(token) for token in tokens[at : at + 2]] == ["IF", "EXISTS"]:
+        at += 2
+    return _name_at(tokens, at)[0]
+
+
+def _pragma(tokens: list[Token], verb_at: int) -> tuple[str, str | None] | None:
+    """PRAGMA [schema.]name [= value | (value)]: the name, and the value if one is given."""
+    name, at = _name_at(tokens, verb_at + 1)
+    if name is None:
+        return None
+    if at < len(tokens) and tokens[at].text in ("=", "("):
+        return name, tokens[at + 1].text if at + 1 < len(tokens) else ""
+    return name, None
+
+
+def _explained(tokens: list[Token], verb_at: int) -> str:
+    """The kind of the statement after EXPLAIN [QUERY PLAN]."""
+    at = verb_at + 1
+    if [word(token) for token in tokens[at : at + 2]] == ["QUERY", "PLAN"]:
+        at += 2
+    inner = tokens[at:]
+    return _kind(inner, _main_verb_index(inner))
+
+
 def _renamed_to(tokens: list[Token], verb_at: int) -> tuple[str, ...]:
     """The new name in ALTER TABLE ... RENAME TO name (not RENAME [COLUMN] a TO b)."""
     words = [word(token) for token in tokens]
@@ -322,6 +354,10 @@ def inspect_statement(sql: str) -> Statement:
     target, after = _dml_target(tokens, verb_at, kind) if kind in _DML_KINDS else (None, 0)
     if kind == "REINDEX":
         target, after = _name_at(tokens, verb_at + 1)
+    if kind.startswith("DROP ") or kind == "ALTER TABLE":
+        target = _dropped_or_altered(tokens, verb_at)
+    pragma = _pragma(tokens, verb_at) if kind == "PRAGMA" else None
+    explained = _explained(tokens, verb_at) if kind == "EXPLAIN" else None
     fts_delete = kind in ("INSERT", "REPLACE") and _is_fts_delete(tokens, target, after)
     writes: tuple[str, ...] = ()
     if kind.startswith("CREATE "):
@@ -331,7 +367,9 @@ def inspect_statement(sql: str) -> Statement:
         writes += _trigger_writes(tokens, verb_at)
     elif kind == "ALTER TABLE":
         writes = _renamed_to(tokens, verb_at)
-    return Statement(kind, has_where, fts_delete, writes, target)
+    return Statement(
+        kind, has_where, fts_delete, writes, target, pragma=pragma, explained=explained
+    )
 
 
 @dataclass(frozen=True)
@@ -386,15 +424,17 @@ DESTRUCTIVE_KINDS = WRITE_KINDS | {
     "DELETE", "DROP TABLE", "DROP INDEX", "DROP VIEW", "DROP TRIGGER", "ALTER TABLE",
     "CREATE TRIGGER",
 }  # fmt: skip
+_ONE_TRANSACTION = "no tool will run it: each call is its own transaction"
 NEVER_KINDS = {
-    "ATTACH": "ATTACH is never allowed: sqlgate serves one database file",
-    "DETACH": "DETACH is never allowed",
-    "VACUUM": "VACUUM is never allowed (VACUUM INTO writes files; the server maintains the file)",
-    "BEGIN": "transaction control is never allowed: each call is its own transaction",
-    "COMMIT": "transaction control is never allowed: each call is its own transaction",
-    "ROLLBACK": "transaction control is never allowed: each call is its own transaction",
-    "SAVEPOINT": "SAVEPOINT is never allowed: each call is its own transaction",
-    "RELEASE": "RELEASE is never allowed: each call is its own transaction",
+    "ATTACH": "ATTACH is never allowed, so no tool will run it: sqlgate serves one database file",
+    "DETACH": "DETACH is never allowed: no tool will run it (nothing is ever attached)",
+    "VACUUM": "VACUUM is never allowed, so no tool will run it (VACUUM INTO writes files; the "
+    "server maintains the file)",
+    "BEGIN": f"transaction control is never allowed: {_ONE_TRANSACTION}",
+    "COMMIT": f"transaction control is never allowed: {_ONE_TRANSACTION}",
+    "ROLLBACK": f"transaction control is never allowed: {_ONE_TRANSACTION}",
+    "SAVEPOINT": f"SAVEPOINT is never allowed: {_ONE_TRANSACTION}",
+    "RELEASE": f"RELEASE is never allowed: {_ONE_TRANSACTION}",
 }
 # what to use instead of a TEMP object of each type, in the tier that takes it
 TEMP_INSTEAD = {
@@ -407,13 +447,20 @@ TEMP_INSTEAD = {
 }
 
 
-def unfiltered_update_message(target: str | None) -> str:
+def destructive_keeps(undo: str) -> str:
+    """What destructive_query keeps to undo a row change, under `--undo` (rows or file)."""
+    if undo == "file":
+        return "destructive_query (it takes a whole-file snapshot first: --undo file)"
+    return "destructive_query (it keeps the changed rows for undo)"
+
+
+def unfiltered_update_message(target: str | None, undo: str = "rows") -> str:
     """The refusal of an UPDATE whose WHERE is missing or names no column of its table."""
     table = target or "its table"
     return (
         f"UPDATE without a WHERE on a column of {table} rewrites every row: use "
-        "destructive_query (it keeps the changed rows for undo), or add a WHERE that names a "
-        f"column of {table} (describe_table lists them)"
+        f"{destructive_keeps(undo)}, or add a WHERE that names a column of {table} "
+        "(describe_table lists them)"
     )
 
 
@@ -434,14 +481,25 @@ def _server_names() -> frozenset[str]:
     return protected_names()
 
 
-def check_tier(statement: Statement, tier: Tier, protected: frozenset[str] | None = None) -> None:
+def check_tier(
+    statement: Statement, tier: Tier, protected: frozenset[str] | None = None, undo: str = "rows"
+) -> None:
     """Refuse early, naming the right tool, a statement this tier never takes.
 
-    `protected` (folded server object names, `fold_name`) defaults to the schema's registry.
+    `protected` (folded server object names, `fold_name`) defaults to the schema's registry;
+    `undo` is the --undo setting, which the advice to use destructive_query describes.
     """
     kind = statement.kind
     if statement.has_nul:
         raise InvalidArgument("the query contains a NUL character; remove it")
+    explained = statement.explained
+    # the read policy refuses what an EXPLAIN of a change prepares, and no other tool
+    # takes EXPLAIN (an EXPLAIN of VACUUM prepares nothing the read policy refuses)
+    if explained in DESTRUCTIVE_KINDS | {"CREATE VIEW"}:
+        raise PolicyDenied(
+            f"EXPLAIN of {explained} is not allowed: no tool will run it (read_query explains "
+            "only queries, and the other tools take no EXPLAIN); EXPLAIN a SELECT in read_query"
+        )
     if kind in NEVER_KINDS:
         raise PolicyDenied(NEVER_KINDS[kind])
     if " TEMP " in f" {kind} ":
@@ -450,15 +508,16 @@ def check_tier(statement: Statement, tier: Tier, protected: frozenset[str] | Non
         if kind.startswith("DROP"):
             instead = f"there is no TEMP {what.lower()} to drop: sqlgate never creates one"
         raise PolicyDenied(
-            f"{kind} is not allowed: TEMP objects vanish and escape the audit"
-            + (f"; {instead}" if instead else "")
+            f"{kind} is not allowed: TEMP objects vanish and escape the audit, so no tool will "
+            "make one" + (f"; {instead}" if instead else "")
         )
     server_names = _server_names() if protected is None else protected
     for name in statement.writes:
         if fold_name(name) in server_names:
             raise PolicyDenied(
                 f"{name} is a sqlgate server object: no object may take its name and no "
-                "trigger may write it; agents may only read it"
+                "trigger may write it, so no tool will run this; agents may only read it "
+                "(read_query)"
             )
     if kind == "UNKNOWN":
         if tier is Tier.WRITE:
@@ -475,7 +534,7 @@ def check_tier(statement: Statement, tier: Tier, protected: frozenset[str] | Non
         Tier.VIEW: READ_KINDS - {"PRAGMA", "EXPLAIN"},
     }[tier]
     if tier is Tier.WRITE and kind == "UPDATE" and not statement.has_where:
-        raise PolicyDenied(unfiltered_update_message(statement.target))
+        raise PolicyDenied(unfiltered_update_message(statement.target, undo))
     if tier is Tier.WRITE and statement.fts_delete:
         raise PolicyDenied(
             "the FTS5 'delete-all'/'delete' command removes rows: use destructive_query"
@@ -483,11 +542,33 @@ def check_tier(statement: Statement, tier: Tier, protected: frozenset[str] | Non
     if kind == "REINDEX" and statement.target is None and tier is not Tier.READ:
         raise PolicyDenied(
             "REINDEX without a name rebuilds every index, sqlgate's own among them, which only "
-            "the server may touch: name a table or index of yours (REINDEX items)"
+            "the server may touch, so no tool will run it: name a table or index of yours "
+            "(REINDEX items)"
+        )
+    if kind == "CREATE VIEW" and tier is Tier.VIEW:
+        raise InvalidArgument(
+            "select_sql is the SELECT alone: leave out CREATE VIEW name AS (the name goes in name)"
         )
     if kind not in allowed:
+        _refuse_in_every_tier(statement, server_names)
         home = _home_tool(statement)
+        if home == "create_view":
+            home = "create_view (the view's name in name, the SELECT alone in select_sql)"
         raise PolicyDenied(f"{kind} is not allowed in {tier.value}; use {home}")
+
+
+def _refuse_in_every_tier(statement: Statement, server_names: frozenset[str]) -> None:
+    """Refuse, saying so, a statement that the tool it belongs to would refuse as well, so
+    the advice never sends the agent to a second refusal."""
+    kind, target = statement.kind, statement.target
+    acts = kind in _DML_KINDS or kind.startswith("DROP ") or kind == "ALTER TABLE"
+    if acts and target is not None and fold_name(target) in server_names:
+        raise PolicyDenied(server_object_message(target))
+    if statement.pragma is not None:
+        name, value = statement.pragma
+        verdict = decide(Tier.READ, Operation("PRAGMA", name, value), server_names)
+        if not verdict.allowed:
+            raise PolicyDenied(verdict.reason)
 
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")

@@ -103,13 +103,15 @@ class SqlTiers:
         rewrite = None
         if guard:
             shadows = self.db.shadow_tables(conn)
-            rewrite = RewriteCounter(self.settings.max_update_rows, conn, shadows)
+            rewrite = RewriteCounter(
+                self.settings.max_update_rows, conn, shadows, undo=self.settings.undo
+            )
         return RunContext(conn, tier, self.db.protected, self._deadline(), control, rewrite)
 
     def preflight(self, sql: object, tier: Tier) -> tuple[str, Statement]:
         text = _require_sql(sql)
         statement = inspect_statement(text)
-        check_tier(statement, tier)
+        check_tier(statement, tier, undo=self.settings.undo)
         return text, statement
 
     # -- read ---------------------------------------------------------------------------
@@ -180,7 +182,11 @@ class SqlTiers:
         with self.db.writing() as conn:
             if statement.kind == "UPDATE":  # one whose WHERE names no column is refused
                 refuse_unfiltered_update(
-                    self.context(conn, Tier.WRITE, control), text, statement, bindings
+                    self.context(conn, Tier.WRITE, control),
+                    text,
+                    statement,
+                    bindings,
+                    self.settings.undo,
                 )
             why = self.writes.off_reason(statement)
             if why is None:

@@ -324,6 +324,8 @@ class TextSearch:
 
         with self.db.reading() as conn:
             ctx = RunContext(conn, Tier.READ, self.db.protected, deadline, control)
+            if request.where is not None:
+                ctx.sent = ("where", request.where)
             try:
                 run_statement(ctx, sql, bindings, consume)
             except QueryTimeout:

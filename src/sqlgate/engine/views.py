@@ -75,6 +75,7 @@ class ViewSaver:
         # the SELECT must stand on its own under the read policy before it is saved
         with self.db.reading() as reader:
             ctx = RunContext(reader, Tier.READ, self.db.protected, self._deadline(), control)
+            ctx.sent = ("select_sql", body)
             run_statement(ctx, f"EXPLAIN {body}", None, lambda cursor: None)
         create = f"CREATE VIEW {quote_identifier(view)} AS\n{comment}{body}"
         if inspect_statement(create).kind != "CREATE VIEW":

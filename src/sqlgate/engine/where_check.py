@@ -52,7 +52,7 @@ def _reads_its_table(ctx: RunContext, sql: str, bindings: Bindings, target: str)
 
 
 def refuse_unfiltered_update(
-    ctx: RunContext, sql: str, statement: Statement, bindings: Bindings
+    ctx: RunContext, sql: str, statement: Statement, bindings: Bindings, undo: str = "rows"
 ) -> None:
     """Raise PolicyDenied, as for an UPDATE without WHERE, when the WHERE of this UPDATE
     names no column of its table. `ctx` is a fresh write-tier context on the write
@@ -65,10 +65,10 @@ def refuse_unfiltered_update(
         # a READ always names its table; an UPDATE preflight found no target for is a
         # syntax error, which the prepare raises before any READ is compared
         if not _reads_its_table(ctx, sql, bindings, fold_name(str(statement.target))):
-            raise PolicyDenied(unfiltered_update_message(statement.target))
+            raise PolicyDenied(unfiltered_update_message(statement.target, undo))
         return
     if not verdict:
-        raise PolicyDenied(unfiltered_update_message(statement.target))
+        raise PolicyDenied(unfiltered_update_message(statement.target, undo))
 
 
 def _judged(conn: apsw.Connection, change: Change) -> bool:

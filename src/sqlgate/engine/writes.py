@@ -167,7 +167,7 @@ class UndoingWrites:
                 raise UndoFallback(why)
             refuse_null_keys(conn, facts.nullable_key_tables)
             if read.rewrites > self.settings.max_update_rows:
-                raise mass_rewrite(self.settings.max_update_rows)
+                raise mass_rewrite(self.settings.max_update_rows, self.settings.undo)
             stored = None
             if capture.changeset:
                 stored = host.keep_changeset(

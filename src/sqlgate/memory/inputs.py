@@ -21,6 +21,7 @@ __all__ = [
     "event_tags",
     "moment",
     "text_field",
+    "word_list",
 ]
 
 MAX_IDS = 50
@@ -61,22 +62,42 @@ def event_kind(value: object) -> str:
     return value
 
 
-def event_kinds(values: object, name: str) -> tuple[str, ...]:
+def word_list(values: object, name: str, what: str, example: tuple[str, str]) -> list[object]:
+    """A list of words as given, or one text of them separated by commas (`"prompt,
+    compaction"`, as mcp-sqlite-memory takes it): spaces around each are trimmed and empty
+    items dropped. Text with no word in it is refused; None is an empty list. The items
+    are checked by the caller."""
     if values is None:
-        return ()
-    if isinstance(values, str) or not isinstance(values, Sequence):
-        raise InvalidArgument(f'{name} must be a list of kinds, e.g. ["tool"]')
-    if len(values) > MAX_KINDS:
+        return []
+    first, second = example
+    if isinstance(values, str):
+        words = [word.strip() for word in values.split(",")]
+        if not any(words):
+            raise InvalidArgument(
+                f'{name} is empty: name at least one {what}, e.g. "{first}, {second}", '
+                "or leave it out"
+            )
+        return [word for word in words if word]
+    if not isinstance(values, Sequence):
+        raise InvalidArgument(
+            f"{name} must be a list of {what}s or one text of them separated by commas, "
+            f'e.g. ["{first}", "{second}"] or "{first}, {second}"'
+        )
+    return list(values)
+
+
+def event_kinds(values: object, name: str) -> tuple[str, ...]:
+    """Kinds from a list or comma-separated text (`word_list`), each checked."""
+    kinds = word_list(values, name, "kind", ("prompt", "compaction"))
+    if len(kinds) > MAX_KINDS:
         raise InvalidArgument(f"{name}: at most {MAX_KINDS} kinds")
-    return tuple(event_kind(value) for value in values)
+    return tuple(event_kind(value) for value in kinds)
 
 
 def event_tags(values: object) -> list[str]:
-    """Tags as the chain stores them: sorted and unique."""
-    if values is None:
-        return []
-    if isinstance(values, str) or not isinstance(values, Sequence):
-        raise InvalidArgument('tags must be a list of strings, e.g. ["auth", "bug"]')
+    """Tags as the chain stores them, sorted and unique, from a list or comma-separated
+    text (`word_list`)."""
+    values = word_list(values, "tags", "tag", ("auth", "bug"))
     if len(values) > MAX_TAGS:
         raise InvalidArgument(f"at most {MAX_TAGS} tags per event")
     tags: set[str] = set()

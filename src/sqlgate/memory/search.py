@@ -20,7 +20,7 @@ from sqlgate.engine.database import Database
 from sqlgate.engine.framing import LINE_BREAKS, FramedReply, data_bytes, inline
 from sqlgate.errors import InvalidArgument, NotFound
 
-__all__ = ["EventReader", "SearchFilters", "fts_query", "preview"]
+__all__ = ["EventReader", "SearchFilters", "fts_query", "preview", "shown_scores"]
 
 PREVIEW_CHARS = 100
 MAX_TOP_K = 50
@@ -52,6 +52,20 @@ def preview(content: str, limit: int = PREVIEW_CHARS) -> str:
     """The content on one line, cut to `limit` characters."""
     line = " ".join(content.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def shown_scores(scores: Sequence[float]) -> list[str]:
+    """An answer's scores (best first) as the agent reads them: each divided by the best
+    of this answer, with two decimals (`1.00`, `0.50`, `0.00`), never an exponent.
+
+    Raw scores have no scale (BM25 gives a word found in most events 1e-06, and neighbours
+    and labels add to it), so one answer showed 0.797 beside 1.89e-06. Dividing by the best
+    keeps the order (the rows are sorted by score) and says how close each row came.
+    """
+    best = max(scores, default=0.0)
+    if best <= 0:
+        return ["0.00" for _ in scores]
+    return [f"{min(1.0, max(0.0, score / best)):.2f}" for score in scores]
 
 
 def _short_time(ts: str) -> str:
@@ -153,9 +167,10 @@ class EventReader:
             }
         rows = [(*fetched[event_id], ranked[event_id]) for event_id in chosen]
         lines = [csv_line(("id", "score", "kind", "date", "tags", "preview"), self.cell_chars)]
-        for event_id, kind, ts, tags, content, score in rows:
+        shown = shown_scores([row[-1] for row in rows])
+        for (event_id, kind, ts, tags, content, _), score in zip(rows, shown, strict=True):
             shown_tags = _tags(tags) or None
-            cells = (event_id, f"{score:.3g}", kind, _short_time(ts), shown_tags, preview(content))
+            cells = (event_id, score, kind, _short_time(ts), shown_tags, preview(content))
             lines.append(csv_line(cells, self.cell_chars))
         ids = ", ".join(str(row[0]) for row in rows)
         if rows:

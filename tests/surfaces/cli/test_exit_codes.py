@@ -1,7 +1,8 @@
-"""Every exit code in the README's table, produced by a real command.
+"""Every exit code sqlgate documents, produced by a real command.
 
-The table is read from README.md: its codes must be exactly those of the error classes
-plus 0, 1 and 130, and each row has a case here that ends a command with that code.
+The codes are `errors.EXIT_CODES` (the manual's docs/reference/exit-codes.md is generated
+from it, and lists each): they must be exactly those of the error classes plus 0, 1 and
+130, and each has a case here that ends a command with that code.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from sqlgate.config import FLAGS, Settings
 from sqlgate.service import Service
 from sqlgate.surfaces.cli.app import main
 
-README = Path(__file__).resolve().parents[3] / "README.md"
-_ROW = re.compile(r"^\| (\d+) \| (.+) \|$")
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "reference" / "exit-codes.md"
+_ROW = re.compile(r"^\| (\d+) \| (.+?) \| (.+) \|$")
 
 
 @pytest.fixture(autouse=True)
@@ -33,12 +34,11 @@ def no_sqlgate_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(flag.env_var, raising=False)
 
 
-def readme_exit_codes() -> dict[int, str]:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("#### Exit codes", 1)[1].split("\n#", 1)[0]
+def page_exit_codes() -> dict[int, str]:
+    """The codes of the manual's exit-code table, with their meanings."""
     return {
         int(found.group(1)): found.group(2)
-        for line in section.splitlines()
+        for line in PAGE.read_text(encoding="utf-8").splitlines()
         if (found := _ROW.match(line))
     }
 
@@ -189,13 +189,14 @@ CASES: dict[int, Callable[[Path, pytest.MonkeyPatch], Result]] = {
 }
 
 
-def test_the_readme_table_lists_exactly_the_codes_sqlgate_uses() -> None:
+def test_the_table_lists_exactly_the_codes_sqlgate_uses() -> None:
     used = {0, 1, 130} | {getattr(errors, name).exit_code for name in errors.__all__}
-    assert set(readme_exit_codes()) == used == set(CASES)
+    assert set(errors.EXIT_CODES) == used == set(CASES)
+    assert set(page_exit_codes()) == used  # the manual's page lists each, and no other
 
 
 @pytest.mark.parametrize("code", sorted(CASES))
-def test_each_code_in_the_readme_ends_a_real_command(
+def test_each_documented_code_ends_a_real_command(
     code: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     result = CASES[code](tmp_path / "agent.db", monkeypatch)

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqlgate.config import FLAGS, Settings
-from sqlgate.errors import SqlError
+from sqlgate.errors import PolicyDenied, SqlError
 from sqlgate.memory import verification
 from sqlgate.memory.chain import event_hash
 from sqlgate.service import Service
@@ -193,8 +193,8 @@ def test_log_json_lists_every_call_newest_first_with_parsed_detail(seeded: Path)
     assert calls[-1]["query"] == "CREATE TABLE notes (body TEXT)"
     assert calls[-1]["ok"] is True
     assert isinstance(calls[-1]["detail"], dict)
-    assert set(calls[0]) == {"id", "ts", "session", "tool", "query", "ok", "rows", "error",
-                             "duration_ms", "detail"}  # fmt: skip
+    assert set(calls[0]) == {"id", "ts", "session", "tool", "query", "ok", "outcome", "rows",
+                             "error", "duration_ms", "detail"}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -259,6 +259,67 @@ def test_inspecting_adds_nothing_to_the_audit_log(seeded: Path, command: str) ->
     assert audit_rows(seeded) == SEEDED_CALLS
 
 
+@pytest.fixture
+def outcomes(make_service: Callable[..., Service], db_path: Path) -> Path:
+    """Calls of each outcome: ok (1, 2), refused by policy (3), error from SQLite (4)."""
+    service = make_service()
+    service.write_query("CREATE TABLE notes (body TEXT)")
+    service.read_query("SELECT count(*) FROM notes")
+    with pytest.raises(PolicyDenied):
+        service.read_query("DELETE FROM notes")
+    with pytest.raises(SqlError):
+        service.read_query("SELEC broken")
+    service.close()
+    return db_path
+
+
+def test_log_json_names_each_calls_outcome_as_the_console_does(outcomes: Path) -> None:
+    calls = json_lines(succeeded(run(outcomes, "log", "--json")))
+    assert [(call["id"], call["outcome"]) for call in calls] == [
+        (4, "error"), (3, "refused"), (2, "ok"), (1, "ok")]  # fmt: skip
+
+
+def test_log_tsv_shows_a_policy_refusal_as_refused_not_error(outcomes: Path) -> None:
+    header, *records = succeeded(run(outcomes, "log")).splitlines()
+    column = header.split("\t").index("outcome")
+    assert [record.split("\t")[column] for record in records] == ["error", "refused", "ok", "ok"]
+
+
+def test_log_table_shows_a_policy_refusal_as_refused_not_error(outcomes: Path) -> None:
+    lines = succeeded(run(outcomes, "log", env=TERMINAL)).splitlines()
+    cells = [[cell.strip() for cell in line.split("│")] for line in lines if "│" in line]
+    outcome_of = {row[1]: row[5] for row in cells if row[1].isdigit()}
+    assert outcome_of == {"4": "error", "3": "refused", "2": "ok", "1": "ok"}
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        pytest.param(("--errors",), [4, 3], id="errors-is-refused-and-error"),
+        pytest.param(("--outcome", "refused"), [3], id="refused"),
+        pytest.param(("--outcome", "error"), [4], id="error"),
+        pytest.param(("--outcome", "ok"), [2, 1], id="ok"),
+        pytest.param(("--outcome", "ok", "--errors"), [], id="ok-and-errors"),
+    ],
+)
+def test_log_filters_by_outcome(
+    outcomes: Path, flags: tuple[str, ...], expected: list[int]
+) -> None:
+    calls = json_lines(succeeded(run(outcomes, "log", "--json", *flags)))
+    assert [call["id"] for call in calls] == expected
+
+
+def test_log_help_says_that_errors_includes_refusals() -> None:
+    out = succeeded(invoke("log", "--help"))
+    assert "refused" in out.split("--errors", 1)[1].split("--", 1)[0]
+
+
+def test_stats_counts_calls_by_the_consoles_three_outcomes(outcomes: Path) -> None:
+    report = json.loads(succeeded(run(outcomes, "stats", "--json")))
+    assert report["audit"] == {"calls": 4, "ok": 2, "refused": 1, "error": 1, "queued": 0}
+    assert "4 (2 ok, 1 refused, 1 error)" in succeeded(run(outcomes, "stats"))
+
+
 # -- stats -----------------------------------------------------------------------------------
 def test_stats_json_counts_memory_claims_audit_and_table_rows(seeded: Path) -> None:
     report = json.loads(succeeded(run(seeded, "stats", "--json")))
@@ -268,7 +329,8 @@ def test_stats_json_counts_memory_claims_audit_and_table_rows(seeded: Path) -> N
     assert memory["kinds"] == {"note": 3, "claim": 2}
     assert memory["chain"]["ok"] is True
     assert report["claims"] == {"active": 1}
-    assert report["audit"] == {"calls": SEEDED_CALLS, "errors": 1, "queued": 0}
+    assert report["audit"] == {"calls": SEEDED_CALLS, "ok": SEEDED_CALLS - 1, "refused": 0,
+                               "error": 1, "queued": 0}  # fmt: skip
     tables = {item["name"]: item for item in report["tables"]}
     assert tables["notes"] == {"name": "notes", "type": "table", "system": False, "rows": 2}
     assert tables["memory_events"]["rows"] == SEEDED_EVENTS
@@ -286,7 +348,7 @@ def test_stats_table_is_readable(seeded: Path, env: dict[str, str] | None) -> No
         "ok up to event 5",
         "active 1",
         "audited calls",
-        "10 (1 failed)",
+        "10 (9 ok, 0 refused, 1 error)",
         "notes",
     ):
         assert label in out, label  # fmt: skip

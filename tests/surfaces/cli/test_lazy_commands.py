@@ -68,7 +68,15 @@ def test_help_and_version_import_no_command() -> None:
 def test_an_unknown_command_is_a_usage_error_naming_it() -> None:
     result = CliRunner().invoke(main, ["stat"], prog_name="sqlgate")
     assert result.exit_code == 2
-    assert "No such command 'stat'" in result.stderr
+    assert result.stderr == (
+        "sqlgate: error: no such command 'stat'; did you mean 'stats'? (see sqlgate --help)\n"
+    )
+
+
+def test_an_unknown_command_is_told_the_same_lazy_command_whatever_was_imported() -> None:
+    main.commands.pop("stats", None)  # as in a fresh process: nothing imported yet
+    result = CliRunner().invoke(main, ["stat"], prog_name="sqlgate")
+    assert "did you mean 'stats'?" in result.stderr
 
 
 def test_an_entry_that_names_no_command_is_refused() -> None:

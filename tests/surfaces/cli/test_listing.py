@@ -134,10 +134,11 @@ def test_terminal_table_fits_80_columns_and_cuts_nothing(claims_db: Path) -> Non
 
 def test_terminal_log_keeps_ids_and_times_whole(claims_db: Path) -> None:
     out = plain(succeeded(invoke(TERMINAL, "log", "--db", str(claims_db))))
-    times = [str(ts) for (ts,) in read(claims_db, "SELECT ts FROM query_log")]
+    times = [str(ts) for (ts,) in read(claims_db, "SELECT ts FROM query_log ORDER BY id DESC")]
     assert max(len(line) for line in out.splitlines()) <= 80
+    assert f"{times[0][:10]} {times[0][11:19]}" in out  # the newest with its date
     for ts in times:
-        assert ts in out  # e.g. 2026-12-01T10:00:00.000Z on one line, not `2026-12-0…`
+        assert ts[11:19] in out  # e.g. 10:00:00 on one line, not `10:0…`
 
 
 # -- for real: a pseudo-terminal and a pipe ---------------------------------------------------
@@ -204,3 +205,112 @@ def test_json_is_the_same_whatever_stdout_is(claims_db: Path) -> None:
     on_terminal = succeeded(invoke(TERMINAL, *args))
     assert on_terminal == succeeded(invoke(PIPED, *args))
     assert [json.loads(line)["id"] for line in on_terminal.splitlines()] == [1, 2, 3]
+
+
+# -- sqlgate log on a 120- and an 80-column terminal ---------------------------------------------
+@pytest.fixture
+def busy_log(db_path: Path) -> Path:
+    """An audit log as a day of work leaves it: real session ids (a server's, a CLI's), long
+    statements, a refusal and a long SQLite error, a destructive call."""
+    from sqlgate.config import Settings
+    from sqlgate.errors import SqlgateError
+
+    server = Service.open(Settings(db=db_path), session="s-20261202T035830Z-471d28")
+    server.write_query(
+        "CREATE TABLE tasks (id INTEGER PRIMARY KEY, title TEXT NOT NULL, status TEXT, "
+        "owner TEXT, due TEXT)"
+    )
+    server.write_query(
+        "INSERT INTO tasks (title, status, owner, due) VALUES ('Write the migration for "
+        "invoices', 'open', 'dana', '2026-12-04'), ('Fix flaky login test', 'doing', 'li', NULL)"
+    )
+    server.read_query(
+        "SELECT t.id, t.title, t.status, t.owner FROM tasks AS t WHERE t.status IN ('open', "
+        "'doing') AND t.due IS NOT NULL ORDER BY t.due, t.id LIMIT 20"
+    )
+    for refused in ("DELETE FROM tasks", 'SELECT * FROM tasks WHERE owner = "dana"'):
+        with pytest.raises(SqlgateError):
+            server.read_query(refused)
+    with pytest.raises(SqlgateError):
+        server.write_query("UPDATE tasks SET status = 'done'")
+    server.destructive_query("DELETE FROM tasks WHERE status = 'doing'", "the test was fixed")
+    server.close()
+    cli = Service.open(Settings(db=db_path), session="cli-20261202T041500Z-9c1e07")
+    cli.append_event("Invoices are kept in cents; migration 0042 converts them", "decision")
+    cli.close()
+    return db_path
+
+
+def _table_lines(out: str) -> list[str]:
+    return [line for line in plain(out).splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("columns", [120, 160])
+def test_log_is_a_table_that_fits_a_120_column_terminal(busy_log: Path, columns: int) -> None:
+    env = {"TTY_COMPATIBLE": "1", "COLUMNS": str(columns)}
+    out = plain(succeeded(invoke(env, "log", "--db", str(busy_log))))
+    assert "1 of " not in out  # not the record blocks
+    assert "┃" in out
+    assert max(len(line) for line in out.splitlines()) <= columns
+    for word in ("destructive_query", "refused", "error", "ok", "migration"):
+        assert word in out
+    rows = [line for line in out.splitlines() if line.startswith("│ ") and line[2].isdigit()]
+    assert sorted(int(line[2:].split()[0]) for line in rows) == list(range(1, 9))
+
+
+def test_log_on_an_80_column_terminal_never_runs_past_its_width(busy_log: Path) -> None:
+    out = plain(succeeded(invoke(TERMINAL, "log", "--db", str(busy_log))))
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert "destructive_query" in out
+
+
+def test_log_in_a_pipe_keeps_whole_times_and_sessions(busy_log: Path) -> None:
+    header, *records = succeeded(invoke(PIPED, "log", "--db", str(busy_log))).splitlines()
+    assert header.split("\t")[:3] == ["id", "time (UTC)", "session"]
+    times = [str(ts) for (ts,) in read(busy_log, "SELECT ts FROM query_log ORDER BY id DESC")]
+    assert [record.split("\t")[1] for record in records] == times
+    assert records[0].split("\t")[2] == "cli-20261202T041500Z-9c1e07"
+
+
+@pytest.mark.stdio
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+def test_log_on_a_real_120_column_terminal_is_a_table(busy_log: Path) -> None:
+    out = _on_a_terminal(["log", "--db", str(busy_log)], columns=120)
+    assert "┃" in out
+    assert "1 of " not in out
+    assert max(len(line) for line in out.splitlines()) <= 120
+
+
+@pytest.mark.parametrize(
+    ("ts", "previous", "shown"),
+    [
+        pytest.param("2026-12-02T03:58:30.852Z", None, "2026-12-02 03:58:30", id="first-row"),
+        pytest.param("2026-12-02T03:58:30.852Z", "2026-12-02", "03:58:30", id="same-date"),
+        pytest.param("2026-12-01T23:59:59.000Z", "2026-12-02", "2026-12-01 23:59:59",
+                     id="date-changes"),
+        pytest.param("yesterday-ish", "2026-12-02", "yesterday-ish", id="not-sqlgates"),
+    ],
+)  # fmt: skip
+def test_log_table_shows_a_calls_date_only_when_it_changes(
+    ts: str, previous: str | None, shown: str
+) -> None:
+    from sqlgate.surfaces.cli.inspection import _when
+
+    assert _when(ts, previous) == shown
+
+
+@pytest.mark.parametrize(
+    ("session", "shown"),
+    [
+        pytest.param("s-20261202T035830Z-471d28", "s-…471d28", id="server"),
+        pytest.param("cli-20261202T041500Z-9c1e07", "cli-…9c1e07", id="cli"),
+        pytest.param("my-agent", "my-agent", id="another-name-whole"),
+        pytest.param(None, "", id="none"),
+    ],
+)
+def test_log_table_shows_sqlgates_session_ids_by_their_random_part(
+    session: str | None, shown: str
+) -> None:
+    from sqlgate.surfaces.cli.inspection import _short_session
+
+    assert _short_session(session) == shown

@@ -71,9 +71,8 @@ def test_the_doc_names_every_column_a_reader_reads(source: str, columns: list[st
     assert [c for c in columns if f"`{c}`" not in body] == []
 
 
-def test_the_readme_import_section_links_the_formats() -> None:
-    readme = README.read_text(encoding="utf-8")
-    section = readme[readme.index("### Import from other tools") :]
-    section = section[: section.index("\n## ")]
-    assert "docs/importers.md" in section
-    assert "--skip-bad" in section
+def test_the_readme_links_the_formats_and_the_doc_names_each_command() -> None:
+    assert "(docs/importers.md)" in README.read_text(encoding="utf-8")
+    doc = DOC.read_text(encoding="utf-8")
+    assert [s for s in SOURCES if f"`sqlgate import {s} PATH" not in doc] == []
+    assert "--skip-bad" in doc

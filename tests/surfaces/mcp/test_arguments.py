@@ -87,9 +87,9 @@ NOTHING_REQUIRED = {
 }  # fmt: skip
 MISSING = [
     ("read_query", {}, 'argument "query" is required: a string '
-     "(one SELECT/WITH/EXPLAIN/PRAGMA statement)"),
+     "(one SELECT/WITH/EXPLAIN/PRAGMA statement; text in 'single quotes')"),
     ("write_query", {}, 'argument "query" is required: a string '
-     "(one INSERT/UPDATE…WHERE/upsert/CREATE statement)"),
+     "(one INSERT/UPDATE…WHERE/upsert/CREATE statement; text in 'single quotes')"),
     ("destructive_query", {"query": "DELETE FROM t"}, 'argument "reason" is required: a string '
      "(why this change is needed, in a sentence)"),
     ("undo_call", {"audit_id": "1"}, 'argument "reason" is required: a string '
@@ -143,8 +143,8 @@ WRONG_TYPE = [
      'argument "replace" must be true or false (got "sometimes")'),
     ("search_text", {"pattern": "a", "table": "t", "context_chars": 5000},
      'argument "context_chars" must be an integer from 0 to 1000 (got 5000)'),
-    ("append_event", {"content": "x", "tags": "a"},
-     'argument "tags" must be a list of at most 20 strings (got "a")'),
+    ("append_event", {"content": "x", "tags": 5},
+     'argument "tags" must be a list of at most 20 strings or a string (got 5)'),
     ("checkpoint", {"summary": 1.5}, 'argument "summary" must be a string (got 1.5)'),
     ("get_resume_context", {"max_events": 0},
      'argument "max_events" must be an integer from 1 to 1000 (got 0)'),

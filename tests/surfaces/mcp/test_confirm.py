@@ -245,6 +245,12 @@ def test_question_says_how_the_change_can_be_undone() -> None:
     assert "snapshot of the whole database for a schema change" in message
 
 
+def test_question_under_undo_file_says_a_whole_file_snapshot_comes_first() -> None:
+    message = confirmation_message("/db", "DELETE FROM t WHERE x = 1", "why", None, undo="file")
+    assert "sqlgate keeps what undoes it: a snapshot of the whole database, taken first" in message
+    assert "`sqlgate undo`" not in message
+
+
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [

@@ -102,8 +102,11 @@ def test_a_given_token_is_used_on_any_host(host: str) -> None:
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20", "db.example.com"])
 def test_non_loopback_without_token_is_refused(host: str) -> None:
-    with pytest.raises(InvalidArgument, match="not a loopback address"):
+    with pytest.raises(InvalidArgument, match="not a loopback address") as refused:
         token_for(host, None)
+    # the page it names exists, and says how to put TLS in front
+    (page,) = re.findall(r"docs/[\w/-]+\.md", str(refused.value))
+    assert "### TLS" in (Path(__file__).resolve().parents[3] / page).read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(

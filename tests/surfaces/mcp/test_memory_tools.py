@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -320,6 +321,11 @@ async def test_get_resume_context_gives_the_checkpoint_and_the_events_since(
     )
     assert [r["id"] for r in csv_body(narrowed)] == ["2"]
     assert "not counting kinds tool" in narrowed
+    # the same as one text, as mcp-sqlite-memory takes it
+    as_text = {"max_events": 5, "exclude_kinds": "tool, compaction"}
+    assert [
+        r["id"] for r in csv_body(ok(await client.call_tool("get_resume_context", as_text)))
+    ] == ["2"]
     newest = ok(await client.call_tool("get_resume_context", {"max_events": 1}))
     assert [r["id"] for r in csv_body(newest)] == ["3"]
     assert "(the newest 1 shown)" in newest
@@ -506,9 +512,44 @@ BAD_INPUT = [
     pytest.param("memory_search", {"query": "x", "top_k": 0}, "top_k", id="top-k-zero"),
     pytest.param("get_resume_context", {"max_events": 0}, "max_events", id="max-events-zero"),
     pytest.param(
+        "get_resume_context", {"exclude_kinds": ""}, '"exclude_kinds" is empty', id="exclude-empty"
+    ),
+    pytest.param(
+        "get_resume_context",
+        {"exclude_kinds": [1]},
+        'argument "exclude_kinds[0]" must be a string',
+        id="exclude-not-text",
+    ),
+    pytest.param("append_event", {"content": "x", "tags": ","}, '"tags" is empty', id="tags-empty"),
+    pytest.param(
         "get_resume_context", {"exclude_kinds": ["Tool Call"]}, "lower-case word", id="exclude-kind"
     ),
 ]
+
+
+@pytest.mark.parametrize(
+    ("tool", "argument"),
+    [
+        pytest.param("get_resume_context", "exclude_kinds", id="exclude_kinds"),
+        pytest.param("append_event", "tags", id="append_event-tags"),
+        pytest.param("memory_search", "tags", id="memory_search-tags"),
+    ],
+)
+async def test_word_lists_announce_a_list_or_comma_separated_text(
+    client: Client, tool: str, argument: str
+) -> None:
+    listed = {t.name: t for t in (await client.list_tools()).tools}
+    schema = listed[tool].input_schema["properties"][argument]
+    assert set(schema["type"]) - {"null"} == {"array", "string"}
+    assert re.search(r'a list or "\w+, \w+"', schema["description"])
+
+
+async def test_tags_as_comma_separated_text_are_stored_as_a_list(client: Client) -> None:
+    await append(client, "deploy failed", "error", tags="db, deploy ,")
+    details = ok(await client.call_tool("memory_details", {"ids": [1]}))
+    assert "tags: db deploy" in details
+    found = ok(await client.call_tool("memory_search", {"query": "deploy", "tags": "deploy"}))
+    assert [r["id"] for r in csv_body(found)] == ["1"]
 
 
 @pytest.mark.parametrize(("tool", "arguments", "advice"), BAD_INPUT)

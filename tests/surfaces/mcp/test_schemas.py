@@ -79,3 +79,13 @@ async def test_compacted_schemas_still_validate_arguments(
         good = await client.call_tool("read_query", {"query": "SELECT 1", "limit": None})
     assert bad.is_error
     assert not good.is_error
+
+
+@pytest.mark.parametrize("tool", ["read_query", "write_query", "destructive_query"])
+async def test_the_sql_tools_say_text_goes_in_single_quotes(
+    make_service: Callable[..., Service], tool: str
+) -> None:
+    async with Client(build_server(make_service())) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+    query = listed[tool].input_schema["properties"]["query"]
+    assert "text in 'single quotes'" in query["description"]

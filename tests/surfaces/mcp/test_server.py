@@ -23,6 +23,7 @@ from sqlgate.surfaces.mcp.server import (
     MEMORY_TOOLS,
     SQL_TOOLS,
     build_server,
+    instructions_for,
 )
 
 pytestmark = pytest.mark.anyio
@@ -361,7 +362,7 @@ async def test_created_view_is_readable_and_described_in_the_schema(client: Clie
         pytest.param(
             "read_query",
             {"query": "SELECT ?", "params": [1, 2]},
-            "placeholders",
+            "pass a list of 1 value",
             id="params-mismatch",
         ),
         pytest.param(
@@ -459,3 +460,17 @@ async def test_read_query_without_limit_uses_the_configured_default_limit(
     async with Client(build_server(service)) as connected:
         result = await connected.call_tool("read_query", {"query": "SELECT x FROM n ORDER BY x"})
     assert text(result).endswith("# 2 rows (truncated: row limit 2)")
+
+
+@pytest.mark.parametrize(
+    ("undo", "keeps"),
+    [
+        pytest.param("rows", "the changed rows, or a snapshot for schema changes", id="rows"),
+        pytest.param("file", "a whole-file snapshot, taken first (--undo file)", id="file"),
+    ],
+)
+async def test_instructions_say_what_a_change_keeps_under_the_undo_setting(
+    undo: str, keeps: str
+) -> None:
+    sent = instructions_for(("sql",), undo)
+    assert f"Every change keeps what undoes it ({keeps})" in " ".join(sent.split())

@@ -4,8 +4,11 @@ Errors end a command with one readable line on stderr and the error's exit code:
 1 unexpected, 2 bad usage or argument, 3 not found, 4 refused by policy, 5 limit (or a busy
 database), 6 SQLite error, 7 snapshot or undo problem, 8 the database cannot be opened (or
 replication cannot start), 9 the memory chain is broken (`sqlgate verify`, `sqlgate
-restore`), 10 `sqlgate doctor` found a problem, 130 Ctrl-C. README's "Exit codes" table
-is the reference; a test holds them equal.
+restore`), 10 `sqlgate doctor` found a problem, 130 Ctrl-C. `errors.EXIT_CODES` is the
+reference (docs/reference/exit-codes.md is generated from it); a test holds them equal.
+
+A usage error (unknown option, missing argument, bad value...) is one such line too, exit 2,
+naming the command's `--help` (`usage.UsageLines`).
 
 Every command but `serve` lives in its own module and is imported only when it runs
 (`lazy.LazyGroup`): `sqlgate capture` never pays for the MCP SDK that `serve` needs, and
@@ -21,8 +24,9 @@ from typing import Any
 import click
 
 from sqlgate import __version__
-from sqlgate.surfaces.cli.lazy import LazyCommand, LazyGroup
+from sqlgate.surfaces.cli.lazy import LazyCommand
 from sqlgate.surfaces.cli.options import reports_errors, settings_options
+from sqlgate.surfaces.cli.usage import UsageLines
 from sqlgate.surfaces.mcp.http_options import http_options
 
 __all__ = ["COMMANDS", "main"]
@@ -100,7 +104,7 @@ COMMANDS: dict[str, LazyCommand] = {
 }
 
 
-@click.group(cls=LazyGroup, lazy=COMMANDS,
+@click.group(cls=UsageLines, lazy=COMMANDS,
              context_settings={"help_option_names": ["-h", "--help"]})  # fmt: skip
 @click.version_option(__version__, prog_name="sqlgate")
 def main() -> None:

@@ -204,7 +204,8 @@ def claims_contradictions(
 
 @claims.command("confirm")
 @click.argument("claim_id", type=int)
-@click.option("--confidence", type=float, default=None)
+@click.option("--confidence", type=float, default=None,
+              help="a new confidence, 0 to 1 [default: the claim's own]")  # fmt: skip
 @JSON_OPTION
 @settings_options(WRITE_OPTIONS, existing_db=True)
 @reports_errors

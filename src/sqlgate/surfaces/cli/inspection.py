@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from sqlgate.engine.audit import json_value
+from sqlgate.engine.outcome import OUTCOME_SQL, OUTCOMES, call_outcome
 from sqlgate.errors import ChainBroken
 from sqlgate.memory.restore_record import recorded_restores
 from sqlgate.surfaces import terminal
@@ -104,18 +106,28 @@ _LOG_COLUMNS = ("id", "ts", "session", "tool", "query", "ok", "rows", "error", "
 
 
 @click.command()
-@click.option("--errors", is_flag=True, help="only the calls that failed")
-@click.option("--since", default=None, help="only calls at or after this ISO date or date-time")
-@click.option("--tool", default=None, help="only calls of this tool (e.g. read_query)")
-@click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True,
+@click.option("--errors", is_flag=True,
+              help="only the calls that did not succeed: refused and error (as --outcome "
+                   "refused plus --outcome error)")  # fmt: skip
+@click.option("--outcome", type=click.Choice(OUTCOMES), default=None,
+              help="only calls of this outcome: ok, refused (the server's policy said no) or "
+                   "error (anything else failed), as the web console names them")  # fmt: skip
+@click.option("--since", default=None, metavar="WHEN",
+              help="only calls at or after this ISO date or date-time")  # fmt: skip
+@click.option("--tool", default=None, metavar="NAME",
+              help="only calls of this tool (e.g. read_query)")  # fmt: skip
+@click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True, metavar="N",
               help="newest calls shown; 0 for all")  # fmt: skip
 @JSON_OPTION
 @settings_options(DB_OPTIONS, existing_db=True)
 @reports_errors
 def log(
-    errors: bool, since: str | None, tool: str | None, limit: int, as_json: bool, **values: Any
-) -> None:
-    """The audit log (query_log): one row per tool call, newest first."""
+    errors: bool, outcome: str | None, since: str | None, tool: str | None, limit: int,
+    as_json: bool, **values: Any,
+) -> None:  # fmt: skip
+    """The audit log (query_log): one row per tool call, newest first.
+
+    Each call's outcome is ok, refused or error, the words of the web console."""
     from sqlgate.memory.inputs import moment
 
     start = moment(since, "--since")
@@ -123,6 +135,8 @@ def log(
     params: list[Any] = []
     if errors:
         where.append("ok = 0")
+    if outcome is not None:
+        where.append(OUTCOME_SQL[outcome])
     if start is not None:
         where.append("ts >= ?")
         params.append(start)
@@ -137,10 +151,16 @@ def log(
     with existing_service(values, read_only=True) as service, service.db.reading() as conn:
         calls = [_log_record(row) for row in conn.execute(sql, params)]
     if not as_json:
-        calls = [{**call, "what": _what(call)} for call in calls]
+        dates = [None, *(str(call["ts"])[:10] for call in calls)]
+        calls = [
+            {**call, "what": _what(call), "when": _when(str(call["ts"]), dates[number]),
+             "who": _short_session(call["session"])}
+            for number, call in enumerate(calls)
+        ]  # fmt: skip
     print_listing(
         calls, _LOG_TABLE, as_json=as_json, title="audit log, newest first",
         empty="no calls in the audit log" + (" match" if where else ""),
+        terminal_columns=_LOG_TERMINAL,
     )  # fmt: skip
 
 
@@ -148,6 +168,7 @@ def _log_record(row: Sequence[Any]) -> dict[str, Any]:
     record = dict(zip(_LOG_COLUMNS, row, strict=True))
     record["ok"] = bool(record["ok"])
     record["detail"] = json_value(record["detail"])
+    record["outcome"] = call_outcome(record["ok"], record["detail"])
     return record
 
 
@@ -165,15 +186,45 @@ def _what(call: Mapping[str, Any]) -> str:
     return terminal.one_line("" if detail is None else str(detail))
 
 
+_ISO_MOMENT = re.compile(r"(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(?:\.\d+)?Z")
+_SESSION_ID = re.compile(r"([a-z]+)-\d{8}T\d{6}Z-([0-9a-f]+)")
+
+
+def _when(ts: str, previous_date: str | None) -> str:
+    """A call's time as the terminal table shows it: `03:58:30`, after its date
+    (`2026-12-02 03:58:30`) when the date is not the row above's. TSV and JSON keep `ts`."""
+    found = _ISO_MOMENT.fullmatch(ts)
+    if found is None:  # another program's text: whole
+        return ts
+    date, time = found.groups()
+    return time if date == previous_date else f"{date} {time}"
+
+
+def _short_session(session: Any) -> str:
+    """`s-…471d28` for sqlgate's `s-20261202T035830Z-471d28`: its start time repeats the
+    calls' own, its random part tells it from the others. TSV and JSON keep it whole."""
+    text = "" if session is None else str(session)
+    found = _SESSION_ID.fullmatch(text)
+    return text if found is None else f"{found.group(1)}-…{found.group(2)}"
+
+
 _LOG_TABLE = (
     Column("id", "id", keep_whole=True),
     Column("ts", "time (UTC)", keep_whole=True),
     Column("session", "session", keep_whole=True),
     Column("tool", "tool", keep_whole=True),
-    Column("ok", "result", render=lambda ok: "ok" if ok else "error"),
+    Column("outcome", "outcome", keep_whole=True),
     Column("rows", "rows"),
     Column("duration_ms", "ms", render=lambda ms: f"{ms:.1f}"),
     Column("what", "statement, detail or error"),
+)
+# on a terminal: the time without its date while the date holds, the session by its random
+# part, so the table fits 120 columns with room for the statement
+_LOG_TERMINAL = (
+    Column("id", "id", keep_whole=True),
+    Column("when", "time (UTC)", narrowest=len("2026-12-02")),
+    Column("who", "session"),
+    *_LOG_TABLE[3:],
 )
 
 
@@ -197,14 +248,20 @@ def stats(as_json: bool, **values: Any) -> None:
         listing, _ = service.introspection.list_tables(True, CallControl())
         with service.db.reading() as conn:
             claims = dict(conn.execute("SELECT state, count(*) FROM claims GROUP BY 1 ORDER BY 1"))
-            calls, failed = conn.execute(
-                "SELECT count(*), coalesce(sum(ok = 0), 0) FROM query_log"
-            ).fetchall()[0]
+            sums = ", ".join(f"coalesce(sum({OUTCOME_SQL[o]}), 0)" for o in OUTCOMES)
+            found = conn.execute(f"SELECT {sums} FROM query_log").fetchall()[0]
+            counts = {
+                o: n if isinstance(n, int) else 0 for o, n in zip(OUTCOMES, found, strict=True)
+            }
     report = {
         "db": str(service.settings.db),
         "memory": memory,
         "claims": claims,
-        "audit": {"calls": calls, "errors": failed, "queued": queued_rows(service.settings.db)},
+        "audit": {
+            "calls": sum(counts.values()),
+            **counts,
+            "queued": queued_rows(service.settings.db),
+        },
         "tables": _tables(listing),
         "replication": replication_report(service.settings.db),
     }
@@ -245,7 +302,7 @@ def _print_stats(report: dict[str, Any]) -> None:
             ("event kinds", ", ".join(f"{k} {n}" for k, n in memory["kinds"].items()) or "-"),
             ("chain (incremental check)", chain_line),
             ("claims", ", ".join(f"{k} {n}" for k, n in report["claims"].items()) or "-"),
-            ("audited calls", f"{report['audit']['calls']} ({report['audit']['errors']} failed)"),
+            ("audited calls", _audited_calls(report["audit"])),
             ("audit rows queued", f"{report['audit']['queued']} (waiting for the write lock)"),
             ("replication", describe_replication(report["replication"])),
         ],
@@ -256,6 +313,11 @@ def _print_stats(report: dict[str, Any]) -> None:
         report["tables"], _TABLES_TABLE, as_json=False, title="tables and views",
         empty="no tables",
     )  # fmt: skip
+
+
+def _audited_calls(audit: Mapping[str, int]) -> str:
+    """`4 (2 ok, 1 refused, 1 error)`: the calls by the console's three outcomes."""
+    return f"{audit['calls']} (" + ", ".join(f"{audit[o]} {o}" for o in OUTCOMES) + ")"
 
 
 _TABLES_TABLE = (

@@ -49,6 +49,20 @@ class LazyGroup(click.Group):
             self.add_command(self.lazy[cmd_name].load(cmd_name), cmd_name)
         return self.commands.get(cmd_name)
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """click's, suggesting among every command (click >= 8.4 suggests among the
+        imported ones only, so a suggestion would depend on what ran before)."""
+        no_such = getattr(click.exceptions, "NoSuchCommand", None)
+        if no_such is None:  # pragma: no cover - click < 8.4 suggests nothing
+            return super().resolve_command(ctx, args)
+        try:
+            return super().resolve_command(ctx, args)
+        except no_such as error:
+            name = error.command_name
+            raise no_such(name, possibilities=self.list_commands(ctx), ctx=ctx) from None
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """click's listing of the commands, with the held help of those not imported yet."""
         rows: list[tuple[str, str]] = []

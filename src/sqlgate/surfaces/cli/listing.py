@@ -35,6 +35,7 @@ class Column:
     header: str
     keep_whole: bool = False  # ids and times: never wrapped nor folded on a terminal
     render: Callable[[Any], str] | None = None  # the value as text; default str(value)
+    narrowest: int | None = None  # text wrapped no narrower (a date and time: the date's 10)
 
     def text(self, record: Mapping[str, Any]) -> str:
         value = record.get(self.key)
@@ -62,11 +63,14 @@ def print_listing(
     as_json: bool,
     title: str,
     empty: str,
+    terminal_columns: Sequence[Column] | None = None,
 ) -> None:
     """Print `records` as JSON lines, a terminal table, or TSV (see the module's docstring).
 
     `empty` is said when there is nothing to list: on stdout on a terminal, on stderr when
     stdout is a pipe (which then receives nothing, as gh does), never with `--json`.
+    `terminal_columns`, when given, are the table's (shorter forms of long values); TSV
+    keeps `columns`, whole.
     """
     if as_json:
         for record in records:
@@ -80,6 +84,7 @@ def print_listing(
         for record in records:
             click.echo(tsv_line([column.text(record) for column in columns]))
         return
+    columns = columns if terminal_columns is None else terminal_columns
     console = terminal.console()
     widths = [
         max(len(column.header), *(len(column.text(record)) for record in records))
@@ -96,7 +101,7 @@ def print_listing(
             column.header,
             overflow="fold",
             no_wrap=column.keep_whole,
-            min_width=width if column.keep_whole else min(width, _NARROWEST_TEXT),
+            min_width=_narrowest(column, width),
         )
     for record in records:
         table.add_row(*(terminal.cell(column.text(record)) for column in columns))
@@ -109,11 +114,15 @@ _NARROWEST_TEXT = 12  # a text column narrower than this is read a few letters a
 def _narrowest_table(columns: Sequence[Column], widths: Sequence[int]) -> int:
     """The width of the table with its text columns at their narrowest readable width:
     ids and times whole, each text column at most `_NARROWEST_TEXT` wide, and the borders."""
-    cells = sum(
-        width if column.keep_whole else min(width, _NARROWEST_TEXT)
-        for column, width in zip(columns, widths, strict=True)
-    )
+    cells = sum(_narrowest(column, width) for column, width in zip(columns, widths, strict=True))
     return cells + 3 * len(columns) + 1
+
+
+def _narrowest(column: Column, width: int) -> int:
+    """The narrowest a column whose widest value is `width` may be made."""
+    if column.keep_whole:
+        return width
+    return min(width, _NARROWEST_TEXT if column.narrowest is None else column.narrowest)
 
 
 def _print_records(

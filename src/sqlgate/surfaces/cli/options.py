@@ -3,7 +3,9 @@ turned into one line on stderr with the error's exit code."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -12,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import click
 
-from sqlgate.config import FLAGS, Flag, Settings, load_settings
+from sqlgate.config import FLAGS, Flag, Settings, default_db_path, load_settings, quoted
 from sqlgate.errors import NotFound, SqlError, SqlgateError
 from sqlgate.surfaces.terminal import is_terminal, visible
 
@@ -52,11 +54,47 @@ class _FlagType(_ParamType):
             return value
         try:
             return self.flag.parse(value)
-        except ValueError as exc:
-            self.fail(f"{value!r}: {exc}", param, ctx)
+        except ValueError as exc:  # the words of the environment variable's error
+            raise click.UsageError(f"{self.flag.option} {exc} (got {quoted(value)})", ctx) from None
 
 
 EXISTING_DB_HELP = "SQLite database file (must exist: this command never creates one)"
+
+_DEFAULTS = {field.name: field.default for field in dataclasses.fields(Settings)}
+
+
+def default_text(flag: Flag) -> str:
+    """What `--help` says a flag's default is: Settings' default as one would type it
+    (`10`, `sql,memory,claims`, `on`); for --db the path on this machine (computed when
+    help is shown: only then is platformdirs imported), the home folder as `~`."""
+    if flag.name == "db":
+        path, home = str(default_db_path()), str(Path.home())
+        shown = "~" + path[len(home) :] if path.startswith(home + os.sep) else path
+        return f"{shown} (this platform's per-user data folder)"
+    value = _DEFAULTS[flag.name]
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, tuple):
+        return ",".join(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return "none" if value is None else str(value)
+
+
+class _FlagOption(click.Option):
+    """A settings option: its default is None (so the environment, then Settings, decide:
+    `load_settings`), and `--help` shows the default that then applies."""
+
+    def __init__(self, *args: Any, flag: Flag, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.flag = flag
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        record = super().get_help_record(ctx)
+        if record is None:
+            return None
+        names, text = record
+        return names, f"{text}  [default: {default_text(self.flag)}]"
 
 
 def settings_options(
@@ -80,18 +118,19 @@ def settings_options(
         for flag in reversed(chosen):
             if flag.name == "audit":
                 option = click.option(
-                    "--audit/--no-audit", "audit", default=None,
+                    "--audit/--no-audit", "audit", default=None, cls=_FlagOption, flag=flag,
                     help=f"{flag.help} [env {flag.env_var}]",
                 )  # fmt: skip
             elif flag.name in ("adopt_db", "project_db"):  # a switch turned on, not off
                 option = click.option(
-                    flag.option, flag.name, is_flag=True, default=None,
-                    help=f"{flag.help} [env {flag.env_var}=1]",
+                    flag.option, flag.name, is_flag=True, default=None, cls=_FlagOption,
+                    flag=flag, help=f"{flag.help} [env {flag.env_var}=1]",
                 )  # fmt: skip
             else:
                 text = db_help if db_help is not None and flag.name == "db" else flag.help
                 option = click.option(
                     flag.option, flag.name, type=_FlagType(flag), default=None,
+                    metavar=flag.metavar, cls=_FlagOption, flag=flag,
                     help=f"{text} [env {flag.env_var}]",
                 )  # fmt: skip
             fn = option(fn)

@@ -73,6 +73,14 @@ CANNOT_ASK = (
 )
 # the first protocol revision that elicits through InputRequiredResult, not a request
 _INPUT_REQUIRED_VERSION = "2026-07-28"
+_KEEPS_ROWS = (
+    "sqlgate keeps what undoes it: the rows it changes (`sqlgate undo`), or a snapshot of the "
+    "whole database for a schema change. Run it?"
+)
+_KEEPS_FILE = (
+    "sqlgate keeps what undoes it: a snapshot of the whole database, taken first (--undo "
+    "file). Run it?"
+)
 # how much of each part the question shows; a longer part says how much is not shown
 _SHOWN_CHARS = {"statement": 4000, "values": 1000, "reason": 1000}
 
@@ -156,8 +164,11 @@ def _indented(text: str, first: str = "    ") -> str:
     return "\n".join([first + head, *(("    " + line).rstrip() for line in rest)])
 
 
-def confirmation_message(db: str, query: str, reason: str, params: object) -> str:
-    """The question the person sees: the statement, its values and the agent's reason."""
+def confirmation_message(
+    db: str, query: str, reason: str, params: object, undo: str = "rows"
+) -> str:
+    """The question the person sees: the statement, its values and the agent's reason;
+    `undo` (--undo) says what sqlgate keeps to undo it."""
     lines = [
         f"The agent wants to run a destructive statement on {visible(db)}:",
         "",
@@ -170,8 +181,7 @@ def confirmation_message(db: str, query: str, reason: str, params: object) -> st
         "",
         _indented(_shown("reason", reason.strip()), "The agent's reason: "),
         "",
-        "sqlgate keeps what undoes it: the rows it changes (`sqlgate undo`), or a snapshot of "
-        "the whole database for a schema change. Run it?",
+        _KEEPS_FILE if undo == "file" else _KEEPS_ROWS,
     ]
     return "\n".join(lines)
 
@@ -191,7 +201,8 @@ def _ask(
     # would_refuse checked both
     assert isinstance(query, str)
     assert isinstance(reason, str)
-    message = confirmation_message(str(gate.service.settings.db), query, reason, params)
+    settings = gate.service.settings
+    message = confirmation_message(str(settings.db), query, reason, params, settings.undo)
     return Elicit(message, Approval)
 
 

@@ -8,7 +8,7 @@ the DNS-rebinding check on loopback hosts.
 
 No CORS: the server never sends Access-Control-* headers, so browsers on other origins
 cannot read its answers; a preflight is answered 401 like any request without the token.
-TLS is left to a reverse proxy in front (README: "Serve over HTTP").
+TLS is left to a reverse proxy in front (docs/how-to/team-server.md, "TLS").
 
 Behind the token, `JsonRpcGuard` screens each POSTed message as stdio does
 (`jsonrpc_guard`): a body over 4 MiB is answered 413 as soon as it passes the limit, one

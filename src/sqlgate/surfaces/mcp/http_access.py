@@ -93,7 +93,8 @@ def token_for(host: str, given: str | None, *, generate: Callable[[], str] | Non
     if not is_loopback(host):
         raise InvalidArgument(
             f"refusing to serve on {host}, which is not a loopback address, without a token "
-            "you chose: pass --token or set SQLGATE_TOKEN (and put TLS in front, see README)"
+            "you chose: pass --token or set SQLGATE_TOKEN (and put TLS in front: "
+            "docs/how-to/team-server.md)"
         )
     return Token((generate or (lambda: secrets.token_urlsafe(32)))(), generated=True)
 

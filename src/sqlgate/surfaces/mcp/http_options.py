@@ -22,11 +22,13 @@ def http_options(fn: F) -> F:
     """--host, --port and --token for `sqlgate serve`, each with its environment variable."""
     options = (
         click.option("--host", envvar="SQLGATE_HOST", default=DEFAULT_HOST, show_default=True,
+                     metavar="ADDRESS",
                      help="http: address to listen on [env SQLGATE_HOST]"),
         click.option("--port", envvar="SQLGATE_PORT", type=click.IntRange(0, 65535),
+                     metavar="NUMBER",
                      default=DEFAULT_PORT, show_default=True,
                      help="http: port to listen on (0: any free port) [env SQLGATE_PORT]"),
-        click.option("--token", envvar="SQLGATE_TOKEN", default=None,
+        click.option("--token", envvar="SQLGATE_TOKEN", default=None, metavar="SECRET",
                      help="http: bearer token clients must send; generated on loopback if "
                           "absent, required elsewhere [env SQLGATE_TOKEN]"),
         # no environment variable on purpose: an inherited one must not turn the token off

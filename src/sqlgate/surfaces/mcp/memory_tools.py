@@ -11,7 +11,14 @@ from pydantic import Field
 from sqlgate.memory.inputs import MAX_IDS, MAX_KINDS, MAX_TAGS
 from sqlgate.service import Service
 from sqlgate.surfaces.mcp.progress import relay_progress
-from sqlgate.surfaces.mcp.tooling import READ_ONLY, WRITES, at_most, run_tool
+from sqlgate.surfaces.mcp.tooling import (
+    READ_ONLY,
+    WRITES,
+    at_most,
+    comma_text,
+    list_or_text,
+    run_tool,
+)
 
 __all__ = ["MEMORY_TOOLS", "register_memory_tools"]
 
@@ -31,10 +38,21 @@ Ids = Annotated[
     at_most(MAX_IDS, "ids"),
     Field(max_length=MAX_IDS, description="event ids, e.g. from memory_search"),
 ]
-# the bound inside the union, so the schema says maxItems on the array
-Tags = Annotated[Annotated[list[str], Field(max_length=MAX_TAGS)] | None, at_most(MAX_TAGS, "tags")]
+TAG_EXAMPLE = ("auth", "bug")
+KIND_EXAMPLE = ("prompt", "compaction")
+# a list, or one comma-separated text; validators run right to left: the text is split
+# (comma_text) before the list's length is counted (at_most)
+Tags = Annotated[
+    Annotated[list[str], Field(max_length=MAX_TAGS)] | None,
+    at_most(MAX_TAGS, "tags"),
+    comma_text("tag", TAG_EXAMPLE),
+    list_or_text(MAX_TAGS, TAG_EXAMPLE),
+]
 Kinds = Annotated[
-    Annotated[list[str], Field(max_length=MAX_KINDS)] | None, at_most(MAX_KINDS, "kinds")
+    Annotated[list[str], Field(max_length=MAX_KINDS)] | None,
+    at_most(MAX_KINDS, "kinds"),
+    comma_text("kind", KIND_EXAMPLE),
+    list_or_text(MAX_KINDS, KIND_EXAMPLE),
 ]
 
 
@@ -75,11 +93,13 @@ def register_memory_tools(server: MCPServer, service: Service) -> None:
         top_k: Annotated[int, Field(ge=1, le=50)] = 5,
         kind: str | None = None,
         session: str | None = None,
-        tags: Annotated[Tags, Field(description="events must have all")] = None,
+        tags: Annotated[
+            Tags, Field(description='events must have all: a list or "auth, bug"')
+        ] = None,
         since: Annotated[str | None, Field(description="ISO date or date-time")] = None,
         until: Annotated[str | None, Field(description="ISO date or date-time")] = None,
     ) -> str:
-        """Ranked, compact index of matching events (one-line previews). Start here."""
+        """Ranked index of matching events, one-line previews; score 1.00 = the best. Start here."""
         return await run_tool(
             lambda c: service.memory_search(query, top_k, kind, session, tags, since, until)
         )

@@ -81,9 +81,16 @@ claim_retract), and run claims_contradictions before acting on priorities or sta
 """
 
 
-def instructions_for(tools: tuple[str, ...]) -> str:
-    """The instructions sent at connect: only for the tool groups this server announces."""
-    parts = [INSTRUCTIONS] if "sql" in tools else []
+# what the SQL paragraph says a change keeps, under --undo file
+_KEEPS_ROWS = "(the changed rows, or a snapshot for schema changes)"
+_KEEPS_FILE = "(a whole-file snapshot, taken first (--undo file))"
+
+
+def instructions_for(tools: tuple[str, ...], undo: str = "rows") -> str:
+    """The instructions sent at connect: only for the tool groups this server announces;
+    `undo` (--undo) says what a change keeps."""
+    sql = INSTRUCTIONS if undo != "file" else INSTRUCTIONS.replace(_KEEPS_ROWS, _KEEPS_FILE)
+    parts = [sql] if "sql" in tools else []
     if "memory" in tools:
         parts.append(MEMORY_INSTRUCTIONS)
     if "claims" in tools:
@@ -187,7 +194,7 @@ def build_server(service: Service) -> _SqlgateServer:
     server = _SqlgateServer(
         "sqlgate",
         version=__version__,
-        instructions=instructions_for(service.settings.tools),
+        instructions=instructions_for(service.settings.tools, service.settings.undo),
         log_level="WARNING",
     )
 

@@ -45,7 +45,9 @@ def register_sql_tools(server: MCPServer, service: Service) -> None:
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def read_query(
         query: Annotated[
-            str, sql_text("query"), Field(description="one SELECT/WITH/EXPLAIN/PRAGMA statement")
+            str,
+            sql_text("query"),
+            Field(description="one SELECT/WITH/EXPLAIN/PRAGMA statement; text in 'single quotes'"),
         ],
         limit: Annotated[
             int | None,
@@ -65,7 +67,10 @@ def register_sql_tools(server: MCPServer, service: Service) -> None:
         query: Annotated[
             str,
             sql_text("query"),
-            Field(description="one INSERT/UPDATE…WHERE/upsert/CREATE statement"),
+            Field(
+                description="one INSERT/UPDATE…WHERE/upsert/CREATE statement; "
+                "text in 'single quotes'"
+            ),
         ],
         params: Params = None,
     ) -> str:
@@ -81,7 +86,10 @@ def register_sql_tools(server: MCPServer, service: Service) -> None:
         query: Annotated[
             str,
             sql_text("query"),
-            Field(description="one DELETE/DROP/ALTER/trigger/UPDATE statement"),
+            Field(
+                description="one DELETE/DROP/ALTER/trigger/UPDATE statement; "
+                "text in 'single quotes'"
+            ),
         ],
         reason: Annotated[str, Field(description="why this change is needed, in a sentence")],
         params: Params = None,

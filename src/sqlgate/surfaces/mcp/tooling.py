@@ -24,11 +24,12 @@ import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, ValidationInfo, WithJsonSchema
 
 from sqlgate.engine.execute import normalize_params
 from sqlgate.engine.limits import CallControl
 from sqlgate.errors import InvalidArgument, SqlgateError
+from sqlgate.memory.inputs import word_list
 
 __all__ = [
     "DESTRUCTIVE",
@@ -38,6 +39,8 @@ __all__ = [
     "WRITES",
     "Params",
     "at_most",
+    "comma_text",
+    "list_or_text",
     "refuse_unpaired_surrogates",
     "run_tool",
     "sql_text",
@@ -62,6 +65,36 @@ def at_most(limit: int, what: str) -> BeforeValidator:
         return value
 
     return BeforeValidator(check)
+
+
+def comma_text(what: str, example: tuple[str, str]) -> BeforeValidator:
+    """Let a list argument also take one comma-separated text of words (`"prompt,
+    compaction"`): the text is split by `memory.inputs.word_list` before pydantic sees a
+    list, so the tool always gets a list. Pair it with `list_or_text` for the schema."""
+
+    def split(value: object, info: ValidationInfo) -> object:
+        if not isinstance(value, str):
+            return value
+        try:
+            return word_list(value, info.field_name or "it", what, example)
+        except InvalidArgument as exc:
+            raise ValueError(str(exc)) from None
+
+    return BeforeValidator(split)
+
+
+def list_or_text(most: int, example: tuple[str, str], said: str = "") -> WithJsonSchema:
+    """The announced schema of a `comma_text` argument: a list of at most `most` strings,
+    or a string; `said` opens its description."""
+    first, second = example
+    return WithJsonSchema(
+        {
+            "type": ["array", "string", "null"],
+            "items": {"type": "string"},
+            "maxItems": most,
+            "description": f'{said}a list or "{first}, {second}"',
+        }
+    )
 
 
 def sql_text(name: str) -> BeforeValidator:

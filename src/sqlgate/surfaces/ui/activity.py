@@ -1,9 +1,9 @@
 """Activity: the audit log newest first (filters, keyset pages, each call expandable), calls
 per hour by outcome, `query_errors`, and `query_patterns` with a ready `create_view` call.
 
-Outcomes: ok; refused (a PolicyDenied: the server said no, `detail.refused`); error (any
-other failure). Pages go back with `before=<id>` (keyset on the primary key, never OFFSET),
-so the 1000th page costs what the first does.
+Outcomes: ok, refused or error, as `engine.outcome` decides them for every surface. Pages
+go back with `before=<id>` (keyset on the primary key, never OFFSET), so the 1000th page
+costs what the first does.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlgate.claims.model import parse_timestamp
 from sqlgate.engine.audit import json_value
+from sqlgate.engine.outcome import OUTCOME_SQL, OUTCOMES, call_outcome
 from sqlgate.memory.inputs import moment
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.html import Markup, el, href
@@ -43,13 +44,6 @@ __all__ = [
 
 PAGE_ROWS = 50
 CHART_HOURS = 48
-OUTCOMES = ("ok", "refused", "error")
-_REFUSED = "(CASE WHEN json_valid(detail) THEN json_extract(detail, '$.refused') END)"
-_OUTCOME_SQL = {
-    "ok": "ok = 1",
-    "refused": f"ok = 0 AND {_REFUSED} IS 1",
-    "error": f"ok = 0 AND {_REFUSED} IS NOT 1",
-}
 _COLUMNS = "id, ts, session, tool, query, ok, rows, error, duration_ms, detail"
 
 
@@ -64,8 +58,8 @@ def audit_filter(query: Mapping[str, str]) -> tuple[str, list[Any]]:
             where.append(f"{name} = ?")
             params.append(value)
     outcome = query.get("outcome")
-    if outcome in _OUTCOME_SQL:
-        where.append(_OUTCOME_SQL[outcome])
+    if outcome in OUTCOME_SQL:
+        where.append(OUTCOME_SQL[outcome])
     since = moment(query.get("since") or None, "since")
     if since is not None:
         where.append("ts >= ?")
@@ -79,12 +73,6 @@ def audit_filter(query: Mapping[str, str]) -> tuple[str, list[Any]]:
         where.append("id < ?")
         params.append(int(before))
     return " AND ".join(where) or "1", params
-
-
-def _outcome(ok: int, detail: Any) -> str:
-    if ok:
-        return "ok"
-    return "refused" if isinstance(detail, dict) and detail.get("refused") is True else "error"
 
 
 def activity_page(console: Console, query: Mapping[str, str]) -> Page:
@@ -129,7 +117,7 @@ def activity_page(console: Console, query: Mapping[str, str]) -> Page:
 def _call_row(row: tuple[Any, ...]) -> list[object]:
     call_id, ts, session, tool, text, ok, count, error, ms, raw = row
     detail = json_value(raw)
-    outcome = _outcome(ok, detail)
+    outcome = call_outcome(bool(ok), detail)
     summary = error if outcome != "ok" and error else text or _detail_line(detail)
     params = detail.get("params") if isinstance(detail, dict) else None
     parts = [

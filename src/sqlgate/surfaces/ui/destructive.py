@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlgate.engine.identity import database_id
+from sqlgate.engine.outcome import call_outcome
 from sqlgate.engine.snapshots import list_snapshots
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.html import Markup, el
@@ -60,7 +61,7 @@ def undo_state(
 ) -> UndoState:  # fmt: skip
     """The state of destructive call `audit_id` (`changesets`: id -> (undone_at, undone_by))."""
     if not ok:
-        return UndoState("refused" if detail.get("refused") is True else "failed")
+        return UndoState("refused" if call_outcome(False, detail) == "refused" else "failed")
     where = f" --db {shlex.quote(str(db.absolute()))}"
     call = f"{audit_id}@{identity}" if identity else str(audit_id)
     changeset = detail.get("undo")

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 import apsw
 
+from sqlgate.engine.outcome import REFUSED_SQL
+
 __all__ = ["AuditSummary", "Pattern", "SessionSummary"]
 
-REFUSED = "(CASE WHEN json_valid(detail) THEN json_extract(detail, '$.refused') END)"
 FINGERPRINT = "(CASE WHEN json_valid(detail) THEN json_extract(detail, '$.fingerprint') END)"
 EXAMPLE_CHARS = 2000
 _BATCH = 5000
@@ -46,7 +47,7 @@ class AuditSummary:
         with self._lock:
             while True:
                 rows = conn.execute(
-                    f"SELECT id, substr(ts, 1, 13), ts, tool, ok, {REFUSED} IS 1, {FINGERPRINT}, "
+                    f"SELECT id, substr(ts, 1, 13), ts, tool, ok, {REFUSED_SQL}, {FINGERPRINT}, "
                     "substr(query, 1, ?) FROM query_log WHERE id > ? ORDER BY id LIMIT ?",
                     (EXAMPLE_CHARS, self.high, _BATCH),
                 ).fetchall()

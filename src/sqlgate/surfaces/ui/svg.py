@@ -12,11 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlgate.claims.model import FLOOR, HALF_LIFE_DAYS, effective_confidence
+from sqlgate.engine.outcome import OUTCOMES
 from sqlgate.surfaces.ui.html import Markup, el
 
 __all__ = ["Anchor", "HourBucket", "calls_per_hour", "confidence_curve"]
-
-OUTCOMES = ("ok", "refused", "error")
 
 
 @dataclass(frozen=True)
