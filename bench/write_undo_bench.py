@@ -7,9 +7,10 @@ the write path as it was before: no changeset, the preupdate guard).
 Three statements: a 1-row INSERT, a 1-row UPDATE, a 500-row UPDATE, each in process
 (`Service.write_query`, where the undo work is the largest share) and over stdio (what an
 agent's call costs, MCP framing included). In process, rounds alternate off and on; over
-stdio both servers run at once and their calls alternate one by one, so a change of the
-machine's load falls on both; the figure is the median of the rounds' p50s. Goals: 1-row
-writes at most 1.10x, the 500-row UPDATE at most 2x.
+stdio both servers run at once (one pair per round, for the three statements) and their
+calls alternate one by one, so a change of the machine's load falls on both; the figure is
+the median of the rounds' p50s. Goals: 1-row writes at most 1.10x, the 500-row UPDATE at
+most 2x.
 
 It runs on its own (about a minute) and merges its rows into bench/results.md;
 tests/test_bench_write_undo_smoke.py runs it on tiny counts.
@@ -82,23 +83,30 @@ def _in_process(workdir: Path, rounds: int, calls: int) -> dict[str, tuple[float
     return {k: (statistics.median(a), statistics.median(b)) for k, (a, b) in medians.items()}
 
 
-async def _stdio_p50s(dbs: dict[int, Path], name: str, calls: int) -> tuple[float, float]:
-    """Both servers open at once, their calls interleaved one by one (off, on, off, ...),
-    so a change of the machine's load falls on both alike."""
-    sql, params = STATEMENTS[name]
+async def _stdio_p50s(
+    dbs: dict[int, Path], counts: dict[str, int]
+) -> dict[str, tuple[float, float]]:
+    """Both servers open at once for every statement (a start costs more than the calls),
+    their calls interleaved one by one (off, on, off, ...), so a change of the machine's
+    load falls on both alike."""
     off_params = sqlgate_params(dbs[0], "--write-undo-keep", "0")
     on_params = sqlgate_params(dbs[1000], "--write-undo-keep", "1000")
+    p50s = {}
     async with Client(stdio_client(off_params)) as off, Client(stdio_client(on_params)) as on:
-        seconds: tuple[list[float], list[float]] = ([], [])
-        for n in range(20 + calls):  # the first 20 of each warm up
-            for index, client in enumerate((off, on)):
-                started = time.perf_counter()
-                result = await client.call_tool("write_query", {"query": sql, "params": params(n)})
-                if result.is_error:
-                    raise RuntimeError(text_of(result))
-                if n >= 20:
-                    seconds[index].append(time.perf_counter() - started)
-    return statistics.median(seconds[0]), statistics.median(seconds[1])
+        for name, calls in counts.items():
+            sql, params = STATEMENTS[name]
+            seconds: tuple[list[float], list[float]] = ([], [])
+            for n in range(20 + calls):  # the first 20 of each statement warm up
+                for index, client in enumerate((off, on)):
+                    started = time.perf_counter()
+                    arguments = {"query": sql, "params": params(n)}
+                    result = await client.call_tool("write_query", arguments)
+                    if result.is_error:
+                        raise RuntimeError(text_of(result))
+                    if n >= 20:
+                        seconds[index].append(time.perf_counter() - started)
+            p50s[name] = (statistics.median(seconds[0]), statistics.median(seconds[1]))
+    return p50s
 
 
 def _over_stdio(workdir: Path, rounds: int, calls: int) -> dict[str, tuple[float, float]]:
@@ -107,11 +115,12 @@ def _over_stdio(workdir: Path, rounds: int, calls: int) -> dict[str, tuple[float
         with Service.open(Settings(db=workdir / f"stdio{keep}.db")) as service:
             _seed(service)
         dbs[keep] = workdir / f"stdio{keep}.db"
+    counts = {
+        name: calls if name.startswith("1-row") else max(2, calls // 4) for name in STATEMENTS
+    }
     medians: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in STATEMENTS}
     for _ in range(rounds):
-        for name in STATEMENTS:
-            count = calls if name.startswith("1-row") else max(2, calls // 4)
-            off, on = anyio.run(_stdio_p50s, dbs, name, count)
+        for name, (off, on) in anyio.run(_stdio_p50s, dbs, counts).items():
             medians[name][0].append(off)
             medians[name][1].append(on)
     return {k: (statistics.median(a), statistics.median(b)) for k, (a, b) in medians.items()}

@@ -1,7 +1,12 @@
-"""Shared fixtures: a fresh database per test, small budgets, and clocks driven by hand."""
+"""Shared fixtures: a fresh database per test, small budgets, and clocks driven by hand.
+
+The temporary files live in memory when they can (tests/temp_root.py).
+"""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -11,6 +16,14 @@ import pytest
 
 from sqlgate.config import Settings
 from sqlgate.service import Service
+from tests.temp_root import move_temp_root
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before the first tmp_path: keep temporary files on the tmpfs when there is one (the
+    workers of `pytest -n` inherit the TMPDIR set here)."""
+    move_temp_root(os.environ)
+    tempfile.tempdir = None  # read TMPDIR again
 
 
 class FakeClock:
