@@ -89,3 +89,39 @@ async def test_the_sql_tools_say_text_goes_in_single_quotes(
         listed = {t.name: t for t in (await client.list_tools()).tools}
     query = listed[tool].input_schema["properties"]["query"]
     assert "text in 'single quotes'" in query["description"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "read_says", "search_says"),
+    [
+        pytest.param({}, "default 100, max 1000", "default 100, max 1000", id="defaults"),
+        pytest.param(
+            {"max_rows": 50, "default_limit": 20},
+            "default 20, max 50",
+            "default 50, max 50",
+            id="small-caps",
+        ),
+        pytest.param(
+            {"max_rows": 30, "default_limit": 100},
+            "default 30, max 30",
+            "default 30, max 30",
+            id="default-above-the-cap",
+        ),
+    ],
+)
+async def test_each_limit_announces_this_servers_default_and_maximum(
+    make_service: Callable[..., Service],
+    overrides: dict[str, int],
+    read_says: str,
+    search_says: str,
+) -> None:
+    # the agent cannot read --max-rows: the schema says the numbers this server uses
+    async with Client(build_server(make_service(**overrides))) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+    read = listed["read_query"].input_schema["properties"]["limit"]["description"]
+    search = listed["search_text"].input_schema["properties"]["limit"]["description"]
+    assert read_says in read
+    assert search_says in search
+    assert "larger is lowered" in read and "larger is lowered" in search
+    announced = listed["search_text"].input_schema["properties"]["limit"]["default"]
+    assert f"default {announced}," in search_says

@@ -41,6 +41,32 @@ SQL_TOOLS = (
 )
 
 
+SEARCH_LIMIT = 100  # search_text's default limit, when --max-rows allows it
+
+
+def announce_limits(server: MCPServer, service: Service) -> None:
+    """Write this server's numbers into each `limit`'s announced schema.
+
+    The agent cannot read `--max-rows` or `--default-limit`, so the schema says them: the
+    default a call without `limit` gets, and the most a call gets (a larger one is lowered).
+    Like `compact_tools`, this edits the announced schema the SDK keeps on each tool
+    (`Tool.parameters`); validation stays with the tool's pydantic model.
+    """
+    max_rows = service.settings.max_rows
+    defaults = {
+        "read_query": ("rows", min(service.settings.default_limit, max_rows)),
+        "search_text": ("matches", min(SEARCH_LIMIT, max_rows)),
+    }
+    manager = getattr(server, "_tool_manager", None)
+    for tool in manager.list_tools() if manager is not None else []:
+        if tool.name in defaults:
+            what, default = defaults[tool.name]
+            limit = tool.parameters["properties"]["limit"]
+            limit["description"] = f"{what}: default {default}, max {max_rows} (larger is lowered)"
+            if "default" in limit:
+                limit["default"] = default
+
+
 def register_sql_tools(server: MCPServer, service: Service) -> None:
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def read_query(
@@ -53,8 +79,7 @@ def register_sql_tools(server: MCPServer, service: Service) -> None:
             int | None,
             Field(
                 ge=1,
-                description="rows to return at most (default: --default-limit; "
-                "above --max-rows, lowered to it)",
+                description="rows to return at most (larger is lowered)",
             ),
         ] = None,
         params: Params = None,
@@ -157,10 +182,9 @@ def register_sql_tools(server: MCPServer, service: Service) -> None:
             int,
             Field(
                 ge=1,
-                description="matches to show at most (default 100; above "
-                "--max-rows, lowered to it)",
+                description="matches to show at most (larger is lowered)",
             ),
-        ] = 100,
+        ] = SEARCH_LIMIT,
         ignore_case: bool = False,
         fixed_strings: Annotated[bool, Field(description="pattern is plain text")] = False,
         context_chars: Annotated[int, Field(ge=0, le=1000)] = 80,
@@ -173,3 +197,5 @@ def register_sql_tools(server: MCPServer, service: Service) -> None:
             context_chars,
         )  # fmt: skip
         return await run_tool(lambda c: service.search_text(request, None, c))
+
+    announce_limits(server, service)
