@@ -13,16 +13,18 @@ scripts/ui_seed.py, which the browser tests use.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import random
+import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from sqlgate.config import Settings
-from sqlgate.errors import SqlgateError
 from sqlgate.service import Service
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # ui_seed, also when imported as scripts.*
+
+from ui_seed import SteppingClock, attempt
 
 __all__ = ["SESSIONS", "seed_demo"]
 
@@ -81,24 +83,6 @@ EVENTS = [
     ("note", "Liam prefers CSV exports with ; as separator (the accountant's Excel is German)",
      ["export"]),
 ]  # fmt: skip
-
-
-class SteppingClock:
-    """A wall clock that moves forward `step` seconds at each reading (set `now` to jump)."""
-
-    def __init__(self, start: float, step: float) -> None:
-        self.now = start
-        self.step = step
-
-    def __call__(self) -> float:
-        self.now += self.step
-        return self.now
-
-
-def _try(call: Callable[[], object]) -> None:
-    # refused and failed calls are part of the story: they are audited
-    with contextlib.suppress(SqlgateError):
-        call()
 
 
 def _bulk_history(db: Path, end: float, rows: int) -> None:
@@ -178,7 +162,7 @@ def seed_demo(db: Path, *, now: float | None = None, history_rows: int = 900) ->
         for kind, content, tags in EVENTS[5:]:
             svc.append_event(content, kind, tags)
         svc.read_query("SELECT id, title, status, owner FROM tasks WHERE status != 'done'")
-        _try(lambda: svc.read_query('SELECT title FROM tasks WHERE owner = "maya"'))
+        attempt(lambda: svc.read_query('SELECT title FROM tasks WHERE owner = "maya"'))
         svc.read_query("SELECT title FROM tasks WHERE owner = 'maya'")
         svc.write_query("UPDATE tasks SET status = 'doing', owner = 'agent' WHERE id = 3")
         svc.destructive_query(
@@ -190,8 +174,8 @@ def seed_demo(db: Path, *, now: float | None = None, history_rows: int = 900) ->
         svc.destructive_query(
             "DROP TABLE tmp_import", reason="scratch table from the CSV import test; not needed"
         )
-        _try(lambda: svc.read_query("SELECT asignee FROM tasks WHERE status = 'done'"))
-        _try(lambda: svc.write_query("DELETE FROM tasks WHERE status = 'done'"))  # refused
+        attempt(lambda: svc.read_query("SELECT asignee FROM tasks WHERE status = 'done'"))
+        attempt(lambda: svc.write_query("DELETE FROM tasks WHERE status = 'done'"))  # refused
         svc.destructive_query(
             "DELETE FROM tasks WHERE status = 'done' AND due < '2026-11-21'",
             reason="archive tasks finished before the November release; they are in the wiki",

@@ -55,7 +55,7 @@ class SteppingClock:
         return self.now
 
 
-def _try(call: Callable[[], object]) -> None:
+def attempt(call: Callable[[], object]) -> None:
     # refused and failed calls are part of the story: they are audited
     with contextlib.suppress(SqlgateError):
         call()
@@ -82,9 +82,9 @@ def seed(db: Path, *, now: float | None = None) -> None:
             svc.read_query("SELECT name, note FROM customers WHERE id = 1")
             svc.read_query("SELECT count(*) FROM customers")
         svc.read_query(f"SELECT '{SCRIPT}' AS payload, 'javascript:alert(1)' AS link")
-        _try(lambda: svc.read_query(f"SELECT * FROM no_such_table /* {SCRIPT} */"))
-        _try(lambda: svc.write_query("DROP TABLE customers"))  # refused: wrong tier
-        _try(lambda: svc.read_query("DELETE FROM customers"))  # refused
+        attempt(lambda: svc.read_query(f"SELECT * FROM no_such_table /* {SCRIPT} */"))
+        attempt(lambda: svc.write_query("DROP TABLE customers"))  # refused: wrong tier
+        attempt(lambda: svc.read_query("DELETE FROM customers"))  # refused
         svc.destructive_query("DELETE FROM customers WHERE name = 'initech'",
                               reason=f"cleanup {SCRIPT}")  # fmt: skip
         svc.destructive_query("UPDATE customers SET note = 'gone' WHERE id = 2",
@@ -111,7 +111,7 @@ def seed(db: Path, *, now: float | None = None) -> None:
     clock.now = end - 3600
     with Service.open(settings, session=SCRIPT, wall_clock=clock) as svc:
         svc.append_event(f"a session named {SCRIPT}", kind="note")
-        _try(lambda: svc.read_query("SELEC oops"))
+        attempt(lambda: svc.read_query("SELEC oops"))
         svc.read_query("SELECT name FROM customers ORDER BY id LIMIT 3")
 
 

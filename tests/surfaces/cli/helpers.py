@@ -7,9 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-from click.testing import Result
+from click.testing import CliRunner, Result
 
-__all__ = ["error_line", "json_lines", "read", "succeeded"]
+from sqlgate.surfaces.cli.app import main
+
+__all__ = ["error_line", "invoke", "json_lines", "read", "succeeded"]
+
+
+def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
+    """Run `sqlgate ARGS` through click's CliRunner."""
+    return CliRunner().invoke(main, list(args), env=env, prog_name="sqlgate")
 
 
 def succeeded(result: Result) -> str:

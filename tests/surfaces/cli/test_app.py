@@ -8,24 +8,15 @@ from pathlib import Path
 
 import apsw
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
 from sqlgate import __version__
 from sqlgate.config import FLAGS, Settings
 from sqlgate.errors import StartupError
 from sqlgate.service import Service
-from sqlgate.surfaces.cli.app import main
+from tests.surfaces.cli.helpers import invoke
 
-
-@pytest.fixture(autouse=True)
-def no_sqlgate_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Settings from the developer's shell must not leak into these tests."""
-    for flag in FLAGS:
-        monkeypatch.delenv(flag.env_var, raising=False)
-
-
-def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
-    return CliRunner().invoke(main, list(args), env=env, prog_name="sqlgate")
+pytestmark = pytest.mark.usefixtures("no_sqlgate_environment")
 
 
 def error_line(result: Result) -> str:
