@@ -23,7 +23,7 @@ from sqlgate.config import Settings
 from sqlgate.engine.audit import AuditEntry, AuditLog
 from sqlgate.engine.audit_queue import AuditQueue, queue_path
 from sqlgate.engine.database import Database
-from sqlgate.engine.identity import parse_call_ref
+from sqlgate.engine.identity import AGENT_FINDS_CALLS, parse_call_ref
 from sqlgate.engine.limits import CallControl, Clock
 from sqlgate.engine.outcome import Outcome
 from sqlgate.engine.sqltext import fingerprint
@@ -60,7 +60,9 @@ def _safe_fingerprint(query: str) -> str:
         return " ".join(query.split())[:500]
 
 
-def undo_target(audit_id: int | str | None, changeset: int | str | None) -> UndoTarget:
+def undo_target(
+    audit_id: int | str | None, changeset: int | str | None, *, by_agent: bool = False
+) -> UndoTarget:
     """What `undo` was asked for: numbers as given, texts as `15` or `15@3f9a1c07`."""
     from sqlgate.engine.undo_restore import UndoTarget
 
@@ -71,13 +73,13 @@ def undo_target(audit_id: int | str | None, changeset: int | str | None) -> Undo
         )
     given = audit_id if audit_id is not None else changeset
     if isinstance(given, str):
-        ref = parse_call_ref(given)
+        ref = parse_call_ref(given, AGENT_FINDS_CALLS) if by_agent else parse_call_ref(given)
         number, database = ref.audit_id, ref.database
     else:
         number, database = given, None  # type: ignore[assignment]
     if audit_id is not None:
-        return UndoTarget(audit_id=number, database=database)
-    return UndoTarget(changeset=number, database=database)
+        return UndoTarget(audit_id=number, database=database, by_agent=by_agent)
+    return UndoTarget(changeset=number, database=database, by_agent=by_agent)
 
 
 def _params_detail(params: object) -> dict[str, Any] | None:
@@ -345,7 +347,7 @@ class Service:
         """Restore the rows one earlier call changed, named by its audit id or its changeset
         id, either as a number (of this database) or as `15@3f9a1c07` (refused when the id
         after `@` is another database's). `tool` is how the audit log names this undo."""
-        target = undo_target(audit_id, changeset)
+        target = undo_target(audit_id, changeset, by_agent=tool == "undo_call")
 
         def work(_: _Call) -> Outcome:
             if confirm is not None:
@@ -372,8 +374,8 @@ class Service:
 
     def describe_undo(self, audit_id: int | str) -> str:
         """One line naming the call an undo_call would take back (for the person asked to
-        confirm it); raises what the undo would raise for a call it cannot find."""
-        return self.undoing.describe(undo_target(audit_id, None))
+        confirm it); raises what the agent's undo_call would raise for a call it cannot find."""
+        return self.undoing.describe(undo_target(audit_id, None, by_agent=True))
 
     def undoable(self) -> list[dict[str, Any]]:
         """Calls that can still be undone, newest first (not audited: a listing)."""

@@ -42,14 +42,22 @@ class CallRef:
         return str(self.audit_id) if self.database is None else f"{self.audit_id}@{self.database}"
 
 
-def parse_call_ref(text: str) -> CallRef:
-    """`15@3f9a1c07` or `15`; InvalidArgument for anything else."""
+LIST_CALLS = "`sqlgate undo --list` shows the calls that can be undone"
+# the agent runs no command: the ids it can pass are in its own answers and in query_log
+AGENT_FINDS_CALLS = (
+    "the undo hint in a change's answer names its call (`undo: sqlgate undo N@DB`), and "
+    "read_query over query_log lists the calls"
+)
+
+
+def parse_call_ref(text: str, next_step: str = LIST_CALLS) -> CallRef:
+    """`15@3f9a1c07` or `15`; InvalidArgument for anything else, ending with `next_step`."""
     match = _REF.fullmatch(text.strip())
     if match is None or not 1 <= int(match.group(1)) <= _LARGEST_ID:
         shown = repr(text) if len(text) <= 60 else f"{text[:40]!r}… ({len(text)} characters)"
         raise InvalidArgument(
             f"{shown} is not a call id: give it as the undo hint shows it, AUDIT_ID@DATABASE_ID "
-            "(e.g. 15@3f9a1c07); `sqlgate undo --list` shows the calls that can be undone"
+            f"(e.g. 15@3f9a1c07); {next_step}"
         )
     database = match.group(2)
     return CallRef(int(match.group(1)), database.lower() if database else None)

@@ -25,6 +25,7 @@ import apsw
 from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.database import Database
+from sqlgate.engine.identity import AGENT_FINDS_CALLS, LIST_CALLS
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.undo import Kept, load_changeset
 from sqlgate.engine.undo_checks import (
@@ -63,6 +64,12 @@ class UndoTarget:
     audit_id: int | None = None
     changeset: int | None = None
     database: str | None = None
+    by_agent: bool = False  # undo_call: the next steps name tools, not commands
+
+    def next_step(self, command: str, agent: str) -> str:
+        """A refusal's next step in the words of who asked: a command for a person at the
+        CLI; for an agent, a tool, or what to ask the person who runs sqlgate."""
+        return agent if self.by_agent else command
 
     @property
     def label(self) -> str:
@@ -71,11 +78,11 @@ class UndoTarget:
         return f"changeset {self.changeset}"
 
 
-def _whole_number(value: object, what: str) -> int:
+def _whole_number(value: object, what: str, target: UndoTarget) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= _LARGEST_ID:
         raise InvalidArgument(
             f"{what} must be a whole number from 1 to {_LARGEST_ID}; "
-            "`sqlgate undo --list` shows the calls that can be undone"
+            + target.next_step(LIST_CALLS, AGENT_FINDS_CALLS)
         )
     return value
 
@@ -113,12 +120,16 @@ class UndoRestore:
         self.session = session
         self.wall_clock = wall_clock
 
-    def _changeset_of_call(self, conn: apsw.Connection, audit_id: int) -> int:
+    def _changeset_of_call(self, conn: apsw.Connection, target: UndoTarget) -> int:
+        audit_id = int(target.audit_id or 0)
         row = conn.execute(
             "SELECT tool, ok, detail FROM query_log WHERE id = ?", (audit_id,)
         ).fetchone()
         if row is None:
-            raise NotFound(f"no call {audit_id} in query_log; `sqlgate undo --list` shows them")
+            raise NotFound(
+                f"no call {audit_id} in query_log; "
+                + target.next_step("`sqlgate undo --list` shows them", AGENT_FINDS_CALLS)
+            )
         tool, ok, text = row
         detail = _detail(text)
         if tool in ("undo", "undo_call"):
@@ -131,7 +142,10 @@ class UndoRestore:
             raise UndoRefused(
                 f"call {audit_id} is {what}, which changed nothing: there is nothing to undo. "
                 "Only successful write_query, destructive_query and create_view calls can be; "
-                "`sqlgate undo --list` shows those that can"
+                + target.next_step(
+                    "`sqlgate undo --list` shows those that can",
+                    "the undo hint in such a call's answer names the id to pass to undo_call",
+                )
             )
         if "undo" in detail:
             return int(detail["undo"])
@@ -140,8 +154,14 @@ class UndoRestore:
             name = Path(str(snapshot)).name
             raise UndoRefused(
                 f"call {audit_id} took a whole-file snapshot instead of row-level undo data. "
-                f"To go back, run `sqlgate snapshots restore {name}` with the server stopped: "
-                "that restores the WHOLE file (sqlgate lists what it would take away first)"
+                + target.next_step(
+                    f"To go back, run `sqlgate snapshots restore {name}` with the server "
+                    "stopped: that restores the WHOLE file (sqlgate lists what it would take "
+                    "away first)",
+                    "No tool restores a whole file: ask the person who runs sqlgate to run "
+                    f"`sqlgate snapshots restore {name}` with the server stopped (it lists "
+                    "what the restore would take away first)",
+                )
             )
         if detail.get("undo_fallback"):
             raise UndoRefused(
@@ -155,8 +175,13 @@ class UndoRestore:
         if target.database is not None and target.database != mine:
             raise WrongDatabase(
                 f"{target.label}@{target.database} belongs to another database: "
-                f"{self.db.path.absolute()} is database {mine}. Nothing was undone; run the "
-                "command with the --db that the undo hint names"
+                f"{self.db.path.absolute()} is database {mine}. Nothing was undone; "
+                + target.next_step(
+                    "run the command with the --db that the undo hint names",
+                    "this server serves only that file and no tool reaches another. Ask the "
+                    "person who runs sqlgate to run the whole undo hint (its --db names the "
+                    "database), or undo_call an id ending in @" + mine,
+                )
             )
 
     def undo(self, target: UndoTarget) -> tuple[str, int, dict[str, Any]]:
@@ -164,13 +189,13 @@ class UndoRestore:
         if (target.audit_id is None) == (target.changeset is None):
             raise InvalidArgument("name the call to undo: an audit id, or --changeset N")
         if target.audit_id is not None:
-            _whole_number(target.audit_id, "the audit id")
+            _whole_number(target.audit_id, "the audit id", target)
         else:
-            _whole_number(target.changeset, "the changeset id")
+            _whole_number(target.changeset, "the changeset id", target)
         self._check_database(target)
         with self.db.writing() as conn, immediate_transaction(conn):
             changeset_id = (
-                self._changeset_of_call(conn, target.audit_id)
+                self._changeset_of_call(conn, target)
                 if target.audit_id is not None
                 else int(target.changeset or 0)
             )
@@ -234,7 +259,7 @@ class UndoRestore:
                 f"undo of {target.label} refused: its changeset was kept by an older sqlgate, "
                 "without the table shapes and row states an undo checks, so it cannot be "
                 "undone safely. Nothing was undone. Next: restore the rows by hand, or the "
-                "whole file from a snapshot (`sqlgate snapshots list`)"
+                "whole file from a snapshot (the person who runs sqlgate: `sqlgate snapshots list`)"
             )
         conflicts: list[Conflict] = []
         for name in dict.fromkeys(change.name for change in apsw.Changeset.iter(kept.data)):
@@ -254,7 +279,8 @@ class UndoRestore:
             raise UndoConflict(
                 f"undo of {target.label} refused: the row states kept with changeset "
                 f"{changeset_id} are incomplete. Nothing was undone. Next: restore the rows by "
-                "hand, or the whole file from a snapshot (`sqlgate snapshots list`)"
+                "hand, or the whole file from a snapshot (the person who runs sqlgate: "
+                "`sqlgate snapshots list`)"
             )
         return changed_rows(conn, kept.data, shapes, kept.digests, kept.format)
 
@@ -314,13 +340,16 @@ class UndoRestore:
         self._check_database(target)
         if target.audit_id is None:
             return target.label
-        _whole_number(target.audit_id, "the audit id")
+        _whole_number(target.audit_id, "the audit id", target)
         with self.db.reading() as conn:
             row = conn.execute(
                 "SELECT tool, query, rows FROM query_log WHERE id = ?", (target.audit_id,)
             ).fetchone()
         if row is None:
-            raise NotFound(f"no call {target.audit_id} in query_log")
+            raise NotFound(
+                f"no call {target.audit_id} in query_log; "
+                + target.next_step("`sqlgate undo --list` shows them", AGENT_FINDS_CALLS)
+            )
         tool, query, rows = row
         return f"{tool} ({rows} rows): {query or ''}"
 
