@@ -65,6 +65,7 @@ _UNDO = (
     "tests/engine/test_undo_properties.py",
     "tests/engine/test_undo_writes.py",
     "tests/engine/test_undo_storage.py",
+    "tests/engine/test_undo_next_steps.py",
 )
 _UNDO_DDL = (
     "tests/engine/test_undo_ddl.py",

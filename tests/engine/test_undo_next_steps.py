@@ -81,3 +81,16 @@ def test_an_agent_told_of_another_database_is_shown_this_ones_id(
     with pytest.raises(SqlgateError) as caught:
         service.undo_call(ids["other-database"], reason="take it back")
     assert f"an id ending in @{service.db.database_id}" in str(caught.value)
+
+
+def test_an_undo_target_speaks_to_a_person_unless_told_it_is_the_agent(
+    make_service: Callable[..., Service],
+) -> None:
+    from sqlgate.engine.undo_restore import UndoTarget
+    from sqlgate.errors import NotFound
+
+    service = make_service()
+    with pytest.raises(NotFound, match="`sqlgate undo --list` shows them"):
+        service.undoing.undo(UndoTarget(audit_id=999))
+    with pytest.raises(NotFound, match="read_query over query_log"):
+        service.undoing.undo(UndoTarget(audit_id=999, by_agent=True))

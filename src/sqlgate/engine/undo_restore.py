@@ -120,8 +120,7 @@ class UndoRestore:
         self.session = session
         self.wall_clock = wall_clock
 
-    def _changeset_of_call(self, conn: apsw.Connection, target: UndoTarget) -> int:
-        audit_id = int(target.audit_id or 0)
+    def _changeset_of_call(self, conn: apsw.Connection, audit_id: int, target: UndoTarget) -> int:
         row = conn.execute(
             "SELECT tool, ok, detail FROM query_log WHERE id = ?", (audit_id,)
         ).fetchone()
@@ -180,7 +179,7 @@ class UndoRestore:
                     "run the command with the --db that the undo hint names",
                     "this server serves only that file and no tool reaches another. Ask the "
                     "person who runs sqlgate to run the whole undo hint (its --db names the "
-                    "database), or undo_call an id ending in @" + mine,
+                    f"database), or undo_call an id ending in @{mine}",
                 )
             )
 
@@ -195,7 +194,7 @@ class UndoRestore:
         self._check_database(target)
         with self.db.writing() as conn, immediate_transaction(conn):
             changeset_id = (
-                self._changeset_of_call(conn, target)
+                self._changeset_of_call(conn, target.audit_id, target)
                 if target.audit_id is not None
                 else int(target.changeset or 0)
             )
