@@ -103,7 +103,7 @@ _POLICY = (
 TARGETS: dict[str, tuple[str, ...]] = {
     "engine/names.py": _POLICY,
     "engine/policy.py": _POLICY,
-    "engine/preflight.py": ("tests/engine/test_preflight.py",),
+    "engine/preflight.py": ("tests/engine/test_preflight.py", "tests/test_service_refusals.py"),
     "engine/where.py": ("tests/engine/test_where.py",),
     # through whole services: the facts come from a real schema, the fallback from SQLite
     "engine/where_check.py": ("tests/test_service_where.py",),
