@@ -122,6 +122,7 @@ async def test_each_limit_announces_this_servers_default_and_maximum(
     search = listed["search_text"].input_schema["properties"]["limit"]["description"]
     assert read_says in read
     assert search_says in search
-    assert "larger is lowered" in read and "larger is lowered" in search
+    assert "larger is lowered" in read
+    assert "larger is lowered" in search
     announced = listed["search_text"].input_schema["properties"]["limit"]["default"]
     assert f"default {announced}," in search_says
