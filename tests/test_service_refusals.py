@@ -126,6 +126,14 @@ CASES = [
     ("destructive_query", "DROP TABLE query_log"),
     ("write_query", "ALTER TABLE query_log ADD COLUMN c"),
     ("write_query", "CREATE INDEX ql_tool ON query_log(tool)"),
+    # from read_query, these once sent the agent to write_query, which refused them too
+    ("read_query", "CREATE INDEX ql_tool ON query_log(tool)"),
+    ("read_query", "CREATE UNIQUE INDEX IF NOT EXISTS main.ql_id ON main.query_log (id)"),
+    ("read_query", "REINDEX query_log"),
+    ("read_query", "REINDEX main.query_log"),
+    ("write_query", "REINDEX query_log"),
+    ("read_query", "CREATE TRIGGER tq AFTER INSERT ON query_log BEGIN SELECT 1; END"),
+    ("write_query", "CREATE TRIGGER tq BEFORE UPDATE OF tool ON query_log BEGIN SELECT 1; END"),
     ("write_query", "CREATE TABLE query_log(x)"),
     ("write_query", "CREATE TABLE r(id INTEGER REFERENCES query_log(id))"),
     (

@@ -544,3 +544,99 @@ def test_a_name_that_is_not_a_server_name_to_sqlite_is_not_refused() -> None:
         check_tier(
             inspect_statement('ALTER TABLE x RENAME TO "MEMORY_CHECKPOINTS"'), Tier.DESTRUCTIVE
         )
+
+
+@pytest.mark.parametrize(
+    ("sql", "pragma"),
+    [
+        pytest.param("PRAGMA user_version", ("user_version", None), id="read"),
+        pytest.param("PRAGMA user_version = 3", ("user_version", "3"), id="set"),
+        pytest.param("PRAGMA main.user_version = 3", ("user_version", "3"), id="schema-set"),
+        pytest.param("PRAGMA table_info(t)", ("table_info", "t"), id="call"),
+        pytest.param("PRAGMA main.table_info(t)", ("table_info", "t"), id="schema-call"),
+        pytest.param("PRAGMA foreign_keys = OFF", ("foreign_keys", "OFF"), id="word-value"),
+        pytest.param("PRAGMA journal_mode =", ("journal_mode", ""), id="value-missing"),
+        pytest.param("PRAGMA journal_mode (", ("journal_mode", ""), id="paren-unclosed"),
+        pytest.param("PRAGMA user_version;", ("user_version", None), id="then-semicolon"),
+        pytest.param("PRAGMA", None, id="no-name"),
+        pytest.param("PRAGMA (", None, id="punctuation"),
+    ],
+)
+def test_a_pragma_is_read_as_its_name_and_value(
+    sql: str, pragma: tuple[str, str | None] | None
+) -> None:
+    assert inspect_statement(sql).pragma == pragma
+
+
+@pytest.mark.parametrize(
+    ("sql", "explained"),
+    [
+        pytest.param("EXPLAIN DELETE FROM t", "DELETE", id="delete"),
+        pytest.param("EXPLAIN QUERY PLAN DELETE FROM t", "DELETE", id="plan-of-delete"),
+        pytest.param("EXPLAIN SELECT 1", "SELECT", id="select"),
+        pytest.param("EXPLAIN QUERY PLAN SELECT 1", "SELECT", id="plan-of-select"),
+        pytest.param("explain query plan drop table t", "DROP TABLE", id="any-case"),
+        pytest.param("SELECT 1", None, id="no-explain"),
+    ],
+)
+def test_an_explain_is_read_as_what_it_explains(sql: str, explained: str | None) -> None:
+    assert inspect_statement(sql).explained == explained
+
+
+@pytest.mark.parametrize(
+    ("sql", "on_table"),
+    [
+        pytest.param("CREATE INDEX i ON t(a)", "t", id="index"),
+        pytest.param("CREATE UNIQUE INDEX IF NOT EXISTS main.i ON main.t (a)", "t", id="schema"),
+        pytest.param(
+            "CREATE TRIGGER tr AFTER INSERT ON t BEGIN INSERT INTO u SELECT 1 FROM v JOIN w ON 1; "
+            "END",
+            "t",
+            id="trigger-the-first-on",
+        ),
+        pytest.param("CREATE TRIGGER tr BEFORE UPDATE OF a ON t BEGIN SELECT 1; END", "t", id="of"),
+        pytest.param("CREATE INDEX i", None, id="no-on"),
+        pytest.param("CREATE INDEX i ON (", None, id="on-nothing"),
+        pytest.param("CREATE TABLE t AS SELECT 1 FROM a JOIN b ON 1", None, id="not-an-index"),
+        pytest.param("SELECT 1 FROM a JOIN b ON 1", None, id="select"),
+    ],
+)
+def test_an_index_or_trigger_names_the_table_it_is_on(sql: str, on_table: str | None) -> None:
+    assert inspect_statement(sql).on_table == on_table
+
+
+@pytest.mark.parametrize(
+    ("sql", "tier"),
+    [
+        pytest.param("REINDEX query_log", R, id="reindex-in-read"),
+        pytest.param("CREATE INDEX i ON query_log(id)", R, id="index-in-read"),
+        pytest.param(
+            "CREATE TRIGGER tr AFTER INSERT ON query_log BEGIN SELECT 1; END",
+            W,
+            id="trigger-in-write",
+        ),
+        pytest.param("DELETE FROM query_log", W, id="delete-in-write"),
+        pytest.param("DROP TABLE query_log", W, id="drop-in-write"),
+        pytest.param("ALTER TABLE query_log ADD COLUMN c", R, id="alter-in-read"),
+    ],
+)
+def test_a_statement_on_a_server_table_is_refused_in_every_tier_words(sql: str, tier: Tier) -> None:
+    with pytest.raises(PolicyDenied, match="query_log is a sqlgate server object") as caught:
+        check_tier(inspect_statement(sql), tier, frozenset({"query_log"}))
+    assert "no tool will" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("sql", "tier", "tool"),
+    [
+        # the statement is refused in this tier, but not for its table: advice, not a veto
+        pytest.param("CREATE INDEX i ON notes(id)", R, "write_query", id="index-of-a-user-table"),
+        pytest.param("REINDEX notes", R, "write_query", id="reindex-of-a-user-table"),
+        pytest.param("SELECT 1", W, "read_query", id="a-read-in-write"),
+        pytest.param("CREATE VIEW v AS SELECT 1", R, "create_view", id="a-view"),
+    ],
+)
+def test_a_statement_on_a_user_table_is_sent_to_its_tool(sql: str, tier: Tier, tool: str) -> None:
+    with pytest.raises(PolicyDenied, match=f"use {tool}") as caught:
+        check_tier(inspect_statement(sql), tier, frozenset({"query_log"}))
+    assert "no tool will" not in str(caught.value)

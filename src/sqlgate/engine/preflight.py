@@ -91,6 +91,7 @@ class Statement:
     # PRAGMA name [= value | (value)]: (name, value or None)
     pragma: tuple[str, str | None] | None = None
     explained: str | None = None  # the kind of statement an EXPLAIN [QUERY PLAN] explains
+    on_table: str | None = None  # the table a CREATE INDEX or CREATE TRIGGER is ON
 
 
 def _after_parens(tokens: list[Token], at: int) -> int:
@@ -271,6 +272,15 @@ def _created_name(tokens: list[Token], verb_at: int) -> tuple[str, ...]:
     return () if name is None else (name,)
 
 
+def _on_table(tokens: list[Token], verb_at: int) -> str | None:
+    """The table after the first ON of a CREATE INDEX / CREATE TRIGGER (its own table: a
+    trigger's body, where other ONs may stand, comes after it)."""
+    for at in range(verb_at + 1, len(tokens)):
+        if word(tokens[at]) == "ON":
+            return _name_at(tokens, at + 1)[0]
+    return None
+
+
 def _dropped_or_altered(tokens: list[Token], verb_at: int) -> str | None:
     """The object a DROP <kind> [IF EXISTS] name or an ALTER TABLE name acts on."""
     at = verb_at + 2
@@ -357,6 +367,7 @@ def inspect_statement(sql: str) -> Statement:
     if kind.startswith("DROP ") or kind == "ALTER TABLE":
         target = _dropped_or_altered(tokens, verb_at)
     pragma = _pragma(tokens, verb_at) if kind == "PRAGMA" else None
+    on_table = _on_table(tokens, verb_at) if kind in ("CREATE INDEX", "CREATE TRIGGER") else None
     explained = _explained(tokens, verb_at) if kind == "EXPLAIN" else None
     fts_delete = kind in ("INSERT", "REPLACE") and _is_fts_delete(tokens, target, after)
     writes: tuple[str, ...] = ()
@@ -368,8 +379,9 @@ def inspect_statement(sql: str) -> Statement:
     elif kind == "ALTER TABLE":
         writes = _renamed_to(tokens, verb_at)
     return Statement(
-        kind, has_where, fts_delete, writes, target, pragma=pragma, explained=explained
-    )
+        kind, has_where, fts_delete, writes, target, pragma=pragma, explained=explained,
+        on_table=on_table,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -560,10 +572,12 @@ def check_tier(
 def _refuse_in_every_tier(statement: Statement, server_names: frozenset[str]) -> None:
     """Refuse, saying so, a statement that the tool it belongs to would refuse as well, so
     the advice never sends the agent to a second refusal."""
-    kind, target = statement.kind, statement.target
-    acts = kind in _DML_KINDS or kind.startswith("DROP ") or kind == "ALTER TABLE"
-    if acts and target is not None and fold_name(target) in server_names:
-        raise PolicyDenied(server_object_message(target))
+    kind = statement.kind
+    acts = kind in _DML_KINDS or kind.startswith("DROP ") or kind in ("ALTER TABLE", "REINDEX")
+    # what it writes, drops, alters or rebuilds, or the table it indexes or triggers on
+    for target in (statement.target if acts else None, statement.on_table):
+        if target is not None and fold_name(target) in server_names:
+            raise PolicyDenied(server_object_message(target))
     if statement.pragma is not None:
         name, value = statement.pragma
         verdict = decide(Tier.READ, Operation("PRAGMA", name, value), server_names)
