@@ -633,10 +633,21 @@ def test_a_statement_on_a_server_table_is_refused_in_every_tier_words(sql: str, 
         pytest.param("CREATE INDEX i ON notes(id)", R, "write_query", id="index-of-a-user-table"),
         pytest.param("REINDEX notes", R, "write_query", id="reindex-of-a-user-table"),
         pytest.param("SELECT 1", W, "read_query", id="a-read-in-write"),
-        pytest.param("CREATE VIEW v AS SELECT 1", R, "create_view", id="a-view"),
+        pytest.param(
+            "CREATE VIEW v AS SELECT 1",
+            R,
+            r"create_view \(the view's name in name, the SELECT alone in select_sql\)",
+            id="a-view",
+        ),
     ],
 )
 def test_a_statement_on_a_user_table_is_sent_to_its_tool(sql: str, tier: Tier, tool: str) -> None:
     with pytest.raises(PolicyDenied, match=f"use {tool}") as caught:
         check_tier(inspect_statement(sql), tier, frozenset({"query_log"}))
     assert "no tool will" not in str(caught.value)
+
+
+def test_an_explain_of_a_view_or_a_change_is_refused_as_no_tool_will() -> None:
+    for sql in ("EXPLAIN CREATE VIEW v AS SELECT 1", "EXPLAIN QUERY PLAN DELETE FROM t"):
+        with pytest.raises(PolicyDenied, match=r"EXPLAIN of .* is not allowed: no tool will"):
+            check_tier(inspect_statement(sql), R, frozenset())
