@@ -104,6 +104,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "engine/names.py": _POLICY,
     "engine/policy.py": _POLICY,
     "engine/preflight.py": ("tests/engine/test_preflight.py", "tests/test_service_refusals.py"),
+    "engine/tier_check.py": ("tests/engine/test_preflight.py", "tests/test_service_refusals.py"),
     "engine/where.py": ("tests/engine/test_where.py",),
     # through whole services: the facts come from a real schema, the fallback from SQLite
     "engine/where_check.py": ("tests/test_service_where.py",),

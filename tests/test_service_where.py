@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sqlgate.engine.preflight import unfiltered_update_message
+from sqlgate.engine.tier_check import unfiltered_update_message
 from sqlgate.errors import PolicyDenied, SqlError
 from sqlgate.service import Service
 from tests.undo_hint import plain

@@ -10,13 +10,11 @@ from sqlgate.engine.policy import Tier
 from sqlgate.engine.preflight import (
     DropIfExists,
     Statement,
-    check_tier,
     drop_if_exists,
     emptied_table,
     inspect_statement,
-    unfiltered_update_message,
-    validate_new_name,
 )
+from sqlgate.engine.tier_check import check_tier, unfiltered_update_message, validate_new_name
 from sqlgate.errors import InvalidArgument, PolicyDenied
 
 R, W, D, V = Tier.READ, Tier.WRITE, Tier.DESTRUCTIVE, Tier.VIEW
@@ -309,6 +307,10 @@ def test_check_tier_refuses_never_kinds_in_every_tier(sql: str, phrase: str, tie
         pytest.param("REINDEX t", W, id="reindex-write"),
         pytest.param("REINDEX main.t_x", W, id="reindex-qualified-write"),
         pytest.param("REINDEX t", D, id="reindex-destructive"),
+        pytest.param("DROP TRIGGER tr", D, id="drop-trigger-destructive"),
+        pytest.param("DROP VIEW v", D, id="drop-view-destructive"),
+        # a WITH that ends before its statement: SQLite reports the syntax error itself
+        pytest.param("WITH x AS (SELECT 1)", R, id="unfinished-with-read"),
     ],
 )
 def test_check_tier_accepts_what_the_tier_takes(sql: str, tier: Tier) -> None:

@@ -24,8 +24,8 @@ from sqlgate.engine.framing import one_line
 from sqlgate.engine.limits import SQLITE_INT_MAX, SQLITE_INT_MIN, CallControl, Deadline, watched
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import Tier
-from sqlgate.engine.preflight import destructive_keeps
 from sqlgate.engine.sqltext import has_more_statements
+from sqlgate.engine.tier_check import destructive_keeps
 from sqlgate.errors import (
     DatabaseBusy,
     InvalidArgument,

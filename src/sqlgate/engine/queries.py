@@ -25,9 +25,10 @@ from sqlgate.engine.limits import CallControl, Clock, Deadline, ResultCaps
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.outcome import Outcome, unchanged, with_note
 from sqlgate.engine.policy import Operation, Tier
-from sqlgate.engine.preflight import Statement, check_tier, drop_if_exists, inspect_statement
+from sqlgate.engine.preflight import Statement, drop_if_exists, inspect_statement
 from sqlgate.engine.snapshots import rotate_snapshots, take_snapshot
 from sqlgate.engine.sqltext import has_more_statements
+from sqlgate.engine.tier_check import check_tier
 from sqlgate.engine.undo import (
     ShapeCache,
     StoredChangeset,

@@ -18,7 +18,8 @@ import apsw
 
 from sqlgate.engine.execute import Bindings, RunContext, run_statement
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.preflight import Statement, unfiltered_update_message
+from sqlgate.engine.preflight import Statement
+from sqlgate.engine.tier_check import unfiltered_update_message
 from sqlgate.errors import PolicyDenied
 
 if TYPE_CHECKING:  # `where` parses with sqlglot: imported when an UPDATE is judged
