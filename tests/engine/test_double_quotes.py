@@ -130,3 +130,21 @@ def test_create_views_select_gets_its_own_rewrite(flights: Service) -> None:
     assert message.endswith(
         "Send instead, as select_sql: SELECT n FROM flights WHERE Airline = 'JetBlue Airways'"
     )
+
+
+def test_a_huge_statement_is_not_echoed_back(flights: Service) -> None:
+    # the agent has its statement: a rewrite of a long one, or a long string quoted back,
+    # would cost it its own text again in tokens
+    long_text = "x" * 100_000
+    with pytest.raises(SqlError) as caught:
+        flights.read_query(f'SELECT * FROM flights WHERE Airline = "{long_text}"')
+    message = str(caught.value)
+    assert len(message) < 500, message[:600]
+    assert "(100000 characters)" in message
+    assert "text goes in 'single quotes'" in message
+    assert "Send instead" not in message
+    many = ", ".join(f'"airline {i}"' for i in range(2000))
+    with pytest.raises(SqlError) as caught:
+        flights.read_query(f"SELECT * FROM flights WHERE Airline IN ({many})")
+    assert len(str(caught.value)) < 500
+    assert "Send instead" not in str(caught.value)

@@ -20,7 +20,7 @@ import apsw
 
 from sqlgate.engine.authorizer import PolicyRecorder, recording
 from sqlgate.engine.double_quotes import double_quoted_string, single_quoted
-from sqlgate.engine.framing import one_line
+from sqlgate.engine.framing import abridged, one_line
 from sqlgate.engine.limits import SQLITE_INT_MAX, SQLITE_INT_MIN, CallControl, Deadline, watched
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import Tier
@@ -52,6 +52,8 @@ Bindings = Sequence[Any] | Mapping[str, Any] | None
 T = TypeVar("T")
 
 _SCALARS = (str, int, float, type(None))
+# the longest statement a double-quoted string is answered with, rewritten, ready to send
+REWRITE_MAX_CHARS = 2000
 # a lone UTF-16 surrogate is a valid Python str but no UTF-8: SQLite could not store it
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ADVICE = (
@@ -222,10 +224,12 @@ def params_mismatch(names: Sequence[str | None], bindings: Bindings) -> InvalidA
 
 def _double_quoted(ctx: RunContext, sql: str, text: str) -> SqlError:
     """SQLite read a "double-quoted" string as a column: say so, with the rewrite to send."""
-    said = f'SQLite error: no such column: "{one_line(text)}" - double quotes name a column; '
-    said += "text goes in 'single quotes'"
+    said = f'SQLite error: no such column: "{abridged(one_line(text))}" - double quotes name a '
+    said += "column; text goes in 'single quotes'"
     argument, sent = ctx.sent if ctx.sent is not None else ("", sql)
-    rewrite = single_quoted(ctx.conn, sent, text, statement=argument != "where")
+    rewrite = None  # a long statement is not sent back: the agent has it
+    if len(sent) <= REWRITE_MAX_CHARS:
+        rewrite = single_quoted(ctx.conn, sent, text, statement=argument != "where")
     if rewrite is None:
         return SqlError(f"{said}. Next: rewrite the string, or call describe_table for the columns")
     as_what = f", as {argument}" if argument else ""

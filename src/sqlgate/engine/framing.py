@@ -111,6 +111,12 @@ def one_line(text: str) -> str:
     return text.translate(_ESCAPED_BREAKS)
 
 
+def abridged(text: str, most: int = 60, keep: int = 40) -> str:
+    """`text` if at most `most` characters, else its first `keep` and its length: a message
+    that quotes an agent's text back does not cost it that text again."""
+    return text if len(text) <= most else f"{text[:keep]}… ({len(text)} characters)"
+
+
 def one_line_json(value: Any) -> str:
     """`value` as JSON on one line, whatever line separators its strings hold."""
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": ")).translate(_JSON_BREAKS)
