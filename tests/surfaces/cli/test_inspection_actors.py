@@ -166,40 +166,6 @@ def test_log_table_keeps_the_actor_inside_a_shortened_session(team: Path) -> Non
     assert {row[3] for row in _table_rows(out).values()} == {f"s-…471d28/…/{tag}"}
 
 
-@pytest.mark.parametrize(
-    ("session", "shown"),
-    [
-        pytest.param(f"{SERVER}/alice/5c91b6bf", "s-…471d28/alice/5c91b6bf", id="stateful"),
-        pytest.param(f"{SERVER}/alice", "s-…471d28/alice", id="stateless"),
-        pytest.param(
-            f"{SERVER}/a.b@example.com/5c91b6bf", "s-…471d28/a.b@example.com/5c91b6bf", id="email"
-        ),
-        pytest.param(f"{SERVER}-x", f"{SERVER}-x", id="another-name-whole"),
-    ],
-)
-def test_a_shortened_session_keeps_its_actor_and_connection(session: str, shown: str) -> None:
-    from sqlgate.surfaces.cli.inspection import _short_session
-
-    assert _short_session(session) == shown
-    assert _short_session(session, "someone else") == shown
-
-
-@pytest.mark.parametrize(
-    ("session", "actor", "shown"),
-    [
-        pytest.param(f"{SERVER}/alice/5c91b6bf", "alice", "s-…471d28/…/5c91b6bf", id="stateful"),
-        pytest.param(f"{SERVER}/alice", "alice", "s-…471d28/…", id="stateless"),
-        pytest.param(SERVER, "local", "s-…471d28", id="stdio"),
-    ],
-)
-def test_a_session_leaves_out_the_actor_the_column_beside_shows(
-    session: str, actor: str, shown: str
-) -> None:
-    from sqlgate.surfaces.cli.inspection import _short_session
-
-    assert _short_session(session, actor) == shown
-
-
 # -- stats ----------------------------------------------------------------------------------
 def test_stats_json_counts_calls_per_actor(team: Path) -> None:
     import json

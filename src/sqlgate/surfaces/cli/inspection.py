@@ -31,6 +31,7 @@ from sqlgate.surfaces.cli.options import (
     settings_options,
     stderr_progress,
 )
+from sqlgate.surfaces.sessions import short_session as _short_session
 
 if TYPE_CHECKING:  # imported when a command runs, not at start-up
     pass
@@ -211,8 +212,6 @@ def _what(call: Mapping[str, Any]) -> str:
 
 
 _ISO_MOMENT = re.compile(r"(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(?:\.\d+)?Z")
-# sqlgate's session id, then an HTTP caller's actor and connection (engine.actors)
-_SESSION_ID = re.compile(r"([a-z]+)-\d{8}T\d{6}Z-([0-9a-f]+)(/.+)?")
 
 
 def _when(ts: str, previous_date: str | None) -> str:
@@ -223,26 +222,6 @@ def _when(ts: str, previous_date: str | None) -> str:
         return ts
     date, time = found.groups()
     return time if date == previous_date else f"{date} {time}"
-
-
-def _short_session(session: Any, actor: Any = None) -> str:
-    """`s-…471d28` for sqlgate's `s-20261202T035830Z-471d28`: its start time repeats the
-    calls' own, its random part tells it from the others. An HTTP caller's session goes on
-    with its actor and connection (`…/alice/5c91b6bf`, engine.actors): the actor is kept
-    unless it is `actor`, the row's own shown in the column beside (`s-…471d28/…/5c91b6bf`),
-    and the connection is kept. TSV and JSON keep the session whole."""
-    text = "" if session is None else str(session)
-    found = _SESSION_ID.fullmatch(text)
-    if found is None:
-        return text
-    short = f"{found.group(1)}-…{found.group(2)}"
-    rest = found.group(3)
-    if rest is None:
-        return short
-    who, _, connection = rest[1:].partition("/")
-    if actor is None or who != actor:
-        return short + rest
-    return f"{short}/…" + (f"/{connection}" if connection else "")
 
 
 _LOG_TABLE = (
