@@ -70,8 +70,10 @@ def test_activity_shows_each_calls_actor_and_dash_when_none_was_recorded(
 def test_activity_offers_every_recorded_actor_as_a_filter(client: TestClient) -> None:
     page = client.get("/").text
     form = page.split('<select name="actor">', 1)[1].split("</select>", 1)[0]
-    values = re.findall(r'<option value="([^"]*)"', form)
-    assert values == ["", "alice", "bob", LONG_MEMBER, "local", "-"]
+    options = re.findall(r'<option value="([^"]*)">([^<]*)</option>', form)
+    assert options == [("", "any actor"), ("alice", "alice"), ("bob", "bob"),
+                       (LONG_MEMBER, LONG_MEMBER), ("local", "local"),
+                       ("-", "- (not recorded)")]  # fmt: skip
 
 
 @pytest.mark.parametrize("actor", ["alice", "bob", "local", "-"])
@@ -222,6 +224,27 @@ def test_destructive_calls_show_who_asked_and_who_confirmed(confirmed: Path) -> 
     asked, confirmed_by = titles.index("asked by"), titles.index("confirmed by")
     shown = {n: (cells[asked - 1], cells[confirmed_by - 1]) for n, cells in rows(page).items()}
     assert shown == {5: ("bob", f"carol{SCRIPT}"), 4: ("-", "-"), 3: ("local", "-")}
+
+
+@pytest.mark.parametrize(
+    ("detail", "shown"),
+    [
+        pytest.param({"confirmed_by": "carol"}, "carol", id="a-name"),
+        pytest.param(
+            {"confirmed_by": {"actor": "carol", "via": "elicitation"}},
+            "carol",
+            id="an-object-naming-its-actor",
+        ),
+        pytest.param({"confirmed_by": ""}, "-", id="empty"),
+        pytest.param({"confirmed_by": None}, "-", id="null"),
+        pytest.param({"reason": "no confirmation asked"}, "-", id="absent"),
+        pytest.param({"confirmed_by": 7}, "7", id="another-value-as-json"),
+    ],
+)
+def test_who_confirmed_is_read_from_the_audit_detail(detail: dict[str, object], shown: str) -> None:
+    from sqlgate.surfaces.ui.destructive import confirmer
+
+    assert confirmer(detail) == shown
 
 
 # -- sessions that keep their actor ---------------------------------------------------------

@@ -109,7 +109,8 @@ def activity_page(console: Console, query: Mapping[str, str]) -> Page:
     rows = rows[:PAGE_ROWS]
     shown = {k: v for k, v in query.items() if k in FILTERS}
     form = el("form", {"method": "get", "action": "/", "class": "filters"},
-              select("actor", query.get("actor"), actors, "any actor"),
+              select("actor", query.get("actor"), actors, "any actor",
+                     {NOT_RECORDED: "- (not recorded)"}),
               text_input("session", query.get("session"), "session"),
               select("tool", query.get("tool"), tools, "any tool"),
               select("outcome", query.get("outcome"), OUTCOMES, "any outcome"),

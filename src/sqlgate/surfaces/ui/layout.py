@@ -135,9 +135,14 @@ def text_input(name: str, value: str | None, placeholder: str, size: int = 18) -
                         "placeholder": placeholder, "size": size})  # fmt: skip
 
 
-def select(name: str, value: str | None, choices: Sequence[str], blank: str) -> Markup:
+def select(
+    name: str, value: str | None, choices: Sequence[str], blank: str,
+    labels: Mapping[str, str] | None = None,
+) -> Markup:  # fmt: skip
+    """A filter's select: `blank` for none, then each choice (shown as its label, if any)."""
     options = [el("option", {"value": ""}, blank)]
-    options += [el("option", {"value": c, "selected": c == value}, c) for c in choices]
+    options += [el("option", {"value": c, "selected": c == value}, (labels or {}).get(c, c))
+                for c in choices]  # fmt: skip
     return el("select", {"name": name}, *options)
 
 
