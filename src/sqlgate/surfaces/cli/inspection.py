@@ -256,9 +256,11 @@ _LOG_TERMINAL = (
 def stats(as_json: bool, **values: Any) -> None:
     """Memory, claims and audit counts, and the rows of every table (chain checked cheaply).
 
-    `queued` counts audit rows waiting for the write lock (another process held it).
-    `replication`: running, restarting (Litestream died: its exit and last error), gone (the
-    process replicating it was killed), stopped, or not configured."""
+    The audited calls are counted by outcome and by actor (who made them; `-` for calls
+    recorded before sqlgate named actors). `queued` counts audit rows waiting for the write
+    lock (another process held it). `replication`: running, restarting (Litestream died: its
+    exit and last error), gone (the process replicating it was killed), stopped, or not
+    configured."""
     from sqlgate.engine.audit_queue import queued_rows
     from sqlgate.engine.limits import CallControl
     from sqlgate.surfaces.replication.status import replication_report
