@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -490,3 +491,32 @@ def test_a_revoke_ends_an_open_session_of_a_running_server_at_its_next_request(
         assert post_initialize(server.url, new).json()["reason"] == "member_removed"
     finally:
         server.stop()
+
+
+@pytest.mark.stdio
+@pytest.mark.anyio
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM is not a signal on Windows")
+async def test_a_tier_set_while_the_server_runs_changes_an_open_sessions_tools(db: Path) -> None:
+    import anyio
+
+    from sqlgate.surfaces.mcp.tool_tiers import tools_of_tier
+    from tests.surfaces.mcp.test_http import connected, start_server
+
+    token = add(db, "bob", "write")
+    server = start_server(db, "--token", "admin-token-for-the-tests-0123")
+    try:
+        with anyio.fail_after(60):
+            async with connected(server.url, token) as client:
+                before = {tool.name for tool in (await client.list_tools()).tools}
+                succeeded(run(db, "set", "bob", "--tier", "read"))
+                after = {tool.name for tool in (await client.list_tools()).tools}
+                refused = await client.call_tool("write_query", {"query": "CREATE TABLE t (x)"})
+        server.process.terminate()  # a clean stop: every audit row written before it ends
+        assert "database closed" in server.stderr_until_exit(30)
+    finally:
+        server.stop()
+    assert before == set(tools_of_tier("read", "write"))
+    assert after == set(tools_of_tier("read"))
+    assert refused.is_error
+    rows = read(db, "SELECT actor, tool, ok FROM query_log WHERE tool = 'write_query'")
+    assert rows == [("bob", "write_query", 0)]
