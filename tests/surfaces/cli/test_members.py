@@ -110,6 +110,14 @@ def test_members_help_lists_its_six_commands() -> None:
         assert f"  {command} " in output, output
 
 
+def test_add_help_states_the_name_rule_and_the_reserved_names() -> None:
+    from sqlgate.engine.actors import MAX_ACTOR_CHARS, RESERVED_ACTORS
+
+    output = " ".join(succeeded(invoke("add", "--help")).split())
+    assert f"NAME is 1 to {MAX_ACTOR_CHARS} letters, digits and . _ @ + : | -" in output
+    assert f"({', '.join(RESERVED_ACTORS)})" in output
+
+
 # -- add --------------------------------------------------------------------------------------
 
 

@@ -66,7 +66,7 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "members": LazyCommand(
         f"{_CLI}.members:members",
-        "Members of an HTTP team server: their tokens and tiers (add, list, revoke, ...).",
+        "Members of an HTTP team server, each with a token and a tier.",
     ),
     "replicate": LazyCommand(
         f"{_CLI}.replicate:replicate",

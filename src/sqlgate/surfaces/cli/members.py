@@ -140,7 +140,7 @@ def _print_token(member: Member, token: str, verb: str, url: str, as_json: bool)
 
 @click.group()
 def members() -> None:
-    """Members of an HTTP team server: their tokens and tiers (add, list, revoke, ...)."""
+    """Members of an HTTP team server, each with a token and a tier."""
 
 
 URL_OPTION = click.option(
