@@ -64,6 +64,10 @@ COMMANDS: dict[str, LazyCommand] = {
     "log": LazyCommand(
         f"{_CLI}.inspection:log", "The audit log (query_log): one row per tool call, newest first."
     ),
+    "members": LazyCommand(
+        f"{_CLI}.members:members",
+        "Members of an HTTP team server, each with a token and a tier.",
+    ),
     "replicate": LazyCommand(
         f"{_CLI}.replicate:replicate",
         "Replicate the database to URL until stopped (Ctrl-C or SIGTERM), without serving.",
