@@ -312,3 +312,21 @@ def test_bad_tokens_are_refused_with_their_reason_and_audited(
     actors = {reason: actor for actor, reason in rows}
     assert actors["expired"] == actors["no_scope"] == "carol"  # signed by the issuer: known
     assert actors["alg_none"] == actors["unknown_key"] == "(unknown)"  # claims not trusted
+
+
+def test_an_issuer_given_with_another_spelling_stops_the_start(
+    providers: tuple[Provider, Provider], tmp_path: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from sqlgate.surfaces.cli.app import main
+
+    provider, _ = providers
+    spelled = provider.issuer + "/"  # the provider's issuer has no trailing slash
+    result = CliRunner().invoke(main, [
+        "serve", "--transport", "http", "--db", str(tmp_path / "team.db"), "--port", "0",
+        "--token", ADMIN, "--oauth-issuer", spelled,
+    ])  # fmt: skip
+    assert result.exit_code == 8
+    assert f"says its issuer is '{provider.issuer}'; pass exactly that" in result.stderr
+    assert list(tmp_path.iterdir()) == []
