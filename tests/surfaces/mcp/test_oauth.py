@@ -474,8 +474,25 @@ async def test_the_resource_metadata_is_served_without_a_token(path: str) -> Non
     assert response.status_code == 200
     metadata = response.json()
     assert metadata["resource"] == AUDIENCE
-    assert [url.rstrip("/") for url in metadata["authorization_servers"]] == [ISSUER]
+    assert metadata["authorization_servers"] == [ISSUER]
     assert metadata["scopes_supported"] == [
         "sqlgate:read", "sqlgate:write", "sqlgate:destructive"
     ]  # fmt: skip
     assert metadata["bearer_methods_supported"] == ["header"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("issuer", "audience"),
+    [
+        pytest.param("https://idp.example.com", AUDIENCE, id="issuer-without-path"),
+        pytest.param(ISSUER, "https://sqlgate.example.com", id="resource-without-path"),
+    ],
+)
+async def test_the_metadata_names_issuer_and_resource_as_given(issuer: str, audience: str) -> None:
+    """Clients compare the issuer as a string (RFC 8414 §3.3): no slash may be added."""
+    app = Starlette(routes=metadata_routes(OAuthPolicy(issuer, audience)))
+    transport = httpx2.ASGITransport(app=app)
+    async with httpx2.AsyncClient(transport=transport, base_url="https://s.example") as client:
+        metadata = (await client.get("/.well-known/oauth-protected-resource")).json()
+    assert (metadata["authorization_servers"], metadata["resource"]) == ([issuer], audience)

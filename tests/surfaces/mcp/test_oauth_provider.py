@@ -38,6 +38,16 @@ import jwt
 import oidc_provider_mock
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
+from mcp import Client
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
+from pydantic import AnyUrl
 from werkzeug.serving import make_server
 
 from tests.surfaces.mcp.test_http import (
@@ -330,3 +340,60 @@ def test_an_issuer_given_with_another_spelling_stops_the_start(
     assert result.exit_code == 8
     assert f"says its issuer is '{provider.issuer}'; pass exactly that" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@dataclass
+class MemoryStorage:
+    """The SDK client's token storage, in memory."""
+
+    tokens: OAuthToken | None = None
+    client_info: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client_info
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client_info = client_info
+
+
+@pytest.mark.anyio
+async def test_the_sdks_oauth_client_finds_its_way_from_the_401(
+    providers: tuple[Provider, Provider], tmp_path: Path
+) -> None:
+    """What Claude Code does: discovery from the 401, registration, PKCE, the resource."""
+    provider, _ = providers
+    db = tmp_path / "team.db"
+    server = oauth_server(db, provider)
+    redirected: dict[str, str | None] = {}
+
+    async def consent(authorize_url: str) -> None:  # the person signs in as dave
+        async with httpx2.AsyncClient(timeout=CALL_SECONDS) as http:
+            answer = await http.post(authorize_url, data={"sub": "dave"})
+        back = parse_qs(urlsplit(answer.headers["Location"]).query)
+        redirected.update(code=back["code"][0], state=back.get("state", [None])[0])
+
+    async def callback() -> AuthorizationCodeResult:
+        return AuthorizationCodeResult(code=str(redirected["code"]), state=redirected["state"])
+
+    metadata = OAuthClientMetadata(
+        redirect_uris=[AnyUrl(REDIRECT)], scope="openid sqlgate:write",
+        token_endpoint_auth_method="client_secret_post", client_name="sdk client",
+    )  # fmt: skip
+    auth = OAuthClientProvider(server.url, metadata, MemoryStorage(), consent, callback)
+    try:
+        with anyio.fail_after(CALL_SECONDS * 2):
+            async with (
+                httpx2.AsyncClient(auth=auth, timeout=CALL_SECONDS) as http,
+                Client(streamable_http_client(server.url, http_client=http)) as client,
+            ):
+                answer = await call(client, "read_query", query="SELECT 6 * 7 AS answer")
+    finally:
+        stopped(server)
+    assert answer == "answer\n42\n# 1 rows"
+    assert audit_rows(db, "SELECT actor FROM query_log WHERE tool = 'read_query'") == [("dave",)]

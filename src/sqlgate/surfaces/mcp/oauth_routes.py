@@ -13,6 +13,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
+from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import AnyHttpUrl
 from starlette.routing import BaseRoute, Route
 
@@ -47,10 +48,15 @@ def metadata_challenge(policy: OAuthPolicy) -> str:
 def metadata_routes(policy: OAuthPolicy) -> list[BaseRoute]:
     """The SDK's metadata route for `policy`'s resource, and the same answer at the bare
     well-known path (for clients that look there first)."""
+    # validated by the SDK's model, which keeps an empty path empty: `AnyHttpUrl(url)` would
+    # add a slash, and clients compare the issuer as a string (RFC 8414 §3.3)
+    urls = ProtectedResourceMetadata.model_validate(
+        {"resource": policy.audience, "authorization_servers": [policy.issuer]}
+    )
     routes: list[BaseRoute] = list(
         create_protected_resource_routes(
-            resource_url=AnyHttpUrl(policy.audience),
-            authorization_servers=[AnyHttpUrl(policy.issuer)],
+            resource_url=urls.resource,
+            authorization_servers=urls.authorization_servers,
             scopes_supported=list(SCOPE_OF_TIER.values()),
             resource_name="sqlgate",
         )
