@@ -361,7 +361,8 @@ def test_discovery_falls_back_to_openid_and_reads_the_keys() -> None:
     uri, keys = discover(ISSUER, documents({
         metadata_urls(ISSUER)[2]: {"issuer": ISSUER, "jwks_uri": jwks_uri},
         jwks_uri: {"keys": [jwk_of(KEY, "k1"), {"kty": "oct", "kid": "s", "k": "c2VjcmV0"},
-                            {**jwk_of(OTHER_KEY, "enc"), "use": "enc"}]},
+                            {**jwk_of(OTHER_KEY, "enc"), "use": "enc"},
+                            {**jwk_of(OTHER_KEY, "rs512"), "alg": "RS512"}]},
     }))  # fmt: skip
     assert uri == jwks_uri
     assert sorted(keys.keys) == ["k1"]

@@ -23,11 +23,14 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import jwt
 from mcp.server.auth.provider import AccessToken
+
+if TYPE_CHECKING:
+    from mcp.server.auth.provider import TokenVerifier
 
 from sqlgate.engine.actors import AuthRefusal, Identity
 from sqlgate.errors import StartupError
@@ -72,8 +75,8 @@ def metadata_urls(issuer: str) -> list[str]:
 
 
 def keys_of(jwks: object) -> dict[str, jwt.PyJWK]:
-    """The RS256 signing keys of a JWKS document, by `kid` (keys without one, or for
-    encryption, or of another kind, are left out)."""
+    """The RS256 signing keys of a JWKS document, by `kid` (keys without one, for
+    encryption, for another algorithm, or of another kind are left out)."""
     found: dict[str, jwt.PyJWK] = {}
     entries = jwks.get("keys") if isinstance(jwks, dict) else None
     for entry in entries if isinstance(entries, list) else []:
@@ -81,6 +84,8 @@ def keys_of(jwks: object) -> dict[str, jwt.PyJWK]:
             continue
         kid = entry.get("kid")
         if not isinstance(kid, str) or entry.get("use", "sig") != "sig":
+            continue
+        if entry.get("alg", "RS256") != "RS256":  # a key meant for another algorithm
             continue
         try:
             found[kid] = jwt.PyJWK(entry, algorithm="RS256")
@@ -273,3 +278,9 @@ class JwtVerifier:
             subject=who.actor,
             claims={"iss": self.policy.issuer},
         )
+
+
+if TYPE_CHECKING:
+
+    def _an_sdk_token_verifier(verifier: JwtVerifier) -> TokenVerifier:
+        return verifier  # mypy checks that JwtVerifier implements the SDK's protocol
