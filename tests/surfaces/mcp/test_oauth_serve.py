@@ -107,3 +107,28 @@ def test_without_an_issuer_nothing_of_oauth_is_served(tmp_path: Path) -> None:
     assert jwt_like.status_code == 401
     assert jwt_like.json()["reason"] == "unknown_token"
     assert "resource_metadata" not in jwt_like.headers["www-authenticate"]
+
+
+@pytest.mark.parametrize(
+    ("option", "variable"),
+    [
+        ("--oauth-issuer", "SQLGATE_OAUTH_ISSUER"),
+        ("--oauth-audience", "SQLGATE_OAUTH_AUDIENCE"),
+        ("--oauth-name-claim", "SQLGATE_OAUTH_NAME_CLAIM"),
+    ],
+)
+def test_each_oauth_option_has_its_variable_and_says_so(option: str, variable: str) -> None:
+    from sqlgate.surfaces.cli.app import serve
+
+    (found,) = [p for p in serve.params if option in getattr(p, "opts", ())]
+    assert getattr(found, "envvar", None) == variable
+    assert f"[env {variable}]" in str(getattr(found, "help", ""))
+
+
+def test_a_bad_name_claim_from_the_environment_names_the_variable(tmp_path: Path) -> None:
+    result = serve_cli("--db", str(tmp_path / "a.db"), env={"SQLGATE_OAUTH_NAME_CLAIM": "upn"})
+    assert result.exit_code == 2
+    line = one_error_line(result)
+    assert "SQLGATE_OAUTH_NAME_CLAIM" in line
+    assert "'sub'" in line
+    assert list(tmp_path.iterdir()) == []
