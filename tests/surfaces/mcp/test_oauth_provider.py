@@ -264,6 +264,8 @@ async def test_a_token_from_the_flow_calls_tools_as_its_subject(
     ]
     # `<server session>/<actor>[/<connection>]` (engine.actors.caller_session)
     assert [session.split("/")[1] for _, _, _, session in rows] == [a for a, _, _, _ in rows]
+    assert f"accepting OAuth access tokens of {provider.issuer} for {server.url}" in stderr
+    assert metadata_url in stderr
     assert "Traceback" not in stderr
 
 

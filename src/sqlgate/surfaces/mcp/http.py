@@ -272,6 +272,17 @@ def _announce(url: str, token: Token | None) -> None:
     sys.stderr.flush()
 
 
+def _announce_oauth(verifier: JwtVerifier) -> None:
+    from sqlgate.surfaces.mcp.oauth_routes import metadata_url
+
+    policy = verifier.policy
+    sys.stderr.write(
+        f"sqlgate: accepting OAuth access tokens of {policy.issuer} for {policy.audience} "
+        f"(named by their {policy.name_claim}); resource metadata at {metadata_url(policy)}\n"
+    )
+    sys.stderr.flush()
+
+
 def announcing_server_class() -> type[Any]:
     import uvicorn
 
@@ -392,7 +403,13 @@ def serve_http(
             app, lifespan="on", loop="asyncio", log_level="warning", access_log=False,
             server_header=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         )  # fmt: skip
-        server = announcing_server_class()(config, lambda: _announce(_url(sock), required), stops)
+
+        def announce() -> None:
+            _announce(_url(sock), required)
+            if verifier is not None:
+                _announce_oauth(verifier)
+
+        server = announcing_server_class()(config, announce, stops)
         with nullcontext() if stops is None else stops.serving(server.stop_now):
             server.run(sockets=[sock])
     finally:
