@@ -242,13 +242,14 @@ class Service:
             db.close()
             raise
 
-    def close(self) -> None:
-        """Write the queued audit rows (waiting up to --busy-timeout for the lock; what still
-        waits stays queued for the next process), then close the database."""
+    def close(self, wait: float | None = None) -> None:
+        """Write the queued audit rows (waiting up to `wait` seconds, --busy-timeout unless
+        given, for the lock; what still waits stays queued for the next process), then close
+        the database."""
         if not self._closed.is_set():
             self._closed.set()
             try:
-                self.audit.close(self.settings.busy_timeout)
+                self.audit.close(self.settings.busy_timeout if wait is None else wait)
             finally:
                 self.db.close()
 
