@@ -90,6 +90,7 @@ class AuditRow:
     actor: str | None
     session: str
     tool: str
+    query: str | None
     ok: bool
     error: str | None
     detail: dict[str, Any]
@@ -99,10 +100,10 @@ def audit_rows(db: Path, where: Callable[[AuditRow], bool] = lambda row: True) -
     """The audit log as the file holds it now (the server writes each row at once)."""
     with closing(apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)) as conn:
         found = conn.execute(
-            "SELECT id, actor, session, tool, ok, error, detail FROM query_log ORDER BY id"
+            "SELECT id, actor, session, tool, query, ok, error, detail FROM query_log ORDER BY id"
         ).fetchall()
     rows = [
-        AuditRow(int(i), a, str(s), str(t), bool(ok), e, json.loads(d) if d else {})
-        for i, a, s, t, ok, e, d in found
+        AuditRow(int(i), a, str(s), str(t), q, bool(ok), e, json.loads(d) if d else {})
+        for i, a, s, t, q, ok, e, d in found
     ]
     return [row for row in rows if where(row)]
