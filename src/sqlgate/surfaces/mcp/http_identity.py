@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
@@ -51,6 +52,8 @@ __all__ = [
     "server_authenticator",
 ]
 
+# how often a long-lived GET stream's token is checked again (IdentityGate._watched)
+RECHECK_SECONDS = 10.0
 UNKNOWN_ACTOR = "(unknown)"  # a refused request's actor when its token names no one
 # what a client may fetch without a token: RFC 9728's protected-resource metadata
 PUBLIC_PATHS = ("/.well-known/oauth-protected-resource",)
@@ -202,12 +205,16 @@ class IdentityGate:
         *,
         challenge: str = "",
         audit: RefusalAudit | None = None,
+        recheck_seconds: float = RECHECK_SECONDS,
+        pause: Callable[[float], Awaitable[None]] = anyio.sleep,
     ) -> None:
         self.app = AuthContextMiddleware(app)
         self.public = app
         self.authenticate = authenticate
         self.challenge = challenge
         self.audit = audit
+        self.recheck_seconds = recheck_seconds
+        self.pause = pause  # between re-checks of a GET stream (tests drive it by hand)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -228,14 +235,64 @@ class IdentityGate:
         if isinstance(result, Identity):
             scope["user"] = SqlgateUser(result)
             scope["auth"] = AuthCredentials([SCOPE_OF_TIER[result.tier]])
-            await self.app(scope, receive, send)
+            if scope["type"] == "http":
+                assert found is not None
+                await self._watched(scope, receive, send, found)
+            else:
+                await self.app(scope, receive, send)
             return
-        if self.audit is not None and result is not MISSING:
-            self.audit.refused(result, scope)
+        await self._refuse(scope, send, result)
+
+    async def _refuse(self, scope: Scope, send: Send, refusal: AuthRefusal) -> None:
+        if self.audit is not None and refusal is not MISSING:
+            self.audit.refused(refusal, scope)
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
         else:
-            await self._unauthorized(send, result)
+            await self._unauthorized(send, refusal)
+
+    async def _watched(self, scope: Scope, receive: Receive, send: Send, token: bytes) -> None:
+        """Serve an accepted request and check its token again every `recheck_seconds`
+        for as long as its answer lasts: once the token names no one (revoked, removed),
+        the answer is ended (an SSE stream cleanly, a call in flight cancelled: its
+        statement interrupted, its audit row written) and the refusal audited. Most answers
+        end long before the first re-check; what it is for are the long ones: a legacy
+        session's standalone GET stream, open as long as the session, a 2026-07-28
+        `subscriptions/listen` stream, and a long call."""
+        started = finished = False
+
+        async def tracked(message: Any) -> None:
+            nonlocal started, finished
+            if message["type"] == "http.response.start":
+                started = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                finished = True
+            await send(message)
+
+        refused: AuthRefusal | None = None
+        async with anyio.create_task_group() as group:
+
+            async def watch() -> None:
+                nonlocal refused
+                while True:
+                    await self.pause(self.recheck_seconds)
+                    found = await self.authenticate(token)
+                    if isinstance(found, AuthRefusal):
+                        refused = found
+                        group.cancel_scope.cancel()
+                        return
+
+            group.start_soon(watch)
+            await self.app(scope, receive, tracked)
+            group.cancel_scope.cancel()  # the stream ended by itself
+        if refused is None:
+            return
+        if self.audit is not None:
+            self.audit.refused(refused, scope)
+        if not started:
+            await self._unauthorized(send, refused)
+        elif not finished:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _unauthorized(self, send: Send, refusal: AuthRefusal) -> None:
         error = {"missing_token": "", "malformed_header": "invalid_request"}.get(
