@@ -249,3 +249,21 @@ async def test_a_confirmation_reaches_only_the_session_that_made_the_call(
     assert row.actor == "bob"
     assert row.ok
     assert row.detail["confirmed_by"] == "bob"
+
+
+# -- a malformed header reaches the audit log of the file ---------------------------------------
+
+
+def test_a_malformed_header_is_answered_401_and_lands_in_the_audit_log(team: Team) -> None:
+    """Each malformed shape is tested in process (test_http_identity); here, the row."""
+    response = httpx2.post(
+        team.url, json={}, headers={**ACCEPT, "Authorization": f"Basic {team.tokens['dave']}"}
+    )
+    assert response.status_code == 401
+    assert response.json()["reason"] == "malformed_header"
+    (row,) = refused_rows(team.db, "malformed_header", "(unknown)")
+    assert row == {
+        "refused": True, "reason": "malformed_header", "peer": "127.0.0.1", "method": "POST",
+        "path": "/mcp",
+    }  # fmt: skip
+    assert team.tokens["dave"] not in str(audit_rows(team.db))  # never written down
