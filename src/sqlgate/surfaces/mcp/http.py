@@ -30,15 +30,18 @@ from sqlgate.surfaces.mcp.http_access import (
     MIN_TOKEN_CHARS,
     TOKENLESS_FLAG,
     ASGIApp,
+    Audience,
     Message,
     Receive,
     Scope,
     Send,
     Token,
+    audience_of,
     check_tokenless,
     is_loopback,
     rebinding_protection,
     require_loopback_socket,
+    required_token,
     token_for,
 )
 from sqlgate.surfaces.mcp.http_options import (
@@ -254,14 +257,40 @@ def _url(sock: socket.socket) -> str:
     return f"http://{shown}:{port}{MCP_PATH}"
 
 
-def _announce(url: str, token: Token | None) -> None:
+def _who_can_connect(token: Token | None, audience: Audience, db: object) -> list[str]:
+    """The lines saying who can connect (before the URL line, which says it is ready)."""
+    lines = []
+    if token is not None and not token.generated:
+        lines.append("the --token connects as admin (every tool)")
+    if audience.members:
+        many = "members" if audience.members != 1 else "member"
+        lines.append(
+            f"{audience.members} {many} can connect, each with their own token and tier "
+            f"(`sqlgate members list --db {db}`)"
+        )
+    if audience.oauth_issuer is not None:
+        lines.append(f"holders of access tokens from {audience.oauth_issuer} can connect")
+    lines.append(
+        f"to give a teammate their own token: sqlgate members add NAME --tier read --db {db}"
+    )
+    return [f"sqlgate: {line}\n" for line in lines]
+
+
+def _announce(
+    url: str, token: Token | None, audience: Audience | None = None, db: object = "PATH"
+) -> None:
     say = sys.stderr.write
+    if audience is not None:  # None: --insecure-no-token, where anyone can
+        for line in _who_can_connect(token, audience, db):
+            say(line)
     say(f"sqlgate: serving MCP over streamable HTTP at {url}\n")
-    if token is None:
+    if audience is None:
         say(
             f"sqlgate: WARNING: {TOKENLESS_FLAG}: no token is required, so any program or user "
             "on this machine can use this server; use it for tests only\n"
         )
+    elif token is None:
+        pass  # members (or OAuth clients) only: said above
     elif token.generated:
         say(
             "sqlgate: no --token given, so clients must send this generated one "
@@ -337,6 +366,9 @@ def serve_http(
     is called to stop it after the Service closed. With `stops` (`stop_signals()`), Ctrl-C
     and SIGTERM stop the server and the clean-up runs whole. With `oauth`, the issuer's
     metadata and keys are fetched once bound, before the Service opens (`oauth.discover`).
+
+    Without --token, a database with members (or with `oauth`) is served to them only, with
+    no admin identity (`http_access.required_token`).
     """
     import apsw
     import uvicorn
@@ -347,6 +379,7 @@ def serve_http(
     from sqlgate.service import Service
 
     required: Token | None = None
+    audience: Audience | None = None
     if insecure_no_token and oauth is not None:
         raise InvalidArgument(
             f"{TOKENLESS_FLAG} serves without any identity check, so --oauth-issuer cannot "
@@ -355,7 +388,8 @@ def serve_http(
     if insecure_no_token:
         check_tokenless(host, token)
     else:
-        required = token_for(host, token)
+        audience = audience_of(settings, None if oauth is None else oauth.issuer)
+        required = required_token(host, token, audience)
     sock = listen_socket(host, port)
     if insecure_no_token:
         try:
@@ -405,7 +439,7 @@ def serve_http(
         )  # fmt: skip
 
         def announce() -> None:
-            _announce(_url(sock), required)
+            _announce(_url(sock), required, audience, settings.db)
             if verifier is not None:
                 _announce_oauth(verifier)
 
