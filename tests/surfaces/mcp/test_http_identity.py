@@ -231,19 +231,30 @@ def test_a_flood_of_keys_forgets_the_old_ones() -> None:
 # -- a long-lived GET stream is re-checked -----------------------------------------------------
 
 
-class Ticks:
-    """The gate's pause between re-checks, driven by the test: `tick()` ends one pause."""
+class Rechecks:
+    """The gate's timer, run by the test: `fire()` runs the re-check that is due."""
 
     def __init__(self) -> None:
-        self.send, self.receive = anyio.create_memory_object_stream[None](10)
+        self.due: list[Callable[[], Awaitable[None]]] = []
         self.waits: list[float] = []
+        self.cancelled = 0
 
-    async def pause(self, seconds: float) -> None:
-        self.waits.append(seconds)
-        await self.receive.receive()
+    def schedule(self, delay: float, work: Callable[[], Awaitable[None]]) -> Callable[[], None]:
+        self.waits.append(delay)
+        self.due.append(work)
 
-    async def tick(self) -> None:
-        await self.send.send(None)
+        def cancel() -> None:
+            if work in self.due:
+                self.due.remove(work)
+                self.cancelled += 1
+
+        return cancel
+
+    async def fire(self) -> None:
+        await anyio.wait_all_tasks_blocked()  # the gate has set its timer by then
+        (work,) = self.due
+        self.due.remove(work)
+        await work()
 
 
 class Stream:
@@ -304,16 +315,16 @@ async def run_get(
 )
 async def test_a_stream_is_closed_once_its_member_is_revoked(members: Members, method: str) -> None:
     _, token = members.add("erin", "read")
-    ticks, stream, written = Ticks(), Stream(), []
+    rechecks, stream, written = Rechecks(), Stream(), []
     gate = gate_of(stream, members, written)
-    gate.pause = ticks.pause
+    gate.schedule = rechecks.schedule
 
     async def events(got: list[bytes]) -> None:
         await stream.send.send(b"data: one\n\n")
-        await ticks.tick()  # a re-check while erin is a member: the stream goes on
+        await rechecks.fire()  # a re-check while erin is a member: the stream goes on
         await stream.send.send(b"data: two\n\n")
         members.revoke("erin")
-        await ticks.tick()  # the next re-check ends it
+        await rechecks.fire()  # the next re-check ends it
         with anyio.fail_after(5):
             while b"<end>" not in got:
                 await anyio.wait_all_tasks_blocked()
@@ -326,19 +337,18 @@ async def test_a_stream_is_closed_once_its_member_is_revoked(members: Members, m
     assert (entry.actor, entry.detail["reason"], entry.detail["method"]) == (
         "erin", "token_revoked", method,
     )  # fmt: skip
-    assert ticks.waits
-    assert all(wait == gate.recheck_seconds for wait in ticks.waits)
+    assert rechecks.waits == [gate.recheck_seconds] * 2
 
 
 async def test_a_get_stream_of_a_member_that_stays_is_never_closed(members: Members) -> None:
     _, token = members.add("erin", "read")
-    ticks, stream, written = Ticks(), Stream(), []
+    rechecks, stream, written = Rechecks(), Stream(), []
     gate = gate_of(stream, members, written)
-    gate.pause = ticks.pause
+    gate.schedule = rechecks.schedule
 
     async def events(got: list[bytes]) -> None:
         for n in range(3):
-            await ticks.tick()
+            await rechecks.fire()
             await stream.send.send(b"data: %d\n\n" % n)
         with anyio.fail_after(5):
             while len(got) < 3:
@@ -349,3 +359,5 @@ async def test_a_get_stream_of_a_member_that_stays_is_never_closed(members: Memb
         got = await run_get(gate, token, events)
     assert got[:3] == [b"data: 0\n\n", b"data: 1\n\n", b"data: 2\n\n"]
     assert written == []
+    assert rechecks.waits == [gate.recheck_seconds] * 4  # the last cancelled at the end
+    assert (rechecks.due, rechecks.cancelled) == ([], 1)

@@ -22,10 +22,11 @@ runs as.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,7 +53,7 @@ __all__ = [
     "server_authenticator",
 ]
 
-# how often a long-lived GET stream's token is checked again (IdentityGate._watched)
+# how often the token of an answer still going on is checked again (IdentityGate._watched)
 RECHECK_SECONDS = 10.0
 UNKNOWN_ACTOR = "(unknown)"  # a refused request's actor when its token names no one
 # what a client may fetch without a token: RFC 9728's protected-resource metadata
@@ -63,6 +64,25 @@ Scope = Any
 Receive = Callable[[], Awaitable[Any]]
 Send = Callable[[Any], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+# run `work` in `delay` seconds unless the returned function is called first
+Recheck = Callable[[], Coroutine[Any, Any, None]]
+Schedule = Callable[[float, Recheck], Callable[[], None]]
+_rechecks: set[asyncio.Task[None]] = set()  # running re-checks, kept from the collector
+
+
+def call_later(delay: float, work: Recheck) -> Callable[[], None]:
+    """The event loop's timer (a task per request would cost each ~150 µs; a timer set and
+    cancelled costs a few)."""
+    loop = asyncio.get_running_loop()
+
+    def due() -> None:
+        task = loop.create_task(work())
+        _rechecks.add(task)
+        task.add_done_callback(_rechecks.discard)
+
+    return loop.call_later(delay, due).cancel
+
 
 SCOPE_OF_TIER = {tier: f"sqlgate:{tier}" for tier in ("read", "write", "destructive")}
 MISSING = AuthRefusal(
@@ -206,7 +226,7 @@ class IdentityGate:
         challenge: str = "",
         audit: RefusalAudit | None = None,
         recheck_seconds: float = RECHECK_SECONDS,
-        pause: Callable[[float], Awaitable[None]] = anyio.sleep,
+        schedule: Schedule | None = None,
     ) -> None:
         self.app = AuthContextMiddleware(app)
         self.public = app
@@ -214,7 +234,7 @@ class IdentityGate:
         self.challenge = challenge
         self.audit = audit
         self.recheck_seconds = recheck_seconds
-        self.pause = pause  # between re-checks of a GET stream (tests drive it by hand)
+        self.schedule = schedule or call_later  # the re-checks (tests run them by hand)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -256,10 +276,12 @@ class IdentityGate:
         for as long as its answer lasts: once the token names no one (revoked, removed),
         the answer is ended (an SSE stream cleanly, a call in flight cancelled: its
         statement interrupted, its audit row written) and the refusal audited. Most answers
-        end long before the first re-check; what it is for are the long ones: a legacy
-        session's standalone GET stream, open as long as the session, a 2026-07-28
-        `subscriptions/listen` stream, and a long call."""
-        started = finished = False
+        end long before the first re-check, which costs them a timer set and cancelled;
+        what it is for are the long ones: a legacy session's standalone GET stream, open as
+        long as the session, a 2026-07-28 `subscriptions/listen` stream, and a long call."""
+        started = finished = over = False
+        refused: AuthRefusal | None = None
+        stop: Callable[[], None]
 
         async def tracked(message: Any) -> None:
             nonlocal started, finished
@@ -269,22 +291,25 @@ class IdentityGate:
                 finished = True
             await send(message)
 
-        refused: AuthRefusal | None = None
-        async with anyio.create_task_group() as group:
+        with anyio.CancelScope() as answering:
 
-            async def watch() -> None:
-                nonlocal refused
-                while True:
-                    await self.pause(self.recheck_seconds)
-                    found = await self.authenticate(token)
-                    if isinstance(found, AuthRefusal):
-                        refused = found
-                        group.cancel_scope.cancel()
-                        return
+            async def recheck() -> None:
+                nonlocal refused, stop
+                if over:
+                    return
+                found = await self.authenticate(token)
+                if isinstance(found, AuthRefusal):
+                    refused = found
+                    answering.cancel()
+                elif not over:
+                    stop = self.schedule(self.recheck_seconds, recheck)
 
-            group.start_soon(watch)
-            await self.app(scope, receive, tracked)
-            group.cancel_scope.cancel()  # the stream ended by itself
+            stop = self.schedule(self.recheck_seconds, recheck)
+            try:
+                await self.app(scope, receive, tracked)
+            finally:
+                over = True
+                stop()
         if refused is None:
             return
         if self.audit is not None:
