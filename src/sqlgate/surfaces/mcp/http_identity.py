@@ -274,11 +274,12 @@ class IdentityGate:
     async def _watched(self, scope: Scope, receive: Receive, send: Send, token: bytes) -> None:
         """Serve an accepted request and check its token again every `recheck_seconds`
         for as long as its answer lasts: once the token names no one (revoked, removed),
-        the answer is ended (an SSE stream cleanly, a call in flight cancelled: its
-        statement interrupted, its audit row written) and the refusal audited. Most answers
+        its answer is ended (an SSE stream cleanly) and the refusal audited. Most answers
         end long before the first re-check, which costs them a timer set and cancelled;
         what it is for are the long ones: a legacy session's standalone GET stream, open as
-        long as the session, a 2026-07-28 `subscriptions/listen` stream, and a long call."""
+        long as the session, a 2026-07-28 `subscriptions/listen` stream, and the answer
+        stream of a long call (a legacy session's call runs in the session and finishes,
+        its answer undelivered; docs/security-model.md, "What the gate checks")."""
         started = finished = over = False
         refused: AuthRefusal | None = None
         stop: Callable[[], None]
