@@ -2,9 +2,10 @@
 
 Several MCP clients share one database through one `Service`, opened before the server
 starts and closed after it stops (never per MCP session). Every HTTP request must carry
-`Authorization: Bearer <token>`, compared in constant time, unless the server was started
-with `--insecure-no-token` (for tests, loopback only); `http_access` holds those rules and
-the DNS-rebinding check on loopback hosts.
+`Authorization: Bearer <token>` naming someone (`http_identity`: the admin --token, a
+member's token), unless the server was started with `--insecure-no-token` (for tests,
+loopback only); `http_access` holds the rules of which token is required and the
+DNS-rebinding check on loopback hosts.
 
 No CORS: the server never sends Access-Control-* headers, so browsers on other origins
 cannot read its answers; a preflight is answered 401 like any request without the token.
@@ -43,6 +44,7 @@ from sqlgate.surfaces.mcp.http_access import (
     require_loopback_socket,
     required_token,
     token_for,
+    who_can_connect,
 )
 from sqlgate.surfaces.mcp.http_options import (
     DEFAULT_HOST,
@@ -257,31 +259,12 @@ def _url(sock: socket.socket) -> str:
     return f"http://{shown}:{port}{MCP_PATH}"
 
 
-def _who_can_connect(token: Token | None, audience: Audience, db: object) -> list[str]:
-    """The lines saying who can connect (before the URL line, which says it is ready)."""
-    lines = []
-    if token is not None and not token.generated:
-        lines.append("the --token connects as admin (every tool)")
-    if audience.members:
-        many = "members" if audience.members != 1 else "member"
-        lines.append(
-            f"{audience.members} {many} can connect, each with their own token and tier "
-            f"(`sqlgate members list --db {db}`)"
-        )
-    if audience.oauth_issuer is not None:
-        lines.append(f"holders of access tokens from {audience.oauth_issuer} can connect")
-    lines.append(
-        f"to give a teammate their own token: sqlgate members add NAME --tier read --db {db}"
-    )
-    return [f"sqlgate: {line}\n" for line in lines]
-
-
 def _announce(
     url: str, token: Token | None, audience: Audience | None = None, db: object = "PATH"
 ) -> None:
     say = sys.stderr.write
     if audience is not None:  # None: --insecure-no-token, where anyone can
-        for line in _who_can_connect(token, audience, db):
+        for line in who_can_connect(token, audience, db):
             say(line)
     say(f"sqlgate: serving MCP over streamable HTTP at {url}\n")
     if audience is None:

@@ -58,6 +58,7 @@ __all__ = [
     "require_loopback_socket",
     "required_token",
     "token_for",
+    "who_can_connect",
 ]
 
 Scope = MutableMapping[str, Any]
@@ -173,6 +174,25 @@ def required_token(
             "--db PATH` (and put TLS in front: docs/how-to/team-server.md)"
         )
     return token_for(host, given, generate=generate)
+
+
+def who_can_connect(token: Token | None, audience: Audience, db: object) -> list[str]:
+    """The lines saying who can connect (before the URL line, which says it is ready)."""
+    lines = []
+    if token is not None and not token.generated:
+        lines.append("the --token connects as admin (every tool)")
+    if audience.members:
+        many = "members" if audience.members != 1 else "member"
+        lines.append(
+            f"{audience.members} {many} can connect, each with their own token and tier "
+            f"(`sqlgate members list --db {db}`)"
+        )
+    if audience.oauth_issuer is not None:
+        lines.append(f"holders of access tokens from {audience.oauth_issuer} can connect")
+    lines.append(
+        f"to give a teammate their own token: sqlgate members add NAME --tier read --db {db}"
+    )
+    return [f"sqlgate: {line}\n" for line in lines]
 
 
 def check_tokenless(host: str, given: str | None) -> None:
