@@ -267,3 +267,24 @@ def test_a_malformed_header_is_answered_401_and_lands_in_the_audit_log(team: Tea
         "path": "/mcp",
     }  # fmt: skip
     assert team.tokens["dave"] not in str(audit_rows(team.db))  # never written down
+
+
+def test_a_tier_change_applies_to_an_open_session_at_its_next_request(tmp_path: Path) -> None:
+    """The SDK binds a session to its principal (the member), not to its scopes: the
+    session goes on with the new tier, and a rotated token continues it too."""
+    team = open_team(tmp_path / "team.db", {"erin": "read"})
+    try:
+        session = RawSession(team.url, team.tokens["erin"]).open()
+        before = answer_of(session.request("tools/list", {}))["result"]["tools"]
+        members = team.members()
+        with closing(members.conn):
+            members.set_tier("erin", "write")
+            after = answer_of(session.request("tools/list", {}))["result"]["tools"]
+            _, rotated = members.rotate("erin")
+        made = session.call("write_query", token=rotated, query="CREATE TABLE t (x)")
+    finally:
+        team.server.stop()
+    assert "write_query" not in [tool["name"] for tool in before]
+    assert "write_query" in [tool["name"] for tool in after]
+    assert made.status_code == 200
+    assert answer_of(made)["result"]["isError"] is False
