@@ -361,3 +361,35 @@ async def test_a_get_stream_of_a_member_that_stays_is_never_closed(members: Memb
     assert written == []
     assert rechecks.waits == [gate.recheck_seconds] * 4  # the last cancelled at the end
     assert (rechecks.due, rechecks.cancelled) == ([], 1)
+
+
+async def test_a_recheck_that_fails_keeps_the_stream_and_checks_again(members: Members) -> None:
+    """A lookup that fails (the file busy, say) is no verdict: the next re-check decides."""
+    _, token = members.add("erin", "read")
+    rechecks, stream, written = Rechecks(), Stream(), []
+    gate = gate_of(stream, members, written)
+    gate.schedule = rechecks.schedule
+    real = gate.authenticate
+    failing = [True]
+
+    async def flaky(presented: bytes) -> Identity | AuthRefusal:
+        if failing and rechecks.waits:  # a re-check, not the first look
+            failing.clear()
+            raise apsw.BusyError("database is locked")
+        return await real(presented)
+
+    gate.authenticate = flaky
+
+    async def events(got: list[bytes]) -> None:
+        await rechecks.fire()  # fails: no verdict
+        await stream.send.send(b"data: still\n\n")
+        members.revoke("erin")
+        await rechecks.fire()  # decides
+        with anyio.fail_after(5):
+            while b"<end>" not in got:
+                await anyio.wait_all_tasks_blocked()
+
+    with anyio.fail_after(10):
+        got = await run_get(gate, token, events)
+    assert got == [b"data: still\n\n", b"", b"<end>"]
+    assert [entry.detail["reason"] for entry in written] == ["token_revoked"]

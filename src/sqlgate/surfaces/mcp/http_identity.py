@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ __all__ = [
     "server_authenticator",
 ]
 
+log = logging.getLogger(__name__)
 # how often the token of an answer still going on is checked again (IdentityGate._watched)
 RECHECK_SECONDS = 10.0
 UNKNOWN_ACTOR = "(unknown)"  # a refused request's actor when its token names no one
@@ -298,7 +300,11 @@ class IdentityGate:
                 nonlocal refused, stop
                 if over:
                     return
-                found = await self.authenticate(token)
+                try:
+                    found: Identity | AuthRefusal | None = await self.authenticate(token)
+                except Exception as exc:  # no verdict (the file busy): the next one decides
+                    log.warning("re-check of a request's token failed: %s", exc)
+                    found = None
                 if isinstance(found, AuthRefusal):
                     refused = found
                     answering.cancel()
