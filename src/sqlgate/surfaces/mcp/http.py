@@ -37,6 +37,7 @@ from sqlgate.surfaces.mcp.http_access import (
     Scope,
     Send,
     Token,
+    announce_start,
     audience_of,
     check_tokenless,
     is_loopback,
@@ -44,7 +45,6 @@ from sqlgate.surfaces.mcp.http_access import (
     require_loopback_socket,
     required_token,
     token_for,
-    who_can_connect,
 )
 from sqlgate.surfaces.mcp.http_options import (
     DEFAULT_HOST,
@@ -259,31 +259,6 @@ def _url(sock: socket.socket) -> str:
     return f"http://{shown}:{port}{MCP_PATH}"
 
 
-def _announce(
-    url: str, token: Token | None, audience: Audience | None = None, db: object = "PATH"
-) -> None:
-    say = sys.stderr.write
-    if audience is not None:  # None: --insecure-no-token, where anyone can
-        for line in who_can_connect(token, audience, db):
-            say(line)
-    say(f"sqlgate: serving MCP over streamable HTTP at {url}\n")
-    if audience is None:
-        say(
-            f"sqlgate: WARNING: {TOKENLESS_FLAG}: no token is required, so any program or user "
-            "on this machine can use this server; use it for tests only\n"
-        )
-    elif token is None:
-        pass  # members (or OAuth clients) only: said above
-    elif token.generated:
-        say(
-            "sqlgate: no --token given, so clients must send this generated one "
-            "(valid until the server stops):\n"
-            f"sqlgate:   Authorization: Bearer {token.value}\n"
-            "sqlgate: pass --token or SQLGATE_TOKEN to choose a token that survives restarts\n"
-        )
-    sys.stderr.flush()
-
-
 def _announce_oauth(verifier: JwtVerifier) -> None:
     from sqlgate.surfaces.mcp.oauth_routes import metadata_url
 
@@ -422,7 +397,7 @@ def serve_http(
         )  # fmt: skip
 
         def announce() -> None:
-            _announce(_url(sock), required, audience, settings.db)
+            announce_start(_url(sock), required, audience, settings.db)
             if verifier is not None:
                 _announce_oauth(verifier)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import ipaddress
 import secrets
 import socket
+import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -49,6 +50,7 @@ __all__ = [
     "Scope",
     "Send",
     "Token",
+    "announce_start",
     "audience_of",
     "check_tokenless",
     "host_header_allowed",
@@ -187,12 +189,37 @@ def who_can_connect(token: Token | None, audience: Audience, db: object) -> list
             f"{audience.members} {many} can connect, each with their own token and tier "
             f"(`sqlgate members list --db {db}`)"
         )
-    if audience.oauth_issuer is not None:
-        lines.append(f"holders of access tokens from {audience.oauth_issuer} can connect")
     lines.append(
         f"to give a teammate their own token: sqlgate members add NAME --tier read --db {db}"
     )
     return [f"sqlgate: {line}\n" for line in lines]
+
+
+def announce_start(
+    url: str, token: Token | None, audience: Audience | None = None, db: object = "PATH"
+) -> None:
+    """Say on stderr who can connect, then where the server listens (the line that says
+    it is ready), then the generated token or the --insecure-no-token warning."""
+    say = sys.stderr.write
+    if audience is not None:  # None: --insecure-no-token, where anyone can
+        for line in who_can_connect(token, audience, db):
+            say(line)
+    say(f"sqlgate: serving MCP over streamable HTTP at {url}\n")
+    if audience is None:
+        say(
+            f"sqlgate: WARNING: {TOKENLESS_FLAG}: no token is required, so any program or user "
+            "on this machine can use this server; use it for tests only\n"
+        )
+    elif token is None:
+        pass  # members (or OAuth clients) only: said above
+    elif token.generated:
+        say(
+            "sqlgate: no --token given, so clients must send this generated one "
+            "(valid until the server stops):\n"
+            f"sqlgate:   Authorization: Bearer {token.value}\n"
+            "sqlgate: pass --token or SQLGATE_TOKEN to choose a token that survives restarts\n"
+        )
+    sys.stderr.flush()
 
 
 def check_tokenless(host: str, given: str | None) -> None:
