@@ -2,9 +2,10 @@
 
 Several MCP clients share one database through one `Service`, opened before the server
 starts and closed after it stops (never per MCP session). Every HTTP request must carry
-`Authorization: Bearer <token>`, compared in constant time, unless the server was started
-with `--insecure-no-token` (for tests, loopback only); `http_access` holds those rules and
-the DNS-rebinding check on loopback hosts.
+`Authorization: Bearer <token>` naming someone (`http_identity`: the admin --token, a
+member's token), unless the server was started with `--insecure-no-token` (for tests,
+loopback only); `http_access` holds the rules of which token is required and the
+DNS-rebinding check on loopback hosts.
 
 No CORS: the server never sends Access-Control-* headers, so browsers on other origins
 cannot read its answers; a preflight is answered 401 like any request without the token.
@@ -30,15 +31,19 @@ from sqlgate.surfaces.mcp.http_access import (
     MIN_TOKEN_CHARS,
     TOKENLESS_FLAG,
     ASGIApp,
+    Audience,
     Message,
     Receive,
     Scope,
     Send,
     Token,
+    announce_start,
+    audience_of,
     check_tokenless,
     is_loopback,
     rebinding_protection,
     require_loopback_socket,
+    required_token,
     token_for,
 )
 from sqlgate.surfaces.mcp.http_options import (
@@ -254,24 +259,6 @@ def _url(sock: socket.socket) -> str:
     return f"http://{shown}:{port}{MCP_PATH}"
 
 
-def _announce(url: str, token: Token | None) -> None:
-    say = sys.stderr.write
-    say(f"sqlgate: serving MCP over streamable HTTP at {url}\n")
-    if token is None:
-        say(
-            f"sqlgate: WARNING: {TOKENLESS_FLAG}: no token is required, so any program or user "
-            "on this machine can use this server; use it for tests only\n"
-        )
-    elif token.generated:
-        say(
-            "sqlgate: no --token given, so clients must send this generated one "
-            "(valid until the server stops):\n"
-            f"sqlgate:   Authorization: Bearer {token.value}\n"
-            "sqlgate: pass --token or SQLGATE_TOKEN to choose a token that survives restarts\n"
-        )
-    sys.stderr.flush()
-
-
 def _announce_oauth(verifier: JwtVerifier) -> None:
     from sqlgate.surfaces.mcp.oauth_routes import metadata_url
 
@@ -337,6 +324,9 @@ def serve_http(
     is called to stop it after the Service closed. With `stops` (`stop_signals()`), Ctrl-C
     and SIGTERM stop the server and the clean-up runs whole. With `oauth`, the issuer's
     metadata and keys are fetched once bound, before the Service opens (`oauth.discover`).
+
+    Without --token, a database with members (or with `oauth`) is served to them only, with
+    no admin identity (`http_access.required_token`).
     """
     import apsw
     import uvicorn
@@ -347,6 +337,7 @@ def serve_http(
     from sqlgate.service import Service
 
     required: Token | None = None
+    audience: Audience | None = None
     if insecure_no_token and oauth is not None:
         raise InvalidArgument(
             f"{TOKENLESS_FLAG} serves without any identity check, so --oauth-issuer cannot "
@@ -355,7 +346,8 @@ def serve_http(
     if insecure_no_token:
         check_tokenless(host, token)
     else:
-        required = token_for(host, token)
+        audience = audience_of(settings, None if oauth is None else oauth.issuer)
+        required = required_token(host, token, audience)
     sock = listen_socket(host, port)
     if insecure_no_token:
         try:
@@ -405,7 +397,7 @@ def serve_http(
         )  # fmt: skip
 
         def announce() -> None:
-            _announce(_url(sock), required)
+            announce_start(_url(sock), required, audience, settings.db)
             if verifier is not None:
                 _announce_oauth(verifier)
 

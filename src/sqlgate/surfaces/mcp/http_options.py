@@ -41,8 +41,9 @@ def http_options(fn: F) -> F:
                      default=DEFAULT_PORT, show_default=True,
                      help="http: port to listen on (0: any free port) [env SQLGATE_PORT]"),
         click.option("--token", envvar="SQLGATE_TOKEN", default=None, metavar="SECRET",
-                     help="http: bearer token clients must send; generated on loopback if "
-                          "absent, required elsewhere [env SQLGATE_TOKEN]"),
+                     help="http: the admin's bearer token (every tool); optional when the "
+                          "database has members, else generated on loopback if absent and "
+                          "required elsewhere [env SQLGATE_TOKEN]"),
         # no environment variable on purpose: an inherited one must not turn the token off
         click.option(TOKENLESS_FLAG, "insecure_no_token", is_flag=True, default=False,
                      help="http, for tests only: serve on loopback without a token; every "
