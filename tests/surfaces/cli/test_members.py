@@ -24,7 +24,7 @@ import httpx2
 import pytest
 from click.testing import CliRunner, Result
 
-from sqlgate.config import FLAGS, Settings
+from sqlgate.config import Settings
 from sqlgate.engine.actors import AuthRefusal, Identity
 from sqlgate.engine.members import Members, token_digest
 from sqlgate.service import Service
@@ -36,10 +36,7 @@ TERMINAL = {"TTY_COMPATIBLE": "1"}
 COMMANDS = ("add", "list", "revoke", "remove", "set", "rotate")
 
 
-@pytest.fixture(autouse=True)
-def no_sqlgate_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for flag in FLAGS:
-        monkeypatch.delenv(flag.env_var, raising=False)
+pytestmark = pytest.mark.usefixtures("no_sqlgate_environment")
 
 
 def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
