@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 import apsw
 
 from sqlgate.config import Settings
+from sqlgate.engine.actors import Caller, Identity, current_caller
 from sqlgate.engine.audit import AuditEntry, AuditLog
 from sqlgate.engine.audit_queue import AuditQueue, queue_path
 from sqlgate.engine.database import Database
@@ -145,10 +146,14 @@ class Service:
         *,
         wall_clock: Clock = time.time,
         redactor: Redactor | None = None,
+        actor: str = "local",
     ) -> None:
         self.db = db
         self.settings = db.settings
         self.session = session
+        # who calls when no surface said otherwise (engine.actors): the local agent on
+        # stdio, `cli` for a command; an HTTP server runs each call as its caller
+        self.caller = Caller(Identity(actor, "destructive", actor), session)
         self.clock = clock
         redactor = redactor or redactor_for(db.settings)
         self.audit = AuditLog(
@@ -161,6 +166,7 @@ class Service:
             else AuditQueue(queue_path(db.path), db.settings.busy_timeout),
             redact=redactor.redact_text if redactor.enabled else None,
             wall_clock=wall_clock,
+            actor=actor,
         )
         self.wall_clock = wall_clock
         self._building = threading.RLock()  # views and text search build `sql` inside
@@ -215,14 +221,22 @@ class Service:
         session: str | None = None,
         create_parent: bool = False,
         read_only: bool = False,
+        actor: str = "local",
     ) -> Service:
         """`read_only`: an existing database opened for reading only (the CLI's inspection
-        commands): nothing is migrated, written or audited, and no lock is waited for."""
+        commands): nothing is migrated, written or audited, and no lock is waited for.
+        `actor`: who the calls are recorded as when the surface names no caller
+        (`engine.actors`): `local` (the agent on stdio) or `cli` (a person's command)."""
         redactor = redactor_for(settings)  # a bad pattern file stops us before the db is touched
         db = Database.open(settings, create_parent=create_parent, read_only=read_only)
         try:
             return cls(
-                db, session or new_session_id(), clock, wall_clock=wall_clock, redactor=redactor
+                db,
+                session or new_session_id(),
+                clock,
+                wall_clock=wall_clock,
+                redactor=redactor,
+                actor=actor,
             )
         except BaseException:
             db.close()
@@ -256,6 +270,11 @@ class Service:
     ) -> str:
         entry = AuditEntry(tool=tool, query=query if isinstance(query, str) else None)
         entry.detail = dict(detail or {})
+        caller = current_caller()
+        if caller is not None:  # an HTTP caller (engine.actors); else the service's own
+            entry.actor, entry.session = caller.actor, caller.session
+            if caller.client is not None:
+                entry.detail["client"] = caller.client
         started = time.perf_counter()
         outcome: Outcome | None = None
         audit_id: int | None = None
@@ -288,6 +307,15 @@ class Service:
             audit_id = self.audit.write(entry, (time.perf_counter() - started) * 1000)
         # the text may name this call's audit row (row-level undo: `sqlgate undo <id>`)
         return outcome.text if outcome.finish is None else outcome.finish(audit_id)
+
+    def refuse(self, tool: str, message: str, reason: str) -> None:
+        """Audit a call refused before it reached the service (a tool above the caller's
+        tier): a refused row of `tool`, with `reason`, as the current caller."""
+        entry = AuditEntry(tool=tool, error=message, detail={"refused": True, "reason": reason})
+        caller = current_caller()
+        if caller is not None:
+            entry.actor, entry.session = caller.actor, caller.session
+        self.audit.write(entry, 0.0)
 
     # -- the SQL tools ------------------------------------------------------------------
     def read_query(

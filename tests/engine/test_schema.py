@@ -98,6 +98,13 @@ IDENTITY_OBJECTS = {  # migration 8: the database's id; changesets by tool (issu
     "server_info_no_delete": "trigger",
     "server_info_no_replace": "trigger",
 }
+TEAM_OBJECTS = {  # migration 9: each row's actor; the members of a team server (issue 22)
+    "query_log_by_actor": "index",
+    "members": "table",
+    "members_by_name": "index",
+    "member_tokens": "table",
+    "member_tokens_by_member": "index",
+}
 ALL_OBJECTS = (
     LOG_OBJECTS
     | MEMORY_OBJECTS
@@ -106,6 +113,7 @@ ALL_OBJECTS = (
     | AUDIT_QUEUE_OBJECTS
     | CONSOLE_OBJECTS
     | IDENTITY_OBJECTS
+    | TEAM_OBJECTS
 )
 
 
@@ -118,6 +126,7 @@ def test_migrate_creates_the_log_its_triggers_and_views(conn: apsw.Connection) -
     assert objects(conn) == ALL_OBJECTS
     assert columns(conn, "query_log") == [
         "id", "ts", "session", "tool", "query", "ok", "rows", "error", "duration_ms", "detail",
+        "actor",
     ]  # fmt: skip
 
 

@@ -76,6 +76,9 @@ class AuditEntry:
     rows: int | None = None
     error: str | None = None
     detail: dict[str, Any] | None = None
+    # who made the call and under which session (engine.actors); the log's own when None
+    actor: str | None = None
+    session: str | None = None
 
 
 # one encoder for every row: json.dumps with options builds a new one on each call
@@ -83,7 +86,9 @@ _detail_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
 _DRAIN_BATCH = 500
-_COLUMNS = ("ts", "session", "tool", "query", "ok", "rows", "error", "duration_ms", "detail")
+_COLUMNS = (
+    "ts", "session", "tool", "query", "ok", "rows", "error", "duration_ms", "detail", "actor",
+)  # fmt: skip
 _INSERT = f"INSERT INTO query_log ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
 # a queued row already in query_log (a drain interrupted after its commit) is not added twice
 _INSERT_QUEUED = f"{_INSERT} ON CONFLICT DO NOTHING"
@@ -125,8 +130,10 @@ class AuditLog:
         wall_clock: Callable[[], float] = time.time,
         queue: AuditQueue | None = None,
         redact: Callable[[str], str] | None = None,
+        actor: str | None = None,
     ) -> None:
         self._conn = conn
+        self.actor = actor  # rows of calls that name no actor of their own
         self._session = session
         self._lock = lock
         self._enabled = enabled and conn is not None
@@ -147,7 +154,7 @@ class AuditLog:
             error = redact(storable_text(error)) if error else error
         return {
             "ts": utc_timestamp(self._wall_clock()),
-            "session": self._session,
+            "session": entry.session or self._session,
             "tool": entry.tool,
             "query": query,
             "ok": int(entry.ok),
@@ -155,6 +162,7 @@ class AuditLog:
             "error": error,
             "duration_ms": round(duration_ms, 3),
             "detail": _detail_json(detail) if detail else None,
+            "actor": entry.actor if entry.actor is not None else self.actor,
         }
 
     def write(self, entry: AuditEntry, duration_ms: float) -> int | None:
@@ -166,7 +174,9 @@ class AuditLog:
             row = self.row(entry, duration_ms)
         except Exception as exc:  # a redactor or encoder failure must not lose the call
             log.warning("audit row for %s could not be prepared: %s", entry.tool, exc)
-            row = self.row(AuditEntry(entry.tool, ok=entry.ok, error=entry.error), duration_ms)
+            bare = AuditEntry(entry.tool, ok=entry.ok, error=entry.error)
+            bare.actor, bare.session = entry.actor, entry.session
+            row = self.row(bare, duration_ms)
         try:
             return self._insert(row)
         except apsw.BusyError:

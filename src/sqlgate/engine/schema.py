@@ -339,6 +339,60 @@ MIGRATIONS: tuple[Migration, ...] = (
             ServerObject("server_info_no_replace", "trigger"),
         ),
     ),
+    Migration(
+        9,
+        "a team server that knows who did what (issue 22): each audit row's actor, the views "
+        "naming it, and the members of an HTTP server with their hashed tokens",
+        (
+            # NULL on rows written before: who made them was not recorded
+            "ALTER TABLE query_log ADD COLUMN actor TEXT",
+            # `sqlgate log --actor`, the console's filter, and a member's last use
+            "CREATE INDEX query_log_by_actor ON query_log (actor, ts)",
+            "DROP VIEW query_errors",
+            """CREATE VIEW query_errors AS
+                SELECT id, ts, actor, session, tool, query, error, duration_ms
+                FROM query_log WHERE ok = 0 ORDER BY id DESC""",
+            "DROP VIEW query_patterns",
+            """CREATE VIEW query_patterns AS
+                SELECT json_extract(detail, '$.fingerprint') AS fingerprint,
+                       count(*) AS calls,
+                       sum(ok = 0) AS failures,
+                       max(ts) AS last_used,
+                       query AS example,
+                       group_concat(DISTINCT actor) AS actors
+                FROM query_log
+                WHERE json_extract(detail, '$.fingerprint') IS NOT NULL
+                GROUP BY 1
+                ORDER BY calls DESC, last_used DESC""",
+            # a member is never deleted: `members remove` sets `removed`, so its tokens
+            # still say why they fail, and the name may be given to a new member
+            """CREATE TABLE members (
+                id INTEGER PRIMARY KEY,
+                name TEXT NOT NULL,
+                tier TEXT NOT NULL CHECK (tier IN ('read', 'write', 'destructive')),
+                created TEXT NOT NULL,
+                removed TEXT
+            )""",
+            # names are unique among current members, ignoring case (Alice is alice)
+            "CREATE UNIQUE INDEX members_by_name ON members (name COLLATE NOCASE) "
+            "WHERE removed IS NULL",
+            # the sha256 of each token, never the token (engine/members.py)
+            """CREATE TABLE member_tokens (
+                digest TEXT PRIMARY KEY,
+                member_id INTEGER NOT NULL REFERENCES members (id),
+                created TEXT NOT NULL,
+                revoked TEXT
+            ) WITHOUT ROWID""",
+            "CREATE INDEX member_tokens_by_member ON member_tokens (member_id)",
+        ),
+        (
+            ServerObject("query_log_by_actor", "index"),
+            ServerObject("members", "table"),
+            ServerObject("members_by_name", "index"),
+            ServerObject("member_tokens", "table"),
+            ServerObject("member_tokens_by_member", "index"),
+        ),
+    ),
 )
 
 # Names the server does not create but protects (an agent's table cannot take them).

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import apsw
 
+from sqlgate.engine.actors import session_now
 from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.database import Database
 from sqlgate.errors import SqlgateError
@@ -106,7 +107,7 @@ class EventChain:
             replaced = False
             previous_raw: bytes | None = None
             try:
-                writer = ChainWriter(conn, self.session, self.wall_clock)
+                writer = ChainWriter(conn, session_now(self.session), self.wall_clock)
                 yield writer
                 if writer.first is not None and writer.last is not None:
                     previous_raw = self.witness.read_raw()

@@ -14,6 +14,7 @@ from typing import Any
 
 import apsw
 
+from sqlgate.engine.actors import session_now
 from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.csvout import csv_line
@@ -56,7 +57,7 @@ class Checkpoints:
             conn.execute(
                 "INSERT INTO memory_checkpoints (ts, session, summary, last_event_id, head_hash) "
                 "VALUES (?, ?, ?, ?, ?)",
-                (ts, self.session, summary, last_id, head_hash),
+                (ts, session_now(self.session), summary, last_id, head_hash),
             )
             new_id = int(conn.last_insert_rowid())
         return Saved(new_id, last_id, head_hash, ts)

@@ -37,11 +37,10 @@ from sqlgate.config import FLAGS
 from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces.cli.app import main
 from sqlgate.surfaces.mcp import http as http_surface
-from sqlgate.surfaces.mcp import http_access
+from sqlgate.surfaces.mcp import http_access, http_identity
 from sqlgate.surfaces.mcp.http import (
     MCP_PATH,
     MIN_TOKEN_CHARS,
-    BearerTokenGate,
     Message,
     Receive,
     Scope,
@@ -51,6 +50,7 @@ from sqlgate.surfaces.mcp.http import (
     rebinding_protection,
     token_for,
 )
+from sqlgate.surfaces.mcp.http_identity import BearerTokenGate
 from sqlgate.surfaces.mcp.server import CLAIMS_TOOLS, MEMORY_TOOLS, SQL_TOOLS
 
 SRC = Path(__file__).resolve().parents[3] / "src"
@@ -272,9 +272,21 @@ def assert_no_cors(response: httpx2.Response) -> None:
             'Bearer realm="sqlgate", error="invalid_token"',
             id="token-prefix",
         ),
-        pytest.param({"Authorization": f"Basic {TOKEN}"}, 'Bearer realm="sqlgate"', id="basic"),
-        pytest.param({"Authorization": TOKEN}, 'Bearer realm="sqlgate"', id="no-scheme"),
-        pytest.param({"Authorization": "Bearer "}, 'Bearer realm="sqlgate"', id="empty-bearer"),
+        pytest.param(
+            {"Authorization": f"Basic {TOKEN}"},
+            'Bearer realm="sqlgate", error="invalid_request"',
+            id="basic",
+        ),
+        pytest.param(
+            {"Authorization": TOKEN},
+            'Bearer realm="sqlgate", error="invalid_request"',
+            id="no-scheme",
+        ),
+        pytest.param(
+            {"Authorization": "Bearer "},
+            'Bearer realm="sqlgate", error="invalid_request"',
+            id="empty-bearer",
+        ),
     ],
 )
 async def test_gate_answers_401_with_a_bearer_challenge(
@@ -315,7 +327,7 @@ async def test_gate_compares_in_constant_time(monkeypatch: pytest.MonkeyPatch) -
         compared.append((a, b))
         return real(a, b)
 
-    monkeypatch.setattr(http_access.hmac, "compare_digest", spy)
+    monkeypatch.setattr(http_identity.hmac, "compare_digest", spy)
     async with gated(Recorder()) as client:
         await client.get("/mcp", headers={"Authorization": "Bearer guess-0123456789abcdef"})
     assert compared == [(b"guess-0123456789abcdef", TOKEN.encode())]

@@ -54,6 +54,7 @@ def _service(
         settings,
         session=new_session_id().replace("s-", "cli-", 1),
         create_parent=creates_parent(settings.db),
+        actor="cli",
     )
     try:
         yield service

@@ -193,7 +193,10 @@ def existing_service(values: dict[str, Any], *, read_only: bool = False) -> Iter
     if not settings.db.is_file():
         raise NotFound(f"no database at {settings.db}; give its path with --db or SQLGATE_DB")
     service = Service.open(
-        settings, session=new_session_id().replace("s-", "cli-", 1), read_only=read_only
+        settings,
+        session=new_session_id().replace("s-", "cli-", 1),
+        read_only=read_only,
+        actor="cli",
     )
     try:
         yield service

@@ -30,7 +30,6 @@ from sqlgate.surfaces.mcp.http_access import (
     MIN_TOKEN_CHARS,
     TOKENLESS_FLAG,
     ASGIApp,
-    BearerTokenGate,
     Message,
     Receive,
     Scope,
@@ -53,6 +52,8 @@ from sqlgate.surfaces.mcp.jsonrpc_guard import (
 
 if TYPE_CHECKING:
     from sqlgate.config import Settings
+    from sqlgate.engine.audit import AuditEntry
+    from sqlgate.engine.members import Members
     from sqlgate.service import Service
     from sqlgate.surfaces.stops import Stops
 
@@ -63,7 +64,6 @@ __all__ = [
     "MIN_TOKEN_CHARS",
     "TOKENLESS_FLAG",
     "ASGIApp",
-    "BearerTokenGate",
     "JsonRpcGuard",
     "Message",
     "Receive",
@@ -162,14 +162,26 @@ async def _json_rpc_error(send: Send, status: int, rejection: Rejection) -> None
     await send({"type": "http.response.body", "body": body})
 
 
-def build_http_app(service: Service, token: str | None, host: str = DEFAULT_HOST) -> ASGIApp:
-    """The SDK's streamable HTTP app for `service`'s tools, behind the bearer-token gate
-    (none when `token` is None: `--insecure-no-token`, checked by the caller) and the
-    JSON-RPC guard.
+def build_http_app(
+    service: Service,
+    token: str | None,
+    host: str = DEFAULT_HOST,
+    *,
+    members: Members | None = None,
+    gated: bool = True,
+) -> ASGIApp:
+    """The SDK's streamable HTTP app for `service`'s tools, behind the identity gate
+    (`http_identity`: the --token `token` as admin, and `members`' tokens) and the JSON-RPC
+    guard. No gate when `gated` is False: `--insecure-no-token`, checked by the caller.
 
-    Its lifespan runs the SDK's session manager; `service` stays open across sessions and
-    is the caller's to close.
+    Its lifespan runs the SDK's session manager; `service` and `members` stay open across
+    sessions and are the caller's to close.
     """
+    from sqlgate.surfaces.mcp.http_identity import (
+        IdentityGate,
+        RefusalAudit,
+        server_authenticator,
+    )
     from sqlgate.surfaces.mcp.server import build_server
 
     app = build_server(service).streamable_http_app(
@@ -177,7 +189,14 @@ def build_http_app(service: Service, token: str | None, host: str = DEFAULT_HOST
         transport_security=rebinding_protection(host),
     )  # fmt: skip
     guarded = JsonRpcGuard(app)
-    return guarded if token is None else BearerTokenGate(guarded, token)
+    if not gated:
+        return guarded
+
+    def write(entry: AuditEntry) -> None:
+        service.audit.write(entry, 0.0)
+
+    audit = RefusalAudit(write)
+    return IdentityGate(guarded, server_authenticator(token, members), audit=audit)
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
@@ -288,9 +307,12 @@ def serve_http(
     is called to stop it after the Service closed. With `stops` (`stop_signals()`), Ctrl-C
     and SIGTERM stop the server and the clean-up runs whole.
     """
+    import apsw
     import uvicorn
 
     from sqlgate.config import creates_parent
+    from sqlgate.engine.connect import connect_read_only
+    from sqlgate.engine.members import Members
     from sqlgate.service import Service
 
     required: Token | None = None
@@ -306,11 +328,26 @@ def serve_http(
             sock.close()
             raise
     service: Service | None = None
+    lookup: apsw.Connection | None = None
     stop_beside: Callable[[], None] | None = None
     try:
         stop_beside = beside() if beside is not None else None
-        service = Service.open(settings, create_parent=creates_parent(settings.db))
-        app = build_http_app(service, None if required is None else required.value, host)
+        service = Service.open(
+            settings,
+            create_parent=creates_parent(settings.db),
+            actor="anonymous" if insecure_no_token else "local",
+        )
+        members = None
+        if not insecure_no_token:  # the gate's own connection: used on the loop's thread only
+            lookup = connect_read_only(settings.db, settings.busy_timeout)
+            members = Members(lookup)
+        app = build_http_app(
+            service,
+            None if required is None else required.value,
+            host,
+            members=members,
+            gated=not insecure_no_token,
+        )
         config = uvicorn.Config(
             app, lifespan="on", loop="asyncio", log_level="warning", access_log=False,
             server_header=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
@@ -320,6 +357,8 @@ def serve_http(
             server.run(sockets=[sock])
     finally:
         sock.close()
+        if lookup is not None:
+            lookup.close()
         if service is not None:
             service.close()
             sys.stderr.write("sqlgate: stopped; database closed\n")

@@ -18,7 +18,6 @@ On a loopback host the SDK's DNS-rebinding check answers a foreign `Host` 421 an
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import secrets
 import socket
@@ -37,7 +36,6 @@ __all__ = [
     "MIN_TOKEN_CHARS",
     "TOKENLESS_FLAG",
     "ASGIApp",
-    "BearerTokenGate",
     "Message",
     "Receive",
     "Scope",
@@ -161,55 +159,3 @@ def host_header_allowed(host: str, presented: str | None) -> bool:
         if port.isdigit():
             return True
     return False
-
-
-class BearerTokenGate:
-    """Pure ASGI middleware: HTTP and WebSocket requests without the bearer token get 401.
-
-    Lifespan events pass through, so the wrapped app starts and stops normally.
-    """
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self._expected = token.encode("ascii")
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket"):
-            await self.app(scope, receive, send)
-            return
-        presented = _bearer_credentials(scope)
-        if presented is not None and hmac.compare_digest(presented, self._expected):
-            await self.app(scope, receive, send)
-        elif scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008})
-        else:
-            await _unauthorized(send, wrong=presented is not None)
-
-
-def _bearer_credentials(scope: Scope) -> bytes | None:
-    for name, value in scope.get("headers", ()):
-        if name.lower() == b"authorization":
-            scheme, _, credentials = bytes(value).strip().partition(b" ")
-            if scheme.lower() == b"bearer" and credentials.strip():
-                return credentials.strip()
-            return None
-    return None
-
-
-async def _unauthorized(send: Send, *, wrong: bool) -> None:
-    challenge = b'Bearer realm="sqlgate"' + (b', error="invalid_token"' if wrong else b"")
-    body = (
-        b'{"error": "unauthorized", "message": "send the header Authorization: Bearer '
-        b'<token> (the token sqlgate serve was given or printed)"}'
-    )
-    await send({
-        "type": "http.response.start",
-        "status": 401,
-        "headers": [
-            (b"www-authenticate", challenge),
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode("ascii")),
-            (b"cache-control", b"no-store"),
-        ],
-    })  # fmt: skip
-    await send({"type": "http.response.body", "body": body})

@@ -11,14 +11,21 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp.server import MCPServer
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.resources import ResourceManager
 from mcp.server.mcpserver.tools import ToolManager
-from mcp.types import CallToolResult, InputRequiredResult
+from mcp.types import (
+    CallToolResult,
+    InputRequiredResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+)
 from pydantic import ValidationError
 
 from sqlgate import __version__
+from sqlgate.engine.actors import Caller, acting_as, tier_allows
 from sqlgate.service import Service
 from sqlgate.surfaces.mcp.arguments import argument_errors_text, unknown_arguments
 from sqlgate.surfaces.mcp.claims_tools import CLAIMS_TOOLS, register_claims_tools
@@ -27,6 +34,7 @@ from sqlgate.surfaces.mcp.memory_tools import MEMORY_TOOLS, register_memory_tool
 from sqlgate.surfaces.mcp.schemas import compact_tools
 from sqlgate.surfaces.mcp.sql_tools import SQL_TOOLS, register_sql_tools
 from sqlgate.surfaces.mcp.stdio import serve_stdio
+from sqlgate.surfaces.mcp.tool_tiers import TOOL_TIERS
 from sqlgate.surfaces.mcp.tooling import refuse_unpaired_surrogates
 
 __all__ = [
@@ -108,8 +116,11 @@ class _SqlgateServer(MCPServer[Any]):
     does not wait for it; the first `tools/list`, `tools/call` or `resources/...` does (once,
     under a lock: HTTP sessions may ask at the same moment)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, service: Service | None = None, **kwargs: Any) -> None:
         self._pending: Callable[[MCPServer[Any]], None] | None = None
+        self._service = service
+        # HTTP callers' sessions start with it (engine.actors)
+        self._server_session = service.session if service is not None else ""
         self._registering = threading.RLock()
         self._in_register = False
         super().__init__(*args, **kwargs)
@@ -155,8 +166,49 @@ class _SqlgateServer(MCPServer[Any]):
     async def run_stdio_async(self) -> None:
         await serve_stdio(self._lowlevel_server)  # what the SDK's run_stdio_async runs too
 
+    def _caller(self, ctx: ServerRequestContext[Any, Any] | None) -> Caller | None:
+        """Who an HTTP request is (`http_identity`); None on stdio and without a gate."""
+        request = getattr(ctx, "request", None) if ctx is not None else None
+        scope = getattr(request, "scope", None)
+        if scope is None:
+            return None
+        from sqlgate.surfaces.mcp.http_identity import caller_of
+
+        headers = getattr(request, "headers", None)
+        mcp_session = headers.get("mcp-session-id") if headers is not None else None
+        return caller_of(scope, self._server_session, mcp_session, _client_of(ctx))
+
+    async def _handle_list_tools(
+        self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        """The tools the caller's tier may use: the others are not announced."""
+        listed = await super()._handle_list_tools(ctx, params)
+        caller = self._caller(ctx)
+        if caller is not None:
+            listed.tools = [
+                tool
+                for tool in listed.tools
+                if tier_allows(caller.tier, TOOL_TIERS.get(tool.name, "destructive"))
+            ]
+        return listed
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        caller = self._caller(context.request_context) if context is not None else None
+        if caller is None:
+            return await self._call_tool(name, arguments, context)
+        needed = TOOL_TIERS.get(name, "destructive")
+        with acting_as(caller):
+            if not tier_allows(caller.tier, needed):
+                refusal = above_tier(name, needed, caller)
+                if self._service is not None:
+                    self._service.refuse(name, refusal, "tier")
+                raise ToolError(refusal)
+            return await self._call_tool(name, arguments, context)
+
+    async def _call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None
     ) -> CallToolResult | InputRequiredResult:
         tool = self._tool_manager.get_tool(name)
         if tool is None:
@@ -185,6 +237,38 @@ class _SqlgateServer(MCPServer[Any]):
             raise ToolError(f"Error executing tool {name}: {text}") from cause
 
 
+def above_tier(tool: str, needed: str, caller: Caller) -> str:
+    """The refusal of a tool above the caller's tier, naming the tools it may use."""
+    allowed = [name for name, tier in TOOL_TIERS.items() if tier_allows(caller.tier, tier)]
+    sql = [name for name in allowed if name.endswith("_query")]
+    use = f"use {' or '.join(sql)} for what they accept, or " if sql else ""
+    return (
+        f"{tool} needs the {needed} tier, and {caller.actor} has {caller.tier} on this server; "
+        f"nothing was run. {use.capitalize()}ask the person who runs sqlgate to change your "
+        f"tier (sqlgate members set {caller.actor} --tier {needed})"
+    )
+
+
+def _client_of(ctx: ServerRequestContext[Any, Any] | None) -> str | None:
+    """The client's `name/version`, from its initialize (sessions) or this request's _meta."""
+    info: Any = None
+    params = getattr(getattr(ctx, "session", None), "client_params", None)
+    if params is not None:
+        info = params.client_info
+    meta = getattr(ctx, "meta", None)
+    if info is None and meta is not None:
+        info = getattr(meta, "client_info", None) or (
+            meta.get("io.modelcontextprotocol/clientInfo") if isinstance(meta, dict) else None
+        )
+    name = getattr(info, "name", None) or (info.get("name") if isinstance(info, dict) else None)
+    if not isinstance(name, str):
+        return None
+    version = getattr(info, "version", None) or (
+        info.get("version") if isinstance(info, dict) else None
+    )
+    return f"{name}/{version}"[:100] if isinstance(version, str) else name[:100]
+
+
 def build_server(service: Service) -> _SqlgateServer:
     """An MCPServer announcing the tool groups chosen in the service's settings (registered
     when a client first lists or calls a tool).
@@ -196,6 +280,7 @@ def build_server(service: Service) -> _SqlgateServer:
         version=__version__,
         instructions=instructions_for(service.settings.tools, service.settings.undo),
         log_level="WARNING",
+        service=service,
     )
 
     def register(server: MCPServer[Any]) -> None:

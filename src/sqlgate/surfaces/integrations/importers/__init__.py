@@ -118,6 +118,7 @@ def _open_service(settings: Settings, wall_clock: Callable[[], float]) -> Servic
         wall_clock=wall_clock,
         session=new_session_id().replace("s-", IMPORT_SESSION_PREFIX, 1),
         create_parent=creates_parent(settings.db),
+        actor="cli",
     )
 
 

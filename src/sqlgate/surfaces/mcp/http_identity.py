@@ -1,0 +1,280 @@
+"""Who each HTTP request is: the identity gate in front of the MCP app (issue 22).
+
+Every request carries `Authorization: Bearer <token>`, and the token names someone:
+
+    token                     identity                 tier
+    the server's --token      admin                    destructive
+    sqg_... (a member's)      the member's name        the member's (engine/members.py)
+    a JWT of --oauth-issuer   its sub (or email)       from its scopes (surfaces/mcp/oauth.py)
+
+A request that names no one is answered 401 with a JSON body whose `reason` says why
+(`missing_token`, `malformed_header`, `unknown_token`, `token_revoked`, `member_removed`,
+and the OAuth reasons), and, except a request with no credentials at all (every OAuth client
+sends one first, to discover the authorization server), it is audited as a refused
+`http_request` row with that reason, at most one row per reason, actor and peer a minute
+(`RefusalAudit`: the next one counts those left out).
+
+An accepted request reaches the app with `scope["user"]`, the SDK's `AuthenticatedUser`
+(so the SDK binds each MCP session to the identity that opened it: another identity gets 404
+for it), carrying the sqlgate `Identity` that `caller_of` turns into the `Caller` a tool call
+runs as.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from starlette.authentication import AuthCredentials
+
+from sqlgate.engine.actors import AuthRefusal, Caller, Identity, caller_session
+from sqlgate.engine.audit import AuditEntry
+from sqlgate.engine.members import Members, looks_like_member_token
+
+__all__ = [
+    "PUBLIC_PATHS",
+    "Authenticate",
+    "BearerTokenGate",
+    "IdentityGate",
+    "RefusalAudit",
+    "SqlgateUser",
+    "admin_authenticator",
+    "caller_of",
+    "identity_of",
+    "server_authenticator",
+]
+
+UNKNOWN_ACTOR = "(unknown)"  # a refused request's actor when its token names no one
+# what a client may fetch without a token: RFC 9728's protected-resource metadata
+PUBLIC_PATHS = ("/.well-known/oauth-protected-resource",)
+
+Authenticate = Callable[[bytes], Awaitable[Identity | AuthRefusal]]
+Scope = Any
+Receive = Callable[[], Awaitable[Any]]
+Send = Callable[[Any], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+SCOPE_OF_TIER = {tier: f"sqlgate:{tier}" for tier in ("read", "write", "destructive")}
+MISSING = AuthRefusal(
+    "missing_token",
+    "send the header Authorization: Bearer <token> (the token sqlgate serve was given or "
+    "printed, or yours from `sqlgate members add`)",
+)
+MALFORMED = AuthRefusal(
+    "malformed_header",
+    "the Authorization header must be `Bearer <token>` with one token of printable ASCII; "
+    "send the header Authorization: Bearer <token>",
+)
+
+
+UNKNOWN = AuthRefusal(
+    "unknown_token",
+    "this token is not one of this server's: send the header Authorization: Bearer <token> "
+    "with the token sqlgate serve was given or printed, or yours from `sqlgate members add` "
+    "(ask the person who runs sqlgate)",
+)
+
+
+class SqlgateUser(AuthenticatedUser):
+    """The SDK's authenticated user, with the sqlgate identity it stands for."""
+
+    def __init__(self, identity: Identity, token: AccessToken | None = None) -> None:
+        super().__init__(
+            token
+            or AccessToken(
+                token="",  # never kept: the SDK compares principals, not tokens
+                client_id=f"{identity.kind}:{identity.actor}",
+                scopes=[SCOPE_OF_TIER[identity.tier]],
+                subject=identity.actor,
+                claims={"iss": f"sqlgate:{identity.kind}"},
+            )
+        )
+        self.sqlgate_identity = identity
+
+
+def identity_of(scope: Scope) -> Identity | None:
+    user = scope.get("user") if isinstance(scope, dict) else None
+    return user.sqlgate_identity if isinstance(user, SqlgateUser) else None
+
+
+def caller_of(
+    scope: Scope, server_session: str, mcp_session_id: str | None, client: str | None = None
+) -> Caller | None:
+    """The caller an HTTP request's tool call runs as (engine.actors), or None when the
+    request passed no identity gate (stdio; --insecure-no-token)."""
+    identity = identity_of(scope)
+    if identity is None:
+        return None
+    session = caller_session(server_session, identity.actor, mcp_session_id)
+    return Caller(identity, session, client)
+
+
+def admin_authenticator(token: str) -> Authenticate:
+    """The legacy --token, compared in constant time: the `admin` identity."""
+    expected = token.encode("ascii")
+    admin = Identity("admin", "destructive", "admin")
+
+    async def authenticate(presented: bytes) -> Identity | AuthRefusal:
+        return admin if hmac.compare_digest(presented, expected) else UNKNOWN
+
+    return authenticate
+
+
+def server_authenticator(
+    admin_token: str | None, members: Members | None, oauth: Authenticate | None = None
+) -> Authenticate:
+    """Who a token is, by this module's table: the --token first (in constant time), then a
+    member's token (`sqg_...`), then an OAuth access token (a JWT: three dot-separated parts).
+
+    `members` reads through its own connection, used only on the event loop's thread: every
+    request is checked against the tables, so a revocation applies to the next request."""
+    admin = admin_authenticator(admin_token) if admin_token is not None else None
+
+    async def authenticate(presented: bytes) -> Identity | AuthRefusal:
+        if admin is not None:
+            found = await admin(presented)
+            if isinstance(found, Identity):
+                return found
+        if members is not None and looks_like_member_token(presented):
+            return members.authenticate(presented)
+        if oauth is not None and presented.count(b".") == 2:
+            return await oauth(presented)
+        return UNKNOWN
+
+    return authenticate
+
+
+@dataclass
+class RefusalAudit:
+    """Writes refused requests to the audit log, one row per (reason, actor, peer) a
+    `window` of seconds; the next row of that key counts the ones left out (`repeats`)."""
+
+    write: Callable[[AuditEntry], None]
+    window: float = 60.0
+    clock: Callable[[], float] = time.monotonic
+    _last: dict[tuple[str, str | None, str], tuple[float, int]] = field(default_factory=dict)
+
+    def refused(self, refusal: AuthRefusal, scope: Scope) -> None:
+        peer = str((scope.get("client") or ("?",))[0])
+        key = (refusal.code, refusal.actor, peer)
+        now = self.clock()
+        last = self._last.get(key)
+        if last is not None and now - last[0] < self.window:
+            self._last[key] = (last[0], last[1] + 1)
+            return
+        if len(self._last) > 10_000:  # a flood of keys: forget the old ones
+            self._last = {k: v for k, v in self._last.items() if now - v[0] < self.window}
+        self._last[key] = (now, 0)
+        detail: dict[str, Any] = {
+            "refused": True,
+            "reason": refusal.code,
+            "peer": peer,
+            "method": str(scope.get("method", "")),
+            "path": str(scope.get("path", "")),
+        }
+        if last is not None and last[1]:
+            detail["repeats"] = last[1]  # the same refusal, left out since the last row
+        entry = AuditEntry(tool="http_request", error=refusal.message, detail=detail)
+        # "(unknown)" cannot be a member's or a subject's name (engine.actors)
+        entry.actor = refusal.actor or UNKNOWN_ACTOR
+        self.write(entry)
+
+
+class IdentityGate:
+    """Pure ASGI middleware: HTTP and WebSocket requests that name no one are refused.
+
+    `authenticate` says who a token is; `challenge` adds to the `WWW-Authenticate` header
+    (the OAuth resource metadata URL, RFC 9728). Lifespan events and `PUBLIC_PATHS` pass
+    through. Accepted requests go on through the SDK's `AuthContextMiddleware`.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        authenticate: Authenticate,
+        *,
+        challenge: str = "",
+        audit: RefusalAudit | None = None,
+    ) -> None:
+        self.app = AuthContextMiddleware(app)
+        self.public = app
+        self.authenticate = authenticate
+        self.challenge = challenge
+        self.audit = audit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.public(scope, receive, send)
+            return
+        if scope["type"] == "http" and scope.get("method") in ("GET", "HEAD"):
+            path = str(scope.get("path", ""))
+            if any(path == p or path.startswith(p + "/") for p in PUBLIC_PATHS):
+                await self.public(scope, receive, send)
+                return
+        found = _bearer_credentials(scope)
+        if found is None:
+            result: Identity | AuthRefusal = MISSING
+        elif not found:
+            result = MALFORMED
+        else:
+            result = await self.authenticate(found)
+        if isinstance(result, Identity):
+            scope["user"] = SqlgateUser(result)
+            scope["auth"] = AuthCredentials([SCOPE_OF_TIER[result.tier]])
+            await self.app(scope, receive, send)
+            return
+        if self.audit is not None and result is not MISSING:
+            self.audit.refused(result, scope)
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+        else:
+            await self._unauthorized(send, result)
+
+    async def _unauthorized(self, send: Send, refusal: AuthRefusal) -> None:
+        error = {"missing_token": "", "malformed_header": "invalid_request"}.get(
+            refusal.code, "invalid_token"
+        )
+        parts = ['Bearer realm="sqlgate"']
+        if error:
+            parts.append(f'error="{error}"')
+        if self.challenge:
+            parts.append(self.challenge)
+        body = json.dumps(
+            {"error": error or "unauthorized", "reason": refusal.code, "message": refusal.message}
+        ).encode()
+        await send({
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"www-authenticate", ", ".join(parts).encode("ascii")),
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode("ascii")),
+                (b"cache-control", b"no-store"),
+            ],
+        })  # fmt: skip
+        await send({"type": "http.response.body", "body": body})
+
+
+def _bearer_credentials(scope: Scope) -> bytes | None:
+    """The bearer token; None when no Authorization header was sent, empty when it is not
+    `Bearer <one printable ASCII token>`."""
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"authorization":
+            scheme, _, credentials = bytes(value).strip().partition(b" ")
+            token = credentials.strip()
+            if scheme.lower() != b"bearer" or any(c < 0x21 or c > 0x7E for c in token):
+                return b""
+            return token
+    return None
+
+
+def BearerTokenGate(app: ASGIApp, token: str) -> IdentityGate:
+    """The gate of a server that knows only its --token (the `admin` identity)."""
+    return IdentityGate(app, admin_authenticator(token))
