@@ -222,7 +222,7 @@ def http_identity_cost(ctx: Context) -> list[Row]:
         latency_row(BENCH_HTTP_CALLS, SUBJECT_HTTP_ADMIN, lat["admin"], notes),
         latency_row(BENCH_HTTP_CALLS, SUBJECT_HTTP_MEMBER, lat["member"], notes),
     ]
-    ratio = lat["member"].percentile(50) / lat["admin"].percentile(50)
+    ratio = round(lat["member"].percentile(50) / lat["admin"].percentile(50), 2)
     verdict = "goal met (<= 1.05)" if ratio <= 1.05 else "goal not met (> 1.05)"
     rows.append(Row(BENCH_HTTP_CALLS, SUBJECT_HTTP_IDENTITY_RATIO, "", f"{ratio:.2f}x", "", "",
                     f"p50 latency ratio: what the member lookup adds; {verdict}"))  # fmt: skip

@@ -206,7 +206,7 @@ def http_load(ctx: Context) -> list[Row]:
     rows: list[Row] = []
     for sessions in ctx.plan.load_sessions:
         per_session = max(4, ctx.plan.load_calls // sessions)
-        subject = f"sqlgate, {_sessions(sessions)}, one member each"
+        subject = f"sqlgate, {_sessions(sessions)} ({sessions} member{'s' if sessions > 1 else ''})"
         db = ctx.folder / f"load-{sessions}.db"
         tokens = _prepare(db, sessions)
         audit_before = _last_audit_id(db)

@@ -36,7 +36,7 @@ EXPECTED_ROWS = [
     (HTTP_CALLS, "sqlgate, --token (admin), in turn with a member"),
     (HTTP_CALLS, "sqlgate, a member's token, in turn with --token"),
     (HTTP_CALLS, "member / --token (HTTP p50 latency)"),
-    (HTTP_LOAD, "sqlgate, 4 sessions, one member each"),
+    (HTTP_LOAD, "sqlgate, 4 sessions (4 members)"),
     (HTTP_LOAD, "no-op tool, same SDK, 4 sessions (floor)"),
     (HTTP_LOAD, "sqlgate / no-op (calls/s), 4 sessions"),
     (CALLS, "reference mcp-server-sqlite (stdio)"),
