@@ -73,6 +73,7 @@ class Plan:
     destructive_repeats: int  # repetitions of each destructive variant
     load_sessions: tuple[int, ...]  # concurrent HTTP sessions of the load benchmark
     load_calls: int  # calls per load level, shared among its sessions
+    load_repeats: int  # runs of each load level, sqlgate and the no-op in turn
 
 
 FULL = Plan(
@@ -96,6 +97,7 @@ FULL = Plan(
     destructive_repeats=3,
     load_sessions=(1, 16, 64),
     load_calls=3200,
+    load_repeats=2,
 )
 QUICK = Plan(
     "quick",
@@ -118,6 +120,7 @@ QUICK = Plan(
     destructive_repeats=1,
     load_sessions=(4,),
     load_calls=40,
+    load_repeats=1,
 )
 
 

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
 
 import anyio
@@ -35,7 +35,6 @@ from benchkit import (
     Latencies,
     Row,
     latency_row,
-    time_async,
 )
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -135,73 +134,60 @@ async def _checked(call: Callable[[], Awaitable[CallToolResult]]) -> None:
         raise RuntimeError(f"read_query('SELECT 1') failed: {text_of(first)[:200]}")
 
 
-async def _client_calls(url: str, calls: int, warmup: int) -> Latencies:
-    http, client = http_client(url, TOKEN)
-    async with http, client:
-        call = _select_one(client)
-        await _checked(call)
-        for _ in range(warmup):
-            await call()
-        return await time_async(call, calls)
-
-
-def http_call_overhead(ctx: Context) -> list[Row]:
-    """read_query('SELECT 1') over streamable HTTP, sequential, one client: sqlgate beside a
-    no-op tool on the same SDK (the floor any server on it pays)."""
-    rows: list[Row] = []
-    p50: dict[str, float] = {}
-    servers = [
-        (SUBJECT_HTTP_SQLGATE, sqlgate_http(ctx.folder / "http-calls.db"), "sqlgate"),
-        (SUBJECT_HTTP_NOOP, noop_http(), "noop"),
-    ]
-    versions = f"sqlgate {version_of('sqlgate')}, mcp {version_of('mcp')}"
-    for subject, command, slug in servers:
-        ctx.log(f"{subject}: {ctx.plan.calls} calls after {ctx.plan.warmup} warm-up")
-        try:
-            with http_server(command, ctx.folder / f"http-{slug}.stderr.txt") as url:
-                lat = anyio.run(_client_calls, url, ctx.plan.calls, ctx.plan.warmup)
-        except Exception as error:
-            reason = f"{type(error).__name__}: {str(error)[:200]}"
-            rows.append(Row(BENCH_HTTP_CALLS, subject, "", "not available", "", "", reason))
-            continue
-        p50[subject] = lat.percentile(50)
-        rows.append(
-            latency_row(BENCH_HTTP_CALLS, subject, lat, f"sequential, one client; {versions}")
-        )
-    if len(p50) == 2:
-        ratio = p50[SUBJECT_HTTP_SQLGATE] / p50[SUBJECT_HTTP_NOOP]
-        verdict = "goal met (<= 1.2)" if ratio <= 1.2 else "goal not met (> 1.2)"
-        rows.append(Row(BENCH_HTTP_CALLS, SUBJECT_HTTP_RATIO, "", f"{ratio:.2f}x", "", "",
-                        f"p50 latency ratio; {verdict}"))  # fmt: skip
-    return rows
-
-
-MEMBER = "bench-member"
-
-
-async def _admin_and_member(
-    url: str, member_token: str, calls: int, warmup: int
+async def _in_turn(
+    targets: dict[str, tuple[str, str]], calls: int, warmup: int
 ) -> dict[str, Latencies]:
-    """Two clients of one server, one with the --token (admin), one with a member's token,
-    called in turn (admin, member, admin, ...) so both see the same moments of the load."""
-    admin_http, admin = http_client(url, TOKEN)
-    member_http, member = http_client(url, member_token)
-    seconds: dict[str, list[float]] = {"admin": [], "member": []}
-    async with admin_http, admin, member_http, member:
-        turns = {"admin": _select_one(admin), "member": _select_one(member)}
+    """One client per target (name -> (url, token)), all open at once, called in turn
+    (a, b, a, b, ...) after each one's warm-up, so each sees the same moments of the load.
+    Each one's rate is its calls over the time its own calls took."""
+    opened = {name: http_client(url, token) for name, (url, token) in targets.items()}
+    seconds: dict[str, list[float]] = {name: [] for name in targets}
+    async with AsyncExitStack() as stack:
+        turns = {}
+        for name, (http, client) in opened.items():
+            await stack.enter_async_context(http)
+            turns[name] = _select_one(await stack.enter_async_context(client))
         for call in turns.values():
             await _checked(call)
             for _ in range(warmup):
                 await call()
-        started = time.perf_counter()
         for _ in range(calls):
-            for who, call in turns.items():
+            for name, call in turns.items():
                 before = time.perf_counter()
                 await call()
-                seconds[who].append(time.perf_counter() - before)
-        total = time.perf_counter() - started
-    # each subject's rate over the half of the loop it had
-    return {who: Latencies(taken, total / 2) for who, taken in seconds.items()}
+                seconds[name].append(time.perf_counter() - before)
+    return {name: Latencies(taken, sum(taken)) for name, taken in seconds.items()}
+
+
+def http_call_overhead(ctx: Context) -> list[Row]:
+    """read_query('SELECT 1') over streamable HTTP, sequential: sqlgate beside a no-op tool on
+    the same SDK (the floor any server on it pays), both running, called in turn."""
+    versions = f"sqlgate {version_of('sqlgate')}, mcp {version_of('mcp')}"
+    ctx.log(f"{BENCH_HTTP_CALLS}: sqlgate and no-op, {ctx.plan.calls} calls each, in turn")
+    try:
+        with (
+            http_server(sqlgate_http(ctx.folder / "http-calls.db"),
+                        ctx.folder / "http-sqlgate.stderr.txt") as ours,
+            http_server(noop_http(), ctx.folder / "http-noop.stderr.txt") as floor,
+        ):  # fmt: skip
+            targets = {"sqlgate": (ours, TOKEN), "noop": (floor, TOKEN)}
+            lat = anyio.run(_in_turn, targets, ctx.plan.calls, ctx.plan.warmup)
+    except Exception as error:
+        reason = f"{type(error).__name__}: {str(error)[:200]}"
+        return [Row(BENCH_HTTP_CALLS, SUBJECT_HTTP_SQLGATE, "", "not available", "", "", reason)]
+    notes = f"sequential, one client each, called in turn; {versions}"
+    rows = [
+        latency_row(BENCH_HTTP_CALLS, SUBJECT_HTTP_SQLGATE, lat["sqlgate"], notes),
+        latency_row(BENCH_HTTP_CALLS, SUBJECT_HTTP_NOOP, lat["noop"], notes),
+    ]
+    ratio = round(lat["sqlgate"].percentile(50) / lat["noop"].percentile(50), 2)
+    verdict = "goal met (<= 1.2)" if ratio <= 1.2 else "goal not met (> 1.2)"
+    rows.append(Row(BENCH_HTTP_CALLS, SUBJECT_HTTP_RATIO, "", f"{ratio:.2f}x", "", "",
+                    f"p50 latency ratio; {verdict}"))  # fmt: skip
+    return rows
+
+
+MEMBER = "bench-member"
 
 
 def http_identity_cost(ctx: Context) -> list[Row]:
@@ -213,7 +199,8 @@ def http_identity_cost(ctx: Context) -> list[Row]:
     ctx.log(f"{BENCH_HTTP_CALLS}: member and --token, {ctx.plan.calls} calls each, in turn")
     try:
         with http_server(sqlgate_http(db), ctx.folder / "http-identity.stderr.txt") as url:
-            lat = anyio.run(_admin_and_member, url, tokens[MEMBER], ctx.plan.calls, ctx.plan.warmup)
+            targets = {"admin": (url, TOKEN), "member": (url, tokens[MEMBER])}
+            lat = anyio.run(_in_turn, targets, ctx.plan.calls, ctx.plan.warmup)
     except Exception as error:
         reason = f"{type(error).__name__}: {str(error)[:200]}"
         return [Row(BENCH_HTTP_CALLS, SUBJECT_HTTP_MEMBER, "", "not available", "", "", reason)]

@@ -200,55 +200,99 @@ def _sessions(n: int) -> str:
     return f"{n} session{'s' if n > 1 else ''}"
 
 
+def _merged(results: Sequence[LoadResult]) -> LoadResult:
+    """Several runs of one level as one: their calls, latencies and errors, and their time."""
+    total = LoadResult()
+    for result in results:
+        total.latencies += result.latencies
+        total.errors += result.errors
+        total.calls.update(result.calls)
+        total.appended.update(result.appended)
+        total.inserted.update(result.inserted)
+        total.elapsed += result.elapsed
+    return total
+
+
+def _sqlgate_level(ctx: Context, sessions: int, per_session: int, run: int) -> tuple[
+    LoadResult, dict[str, Any]
+]:  # fmt: skip
+    """One timed run of sqlgate on a fresh database, and what the database says after it."""
+    db = ctx.folder / f"load-{sessions}-{run}.db"
+    tokens = _prepare(db, sessions)
+    audit_before = _last_audit_id(db)
+    with http_server(sqlgate_http(db), ctx.folder / f"load-{sessions}-{run}.stderr.txt") as url:
+        warm, result = anyio.run(_load, url, tokens, per_session)
+    result.errors = warm.errors + result.errors
+    return result, _checked(db, (warm, result), audit_before)
+
+
+def _floor_level(sessions: int, per_session: int, log: Path) -> LoadResult:
+    """The same sessions and client against the no-op server: what the SDK alone allows."""
+    tokens = {member_name(i): TOKEN for i in range(sessions)}  # it takes any token
+    with http_server(noop_http(), log) as url:
+        _, result = anyio.run(_load, url, tokens, per_session, ("read_query",))
+    return result
+
+
+def _load_notes(result: LoadResult, checks: Sequence[dict[str, Any]]) -> str:
+    def total(key: str) -> int:
+        return sum(int(check[key]) for check in checks)
+
+    chains = [str(check["chain"]) for check in checks if check["chain"] != "ok"]
+    notes = (
+        f"{len(result.errors)} errors; lost after the run: {total('events lost')} events, "
+        f"{total('rows lost')} rows, {total('audit rows missing')} audit rows; naming another "
+        f"member: {total('audit rows naming another')} audit rows, "
+        f"{total('events naming another')} events; chain {chains[0] if chains else 'ok'}"
+    )
+    if result.errors:
+        notes += f"; first error: {result.errors[0][:120]}"
+    return notes
+
+
 def http_load(ctx: Context) -> list[Row]:
     """Each level of sessions: sqlgate (one member a session), then the no-op floor with the
-    same sessions and client, then the ratio of their rates."""
+    same sessions and client, `load_repeats` times in turn (sqlgate, no-op, sqlgate, ...),
+    then the ratio of their rates over all the runs."""
     rows: list[Row] = []
+    runs = ctx.plan.load_repeats
     for sessions in ctx.plan.load_sessions:
         per_session = max(4, ctx.plan.load_calls // sessions)
         subject = f"sqlgate, {_sessions(sessions)} ({sessions} member{'s' if sessions > 1 else ''})"
-        db = ctx.folder / f"load-{sessions}.db"
-        tokens = _prepare(db, sessions)
-        audit_before = _last_audit_id(db)
-        ctx.log(f"{BENCH_HTTP_LOAD}: {sessions} sessions (members) x {per_session} calls")
-        try:
-            with http_server(sqlgate_http(db), ctx.folder / f"load-{sessions}.stderr.txt") as url:
-                warm, result = anyio.run(_load, url, tokens, per_session)
-        except Exception as error:
-            reason = f"{type(error).__name__}: {str(error)[:200]}"
-            rows.append(Row(BENCH_HTTP_LOAD, subject, "", "not available", "", "", reason))
+        floor_subject = f"no-op tool, same SDK, {_sessions(sessions)} (floor)"
+        ours: list[LoadResult] = []
+        floors: list[LoadResult] = []
+        checks: list[dict[str, Any]] = []
+        failed: dict[str, str] = {}
+        for run in range(runs):
+            ctx.log(f"{BENCH_HTTP_LOAD}: {sessions} sessions (members) x {per_session} calls, "
+                    f"run {run + 1} of {runs}")  # fmt: skip
+            try:
+                result, checked = _sqlgate_level(ctx, sessions, per_session, run)
+                ours.append(result)
+                checks.append(checked)
+            except Exception as error:
+                failed.setdefault(subject, f"{type(error).__name__}: {str(error)[:200]}")
+            try:
+                log = ctx.folder / f"load-noop-{sessions}-{run}.stderr.txt"
+                floors.append(_floor_level(sessions, per_session, log))
+            except Exception as error:
+                failed.setdefault(floor_subject, f"{type(error).__name__}: {str(error)[:200]}")
+        for name, reason in failed.items():
+            rows.append(Row(BENCH_HTTP_LOAD, name, "", "not available", "", "", reason))
+        if failed:
             continue
-        checked = _checked(db, (warm, result), audit_before)
-        notes = (
-            f"{len(result.errors) + len(warm.errors)} errors; lost after the run: "
-            f"{checked['events lost']} events, {checked['rows lost']} rows, "
-            f"{checked['audit rows missing']} audit rows; naming another member: "
-            f"{checked['audit rows naming another']} audit rows, "
-            f"{checked['events naming another']} events; chain {checked['chain']}"
-        )
-        if result.errors or warm.errors:
-            notes += f"; first error: {(warm.errors + result.errors)[0][:120]}"
-        rows.append(_rate_row(subject, result, notes))
-        floor, floor_rate = _load_floor(ctx, sessions, per_session)
-        rows.append(floor)
-        if floor_rate:
-            ratio = (result.made / result.elapsed) / floor_rate
-            goal = "; goal >= 0.8x at 16 sessions" if sessions == 16 else ""
-            rows.append(Row(BENCH_HTTP_LOAD, f"{SUBJECT_HTTP_LOAD_RATIO}, {_sessions(sessions)}",
-                            "", f"{ratio:.2f}x", "", "", f"calls/s ratio{goal}"))  # fmt: skip
+        result, floor = _merged(ours), _merged(floors)
+        rows.append(_rate_row(subject, result, _load_notes(result, checks)))
+        rows.append(_rate_row(floor_subject, floor, f"{len(floor.errors)} errors; every call "
+                              "is read_query, answered without a database"))  # fmt: skip
+        pairs = [
+            (a.made / a.elapsed) / (b.made / b.elapsed) for a, b in zip(ours, floors, strict=True)
+        ]
+        ratio = (result.made / result.elapsed) / (floor.made / floor.elapsed)
+        goal = "; goal >= 0.8x at 16 sessions" if sessions == 16 else ""
+        each = f" (each run in turn: {', '.join(f'{p:.2f}x' for p in pairs)})" if runs > 1 else ""
+        rows.append(Row(BENCH_HTTP_LOAD, f"{SUBJECT_HTTP_LOAD_RATIO}, {_sessions(sessions)}",
+                        "", f"{ratio:.2f}x", "", "", f"calls/s ratio over {runs} run"
+                        f"{'s' if runs > 1 else ''} of each{each}{goal}"))  # fmt: skip
     return rows
-
-
-def _load_floor(ctx: Context, sessions: int, per_session: int) -> tuple[Row, float | None]:
-    """The same sessions and client against the no-op server: what the SDK alone allows.
-    Returns its row and its rate (None when it did not run)."""
-    subject = f"no-op tool, same SDK, {_sessions(sessions)} (floor)"
-    tokens = {member_name(i): TOKEN for i in range(sessions)}  # it takes any token
-    try:
-        with http_server(noop_http(), ctx.folder / f"load-noop-{sessions}.stderr.txt") as url:
-            _, result = anyio.run(_load, url, tokens, per_session, ("read_query",))
-    except Exception as error:
-        reason = f"{type(error).__name__}: {str(error)[:200]}"
-        return Row(BENCH_HTTP_LOAD, subject, "", "not available", "", "", reason), None
-    notes = f"{len(result.errors)} errors; every call is read_query, answered without a database"
-    return _rate_row(subject, result, notes), result.made / result.elapsed
