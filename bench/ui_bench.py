@@ -35,7 +35,8 @@ GOAL_SECONDS = 0.200
 TOKEN = "bench-token-" + "x" * 20
 PAGES = (
     "/", "/?outcome=refused", "/?outcome=error", "/?tool=destructive_query",
-    "/?session=s-bulk-0100", "/?since={day}", "/?before=50000", "/errors", "/patterns",
+    "/?session=s-bulk-0100/alice", "/?actor=alice", "/?actor=bob&before=50000",
+    "/?actor=-&outcome=error", "/?since={day}", "/?before=50000", "/errors", "/patterns",
     "/destructive", "/memory", "/memory?q=deploy+billing", "/memory?session=s-mem-0250",
     "/memory/event/{mid}", "/claims", "/tables", "/tables/rows?name=customers",
 )  # fmt: skip

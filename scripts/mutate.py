@@ -112,6 +112,11 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "engine/undo_writes.py": _UNDO,
     "engine/writes.py": _UNDO,
     "engine/identity.py": ("tests/engine/test_identity.py", "tests/engine/test_undo_writes.py"),
+    # who a caller is (issue 22): the tier order, the name rule, tokens and their reasons
+    "engine/actors.py": ("tests/engine/test_actors.py", "tests/engine/test_members.py"),
+    "engine/members.py": ("tests/engine/test_members.py",),
+    "surfaces/mcp/http_identity.py": ("tests/surfaces/mcp/test_http_identity.py",),
+    "surfaces/mcp/oauth_claims.py": ("tests/surfaces/mcp/test_oauth.py",),
     "engine/undo_checks.py": _UNDO,
     "engine/undo_restore.py": _UNDO,
     "engine/undo_ddl.py": _UNDO_DDL,

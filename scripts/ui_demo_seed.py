@@ -4,8 +4,9 @@ that a coding agent works on over two days.
 A `tasks` table, Claude Code-like sessions (UUIDs), the calls an agent makes (reads,
 writes, a refusal with its advice, errors, destructive calls with reasons, an undo, a
 dropped scratch table kept as a snapshot), memory events an agent writes (decisions,
-errors, notes, todos), a checkpoint and claims. Nothing hostile: the XSS payloads stay in
-scripts/ui_seed.py, which the browser tests use.
+errors, notes, todos), a checkpoint and claims; then two teammates' agents on the team's
+HTTP server (members maya and liam: their actor and session, issue 22). Nothing hostile:
+the XSS payloads stay in scripts/ui_seed.py, which the browser tests use.
 
     python scripts/ui_demo_seed.py PATH
 """
@@ -20,13 +21,14 @@ import time
 from pathlib import Path
 
 from sqlgate.config import Settings
+from sqlgate.engine.actors import Caller, Identity, acting_as, caller_session
 from sqlgate.service import Service
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # ui_seed, also when imported as scripts.*
 
 from ui_seed import SteppingClock, attempt
 
-__all__ = ["SESSIONS", "seed_demo"]
+__all__ = ["SESSIONS", "TEAM", "TEAM_SERVER", "seed_demo"]
 
 HOUR = 3600.0
 SESSIONS = (
@@ -34,6 +36,8 @@ SESSIONS = (
     "e29a6f10-3b7c-4d52-8a1e-6c4b9f0d2a75",
     "b84d2c9e-1f6a-4e3b-a7d5-92c0e1f4b638",
 )
+TEAM_SERVER = "s-20261201T101500Z-7f3a9c"  # the team's `serve --transport http`
+TEAM = ("maya", "liam")  # its members whose agents call it
 TASKS = [
     ("Send invoice reminders 3 days before due date", "done", "maya", "2026-11-20", 5),
     ("PDF renderer drops the VAT line on credit notes", "done", "liam", "2026-11-24", 3),
@@ -108,12 +112,12 @@ def _bulk_history(db: Path, end: float, rows: int) -> None:
             session = SESSIONS[0] if i < rows / 2 else SESSIONS[1]
             values.append((utc_timestamp(at), session, tool, query, int(ok),
                            rng.randint(1, 40) if ok else None, error,
-                           rng.random() * 6, json.dumps(detail)))  # fmt: skip
+                           rng.random() * 6, json.dumps(detail), "local"))  # fmt: skip
         with svc.db.server_lock:
             conn.execute("BEGIN IMMEDIATE")
             conn.executemany(
                 "INSERT INTO query_log (ts, session, tool, query, ok, rows, error, duration_ms, "
-                "detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", values,
+                "detail, actor) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values,
             )  # fmt: skip
             conn.execute("COMMIT")
 
@@ -186,6 +190,27 @@ def seed_demo(db: Path, *, now: float | None = None, history_rows: int = 900) ->
             "progress",
             ["tasks"],
         )
+    with Service.open(settings, session=TEAM_SERVER, wall_clock=clock) as team:
+        _teammates(team)
+
+
+def _member(name: str, tier: str) -> Caller:
+    return Caller(Identity(name, tier, "member"), caller_session(TEAM_SERVER, name, name))
+
+
+def _teammates(svc: Service) -> None:
+    """Maya's and Liam's agents on the team server, each call under its member."""
+    with acting_as(_member("maya", "write")):
+        svc.read_query("SELECT id, title, status FROM tasks WHERE owner = 'maya'")
+        svc.claim_search("release-2.5")
+        svc.write_query("UPDATE tasks SET status = 'doing' WHERE id = 8")
+    with acting_as(_member("liam", "write")):
+        svc.read_query("SELECT id, title, due FROM tasks WHERE owner = 'liam' ORDER BY due")
+        svc.append_event("Liam: the CSV export uses ; and a UTF-8 BOM for Excel", "decision",
+                         ["export"])  # fmt: skip
+        svc.write_query("UPDATE tasks SET status = 'doing' WHERE id = 5")
+    with acting_as(_member("maya", "write")):
+        svc.read_query("SELECT status, count(*) AS n FROM tasks GROUP BY status")
 
 
 def main() -> None:

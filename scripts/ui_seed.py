@@ -1,7 +1,8 @@
 """A seeded database for the web console: real tool calls through `Service` (refused,
-failed, destructive with undo, undone, with a snapshot), memory events and claims, every
-agent-written field carrying an XSS payload, and optionally a bulk history (audit rows and
-chained events) spread over the last days.
+failed, destructive with undo, undone, with a snapshot), some made by members over HTTP
+(issue 22: their actor and session), memory events and claims, every agent-written field
+carrying an XSS payload, and optionally a bulk history (audit rows of the members and of no
+recorded actor, and chained events) spread over the last days.
 
 Used by tests/surfaces/ui (the browser tests) and bench/ui_bench.py; the screenshots use
 the realistic scripts/ui_demo_seed.py instead, so no payload shows in a picture.
@@ -20,10 +21,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sqlgate.config import Settings
+from sqlgate.engine.actors import Caller, Identity, acting_as, caller_session
 from sqlgate.errors import SqlgateError
 from sqlgate.service import Service
 
-__all__ = ["BIG_CELL_CHARS", "PAYLOADS", "SCRIPT", "seed", "seed_history"]
+__all__ = [
+    "BIG_CELL_CHARS",
+    "LONG_MEMBER",
+    "MEMBERS",
+    "PAYLOADS",
+    "SCRIPT",
+    "SERVER_SESSION",
+    "member_session",
+    "seed",
+    "seed_history",
+]
 
 SCRIPT = "<script>alert(1)</script>"
 PAYLOADS = (
@@ -35,6 +47,10 @@ PAYLOADS = (
     "bidi \u202egnp.exe\u202c and bell \x07 and escape \x1b[31m",
 )
 BIG_CELL_CHARS = 999_000  # a cell of about 1 MB (under --max-value-bytes)
+SERVER_SESSION = "s-20261201T090000Z-a1b2c3"
+# members of an HTTP server (issue 22); the bulk history's calls are theirs too, or no one's
+MEMBERS = ("alice", "bob")
+LONG_MEMBER = "dana.lopez@engineering.example.com"  # an OAuth subject named by its email
 HOUR = 3600.0
 TOOLS = (
     ("read_query",) * 12
@@ -61,12 +77,21 @@ def attempt(call: Callable[[], object]) -> None:
         call()
 
 
+def member_session(name: str) -> str:
+    """The session of member `name`'s calls over HTTP with an Mcp-Session-Id."""
+    return caller_session(SERVER_SESSION, name, f"mcp-session-of-{name}")
+
+
+def as_member(name: str, tier: str) -> Caller:
+    return Caller(Identity(name, tier, "member"), member_session(name))
+
+
 def seed(db: Path, *, now: float | None = None) -> None:
     """Tool calls, memory and claims with every payload in `PAYLOADS`."""
     end = time.time() if now is None else now
     settings = Settings(db=db, snapshots_keep=5)
     clock = SteppingClock(end - 30 * 86_400, 1.0)
-    with Service.open(settings, session="s-20261201T090000Z-a1b2c3", wall_clock=clock) as svc:
+    with Service.open(settings, session=SERVER_SESSION, wall_clock=clock) as svc:
         svc.write_query("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT, note TEXT)")
         svc.write_query(
             "INSERT INTO customers (name, note) VALUES (?, ?), (?, ?), (?, ?)",
@@ -108,6 +133,16 @@ def seed(db: Path, *, now: float | None = None) -> None:
         clock.now = end - 3 * 86_400
         svc.claim_confirm(1, 0.95)
         svc.claim_confirm(4)
+        with acting_as(as_member("alice", "read")):  # the same server, over HTTP
+            for customer in (2, 3):
+                svc.read_query(f"SELECT name, note FROM customers WHERE id = {customer}")
+            attempt(lambda: svc.read_query("SELEC * FROM customers"))
+            attempt(lambda: svc.write_query("DELETE FROM customers"))  # refused: her tier
+        with acting_as(as_member("bob", "destructive")):
+            svc.destructive_query("DELETE FROM customers WHERE name = 'globex'",
+                                  reason="bob: globex left")  # fmt: skip
+        with acting_as(as_member(LONG_MEMBER, "write")):
+            svc.append_event("billing-api owner is the platform team", "decision")
     clock.now = end - 3600
     with Service.open(settings, session=SCRIPT, wall_clock=clock) as svc:
         svc.append_event(f"a session named {SCRIPT}", kind="note")
@@ -141,12 +176,15 @@ def seed_history(db: Path, *, audit_rows: int, events: int, now: float | None = 
                     detail["reason"] = "old test rows"
                 if refused:
                     detail["refused"] = True
-                rows.append((utc_timestamp(at), f"s-bulk-{i // 500:04d}", tool, query, int(ok),
+                # a tenth from before actors were recorded (NULL), the rest the members'
+                actor = None if rng.random() < 0.1 else rng.choice(MEMBERS)
+                session = f"s-bulk-{i // 500:04d}" + ("" if actor is None else f"/{actor}")
+                rows.append((utc_timestamp(at), session, tool, query, int(ok),
                              1 if ok else None, None if ok else "no such column: x",
-                             rng.random() * 5, json.dumps(detail)))  # fmt: skip
+                             rng.random() * 5, json.dumps(detail), actor))  # fmt: skip
             conn.executemany(
                 "INSERT INTO query_log (ts, session, tool, query, ok, rows, error, duration_ms, "
-                "detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows,
+                "detail, actor) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows,
             )  # fmt: skip
             conn.execute("COMMIT")
     clock = SteppingClock(end - 30 * 86_400, 30 * 86_400 / max(1, events))

@@ -81,6 +81,12 @@ DB_RUNS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("claims", "stale"): (),
     ("export",): (),
     ("log",): (),
+    ("members", "add"): ("alice", "--tier", "read"),
+    ("members", "list"): (),
+    ("members", "remove"): ("alice",),
+    ("members", "revoke"): ("alice",),
+    ("members", "rotate"): ("alice",),
+    ("members", "set"): ("alice", "--tier", "write"),
     ("replicate",): ("file:///nonexistent-replica",),
     ("snapshots", "restore"): ("20260101T000000000000Z-000000.sqlite",),
     ("stats",): (),
@@ -246,3 +252,15 @@ def test_what_adopting_adds_is_what_a_new_database_holds(tmp_path: Path) -> None
     listed = set(re.findall(r"\w+", snippet))
     tables = {str(name) for kind, name in rows if kind == "table"}
     assert listed == tables | set(LITESTREAM_TABLES)
+
+
+def test_the_team_members_page_names_the_tier_of_every_tool() -> None:
+    """docs/how-to/team-members.md's table: each tier's row lists exactly its tools."""
+    from sqlgate.surfaces.mcp.tool_tiers import TIERS, tools_of_tier
+
+    page = (ROOT / "docs" / "how-to" / "team-members.md").read_text(encoding="utf-8")
+    section = page.split("## Which tier each tool needs", 1)[1].split("\n## ", 1)[0]
+    rows = dict(re.findall(r"^\| (read|write|destructive) \| (.*) \|$", section, re.M))
+    assert set(rows) == set(TIERS)
+    for tier in TIERS:
+        assert re.findall(r"`(\w+)`", rows[tier]) == list(tools_of_tier(tier)), tier

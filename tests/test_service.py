@@ -125,7 +125,7 @@ def test_introspection_tools(ready: Service) -> None:
     assert ready.describe_table("t").startswith("# table t\n# columns\n")
     schema, left_out = ready.get_schema().splitlines()
     assert schema == "CREATE TABLE t(id INTEGER PRIMARY KEY, body TEXT);"
-    assert left_out.startswith("# left out: the server's 13 tables and views (claims, ")
+    assert left_out.startswith("# left out: the server's 15 tables and views (claims, ")
     with pytest.raises(NotFound):
         ready.describe_table("missing")
 

@@ -242,13 +242,14 @@ class Service:
             db.close()
             raise
 
-    def close(self) -> None:
-        """Write the queued audit rows (waiting up to --busy-timeout for the lock; what still
-        waits stays queued for the next process), then close the database."""
+    def close(self, wait: float | None = None) -> None:
+        """Write the queued audit rows (waiting up to `wait` seconds, --busy-timeout unless
+        given, for the lock; what still waits stays queued for the next process), then close
+        the database."""
         if not self._closed.is_set():
             self._closed.set()
             try:
-                self.audit.close(self.settings.busy_timeout)
+                self.audit.close(self.settings.busy_timeout if wait is None else wait)
             finally:
                 self.db.close()
 
@@ -352,7 +353,11 @@ class Service:
         control: CallControl | None = None,
         confirm: Callable[[], None] | None = None,
         progress: Callable[[int, int], None] | None = None,
+        *,
+        confirmed: bool = False,
     ) -> str:
+        """`confirmed`: the person behind the caller's session approved it when asked (its
+        row's detail says who: `confirmed_by`)."""
         return self.call(
             "destructive_query",
             lambda c: self.sql.destructive(
@@ -360,8 +365,19 @@ class Service:
             ),
             query=query,
             control=control,
-            detail={"reason": reason, **(_params_detail(params) or {})},
+            detail={
+                "reason": reason,
+                **(_params_detail(params) or {}),
+                **self._confirmed_by(confirmed),
+            },
         )
+
+    def _confirmed_by(self, confirmed: bool) -> dict[str, str]:
+        """Who answered a confirmation: the caller whose session was asked (the question
+        goes to the session that made the call, surfaces/mcp/confirm.py)."""
+        if not confirmed:
+            return {}
+        return {"confirmed_by": (current_caller() or self.caller).actor}
 
     def undo(
         self,
@@ -371,6 +387,7 @@ class Service:
         tool: str = "undo",
         reason: str | None = None,
         confirm: Callable[[], None] | None = None,
+        confirmed: bool = False,
     ) -> str:
         """Restore the rows one earlier call changed, named by its audit id or its changeset
         id, either as a number (of this database) or as `15@3f9a1c07` (refused when the id
@@ -388,17 +405,25 @@ class Service:
             asked["database"] = target.database
         if reason is not None:
             asked["reason"] = reason
+        asked.update(self._confirmed_by(confirmed))
         return self.call(tool, work, detail={k: v for k, v in asked.items() if v is not None})
 
     def undo_call(
-        self, audit_id: int | str, reason: str, confirm: Callable[[], None] | None = None
+        self,
+        audit_id: int | str,
+        reason: str,
+        confirm: Callable[[], None] | None = None,
+        *,
+        confirmed: bool = False,
     ) -> str:
         """The agent takes back one of this database's earlier calls (the undo_call tool)."""
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidArgument(
                 "reason is required: say in a sentence why this call should be taken back"
             )
-        return self.undo(audit_id, tool="undo_call", reason=reason, confirm=confirm)
+        return self.undo(
+            audit_id, tool="undo_call", reason=reason, confirm=confirm, confirmed=confirmed
+        )
 
     def describe_undo(self, audit_id: int | str) -> str:
         """One line naming the call an undo_call would take back (for the person asked to

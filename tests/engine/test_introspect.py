@@ -55,6 +55,8 @@ def csv_rows(text: str) -> list[str]:
 SERVER_OBJECTS = [
     ("claims", "table"),
     ("claims_history", "table"),
+    ("member_tokens", "table"),
+    ("members", "table"),
     ("memory_checkpoints", "table"),
     ("memory_events", "table"),
     ("memory_events_fts", "virtual"),
@@ -73,26 +75,28 @@ def test_list_tables_shows_user_and_server_objects_with_row_counts(shop: Service
     shop.append_event("first memory")
     lines = csv_rows(shop.list_tables())
     assert lines[0] == "name,type,system,rows"
-    assert lines[-1] == "# 17 tables and views"
+    assert lines[-1] == "# 19 tables and views"
     rows = lines[1:-1]
     # one list sorted by name; the system column tells server objects apart
-    assert rows[:9] == [
+    assert rows[:11] == [
         "big_customers,view,0,",
         "claims,table,1,0",
         "claims_history,table,1,0",
         "customer,table,0,3",
         "docs,virtual,0,2",
+        "member_tokens,table,1,0",
+        "members,table,1,0",
         "memory_checkpoints,table,1,0",
         "memory_events,table,1,1",
         "memory_events_fts,virtual,1,1",
         "orders,table,0,1",
     ]
-    assert rows[9] == "query_errors,view,1,"
-    name, kind, system, count = rows[10].split(",")
+    assert rows[11] == "query_errors,view,1,"
+    name, kind, system, count = rows[12].split(",")
     assert (name, kind, system) == ("query_log", "table", "1")
     assert int(count) >= 2  # the create_view and append_event calls are already logged
-    assert rows[11] == "query_patterns,view,1,"
-    assert rows[12:] == [
+    assert rows[13] == "query_patterns,view,1,"
+    assert rows[14:] == [
         "server_info,table,1,1",
         "undo_changesets,table,1,1",  # the fixture's CREATE TABLE keeps its undo record
         "undo_chunks,table,1,0",

@@ -210,6 +210,18 @@ def test_a_snapshot_older_than_database_ids_is_restored_and_keeps_the_live_id(
         conn.execute("DROP TABLE server_info")
         for column in ("tool", "created", "format", "data", "shapes", "digests"):
             conn.execute(f"ALTER TABLE undo_changesets DROP COLUMN {column}")
+        # nor migration 9's actor and members (issue 22)
+        for statement in (
+            "DROP TABLE member_tokens",
+            "DROP TABLE members",
+            "DROP INDEX query_log_by_actor",
+            "DROP VIEW query_errors",
+            "DROP VIEW query_patterns",
+            "ALTER TABLE query_log DROP COLUMN actor",
+            "CREATE VIEW query_errors AS SELECT id FROM query_log",
+            "CREATE VIEW query_patterns AS SELECT id FROM query_log",
+        ):
+            conn.execute(statement)
         conn.pragma("user_version", 7)
     finally:
         conn.close()

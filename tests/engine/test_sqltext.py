@@ -107,6 +107,10 @@ def test_fingerprint_never_raises_on_garbage(garbage: str) -> None:
     assert isinstance(fingerprint(garbage), str)
 
 
+def test_fingerprint_of_a_bracketed_nul_name_is_its_text() -> None:
+    assert fingerprint("[\x00]") == "\x00"  # hypothesis found it: quoting refused the NUL
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.text(max_size=200))
 def test_fingerprint_never_raises_on_any_text(text: str) -> None:

@@ -29,6 +29,7 @@ SECRETS = [
                  id="github-pat"),
     pytest.param("xoxb-1234567890-abcdefghijkl", "1234567890", "slack-token", id="slack-bot"),
     pytest.param("xoxp-98765-43210-zyxw", "98765", "slack-token", id="slack-user"),
+    pytest.param("my token is sqg_" + "Q-9_" * 11, "Q-9_Q-9_", "sqlgate-token", id="sqlgate"),
     pytest.param(f"cookie {JWT}", "dozjgNry", "jwt", id="jwt"),
     pytest.param("Authorization: Bearer abc123def456ghi789", "abc123def456", "bearer-token",
                  id="bearer-header"),

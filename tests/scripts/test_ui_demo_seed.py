@@ -8,7 +8,7 @@ from pathlib import Path
 
 import apsw
 from scripts.screenshots import seed_screenshots
-from scripts.ui_demo_seed import SESSIONS
+from scripts.ui_demo_seed import SESSIONS, TEAM, TEAM_SERVER
 from scripts.ui_seed import seed
 
 HOSTILE = ("<script", "alert(", "onerror", "onload", "javascript:", "\u202e", "\x1b")
@@ -53,7 +53,13 @@ def test_the_screenshot_database_tells_a_project_story(tmp_path: Path) -> None:
     seed_screenshots(db, now=NOW, history_rows=0)
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        sessions = {str(s) for (s,) in conn.execute("SELECT DISTINCT session FROM query_log")}
+        sessions = {
+            str(s)
+            for (s,) in conn.execute("SELECT DISTINCT session FROM query_log WHERE actor = 'local'")
+        }
+        team = dict(
+            conn.execute("SELECT DISTINCT actor, session FROM query_log WHERE actor != 'local'")
+        )
         outcomes = dict(
             conn.execute(
                 "SELECT CASE WHEN ok THEN 'ok' WHEN json_extract(detail, '$.refused') "
@@ -75,6 +81,8 @@ def test_the_screenshot_database_tells_a_project_story(tmp_path: Path) -> None:
         conn.close()
     assert sessions <= set(SESSIONS)
     assert len(sessions) >= 2
+    assert set(team) == set(TEAM)  # the teammates' agents on the team's HTTP server
+    assert all(str(team[name]).startswith(f"{TEAM_SERVER}/{name}/") for name in TEAM)
     assert set(outcomes) == {"ok", "refused", "error"}
     assert {"decision", "error", "note", "todo"} <= kinds
     assert len(destructive) >= 3

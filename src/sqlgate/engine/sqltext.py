@@ -182,7 +182,8 @@ def fingerprint(sql: str) -> str:
         elif token.token_type in _literals():
             parts.append("?")
         elif token.token_type == TokenType.IDENTIFIER:
-            parts.append(quote_identifier(token.text))
+            # a name SQLite could not hold (a NUL) is kept as written: a shape, never an error
+            parts.append(quote_identifier(token.text) if "\x00" not in token.text else token.text)
         elif token.token_type in (TokenType.VAR, TokenType.PLACEHOLDER):
             parts.append(token.text)
         else:

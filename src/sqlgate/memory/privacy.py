@@ -4,7 +4,7 @@ Every pattern is RE2 (linear time, so an extra pattern from a file cannot hang a
 replaces what it matches with a typed marker, `[REDACTED:<name>]`. Text inside
 `<private>…</private>` is dropped whole, nested blocks included (the block ends at the
 `</private>` that closes the first `<private>`; an unclosed one drops the rest). A token
-with a known prefix (AKIA…, ghp_…, xoxb-…, sk-…, eyJ…) counts as one when no letter or digit
+with a known prefix (AKIA…, ghp_…, xoxb-…, sqg_…, sk-…, eyJ…) counts as one when no letter or digit
 touches it, so `AWS_KEY_AKIA…` and `MY_TOKEN=ghp_…` are caught, while `task-123…` is not.
 
 What is meant to survive: environment variable *names* (`OPENAI_API_KEY`, `$GITHUB_TOKEN`),
@@ -41,6 +41,8 @@ DEFAULT_PATTERNS: tuple[tuple[str, str], ...] = (
     ("aws-key", r"(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}"),
     ("github-token", r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
     ("slack-token", r"xox[abposr]-[A-Za-z0-9-]{10,}"),
+    # a sqlgate member's token (engine/members.py): sqg_ and 43 URL-safe characters
+    ("sqlgate-token", r"sqg_[A-Za-z0-9_-]{40,}"),
     ("api-key", r"sk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{20,}"),
     ("jwt", r"eyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}"),
     ("bearer-token", r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/-]{12,}=*)"),

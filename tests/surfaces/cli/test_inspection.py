@@ -193,8 +193,9 @@ def test_log_json_lists_every_call_newest_first_with_parsed_detail(seeded: Path)
     assert calls[-1]["query"] == "CREATE TABLE notes (body TEXT)"
     assert calls[-1]["ok"] is True
     assert isinstance(calls[-1]["detail"], dict)
-    assert set(calls[0]) == {"id", "ts", "session", "tool", "query", "ok", "outcome", "rows",
-                             "error", "duration_ms", "detail"}  # fmt: skip
+    assert set(calls[0]) == {"id", "ts", "actor", "session", "tool", "query", "ok", "outcome",
+                             "rows", "error", "duration_ms", "detail"}  # fmt: skip
+    assert {call["actor"] for call in calls} == {"local"}  # the service's own caller
 
 
 @pytest.mark.parametrize(
@@ -288,7 +289,7 @@ def test_log_tsv_shows_a_policy_refusal_as_refused_not_error(outcomes: Path) -> 
 def test_log_table_shows_a_policy_refusal_as_refused_not_error(outcomes: Path) -> None:
     lines = succeeded(run(outcomes, "log", env=TERMINAL)).splitlines()
     cells = [[cell.strip() for cell in line.split("│")] for line in lines if "│" in line]
-    outcome_of = {row[1]: row[5] for row in cells if row[1].isdigit()}
+    outcome_of = {row[1]: row[6] for row in cells if row[1].isdigit()}
     assert outcome_of == {"4": "error", "3": "refused", "2": "ok", "1": "ok"}
 
 
@@ -316,7 +317,10 @@ def test_log_help_says_that_errors_includes_refusals() -> None:
 
 def test_stats_counts_calls_by_the_consoles_three_outcomes(outcomes: Path) -> None:
     report = json.loads(succeeded(run(outcomes, "stats", "--json")))
-    assert report["audit"] == {"calls": 4, "ok": 2, "refused": 1, "error": 1, "queued": 0}
+    assert report["audit"] == {
+        "calls": 4, "ok": 2, "refused": 1, "error": 1, "queued": 0,
+        "actors": [{"actor": "local", "calls": 4, "ok": 2, "refused": 1, "error": 1}],
+    }  # fmt: skip
     assert "4 (2 ok, 1 refused, 1 error)" in succeeded(run(outcomes, "stats"))
 
 
@@ -329,8 +333,11 @@ def test_stats_json_counts_memory_claims_audit_and_table_rows(seeded: Path) -> N
     assert memory["kinds"] == {"note": 3, "claim": 2}
     assert memory["chain"]["ok"] is True
     assert report["claims"] == {"active": 1}
-    assert report["audit"] == {"calls": SEEDED_CALLS, "ok": SEEDED_CALLS - 1, "refused": 0,
-                               "error": 1, "queued": 0}  # fmt: skip
+    assert report["audit"] == {
+        "calls": SEEDED_CALLS, "ok": SEEDED_CALLS - 1, "refused": 0, "error": 1, "queued": 0,
+        "actors": [{"actor": "local", "calls": SEEDED_CALLS, "ok": SEEDED_CALLS - 1,
+                    "refused": 0, "error": 1}],
+    }  # fmt: skip
     tables = {item["name"]: item for item in report["tables"]}
     assert tables["notes"] == {"name": "notes", "type": "table", "system": False, "rows": 2}
     assert tables["memory_events"]["rows"] == SEEDED_EVENTS

@@ -266,10 +266,10 @@ def test_log_on_an_80_column_terminal_never_runs_past_its_width(busy_log: Path) 
 
 def test_log_in_a_pipe_keeps_whole_times_and_sessions(busy_log: Path) -> None:
     header, *records = succeeded(invoke(PIPED, "log", "--db", str(busy_log))).splitlines()
-    assert header.split("\t")[:3] == ["id", "time (UTC)", "session"]
+    assert header.split("\t")[:4] == ["id", "time (UTC)", "actor", "session"]
     times = [str(ts) for (ts,) in read(busy_log, "SELECT ts FROM query_log ORDER BY id DESC")]
     assert [record.split("\t")[1] for record in records] == times
-    assert records[0].split("\t")[2] == "cli-20261202T041500Z-9c1e07"
+    assert records[0].split("\t")[3] == "cli-20261202T041500Z-9c1e07"
 
 
 @pytest.mark.stdio

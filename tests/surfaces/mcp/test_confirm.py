@@ -77,6 +77,40 @@ def audited_errors(service: Service) -> str:
 # -- a client that can ask ----------------------------------------------------------------
 
 
+def confirmed_by(service: Service) -> str:
+    return service.read_query(
+        "SELECT ok, json_extract(detail, '$.confirmed_by') AS who FROM query_log "
+        "WHERE tool = 'destructive_query' ORDER BY id"
+    )
+
+
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize(
+    ("action", "content", "row"),
+    [
+        pytest.param("accept", {"approve": True}, "1,local", id="approved"),
+        pytest.param("accept", {"approve": False}, "0,", id="unticked"),
+        pytest.param("decline", None, "0,", id="declined"),
+    ],
+)
+async def test_the_audit_row_says_who_confirmed_the_call(
+    make_service: Callable[..., Service], mode: str, action: str, content: Any, row: str
+) -> None:
+    """issue 22: the question goes to the caller's own session, so its answerer is that
+    caller (here the stdio agent's person: `local`); a refused call names no one."""
+    service = make(make_service, "auto")
+    await call(service, mode, Person(action, content), DELETE)
+    assert confirmed_by(service).splitlines()[1] == row
+
+
+async def test_a_call_nobody_was_asked_about_names_no_confirmer(
+    make_service: Callable[..., Service],
+) -> None:
+    service = make(make_service, "never")
+    await call(service, "legacy", Person("accept", {"approve": True}), DELETE)
+    assert confirmed_by(service).splitlines()[1] == "1,"
+
+
 @pytest.mark.parametrize("mode", ERAS)
 @pytest.mark.parametrize("confirm", ["auto", "always"])
 async def test_approved_statement_runs_after_the_person_saw_statement_values_and_reason(

@@ -61,3 +61,20 @@ def test_read_and_write_together_are_every_tool_but_the_destructive_ones() -> No
 def test_an_unknown_tier_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown tier"):
         tools_of_tier("admin")
+
+
+def test_the_security_model_lists_each_tool_under_its_tier() -> None:
+    """docs/security-model.md, "Tiers per caller": the table a team reads is this one."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "security-model.md").read_text(
+        encoding="utf-8"
+    )
+    section = doc.split("### Tiers per caller", 1)[1].split("\n### ", 1)[0]
+    listed: dict[str, str] = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if len(cells) == 2 and cells[0] in TIERS:
+            for name in cells[1].split("`")[1::2]:
+                listed[name] = cells[0]
+    assert listed == TOOL_TIERS

@@ -166,6 +166,33 @@ def test_the_outcome_filter_changes_what_is_shown(signed_in: Watched) -> None:
     signed_in.assert_inert()
 
 
+def test_the_actor_filter_shows_one_actors_calls_page_after_page(signed_in: Watched) -> None:
+    signed_in.go("/")
+    with signed_in.page.expect_navigation():
+        signed_in.page.select_option("select[name=actor]", "alice")  # console.js submits
+    assert "actor=alice" in signed_in.page.url
+    audit = signed_in.page.locator("main table").last
+    assert audit.locator("thead th").nth(2).inner_text() == "actor"
+    first = [cell.inner_text() for cell in audit.locator("tbody tr td:nth-child(3)").all()]
+    assert len(first) == 50
+    assert set(first) == {"alice"}
+    with signed_in.page.expect_navigation():
+        signed_in.page.click("text=older »")
+    older = signed_in.page.locator("main table").last.locator("tbody tr td:nth-child(3)")
+    assert {cell.inner_text() for cell in older.all()} == {"alice"}
+    assert signed_in.page.locator("select[name=actor]").input_value() == "alice"
+    signed_in.assert_inert()
+
+
+def test_destructive_calls_name_who_asked(signed_in: Watched) -> None:
+    signed_in.go("/destructive")
+    calls = signed_in.page.locator("main table").first
+    assert calls.locator("thead th").nth(2).inner_text() == "asked by"
+    asked = {cell.inner_text() for cell in calls.locator("tbody tr td:nth-child(3)").all()}
+    assert {"bob", "local"} <= asked
+    signed_in.assert_inert()
+
+
 def test_memory_search_changes_what_is_shown(signed_in: Watched) -> None:
     signed_in.go("/memory")
     signed_in.page.fill("input[name=q]", "runbook")

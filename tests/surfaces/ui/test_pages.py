@@ -286,19 +286,12 @@ def test_each_filter_walks_an_index_newest_first(
     seeded_db: Path, query: dict[str, str], index: str
 ) -> None:
     """Keyset pages never sort: the plan walks the rowid or an index, with no temp b-tree."""
-    from sqlgate.surfaces.ui.activity import audit_filter
+    from sqlgate.surfaces.ui.activity import audit_select
 
-    where, params = audit_filter(query)
+    sql, params = audit_select(query, "*", 51)
     conn = apsw.Connection(str(seeded_db), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        plan = " ; ".join(
-            str(row[3])
-            for row in conn.execute(
-                f"EXPLAIN QUERY PLAN SELECT * FROM query_log WHERE {where} ORDER BY id DESC "
-                "LIMIT 51",
-                params,
-            )
-        )
+        plan = " ; ".join(str(row[3]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
     finally:
         conn.close()
     assert index in plan

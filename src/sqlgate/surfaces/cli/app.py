@@ -64,6 +64,10 @@ COMMANDS: dict[str, LazyCommand] = {
     "log": LazyCommand(
         f"{_CLI}.inspection:log", "The audit log (query_log): one row per tool call, newest first."
     ),
+    "members": LazyCommand(
+        f"{_CLI}.members:members",
+        "Members of an HTTP team server, each with a token and a tier.",
+    ),
     "replicate": LazyCommand(
         f"{_CLI}.replicate:replicate",
         "Replicate the database to URL until stopped (Ctrl-C or SIGTERM), without serving.",
@@ -120,17 +124,34 @@ def main() -> None:
 @http_options
 @reports_errors
 def serve(
-    transport: str, host: str, port: int, token: str | None, insecure_no_token: bool, **values: Any
+    transport: str,
+    host: str,
+    port: int,
+    token: str | None,
+    insecure_no_token: bool,
+    oauth_issuer: str | None,
+    oauth_audience: str | None,
+    oauth_name_claim: str,
+    **values: Any,
 ) -> None:
     """Serve MCP on stdio for one client (what MCP clients launch), or over HTTP.
 
     Only protocol messages go to stdout; errors and logs go to stderr. Ctrl-C (exit 130)
     and SIGTERM (exit 0) stop it cleanly.
     """
+    from sqlgate.errors import InvalidArgument
     from sqlgate.surfaces.cli.serve import run_server
+    from sqlgate.surfaces.mcp.http_options import OAuthOptions
 
+    if oauth_issuer is None and oauth_audience is not None:
+        raise InvalidArgument(
+            "--oauth-audience applies only with --oauth-issuer; give both, or neither"
+        )
+    oauth = None if oauth_issuer is None else OAuthOptions(
+        oauth_issuer, oauth_audience, oauth_name_claim
+    )  # fmt: skip
     run_server(values, transport=transport, host=host, port=port, token=token,
-               insecure_no_token=insecure_no_token)  # fmt: skip
+               insecure_no_token=insecure_no_token, oauth=oauth)  # fmt: skip
 
 
 def _entry() -> None:  # pragma: no cover - `python -m sqlgate`

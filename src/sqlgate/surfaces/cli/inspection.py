@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sqlgate.engine.audit import json_value
+from sqlgate.engine.audit import ACTOR_SINCE, actor_sql, json_value
 from sqlgate.engine.outcome import OUTCOME_SQL, OUTCOMES, call_outcome
 from sqlgate.errors import ChainBroken
 from sqlgate.memory.restore_record import recorded_restores
@@ -31,6 +31,7 @@ from sqlgate.surfaces.cli.options import (
     settings_options,
     stderr_progress,
 )
+from sqlgate.surfaces.sessions import short_session as _short_session
 
 if TYPE_CHECKING:  # imported when a command runs, not at start-up
     pass
@@ -101,8 +102,20 @@ def _restores_line(restores: dict[str, Any]) -> str:
 
 
 # -- log ------------------------------------------------------------------------------------
-_LOG_COLUMNS = ("id", "ts", "session", "tool", "query", "ok", "rows", "error", "duration_ms",
-                "detail")  # fmt: skip
+_LOG_COLUMNS = ("id", "ts", "actor", "session", "tool", "query", "ok", "rows", "error",
+                "duration_ms", "detail")  # fmt: skip
+NOT_RECORDED = "-"  # the actor of a row written before actors were recorded (migration 9)
+# the actors of query_log as recorded that equal `?` ignoring case (member names are unique
+# ignoring case): a skip-scan of query_log_by_actor, one index seek per distinct actor, so
+# the calls are then found through the index rather than by reading the whole log
+_ACTOR_SPELLINGS = """
+    WITH RECURSIVE recorded(name) AS (
+        SELECT (SELECT min(actor) FROM query_log)
+        UNION ALL
+        SELECT (SELECT min(actor) FROM query_log WHERE actor > name)
+        FROM recorded WHERE name IS NOT NULL
+    )
+    SELECT name FROM recorded WHERE name = ? COLLATE NOCASE"""
 
 
 @click.command()
@@ -116,18 +129,24 @@ _LOG_COLUMNS = ("id", "ts", "session", "tool", "query", "ok", "rows", "error", "
               help="only calls at or after this ISO date or date-time")  # fmt: skip
 @click.option("--tool", default=None, metavar="NAME",
               help="only calls of this tool (e.g. read_query)")  # fmt: skip
+@click.option("--actor", default=None, metavar="NAME",
+              help="only calls made by this actor: a member's name (in any case, as member "
+                   "names are unique ignoring case), admin (the --token of an HTTP server), "
+                   "local (the agent on stdio) or cli; - for calls recorded before sqlgate "
+                   "named actors")  # fmt: skip
 @click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True, metavar="N",
               help="newest calls shown; 0 for all")  # fmt: skip
 @JSON_OPTION
 @settings_options(DB_OPTIONS, existing_db=True)
 @reports_errors
 def log(
-    errors: bool, outcome: str | None, since: str | None, tool: str | None, limit: int,
-    as_json: bool, **values: Any,
+    errors: bool, outcome: str | None, since: str | None, tool: str | None,
+    actor: str | None, limit: int, as_json: bool, **values: Any,
 ) -> None:  # fmt: skip
     """The audit log (query_log): one row per tool call, newest first.
 
-    Each call's outcome is ok, refused or error, the words of the web console."""
+    Each call's outcome is ok, refused or error, the words of the web console. Its actor is
+    who made it (a member, admin, local, cli; `-` when not recorded)."""
     from sqlgate.memory.inputs import moment
 
     start = moment(since, "--since")
@@ -143,18 +162,29 @@ def log(
     if tool is not None:
         where.append("tool = ?")
         params.append(tool)
-    sql = (
-        f"SELECT {', '.join(_LOG_COLUMNS)} FROM query_log "
-        f"{'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC LIMIT ?"
-    )
-    params.append(limit or -1)
     with existing_service(values, read_only=True) as service, service.db.reading() as conn:
+        recorded = service.db.schema_version >= ACTOR_SINCE  # else no row names an actor
+        if actor == NOT_RECORDED:
+            where.append("actor IS NULL" if recorded else "1")
+        elif actor is not None and recorded:
+            where.append(f"actor IN ({_ACTOR_SPELLINGS})")
+            params.append(actor)
+        elif actor is not None:
+            where.append("0")
+        shown = (c if c != "actor" else f"{actor_sql(service.db.schema_version)} AS actor"
+                 for c in _LOG_COLUMNS)  # fmt: skip
+        sql = (
+            f"SELECT {', '.join(shown)} FROM query_log "
+            f"{'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC LIMIT ?"
+        )
+        params.append(limit or -1)
         calls = [_log_record(row) for row in conn.execute(sql, params)]
     if not as_json:
         dates = [None, *(str(call["ts"])[:10] for call in calls)]
         calls = [
             {**call, "what": _what(call), "when": _when(str(call["ts"]), dates[number]),
-             "who": _short_session(call["session"])}
+             "by": NOT_RECORDED if call["actor"] is None else call["actor"],
+             "who": _short_session(call["session"], call["actor"])}
             for number, call in enumerate(calls)
         ]  # fmt: skip
     print_listing(
@@ -187,7 +217,6 @@ def _what(call: Mapping[str, Any]) -> str:
 
 
 _ISO_MOMENT = re.compile(r"(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(?:\.\d+)?Z")
-_SESSION_ID = re.compile(r"([a-z]+)-\d{8}T\d{6}Z-([0-9a-f]+)")
 
 
 def _when(ts: str, previous_date: str | None) -> str:
@@ -200,17 +229,10 @@ def _when(ts: str, previous_date: str | None) -> str:
     return time if date == previous_date else f"{date} {time}"
 
 
-def _short_session(session: Any) -> str:
-    """`s-…471d28` for sqlgate's `s-20261202T035830Z-471d28`: its start time repeats the
-    calls' own, its random part tells it from the others. TSV and JSON keep it whole."""
-    text = "" if session is None else str(session)
-    found = _SESSION_ID.fullmatch(text)
-    return text if found is None else f"{found.group(1)}-…{found.group(2)}"
-
-
 _LOG_TABLE = (
     Column("id", "id", keep_whole=True),
     Column("ts", "time (UTC)", keep_whole=True),
+    Column("by", "actor"),
     Column("session", "session", keep_whole=True),
     Column("tool", "tool", keep_whole=True),
     Column("outcome", "outcome", keep_whole=True),
@@ -219,12 +241,15 @@ _LOG_TABLE = (
     Column("what", "statement, detail or error"),
 )
 # on a terminal: the time without its date while the date holds, the session by its random
-# part, so the table fits 120 columns with room for the statement
+# part and connection (`s-…471d28/…/` then `5c91b6bf` below), the date, actor and session
+# wrapped narrow, so the table fits 120 columns with room for the statement
+_SIDE = len("s-…471d28/…/")
 _LOG_TERMINAL = (
     Column("id", "id", keep_whole=True),
-    Column("when", "time (UTC)", narrowest=len("2026-12-02")),
-    Column("who", "session"),
-    *_LOG_TABLE[3:],
+    Column("when", "time (UTC)", narrowest=len("2026-12-02"), widest=len("2026-12-02")),
+    Column("by", "actor", widest=_SIDE),
+    Column("who", "session", widest=_SIDE),
+    *_LOG_TABLE[4:],
 )
 
 
@@ -236,9 +261,11 @@ _LOG_TERMINAL = (
 def stats(as_json: bool, **values: Any) -> None:
     """Memory, claims and audit counts, and the rows of every table (chain checked cheaply).
 
-    `queued` counts audit rows waiting for the write lock (another process held it).
-    `replication`: running, restarting (Litestream died: its exit and last error), gone (the
-    process replicating it was killed), stopped, or not configured."""
+    The audited calls are counted by outcome and by actor (who made them; `-` for calls
+    recorded before sqlgate named actors). `queued` counts audit rows waiting for the write
+    lock (another process held it). `replication`: running, restarting (Litestream died: its
+    exit and last error), gone (the process replicating it was killed), stopped, or not
+    configured."""
     from sqlgate.engine.audit_queue import queued_rows
     from sqlgate.engine.limits import CallControl
     from sqlgate.surfaces.replication.status import replication_report
@@ -248,11 +275,8 @@ def stats(as_json: bool, **values: Any) -> None:
         listing, _ = service.introspection.list_tables(True, CallControl())
         with service.db.reading() as conn:
             claims = dict(conn.execute("SELECT state, count(*) FROM claims GROUP BY 1 ORDER BY 1"))
-            sums = ", ".join(f"coalesce(sum({OUTCOME_SQL[o]}), 0)" for o in OUTCOMES)
-            found = conn.execute(f"SELECT {sums} FROM query_log").fetchall()[0]
-            counts = {
-                o: n if isinstance(n, int) else 0 for o, n in zip(OUTCOMES, found, strict=True)
-            }
+            actors = _calls_by_actor(conn, actor_sql(service.db.schema_version))
+    counts = {o: sum(actor[o] for actor in actors) for o in OUTCOMES}
     report = {
         "db": str(service.settings.db),
         "memory": memory,
@@ -261,6 +285,7 @@ def stats(as_json: bool, **values: Any) -> None:
             "calls": sum(counts.values()),
             **counts,
             "queued": queued_rows(service.settings.db),
+            "actors": actors,
         },
         "tables": _tables(listing),
         "replication": replication_report(service.settings.db),
@@ -269,6 +294,20 @@ def stats(as_json: bool, **values: Any) -> None:
         click.echo(terminal.json_dumps(report))
     else:
         _print_stats(report)
+
+
+def _calls_by_actor(conn: Any, column: str = "actor") -> list[dict[str, Any]]:
+    """Each actor's calls by outcome, by name (any case), the calls of no recorded actor
+    (rows written before migration 9) last with actor None."""
+    sums = ", ".join(f"sum({OUTCOME_SQL[o]})" for o in OUTCOMES)
+    return [
+        {"actor": actor, "calls": calls,
+         **{o: int(n or 0) for o, n in zip(OUTCOMES, found, strict=True)}}
+        for actor, calls, *found in conn.execute(
+            f"SELECT {column}, count(*), {sums} FROM query_log GROUP BY 1 "
+            f"ORDER BY {column} IS NULL, {column} COLLATE NOCASE, {column}"
+        )
+    ]  # fmt: skip
 
 
 def _tables(listing: str) -> list[dict[str, Any]]:
@@ -303,6 +342,7 @@ def _print_stats(report: dict[str, Any]) -> None:
             ("chain (incremental check)", chain_line),
             ("claims", ", ".join(f"{k} {n}" for k, n in report["claims"].items()) or "-"),
             ("audited calls", _audited_calls(report["audit"])),
+            ("calls by actor", _actors_line(report["audit"]["actors"])),
             ("audit rows queued", f"{report['audit']['queued']} (waiting for the write lock)"),
             ("replication", describe_replication(report["replication"])),
         ],
@@ -318,6 +358,13 @@ def _print_stats(report: dict[str, Any]) -> None:
 def _audited_calls(audit: Mapping[str, int]) -> str:
     """`4 (2 ok, 1 refused, 1 error)`: the calls by the console's three outcomes."""
     return f"{audit['calls']} (" + ", ".join(f"{audit[o]} {o}" for o in OUTCOMES) + ")"
+
+
+def _actors_line(actors: Sequence[Mapping[str, Any]]) -> str:
+    """`alice 12, local 40, - 3 (not recorded)`: the calls of each actor."""
+    shown = [f"{NOT_RECORDED if a['actor'] is None else a['actor']} {a['calls']}" for a in actors]
+    unnamed = any(a["actor"] is None for a in actors)
+    return ", ".join(shown) + (" (not recorded)" if unnamed else "") if shown else "-"
 
 
 _TABLES_TABLE = (

@@ -36,6 +36,7 @@ class Column:
     keep_whole: bool = False  # ids and times: never wrapped nor folded on a terminal
     render: Callable[[Any], str] | None = None  # the value as text; default str(value)
     narrowest: int | None = None  # text wrapped no narrower (a date and time: the date's 10)
+    widest: int | None = None  # text wrapped no wider, so the columns after it keep room
 
     def text(self, record: Mapping[str, Any]) -> str:
         value = record.get(self.key)
@@ -102,6 +103,7 @@ def print_listing(
             overflow="fold",
             no_wrap=column.keep_whole,
             min_width=_narrowest(column, width),
+            max_width=None if column.keep_whole else column.widest,
         )
     for record in records:
         table.add_row(*(terminal.cell(column.text(record)) for column in columns))

@@ -11,12 +11,16 @@ SIGTERM with 0.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlgate.config import creates_parent
+from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces.cli.options import settings_from
 from sqlgate.surfaces.cli.replicate import replica_target, start_replication
 from sqlgate.surfaces.stops import serve_until_stopped, stop_signals
+
+if TYPE_CHECKING:
+    from sqlgate.surfaces.mcp.http_options import OAuthOptions
 
 __all__ = ["run_server"]
 
@@ -29,8 +33,14 @@ def run_server(
     port: int,
     token: str | None,
     insecure_no_token: bool,
+    oauth: OAuthOptions | None = None,
 ) -> None:
     """Serve until stdin ends (stdio) or a stop signal; raises SystemExit(130) after Ctrl-C."""
+    if oauth is not None and transport != "http":
+        raise InvalidArgument(
+            "--oauth-issuer applies to --transport http only; add --transport http, or drop "
+            "--oauth-issuer (a stdio client is the local agent, with no token)"
+        )
     with stop_signals() as stops:
         settings = settings_from(values)
         replica = replica_target(settings)  # a bad --replicate URL stops here, before any file
@@ -42,7 +52,8 @@ def run_server(
                 return None if replication is None else replication.stop
 
             serve_http(settings, host=host, port=port, token=token, stops=stops,
-                       insecure_no_token=insecure_no_token, beside=replicating)  # fmt: skip
+                       insecure_no_token=insecure_no_token, beside=replicating,
+                       oauth=oauth)  # fmt: skip
             return
         import anyio
 

@@ -102,6 +102,11 @@ class Verdict:
     refusal: str | None = None
     asked: bool = False
 
+    @property
+    def approved(self) -> bool:
+        """The person was asked and said run it (the audit row's `confirmed_by`)."""
+        return self.asked and self.refusal is None
+
     def enforce(self) -> None:
         """Called by the service after its policy dry run, before the snapshot."""
         if self.refusal is not None:

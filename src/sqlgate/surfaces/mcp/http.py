@@ -2,9 +2,10 @@
 
 Several MCP clients share one database through one `Service`, opened before the server
 starts and closed after it stops (never per MCP session). Every HTTP request must carry
-`Authorization: Bearer <token>`, compared in constant time, unless the server was started
-with `--insecure-no-token` (for tests, loopback only); `http_access` holds those rules and
-the DNS-rebinding check on loopback hosts.
+`Authorization: Bearer <token>` naming someone (`http_identity`: the admin --token, a
+member's token), unless the server was started with `--insecure-no-token` (for tests,
+loopback only); `http_access` holds the rules of which token is required and the
+DNS-rebinding check on loopback hosts.
 
 No CORS: the server never sends Access-Control-* headers, so browsers on other origins
 cannot read its answers; a preflight is answered 401 like any request without the token.
@@ -30,18 +31,27 @@ from sqlgate.surfaces.mcp.http_access import (
     MIN_TOKEN_CHARS,
     TOKENLESS_FLAG,
     ASGIApp,
+    Audience,
     Message,
     Receive,
     Scope,
     Send,
     Token,
+    announce_start,
+    audience_of,
     check_tokenless,
     is_loopback,
     rebinding_protection,
     require_loopback_socket,
+    required_token,
     token_for,
 )
-from sqlgate.surfaces.mcp.http_options import DEFAULT_HOST, DEFAULT_PORT, http_options
+from sqlgate.surfaces.mcp.http_options import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    OAuthOptions,
+    http_options,
+)
 from sqlgate.surfaces.mcp.jsonrpc_guard import (
     MAX_REQUEST_BYTES,
     Rejection,
@@ -55,6 +65,7 @@ if TYPE_CHECKING:
     from sqlgate.engine.audit import AuditEntry
     from sqlgate.engine.members import Members
     from sqlgate.service import Service
+    from sqlgate.surfaces.mcp.oauth import JwtVerifier
     from sqlgate.surfaces.stops import Stops
 
 __all__ = [
@@ -169,10 +180,13 @@ def build_http_app(
     *,
     members: Members | None = None,
     gated: bool = True,
+    oauth: JwtVerifier | None = None,
 ) -> ASGIApp:
     """The SDK's streamable HTTP app for `service`'s tools, behind the identity gate
-    (`http_identity`: the --token `token` as admin, and `members`' tokens) and the JSON-RPC
-    guard. No gate when `gated` is False: `--insecure-no-token`, checked by the caller.
+    (`http_identity`: the --token `token` as admin, `members`' tokens, and the access tokens
+    `oauth` accepts) and the JSON-RPC guard. No gate when `gated` is False:
+    `--insecure-no-token`, checked by the caller. With `oauth`, the app serves the protected
+    resource metadata (RFC 9728) and every 401 points to it (`oauth_routes`).
 
     Its lifespan runs the SDK's session manager; `service` and `members` stay open across
     sessions and are the caller's to close.
@@ -188,6 +202,12 @@ def build_http_app(
         streamable_http_path=MCP_PATH, host=host, max_request_body_size=MAX_REQUEST_BYTES,
         transport_security=rebinding_protection(host),
     )  # fmt: skip
+    challenge = ""
+    if oauth is not None:
+        from sqlgate.surfaces.mcp.oauth_routes import metadata_challenge, metadata_routes
+
+        app.router.routes.extend(metadata_routes(oauth.policy))
+        challenge = metadata_challenge(oauth.policy)
     guarded = JsonRpcGuard(app)
     if not gated:
         return guarded
@@ -196,7 +216,10 @@ def build_http_app(
         service.audit.write(entry, 0.0)
 
     audit = RefusalAudit(write)
-    return IdentityGate(guarded, server_authenticator(token, members), audit=audit)
+    authenticate = server_authenticator(
+        token, members, None if oauth is None else oauth.authenticate
+    )
+    return IdentityGate(guarded, authenticate, challenge=challenge, audit=audit)
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
@@ -236,21 +259,14 @@ def _url(sock: socket.socket) -> str:
     return f"http://{shown}:{port}{MCP_PATH}"
 
 
-def _announce(url: str, token: Token | None) -> None:
-    say = sys.stderr.write
-    say(f"sqlgate: serving MCP over streamable HTTP at {url}\n")
-    if token is None:
-        say(
-            f"sqlgate: WARNING: {TOKENLESS_FLAG}: no token is required, so any program or user "
-            "on this machine can use this server; use it for tests only\n"
-        )
-    elif token.generated:
-        say(
-            "sqlgate: no --token given, so clients must send this generated one "
-            "(valid until the server stops):\n"
-            f"sqlgate:   Authorization: Bearer {token.value}\n"
-            "sqlgate: pass --token or SQLGATE_TOKEN to choose a token that survives restarts\n"
-        )
+def _announce_oauth(verifier: JwtVerifier) -> None:
+    from sqlgate.surfaces.mcp.oauth_routes import metadata_url
+
+    policy = verifier.policy
+    sys.stderr.write(
+        f"sqlgate: accepting OAuth access tokens of {policy.issuer} for {policy.audience} "
+        f"(named by their {policy.name_claim}); resource metadata at {metadata_url(policy)}\n"
+    )
     sys.stderr.flush()
 
 
@@ -299,13 +315,18 @@ def serve_http(
     insecure_no_token: bool = False,
     beside: Callable[[], Callable[[], None] | None] | None = None,
     stops: Stops | None = None,
+    oauth: OAuthOptions | None = None,
 ) -> None:
     """Listen, open the shared Service, serve until stopped, close the Service.
 
     Nothing is opened or written when the host/token check or the bind fails. `beside`
     (replication) is started once both passed, before the Service opens; what it returns
     is called to stop it after the Service closed. With `stops` (`stop_signals()`), Ctrl-C
-    and SIGTERM stop the server and the clean-up runs whole.
+    and SIGTERM stop the server and the clean-up runs whole. With `oauth`, the issuer's
+    metadata and keys are fetched once bound, before the Service opens (`oauth.discover`).
+
+    Without --token, a database with members (or with `oauth`) is served to them only, with
+    no admin identity (`http_access.required_token`).
     """
     import apsw
     import uvicorn
@@ -316,10 +337,17 @@ def serve_http(
     from sqlgate.service import Service
 
     required: Token | None = None
+    audience: Audience | None = None
+    if insecure_no_token and oauth is not None:
+        raise InvalidArgument(
+            f"{TOKENLESS_FLAG} serves without any identity check, so --oauth-issuer cannot "
+            f"apply; drop one of them"
+        )
     if insecure_no_token:
         check_tokenless(host, token)
     else:
-        required = token_for(host, token)
+        audience = audience_of(settings, None if oauth is None else oauth.issuer)
+        required = required_token(host, token, audience)
     sock = listen_socket(host, port)
     if insecure_no_token:
         try:
@@ -331,6 +359,15 @@ def serve_http(
     lookup: apsw.Connection | None = None
     stop_beside: Callable[[], None] | None = None
     try:
+        keys = None
+        if oauth is not None:  # before anything is opened: an unreachable issuer stops here
+            from sqlgate.surfaces.mcp.oauth import discover
+            from sqlgate.surfaces.mcp.oauth_claims import OAuthPolicy
+            from sqlgate.surfaces.mcp.oauth_routes import check_resource
+
+            policy = OAuthPolicy(oauth.issuer, oauth.audience or _url(sock), oauth.name_claim)
+            check_resource(policy.audience)
+            keys = discover(oauth.issuer)[1]
         stop_beside = beside() if beside is not None else None
         service = Service.open(
             settings,
@@ -341,18 +378,30 @@ def serve_http(
         if not insecure_no_token:  # the gate's own connection: used on the loop's thread only
             lookup = connect_read_only(settings.db, settings.busy_timeout)
             members = Members(lookup)
+        verifier = None
+        if keys is not None and members is not None:
+            from sqlgate.surfaces.mcp.oauth import JwtVerifier
+
+            verifier = JwtVerifier(policy, keys, members.tier_of)
         app = build_http_app(
             service,
             None if required is None else required.value,
             host,
             members=members,
             gated=not insecure_no_token,
+            oauth=verifier,
         )
         config = uvicorn.Config(
             app, lifespan="on", loop="asyncio", log_level="warning", access_log=False,
             server_header=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         )  # fmt: skip
-        server = announcing_server_class()(config, lambda: _announce(_url(sock), required), stops)
+
+        def announce() -> None:
+            announce_start(_url(sock), required, audience, settings.db)
+            if verifier is not None:
+                _announce_oauth(verifier)
+
+        server = announcing_server_class()(config, announce, stops)
         with nullcontext() if stops is None else stops.serving(server.stop_now):
             server.run(sockets=[sock])
     finally:

@@ -1,11 +1,16 @@
 """Who may use the HTTP transport: the bearer token, `--insecure-no-token`, and the
 DNS-rebinding check on loopback (`http` builds the app and serves it).
 
-    host        token given   what happens
-    loopback    yes           serve with it
-    loopback    no            generate one, print it (and how to use it) on stderr
-    elsewhere   yes           serve with it
-    elsewhere   no            refuse to start (exit 2): a public port needs a chosen token
+    host        token given   members or OAuth   what happens
+    any         yes           any                serve with it (the `admin` identity)
+    any         no            yes                serve with no admin identity: members only
+    loopback    no            no                 generate one, print it (and how to use it)
+    elsewhere   no            no                 refuse to start (exit 2): no one could connect
+                                                 but with a token nobody chose
+
+`required_token` applies this table (`token_for` is its first column alone, for the web
+console); `audience_of` finds the members (those with a working token) before anything is
+opened for writing, and takes the OAuth issuer when one is configured.
 
 `--insecure-no-token` is for tests (the MCP conformance suite sends no header): no gate at
 all, refused with a token or off loopback (the address actually bound is checked too), and
@@ -21,33 +26,41 @@ from __future__ import annotations
 import ipaddress
 import secrets
 import socket
+import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlgate.errors import InvalidArgument
+from sqlgate.errors import InvalidArgument, StartupError
 from sqlgate.surfaces.mcp.http_options import TOKENLESS_FLAG
 
 if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
+
+    from sqlgate.config import Settings
 
 __all__ = [
     "LOOPBACK_NAMES",
     "MIN_TOKEN_CHARS",
     "TOKENLESS_FLAG",
     "ASGIApp",
+    "Audience",
     "Message",
     "Receive",
     "Scope",
     "Send",
     "Token",
+    "announce_start",
+    "audience_of",
     "check_tokenless",
     "host_header_allowed",
     "is_loopback",
     "loopback_names",
     "rebinding_protection",
     "require_loopback_socket",
+    "required_token",
     "token_for",
+    "who_can_connect",
 ]
 
 Scope = MutableMapping[str, Any]
@@ -95,6 +108,118 @@ def token_for(host: str, given: str | None, *, generate: Callable[[], str] | Non
             "docs/how-to/team-server.md)"
         )
     return Token((generate or (lambda: secrets.token_urlsafe(32)))(), generated=True)
+
+
+@dataclass(frozen=True)
+class Audience:
+    """Who can connect besides the holder of --token: the members with a working token,
+    and the holders of access tokens from `oauth_issuer`."""
+
+    members: int = 0
+    oauth_issuer: str | None = None
+
+    @property
+    def anyone(self) -> bool:
+        return self.members > 0 or self.oauth_issuer is not None
+
+
+_WORKING_MEMBERS = (
+    "SELECT count(*) FROM members m WHERE m.removed IS NULL AND EXISTS "
+    "(SELECT 1 FROM member_tokens t WHERE t.member_id = m.id AND t.revoked IS NULL)"
+)
+
+
+def audience_of(settings: Settings, oauth_issuer: str | None = None) -> Audience:
+    """The audience of a server on `settings.db`, read without creating or changing it: no
+    file, or one from before the members tables, has no members."""
+    import apsw
+
+    from sqlgate.engine.connect import connect_read_only
+
+    db = settings.db
+    if not db.is_file():
+        return Audience(0, oauth_issuer)
+    wal = db.with_name(db.name + "-wal")
+    try:
+        if wal.is_file() and wal.stat().st_size > 0:  # a writer's changes: read them too
+            conn = connect_read_only(db, settings.busy_timeout)
+        else:  # all in the file: read it alone, leaving no -wal or -shm behind
+            uri = f"{db.resolve().as_uri()}?immutable=1"
+            conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    except (apsw.Error, StartupError):
+        return Audience(0, oauth_issuer)  # Service.open says what is wrong with the file
+    try:
+        (count,) = conn.execute(_WORKING_MEMBERS).fetchone() or (0,)
+    except apsw.Error:  # no members table yet (or not a database: Service.open says so)
+        count = 0
+    finally:
+        conn.close()
+    return Audience(int(count), oauth_issuer)
+
+
+def required_token(
+    host: str,
+    given: str | None,
+    audience: Audience,
+    *,
+    generate: Callable[[], str] | None = None,
+) -> Token | None:
+    """The admin token the server requires, or None when there is no admin identity
+    (no --token, and members or OAuth clients can connect): this module's table."""
+    if given is None and audience.anyone:
+        return None
+    if given is None and not is_loopback(host):
+        raise InvalidArgument(
+            f"refusing to serve on {host}, which is not a loopback address, with no one able "
+            "to connect: pass --token or set SQLGATE_TOKEN (the admin identity), or give "
+            "each teammate a token first with `sqlgate members add NAME --tier read "
+            "--db PATH` (and put TLS in front: docs/how-to/team-server.md)"
+        )
+    return token_for(host, given, generate=generate)
+
+
+def who_can_connect(token: Token | None, audience: Audience, db: object) -> list[str]:
+    """The lines saying who can connect (before the URL line, which says it is ready)."""
+    lines = []
+    if token is not None and not token.generated:
+        lines.append("the --token connects as admin (every tool)")
+    if audience.members:
+        many = "members" if audience.members != 1 else "member"
+        lines.append(
+            f"{audience.members} {many} can connect, each with their own token and tier "
+            f"(`sqlgate members list --db {db}`)"
+        )
+    lines.append(
+        f"to give a teammate their own token: sqlgate members add NAME --tier read --db {db}"
+    )
+    return [f"sqlgate: {line}\n" for line in lines]
+
+
+def announce_start(
+    url: str, token: Token | None, audience: Audience | None = None, db: object = "PATH"
+) -> None:
+    """Say on stderr who can connect, then where the server listens (the line that says
+    it is ready), then the generated token or the --insecure-no-token warning."""
+    say = sys.stderr.write
+    if audience is not None:  # None: --insecure-no-token, where anyone can
+        for line in who_can_connect(token, audience, db):
+            say(line)
+    say(f"sqlgate: serving MCP over streamable HTTP at {url}\n")
+    if audience is None:
+        say(
+            f"sqlgate: WARNING: {TOKENLESS_FLAG}: no token is required, so any program or user "
+            "on this machine can use this server; use it for tests only\n"
+        )
+    elif token is None:
+        pass  # members (or OAuth clients) only: said above
+    elif token.generated:
+        say(
+            "sqlgate: no --token given, so clients must send this generated one "
+            "(valid until the server stops):\n"
+            f"sqlgate:   Authorization: Bearer {token.value}\n"
+            "sqlgate: pass --token or SQLGATE_TOKEN to choose a token that survives restarts\n"
+        )
+    sys.stderr.flush()
 
 
 def check_tokenless(host: str, given: str | None) -> None:

@@ -22,13 +22,16 @@ runs as.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
+import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
@@ -51,6 +54,9 @@ __all__ = [
     "server_authenticator",
 ]
 
+log = logging.getLogger(__name__)
+# how often the token of an answer still going on is checked again (IdentityGate._watched)
+RECHECK_SECONDS = 10.0
 UNKNOWN_ACTOR = "(unknown)"  # a refused request's actor when its token names no one
 # what a client may fetch without a token: RFC 9728's protected-resource metadata
 PUBLIC_PATHS = ("/.well-known/oauth-protected-resource",)
@@ -60,6 +66,25 @@ Scope = Any
 Receive = Callable[[], Awaitable[Any]]
 Send = Callable[[Any], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+# run `work` in `delay` seconds unless the returned function is called first
+Recheck = Callable[[], Coroutine[Any, Any, None]]
+Schedule = Callable[[float, Recheck], Callable[[], None]]
+_rechecks: set[asyncio.Task[None]] = set()  # running re-checks, kept from the collector
+
+
+def call_later(delay: float, work: Recheck) -> Callable[[], None]:
+    """The event loop's timer (a task per request would cost each ~150 µs; a timer set and
+    cancelled costs a few)."""
+    loop = asyncio.get_running_loop()
+
+    def due() -> None:
+        task = loop.create_task(work())
+        _rechecks.add(task)
+        task.add_done_callback(_rechecks.discard)
+
+    return loop.call_later(delay, due).cancel
+
 
 SCOPE_OF_TIER = {tier: f"sqlgate:{tier}" for tier in ("read", "write", "destructive")}
 MISSING = AuthRefusal(
@@ -202,12 +227,16 @@ class IdentityGate:
         *,
         challenge: str = "",
         audit: RefusalAudit | None = None,
+        recheck_seconds: float = RECHECK_SECONDS,
+        schedule: Schedule | None = None,
     ) -> None:
         self.app = AuthContextMiddleware(app)
         self.public = app
         self.authenticate = authenticate
         self.challenge = challenge
         self.audit = audit
+        self.recheck_seconds = recheck_seconds
+        self.schedule = schedule or call_later  # the re-checks (tests run them by hand)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -228,14 +257,74 @@ class IdentityGate:
         if isinstance(result, Identity):
             scope["user"] = SqlgateUser(result)
             scope["auth"] = AuthCredentials([SCOPE_OF_TIER[result.tier]])
-            await self.app(scope, receive, send)
+            if scope["type"] == "http":
+                assert found is not None
+                await self._watched(scope, receive, send, found)
+            else:
+                await self.app(scope, receive, send)
             return
-        if self.audit is not None and result is not MISSING:
-            self.audit.refused(result, scope)
+        await self._refuse(scope, send, result)
+
+    async def _refuse(self, scope: Scope, send: Send, refusal: AuthRefusal) -> None:
+        if self.audit is not None and refusal is not MISSING:
+            self.audit.refused(refusal, scope)
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
         else:
-            await self._unauthorized(send, result)
+            await self._unauthorized(send, refusal)
+
+    async def _watched(self, scope: Scope, receive: Receive, send: Send, token: bytes) -> None:
+        """Serve an accepted request and check its token again every `recheck_seconds`
+        for as long as its answer lasts: once the token names no one (revoked, removed),
+        its answer is ended (an SSE stream cleanly) and the refusal audited. Most answers
+        end long before the first re-check, which costs them a timer set and cancelled;
+        what it is for are the long ones: a legacy session's standalone GET stream, open as
+        long as the session, a 2026-07-28 `subscriptions/listen` stream, and the answer
+        stream of a long call (a legacy session's call runs in the session and finishes,
+        its answer undelivered; docs/security-model.md, "What the gate checks")."""
+        started = finished = over = False
+        refused: AuthRefusal | None = None
+        stop: Callable[[], None]
+
+        async def tracked(message: Any) -> None:
+            nonlocal started, finished
+            if message["type"] == "http.response.start":
+                started = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                finished = True
+            await send(message)
+
+        with anyio.CancelScope() as answering:
+
+            async def recheck() -> None:
+                nonlocal refused, stop
+                if over:
+                    return
+                try:
+                    found: Identity | AuthRefusal | None = await self.authenticate(token)
+                except Exception as exc:  # no verdict (the file busy): the next one decides
+                    log.warning("re-check of a request's token failed: %s", exc)
+                    found = None
+                if isinstance(found, AuthRefusal):
+                    refused = found
+                    answering.cancel()
+                elif not over:
+                    stop = self.schedule(self.recheck_seconds, recheck)
+
+            stop = self.schedule(self.recheck_seconds, recheck)
+            try:
+                await self.app(scope, receive, tracked)
+            finally:
+                over = True
+                stop()
+        if refused is None:
+            return
+        if self.audit is not None:
+            self.audit.refused(refused, scope)
+        if not started:
+            await self._unauthorized(send, refused)
+        elif not finished:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _unauthorized(self, send: Send, refusal: AuthRefusal) -> None:
         error = {"missing_token": "", "malformed_header": "invalid_request"}.get(

@@ -123,7 +123,13 @@ def register_sql_tools(server: MCPServer, service: Service) -> None:
         progress = relay_progress(ctx, "pages copied to the snapshot")
         return await run_tool(
             lambda c: service.destructive_query(
-                query, reason, params, c, confirmation.enforce, progress
+                query,
+                reason,
+                params,
+                c,
+                confirmation.enforce,
+                progress,
+                confirmed=confirmation.approved,
             )
         )
 
@@ -140,7 +146,11 @@ def register_sql_tools(server: MCPServer, service: Service) -> None:
     ) -> str:
         """Take back one earlier call of this database exactly (rows, or what a CREATE made);
         refused, changing nothing, when anything changed those rows since."""
-        return await run_tool(lambda c: service.undo_call(audit_id, reason, confirmation.enforce))
+        return await run_tool(
+            lambda c: service.undo_call(
+                audit_id, reason, confirmation.enforce, confirmed=confirmation.approved
+            )
+        )
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def list_tables(include_row_counts: bool = True) -> str:

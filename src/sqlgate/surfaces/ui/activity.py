@@ -4,6 +4,12 @@ per hour by outcome, `query_errors`, and `query_patterns` with a ready `create_v
 Outcomes: ok, refused or error, as `engine.outcome` decides them for every surface. Pages
 go back with `before=<id>` (keyset on the primary key, never OFFSET), so the 1000th page
 costs what the first does.
+
+Each call shows its actor (who made it, issue 22; `-` for a row written before actors were
+recorded). The actor filter takes an actor as recorded (the select lists them) and walks
+the index `query_log_by_actor (actor, ts)`: its pages are newest first by time, then id,
+and go back from the time of the `before` row, so a page of one actor's calls reads that
+page and not all of the actor's calls.
 """
 
 from __future__ import annotations
@@ -21,11 +27,14 @@ from sqlgate.memory.inputs import moment
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.html import Markup, el, href
 from sqlgate.surfaces.ui.layout import (
+    NOT_RECORDED,
     Page,
+    actor_link,
     copy_button,
     long_text,
     pager,
     select,
+    session_text,
     short_text,
     table,
     text_input,
@@ -36,7 +45,7 @@ from sqlgate.surfaces.ui.svg import HourBucket, calls_per_hour
 __all__ = [
     "OUTCOMES",
     "activity_page",
-    "audit_filter",
+    "audit_select",
     "errors_page",
     "patterns_page",
     "suggested_view",
@@ -44,14 +53,25 @@ __all__ = [
 
 PAGE_ROWS = 50
 CHART_HOURS = 48
-_COLUMNS = "id, ts, session, tool, query, ok, rows, error, duration_ms, detail"
+_COLUMNS = "id, ts, actor, session, tool, query, ok, rows, error, duration_ms, detail"
+FILTERS = ("actor", "session", "tool", "outcome", "since", "until")
 
 
-def audit_filter(query: Mapping[str, str]) -> tuple[str, list[Any]]:
-    """The WHERE clause (values bound) of the activity filters in `query`; bad values of
-    `since`/`until` raise InvalidArgument, an unknown outcome is ignored."""
+def audit_select(
+    query: Mapping[str, str], columns: str, limit: int, recorded: str = "actor"
+) -> tuple[str, list[Any]]:
+    """The SELECT (values bound) of a page of the audit log under the activity filters in
+    `query`; bad values of `since`/`until` raise InvalidArgument, an unknown outcome is
+    ignored. By id, newest first; with an actor, through its index (the module's docstring).
+    `recorded`: the SQL of a row's actor (`audit.actor_sql`: NULL in an older file)."""
     where: list[str] = []
     params: list[Any] = []
+    actor = query.get("actor")
+    if actor == NOT_RECORDED:
+        where.append(f"{recorded} IS NULL")
+    elif actor:
+        where.append(f"{recorded} = ?")
+        params.append(actor)
     for name in ("session", "tool"):
         value = query.get(name)
         if value:
@@ -69,28 +89,33 @@ def audit_filter(query: Mapping[str, str]) -> tuple[str, list[Any]]:
         where.append("ts <= ?")
         params.append(until)
     before = query.get("before", "")
+    source, order = "query_log", "id DESC"
+    if actor and recorded == "actor":
+        source, order = "query_log INDEXED BY query_log_by_actor", "ts DESC, id DESC"
     if before.isdigit():
-        where.append("id < ?")
+        by_time = source != "query_log"  # the actor index's order: time, then id
+        where.append("(ts, id) < (SELECT ts, id FROM query_log WHERE id = ?)" if by_time
+                     else "id < ?")  # fmt: skip
         params.append(int(before))
-    return " AND ".join(where) or "1", params
+    sql = f"SELECT {columns} FROM {source} WHERE {' AND '.join(where) or '1'} ORDER BY {order}"
+    return f"{sql} LIMIT ?", [*params, limit]
 
 
 def activity_page(console: Console, query: Mapping[str, str]) -> Page:
-    where, params = audit_filter(query)
+    columns = _COLUMNS.replace("actor", f"{console.actor} AS actor", 1)
+    sql, params = audit_select(query, columns, PAGE_ROWS + 1, console.actor)
     with console.reading() as conn:
-        rows = list(conn.execute(
-            f"SELECT {_COLUMNS} FROM query_log WHERE {where} ORDER BY id DESC LIMIT ?",
-            (*params, PAGE_ROWS + 1),
-        ))  # fmt: skip
+        rows = list(conn.execute(sql, params))
         console.summary.refresh(conn)
     tools = console.summary.known_tools()
+    actors = console.summary.known_actors()
     buckets = _hours(console)
     more = len(rows) > PAGE_ROWS
     rows = rows[:PAGE_ROWS]
-    shown = {
-        k: v for k, v in query.items() if k in ("session", "tool", "outcome", "since", "until")
-    }
+    shown = {k: v for k, v in query.items() if k in FILTERS}
     form = el("form", {"method": "get", "action": "/", "class": "filters"},
+              select("actor", query.get("actor"), actors, "any actor",
+                     {NOT_RECORDED: "- (not recorded)"}),
               text_input("session", query.get("session"), "session"),
               select("tool", query.get("tool"), tools, "any tool"),
               select("outcome", query.get("outcome"), OUTCOMES, "any outcome"),
@@ -106,7 +131,7 @@ def activity_page(console: Console, query: Mapping[str, str]) -> Page:
         el("p", {"class": "legend"}, *(el("span", {"class": f"key-{o}"}, o) for o in OUTCOMES)),
         el("h2", None, "Audit log, newest first"),
         form,
-        table(("id", "time (UTC)", "session", "tool", "outcome", "rows", "ms", "call"),
+        table(("id", "time (UTC)", "actor", "session", "tool", "outcome", "rows", "ms", "call"),
               (_call_row(row) for row in rows), empty="no calls match"),
         pager("/", shown | ({"before": query["before"]} if query.get("before") else {}),
               "before", rows[-1][0] if more and rows else None),
@@ -115,7 +140,7 @@ def activity_page(console: Console, query: Mapping[str, str]) -> Page:
 
 
 def _call_row(row: tuple[Any, ...]) -> list[object]:
-    call_id, ts, session, tool, text, ok, count, error, ms, raw = row
+    call_id, ts, actor, session, tool, text, ok, count, error, ms, raw = row
     detail = json_value(raw)
     outcome = call_outcome(bool(ok), detail)
     summary = error if outcome != "ok" and error else text or _detail_line(detail)
@@ -130,8 +155,8 @@ def _call_row(row: tuple[Any, ...]) -> list[object]:
         parts += [el("h4", None, "error"), long_text(error)]
     parts += [el("h4", None, "detail"), long_text(_pretty(detail))]
     return [
-        call_id, when(ts),
-        el("a", {"href": href("/", {"session": session})}, short_text(session, 40)),
+        call_id, when(ts), actor_link(actor),
+        el("a", {"href": href("/", {"session": session})}, session_text(session)),
         tool, el("span", {"class": f"outcome {outcome}"}, outcome), count,
         None if ms is None else f"{ms:.1f}",
         el("details", None, *parts),
@@ -172,21 +197,22 @@ def errors_page(console: Console, query: Mapping[str, str]) -> Page:
     where, params = ("WHERE id < ?", [int(before)]) if before.isdigit() else ("", [])
     with console.reading() as conn:
         rows = list(conn.execute(
-            f"SELECT id, ts, session, tool, query, error, duration_ms FROM query_errors {where} "
-            "LIMIT ?", (*params, PAGE_ROWS + 1),
+            f"SELECT id, ts, {console.actor}, session, tool, query, error, duration_ms "
+            f"FROM query_errors {where} LIMIT ?", (*params, PAGE_ROWS + 1),
         ))  # fmt: skip
     more = len(rows) > PAGE_ROWS
     rows = rows[:PAGE_ROWS]
     shown = [
-        [i, when(ts), short_text(s, 40), tool,
+        [i, when(ts), actor_link(actor), session_text(s), tool,
          el("details", None, el("summary", None, short_text(err)), long_text(q or "(none)")),
          None if ms is None else f"{ms:.1f}"]
-        for i, ts, s, tool, q, err, ms in rows
+        for i, ts, actor, s, tool, q, err, ms in rows
     ]  # fmt: skip
     body = [
         el("p", None, "The server view ", el("code", None, "query_errors"),
            ": every failed call (refused or failed), newest first."),
-        table(("id", "time (UTC)", "session", "tool", "error (statement inside)", "ms"), shown,
+        table(("id", "time (UTC)", "actor", "session", "tool", "error (statement inside)", "ms"),
+              shown,
               empty="no failed calls"),
         pager("/errors", {"before": before} if before else {}, "before",
               rows[-1][0] if more and rows else None),
@@ -220,7 +246,7 @@ def patterns_page(console: Console, query: Mapping[str, str]) -> Page:
         shown.append([
             el("details", None, el("summary", None, short_text(fingerprint)),
                long_text(example or "")),
-            calls, failures, when(last),
+            calls, failures, when(last), short_text(", ".join(found.actors_sorted()) or "-"),
             None if suggestion is None else el("div", {"class": "copy"},
                                                el("code", None, short_text(suggestion, 400)),
                                                copy_button(suggestion)),
@@ -229,7 +255,8 @@ def patterns_page(console: Console, query: Mapping[str, str]) -> Page:
         el("p", None, "The server view ", el("code", None, "query_patterns"),
            " (the console keeps its figures up to date as calls arrive): statement shapes "
            "the agent ran more than once. A repeated SELECT is a view waiting to be saved."),
-        table(("shape (example inside)", "calls", "failures", "last used", "save it as a view"),
+        table(("shape (example inside)", "calls", "failures", "last used", "actors",
+               "save it as a view"),
               shown, empty="no statement shape was repeated yet"),
     ]  # fmt: skip
     return Page("query_patterns", "/", Markup("".join(body)))

@@ -1,5 +1,7 @@
-"""Destructive calls: every destructive_query with its reason, rows affected and undo state,
-and the exact command that undoes it; the whole-file snapshots with size and time.
+"""Destructive calls: every destructive_query with who asked for it (its actor) and who
+confirmed it (the audit detail `confirmed_by`, when the person behind the client was asked:
+`--confirm`), its reason, rows affected and undo state, and the exact command that undoes
+it; the whole-file snapshots with size and time. `-` where no one is recorded.
 
     undoable        its row-level changeset is kept: `sqlgate undo ID --db PATH`
     undone          its changeset was applied back (when, by which session)
@@ -24,16 +26,19 @@ from sqlgate.engine.snapshots import list_snapshots
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.html import Markup, el
 from sqlgate.surfaces.ui.layout import (
+    NOT_RECORDED,
     Page,
+    actor_link,
     copy_button,
     long_text,
     pager,
+    session_text,
     short_text,
     table,
     when,
 )
 
-__all__ = ["UndoState", "destructive_page", "undo_state"]
+__all__ = ["UndoState", "confirmer", "destructive_page", "undo_state"]
 
 PAGE_ROWS = 50
 
@@ -53,6 +58,17 @@ def _detail(text: Any) -> dict[str, Any]:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def confirmer(detail: Mapping[str, Any]) -> str:
+    """Who confirmed a call, from its audit detail: `confirmed_by` (a name, or an object
+    naming its `actor`), `-` when the detail names no one."""
+    found = detail.get("confirmed_by")
+    if isinstance(found, Mapping):
+        found = found.get("actor")
+    if found is None or found == "":
+        return NOT_RECORDED
+    return found if isinstance(found, str) else json.dumps(found, ensure_ascii=False)
 
 
 def undo_state(
@@ -93,11 +109,12 @@ def destructive_page(console: Console, query: Mapping[str, str]) -> Page:
     with console.reading() as conn:
         identity = database_id(conn)
         rows = list(conn.execute(
-            "SELECT id, ts, session, query, ok, rows, error, detail FROM query_log "
+            f"SELECT id, ts, {console.actor}, session, query, ok, rows, error, detail "
+            "FROM query_log "
             f"WHERE tool = 'destructive_query' {extra} ORDER BY id DESC LIMIT ?",
             (*params, PAGE_ROWS + 1),
         ))  # fmt: skip
-        details = {int(row[0]): _detail(row[7]) for row in rows}
+        details = {int(row[0]): _detail(row[8]) for row in rows}
         wanted = sorted({d["undo"] for d in details.values() if isinstance(d.get("undo"), int)})
         changesets = {
             int(cid): (at, by)
@@ -109,7 +126,7 @@ def destructive_page(console: Console, query: Mapping[str, str]) -> Page:
     more = len(rows) > PAGE_ROWS
     rows = rows[:PAGE_ROWS]
     shown = []
-    for call_id, ts, session, text, ok, count, error, _ in rows:
+    for call_id, ts, actor, session, text, ok, count, error, _ in rows:
         detail = details[int(call_id)]
         state = undo_state(int(call_id), ok, detail, changesets, db, names, identity)
         how: list[object] = [el("span", {"class": f"state {state.state.replace(' ', '-')}"},
@@ -120,14 +137,15 @@ def destructive_page(console: Console, query: Mapping[str, str]) -> Page:
             how.append(el("div", {"class": "copy"}, el("code", None, state.command),
                           copy_button(state.command)))  # fmt: skip
         shown.append([
-            call_id, when(ts), short_text(session, 40),
+            call_id, when(ts), actor_link(actor), short_text(confirmer(detail), 80),
+            session_text(session),
             el("details", None, el("summary", None, short_text(text)), long_text(text),
                long_text(error) if error else None),
             short_text(detail.get("reason"), 200), count if ok else None, how,
         ])  # fmt: skip
     body = [
-        table(("id", "time (UTC)", "session", "statement", "reason", "rows", "undo"), shown,
-              empty="no destructive_query calls yet"),
+        table(("id", "time (UTC)", "asked by", "confirmed by", "session", "statement", "reason",
+               "rows", "undo"), shown, empty="no destructive_query calls yet"),
         pager("/destructive", {"before": before} if before else {}, "before",
               rows[-1][0] if more and rows else None),
         el("h2", None, "Snapshots"),

@@ -6,17 +6,22 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from sqlgate.surfaces.sessions import short_session
 from sqlgate.surfaces.ui.html import Child, Markup, bounded, el, escape, href, text_block
 
 __all__ = [
     "NAV",
+    "NOT_RECORDED",
     "Page",
+    "actor_link",
     "copy_button",
     "cut_note",
     "long_text",
     "page",
     "pager",
     "select",
+    "session_label",
+    "session_text",
     "short_text",
     "table",
     "text_input",
@@ -31,6 +36,9 @@ NAV = (
     ("/tables", "Tables"),
 )
 SHORT_CHARS = 140  # a cell in a list: one line, cut
+SESSION_CHARS = 40  # a session in a list: whole up to this, else without its start time
+TITLE_CHARS = 400  # a tooltip's text: cut past this
+NOT_RECORDED = "-"  # the actor of a row that names none (written before migration 9)
 LONG_CHARS = 20_000  # a statement, error or event in full: cut past this
 
 
@@ -71,6 +79,30 @@ def short_text(value: object, limit: int = SHORT_CHARS) -> Markup:
     return Markup(escape(" ".join(text.split())) + cut_note(cut))
 
 
+def actor_link(actor: object) -> Markup:
+    """An actor, a link to the activity of its calls; `-` (the filter's own value for
+    them) when none was recorded, never someone's name."""
+    name = NOT_RECORDED if actor is None else str(actor)
+    return el("a", {"href": href("/", {"actor": name})}, short_text(name, 80))
+
+
+def session_label(session: object, limit: int = SESSION_CHARS) -> str:
+    """A session as a list shows it: whole when it has at most `limit` characters, else
+    without sqlgate's start time, its actor and connection kept (`surfaces.sessions`)."""
+    text = "" if session is None else str(session)
+    return text if len(text) <= limit else short_session(text)
+
+
+def session_text(session: object, limit: int = SESSION_CHARS) -> Markup:
+    """A session in a list cell (`session_label`), the whole session as its tooltip. An
+    actor is at most 64 characters, so a shortened sqlgate session is never cut; any other
+    long text is, with a note."""
+    text = "" if session is None else str(session)
+    title, _ = bounded(text, TITLE_CHARS)
+    return el("span", {"class": "session", "title": title},
+              short_text(session_label(text, limit), limit + 64))  # fmt: skip
+
+
 def long_text(value: object, limit: int = LONG_CHARS) -> Markup:
     """A block (statement, event content) in a <pre>, cut at `limit` with a note."""
     text, cut = bounded(value, limit)
@@ -103,9 +135,14 @@ def text_input(name: str, value: str | None, placeholder: str, size: int = 18) -
                         "placeholder": placeholder, "size": size})  # fmt: skip
 
 
-def select(name: str, value: str | None, choices: Sequence[str], blank: str) -> Markup:
+def select(
+    name: str, value: str | None, choices: Sequence[str], blank: str,
+    labels: Mapping[str, str] | None = None,
+) -> Markup:  # fmt: skip
+    """A filter's select: `blank` for none, then each choice (shown as its label, if any)."""
     options = [el("option", {"value": ""}, blank)]
-    options += [el("option", {"value": c, "selected": c == value}, c) for c in choices]
+    options += [el("option", {"value": c, "selected": c == value}, (labels or {}).get(c, c))
+                for c in choices]  # fmt: skip
     return el("select", {"name": name}, *options)
 
 

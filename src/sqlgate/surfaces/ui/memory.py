@@ -17,6 +17,8 @@ from sqlgate.surfaces.ui.layout import (
     Page,
     long_text,
     pager,
+    session_label,
+    session_text,
     short_text,
     table,
     text_input,
@@ -27,6 +29,7 @@ __all__ = ["event_page", "memory_page", "search_ids"]
 
 PAGE_ROWS = 50
 SESSIONS = 20
+LABEL_CHARS = 36  # a session on the timeline: whole up to this, else without its start time
 SEARCH_TOP_K = 20
 _EVENT_COLUMNS = "id, ts, session, kind, content, tags, prev_hash, hash"
 
@@ -101,15 +104,19 @@ def _timeline(sessions: list[tuple[str, int, str, str]]) -> Markup:
     ends = [parse_timestamp(s[3]) for s in sessions]
     lo, hi = min(starts), max(ends)
     span = (hi - lo).total_seconds() or 1.0
-    width, row_h, label_w = 960, 18, 300
+    # a shortened sqlgate session keeps its actor (at most 64 characters); other text is cut
+    most = LABEL_CHARS + 64
+    labels = [f"{session_label(s[0], LABEL_CHARS)[:most]} ({s[1]})" for s in sessions]
+    # 10px monospace is about 6px a character: room for the longest label, within bounds
+    width, row_h = 960, 18
+    label_w = min(480, max(300, 12 + 6 * max(len(label) for label in labels)))
     parts: list[Markup] = [el("title", None, "sessions over time, newest on top")]
     for i, (session, count, first, last) in enumerate(sessions):
         y = 4 + i * row_h
         x0 = label_w + (width - label_w - 8) * (starts[i] - lo).total_seconds() / span
         x1 = label_w + (width - label_w - 8) * (ends[i] - lo).total_seconds() / span
-        parts.append(el("a", {"href": href("/memory", {"session": session})},
-                        el("text", {"x": 4, "y": y + 12, "class": "label"},
-                           f"{session[:36]} ({count})")))  # fmt: skip
+        label = el("text", {"x": 4, "y": y + 12, "class": "label"}, labels[i])
+        parts.append(el("a", {"href": href("/memory", {"session": session})}, label))
         bar = {"x": f"{x0:.1f}", "y": y + 3, "width": f"{max(3.0, x1 - x0):.1f}",
                "height": row_h - 6, "class": "span"}  # fmt: skip
         tip = el("title", None, f"{session}: {count} events, {first} to {last}")
@@ -155,7 +162,7 @@ def memory_page(console: Console, query: Mapping[str, str]) -> Page:
     more = not words and len(rows) > PAGE_ROWS
     rows = rows[:PAGE_ROWS]
     shown = [
-        [el("a", {"href": f"/memory/event/{int(i)}"}, i), when(ts), short_text(s, 40), kind,
+        [el("a", {"href": f"/memory/event/{int(i)}"}, i), when(ts), session_text(s), kind,
          scores.get(int(i), ""), short_text(content, 200)]
         for i, ts, s, kind, content in rows
     ]  # fmt: skip

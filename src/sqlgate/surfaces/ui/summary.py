@@ -10,7 +10,7 @@ view's; a row the audit queue wrote late gets a new id and is counted when it la
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import apsw
 
@@ -30,16 +30,28 @@ class Pattern:
     failures: int
     last_used: str
     example: str
+    actors: set[str] = field(default_factory=set)  # the view's: the recorded ones, no NULL
+
+    def actors_sorted(self) -> list[str]:
+        return sorted(self.actors, key=_by_name)
+
+
+def _by_name(name: str) -> tuple[str, str]:
+    """Names in any case together (member names are unique ignoring case), then exact."""
+    return (name.lower(), name)
 
 
 class AuditSummary:
-    """Hourly counts by outcome, the distinct tools, and the statement shapes."""
+    """Hourly counts by outcome, the distinct tools and actors, and the statement shapes."""
 
-    def __init__(self) -> None:
+    def __init__(self, actor: str = "actor") -> None:
         self._lock = threading.Lock()
+        self._actor = actor  # the SQL of a row's actor (`audit.actor_sql`)
         self.high = 0  # the newest query_log id folded in
         self.hours: dict[str, list[int]] = {}  # "2026-12-01T10" -> [ok, refused, error]
         self.tools: set[str] = set()
+        self.actors: set[str] = set()
+        self.unnamed = False  # a row names no actor (written before migration 9)
         self.patterns: dict[str, Pattern] = {}
 
     def refresh(self, conn: apsw.Connection) -> None:
@@ -48,7 +60,8 @@ class AuditSummary:
             while True:
                 rows = conn.execute(
                     f"SELECT id, substr(ts, 1, 13), ts, tool, ok, {REFUSED_SQL}, {FINGERPRINT}, "
-                    "substr(query, 1, ?) FROM query_log WHERE id > ? ORDER BY id LIMIT ?",
+                    f"substr(query, 1, ?), {self._actor} FROM query_log WHERE id > ? "
+                    "ORDER BY id LIMIT ?",
                     (EXAMPLE_CHARS, self.high, _BATCH),
                 ).fetchall()
                 for row in rows:
@@ -57,20 +70,25 @@ class AuditSummary:
                     return
 
     def _fold(self, row: tuple[object, ...]) -> None:
-        row_id, hour, ts, tool, ok, refused, fingerprint, example = row
+        row_id, hour, ts, tool, ok, refused, fingerprint, example, actor = row
         self.high = int(row_id)  # type: ignore[call-overload]
         counts = self.hours.setdefault(str(hour), [0, 0, 0])
         counts[0 if ok else 1 if refused else 2] += 1
         self.tools.add(str(tool))
+        if actor is None:
+            self.unnamed = True
+        else:
+            self.actors.add(str(actor))
         if fingerprint is None:
             return
         key = str(fingerprint)
         found = self.patterns.get(key)
         if found is None:
-            self.patterns[key] = Pattern(key, 1, 0 if ok else 1, str(ts), str(example or ""))
-            return
+            found = self.patterns[key] = Pattern(key, 0, 0, str(ts), str(example or ""))
         found.calls += 1
         found.failures += 0 if ok else 1
+        if actor is not None:
+            found.actors.add(str(actor))
         if str(ts) >= found.last_used:  # the view's example is the row of max(ts)
             found.last_used = str(ts)
             found.example = str(example or "")
@@ -93,6 +111,12 @@ class AuditSummary:
     def known_tools(self) -> list[str]:
         with self._lock:
             return sorted(self.tools)
+
+    def known_actors(self) -> list[str]:
+        """The recorded actors by name, then `-` when some rows name none (the filter's
+        value for them)."""
+        with self._lock:
+            return sorted(self.actors, key=_by_name) + (["-"] if self.unnamed else [])
 
 
 def _descending(text: str) -> list[int]:
