@@ -25,7 +25,11 @@ BENCH_HTTP_CALLS = "call overhead over HTTP: read_query('SELECT 1')"
 SUBJECT_HTTP_SQLGATE = "sqlgate (streamable HTTP)"
 SUBJECT_HTTP_NOOP = "no-op tool, same SDK (streamable HTTP, floor)"
 SUBJECT_HTTP_RATIO = "sqlgate / no-op (HTTP p50 latency)"
+SUBJECT_HTTP_ADMIN = "sqlgate, --token (admin), in turn with a member"
+SUBJECT_HTTP_MEMBER = "sqlgate, a member's token, in turn with --token"
+SUBJECT_HTTP_IDENTITY_RATIO = "member / --token (HTTP p50 latency)"
 BENCH_HTTP_LOAD = "load over HTTP: append, insert, read, search"
+SUBJECT_HTTP_LOAD_RATIO = "sqlgate / no-op (calls/s)"
 BENCH_RESULT = "result size: 1,000 rows x 8 columns"
 SUBJECT_RESULT_RAW = "raw apsw fetchall (floor)"
 SUBJECT_RESULT_VALUES = "the values alone"
@@ -69,6 +73,7 @@ class Plan:
     destructive_repeats: int  # repetitions of each destructive variant
     load_sessions: tuple[int, ...]  # concurrent HTTP sessions of the load benchmark
     load_calls: int  # calls per load level, shared among its sessions
+    load_repeats: int  # runs of each load level, sqlgate and the no-op in turn
 
 
 FULL = Plan(
@@ -92,6 +97,7 @@ FULL = Plan(
     destructive_repeats=3,
     load_sessions=(1, 16, 64),
     load_calls=3200,
+    load_repeats=2,
 )
 QUICK = Plan(
     "quick",
@@ -114,6 +120,7 @@ QUICK = Plan(
     destructive_repeats=1,
     load_sessions=(4,),
     load_calls=40,
+    load_repeats=1,
 )
 
 
@@ -213,15 +220,22 @@ def merge_rows(
     path: Path, rows: Sequence[Row], prefixes: tuple[str, ...], label: str, command: str
 ) -> None:
     """Put one benchmark's `rows` into the table in `path` in place of its old ones (lines
-    starting with one of `prefixes`), keep every other row, and end the file with one line
+    starting with one of `prefixes`; where the first of them was, else after the table's
+    last row), keep every other row, and end the file with one line
     `<label> rows: <command> on <time>` for it (the other benchmarks' lines stay)."""
     new = [line for line in table(rows).splitlines() if line.startswith(prefixes)]
     lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
     trailer = f"{label} rows: "
+    first = next((i for i, line in enumerate(lines) if line.startswith(prefixes)), None)
+    if first is not None:
+        lines[first:first] = ["\0"]  # marks the place of the old rows
     kept = [line for line in lines if not line.startswith(prefixes)]
     kept = [line for line in kept if not line.startswith(trailer)]
     last = max((i for i, line in enumerate(kept) if line.startswith("| ")), default=None)
-    if last is None:
+    if first is not None:
+        place = kept.index("\0")
+        kept[place : place + 1] = new
+    elif last is None:
         kept += ["", *table(rows).splitlines()]
     else:
         kept[last + 1 : last + 1] = new

@@ -1,6 +1,6 @@
 """The benchmarks of bench/run.py over streamable HTTP: one client's call latency beside a
-no-op server on the same SDK, and a team's load (N concurrent sessions) with a check that
-nothing acknowledged was lost.
+no-op server on the same SDK, and what a member's token costs beside the legacy --token on
+the same server. The team's load (N concurrent sessions, one member each) is http_load.py.
 
 Both servers run as subprocesses listening on 127.0.0.1 (port chosen by the OS); the client
 is this process, the SDK's own streamable HTTP client, one HTTP connection per session.
@@ -15,21 +15,19 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
-from typing import Any
 
 import anyio
-import apsw
 import httpx2
 from benchkit import (
     BENCH,
     BENCH_HTTP_CALLS,
-    BENCH_HTTP_LOAD,
     SRC,
+    SUBJECT_HTTP_ADMIN,
+    SUBJECT_HTTP_IDENTITY_RATIO,
+    SUBJECT_HTTP_MEMBER,
     SUBJECT_HTTP_NOOP,
     SUBJECT_HTTP_RATIO,
     SUBJECT_HTTP_SQLGATE,
@@ -37,8 +35,6 @@ from benchkit import (
     Latencies,
     Row,
     latency_row,
-    ms,
-    time_async,
 )
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -48,7 +44,6 @@ from peers import text_of, version_of
 TOKEN = "bench-" + "t" * 26
 _SERVING = re.compile(r"serving MCP over streamable HTTP at (\S+)")
 START_TIMEOUT = 60.0
-LOAD_SECONDS_LIMIT = 120.0  # each load level stops here even if calls remain
 
 
 def _child_env() -> dict[str, str]:
@@ -107,212 +102,115 @@ def noop_http() -> list[str]:
     return [sys.executable, str(BENCH / "noop_server.py"), "--http", "0"]
 
 
-async def _client_calls(url: str, calls: int, warmup: int) -> Latencies:
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=60, trust_env=False) as http,
-        Client(streamable_http_client(url, http_client=http)) as client,
-    ):
+def add_members(db: Path, names: Sequence[str], tier: str) -> dict[str, str]:
+    """Make a member of each name (through the members store, as `sqlgate members add`
+    does) in the database `db`, which the server is not using yet; returns name -> token."""
+    from sqlgate.config import Settings
+    from sqlgate.engine.members import Members
+    from sqlgate.service import Service
 
-        async def call() -> CallToolResult:
-            return await client.call_tool("read_query", {"query": "SELECT 1"})
+    with Service.open(Settings(db=db)) as service, service.db.server_lock:
+        members = Members(service.db.server)
+        return {name: members.add(name, tier)[1] for name in names}
 
-        first = await call()
-        if first.is_error or "1" not in text_of(first):
-            raise RuntimeError(f"read_query('SELECT 1') failed: {text_of(first)[:200]}")
-        for _ in range(warmup):
-            await call()
-        return await time_async(call, calls)
+
+def http_client(url: str, token: str, timeout: float = 60) -> tuple[httpx2.AsyncClient, Client]:
+    http = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {token}"}, timeout=timeout, trust_env=False
+    )
+    return http, Client(streamable_http_client(url, http_client=http))
+
+
+def _select_one(client: Client) -> Callable[[], Awaitable[CallToolResult]]:
+    async def call() -> CallToolResult:
+        return await client.call_tool("read_query", {"query": "SELECT 1"})
+
+    return call
+
+
+async def _checked(call: Callable[[], Awaitable[CallToolResult]]) -> None:
+    first = await call()
+    if first.is_error or "1" not in text_of(first):
+        raise RuntimeError(f"read_query('SELECT 1') failed: {text_of(first)[:200]}")
+
+
+async def _in_turn(
+    targets: dict[str, tuple[str, str]], calls: int, warmup: int
+) -> dict[str, Latencies]:
+    """One client per target (name -> (url, token)), all open at once, called in turn
+    (a, b, a, b, ...) after each one's warm-up, so each sees the same moments of the load.
+    Each one's rate is its calls over the time its own calls took."""
+    opened = {name: http_client(url, token) for name, (url, token) in targets.items()}
+    seconds: dict[str, list[float]] = {name: [] for name in targets}
+    async with AsyncExitStack() as stack:
+        turns = {}
+        for name, (http, client) in opened.items():
+            await stack.enter_async_context(http)
+            turns[name] = _select_one(await stack.enter_async_context(client))
+        for call in turns.values():
+            await _checked(call)
+            for _ in range(warmup):
+                await call()
+        for _ in range(calls):
+            for name, call in turns.items():
+                before = time.perf_counter()
+                await call()
+                seconds[name].append(time.perf_counter() - before)
+    return {name: Latencies(taken, sum(taken)) for name, taken in seconds.items()}
 
 
 def http_call_overhead(ctx: Context) -> list[Row]:
-    """read_query('SELECT 1') over streamable HTTP, sequential, one client: sqlgate beside a
-    no-op tool on the same SDK (the floor any server on it pays)."""
-    rows: list[Row] = []
-    p50: dict[str, float] = {}
-    servers = [
-        (SUBJECT_HTTP_SQLGATE, sqlgate_http(ctx.folder / "http-calls.db"), "sqlgate"),
-        (SUBJECT_HTTP_NOOP, noop_http(), "noop"),
-    ]
+    """read_query('SELECT 1') over streamable HTTP, sequential: sqlgate beside a no-op tool on
+    the same SDK (the floor any server on it pays), both running, called in turn."""
     versions = f"sqlgate {version_of('sqlgate')}, mcp {version_of('mcp')}"
-    for subject, command, slug in servers:
-        ctx.log(f"{subject}: {ctx.plan.calls} calls after {ctx.plan.warmup} warm-up")
-        try:
-            with http_server(command, ctx.folder / f"http-{slug}.stderr.txt") as url:
-                lat = anyio.run(_client_calls, url, ctx.plan.calls, ctx.plan.warmup)
-        except Exception as error:
-            reason = f"{type(error).__name__}: {str(error)[:200]}"
-            rows.append(Row(BENCH_HTTP_CALLS, subject, "", "not available", "", "", reason))
-            continue
-        p50[subject] = lat.percentile(50)
-        rows.append(
-            latency_row(BENCH_HTTP_CALLS, subject, lat, f"sequential, one client; {versions}")
-        )
-    if len(p50) == 2:
-        ratio = p50[SUBJECT_HTTP_SQLGATE] / p50[SUBJECT_HTTP_NOOP]
-        verdict = "goal met (<= 1.2)" if ratio <= 1.2 else "goal not met (> 1.2)"
-        rows.append(Row(BENCH_HTTP_CALLS, SUBJECT_HTTP_RATIO, "", f"{ratio:.2f}x", "", "",
-                        f"p50 latency ratio; {verdict}"))  # fmt: skip
-    return rows
-
-
-# -- load --------------------------------------------------------------------------------------
-MIX = ("append_event", "write_query", "read_query", "memory_search")
-
-
-@dataclass
-class LoadResult:
-    latencies: list[float] = field(default_factory=list)
-    by_tool: dict[str, list[float]] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    calls: dict[str, int] = field(default_factory=dict)  # made, by tool
-    appended: list[str] = field(default_factory=list)  # markers acknowledged
-    inserted: list[str] = field(default_factory=list)
-    elapsed: float = 0.0
-
-
-def _arguments(tool: str, marker: str) -> dict[str, Any]:
-    if tool == "append_event":
-        return {"content": f"load event {marker}", "kind": "note"}
-    if tool == "write_query":
-        return {"query": "INSERT INTO load(marker) VALUES (?)", "params": [marker]}
-    if tool == "read_query":
-        return {"query": "SELECT count(*) AS n FROM load"}
-    return {"query": "load event", "top_k": 5}
-
-
-async def _session(
-    url: str, calls: int, deadline: float, result: LoadResult, index: int, mix: Sequence[str]
-) -> None:
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=120, trust_env=False) as http,
-        Client(streamable_http_client(url, http_client=http)) as client,
-    ):
-        for n in range(calls):
-            if time.monotonic() > deadline:
-                break
-            tool = mix[(index + n) % len(mix)]
-            marker = uuid.uuid4().hex
-            result.calls[tool] = result.calls.get(tool, 0) + 1
-            before = time.perf_counter()
-            try:
-                answer = await client.call_tool(tool, _arguments(tool, marker))
-            except Exception as error:  # a transport failure is an error, not a crash
-                result.errors.append(f"{tool}: {type(error).__name__}: {error}"[:300])
-                continue
-            took = time.perf_counter() - before
-            result.latencies.append(took)
-            result.by_tool.setdefault(tool, []).append(took)
-            if answer.is_error:
-                result.errors.append(f"{tool}: {text_of(answer)[:300]}")
-            elif tool == "append_event":
-                result.appended.append(marker)
-            elif tool == "write_query":
-                result.inserted.append(marker)
-
-
-async def _load(url: str, sessions: int, per_session: int, mix: Sequence[str] = MIX) -> LoadResult:
-    result = LoadResult()
-    deadline = time.monotonic() + LOAD_SECONDS_LIMIT
-    started = time.perf_counter()
-    async with anyio.create_task_group() as group:
-        for index in range(sessions):
-            group.start_soon(_session, url, per_session, deadline, result, index, mix)
-    result.elapsed = time.perf_counter() - started
-    return result
-
-
-def _prepare(db: Path) -> None:
-    from sqlgate.config import Settings
-    from sqlgate.service import Service
-
-    with Service.open(Settings(db=db)) as service:
-        service.write_query("CREATE TABLE load(id INTEGER PRIMARY KEY, marker TEXT NOT NULL)")
-
-
-def _lost(db: Path, result: LoadResult, audit_before: int) -> dict[str, Any]:
-    """What the database says after the server stopped: acknowledged writes missing, the
-    chain's verdict, and calls without their audit row."""
-    from sqlgate.config import Settings
-    from sqlgate.service import Service
-
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    ctx.log(f"{BENCH_HTTP_CALLS}: sqlgate and no-op, {ctx.plan.calls} calls each, in turn")
     try:
-        contents = {str(c) for (c,) in conn.execute("SELECT content FROM memory_events")}
-        markers = {str(m) for (m,) in conn.execute("SELECT marker FROM load")}
-        audited = int(conn.execute("SELECT count(*) FROM query_log").fetchall()[0][0])
-    finally:
-        conn.close()
-    with Service.open(Settings(db=db), read_only=True) as service:
-        chain = service.memory.chain.verify()
-    made = sum(result.calls.values())
-    return {
-        "events lost": sum(f"load event {m}" not in contents for m in result.appended),
-        "rows lost": sum(m not in markers for m in result.inserted),
-        "chain": "ok" if chain.ok else f"BROKEN at {chain.first_broken_id}: {chain.reason}",
-        "audit rows missing": made - (audited - audit_before),
-    }
-
-
-def http_load(ctx: Context) -> list[Row]:
-    """N concurrent MCP sessions over HTTP, each its own connection, cycling through
-    append_event, write_query (insert), read_query and memory_search."""
-    rows: list[Row] = []
-    for sessions in ctx.plan.load_sessions:
-        per_session = max(4, ctx.plan.load_calls // sessions)
-        subject = f"sqlgate, {sessions} session{'s' if sessions > 1 else ''}"
-        db = ctx.folder / f"load-{sessions}.db"
-        _prepare(db)
-        audit_before = _audit_rows(db)
-        ctx.log(f"{BENCH_HTTP_LOAD}: {sessions} sessions x {per_session} calls")
-        try:
-            with http_server(sqlgate_http(db), ctx.folder / f"load-{sessions}.stderr.txt") as url:
-                result = anyio.run(_load, url, sessions, per_session)
-        except Exception as error:
-            reason = f"{type(error).__name__}: {str(error)[:200]}"
-            rows.append(Row(BENCH_HTTP_LOAD, subject, "", "not available", "", "", reason))
-            continue
-        checked = _lost(db, result, audit_before)
-        made = sum(result.calls.values())
-        lat = Latencies(result.latencies, result.elapsed) if result.latencies else None
-        notes = (
-            f"{len(result.errors)} errors; lost after the run: {checked['events lost']} events, "
-            f"{checked['rows lost']} rows, {checked['audit rows missing']} audit rows; chain "
-            f"{checked['chain']}"
-        )
-        if result.errors:
-            notes += f"; first error: {result.errors[0][:120]}"
-        rows.append(Row(
-            BENCH_HTTP_LOAD, subject, f"{made:,}",
-            f"{made / result.elapsed:,.0f} calls/s",
-            ms(lat.percentile(50)) if lat else "", ms(lat.percentile(99)) if lat else "", notes,
-        ))  # fmt: skip
-        rows.append(_load_floor(ctx, sessions, per_session))
-    return rows
-
-
-def _load_floor(ctx: Context, sessions: int, per_session: int) -> Row:
-    """The same sessions and client against the no-op server: what the SDK alone allows."""
-    subject = f"no-op tool, same SDK, {sessions} session{'s' if sessions > 1 else ''} (floor)"
-    try:
-        with http_server(noop_http(), ctx.folder / f"load-noop-{sessions}.stderr.txt") as url:
-            result = anyio.run(_load, url, sessions, per_session, ("read_query",))
+        with (
+            http_server(sqlgate_http(ctx.folder / "http-calls.db"),
+                        ctx.folder / "http-sqlgate.stderr.txt") as ours,
+            http_server(noop_http(), ctx.folder / "http-noop.stderr.txt") as floor,
+        ):  # fmt: skip
+            targets = {"sqlgate": (ours, TOKEN), "noop": (floor, TOKEN)}
+            lat = anyio.run(_in_turn, targets, ctx.plan.calls, ctx.plan.warmup)
     except Exception as error:
         reason = f"{type(error).__name__}: {str(error)[:200]}"
-        return Row(BENCH_HTTP_LOAD, subject, "", "not available", "", "", reason)
-    made = sum(result.calls.values())
-    lat = Latencies(result.latencies, result.elapsed)
-    return Row(
-        BENCH_HTTP_LOAD, subject, f"{made:,}", f"{made / result.elapsed:,.0f} calls/s",
-        ms(lat.percentile(50)), ms(lat.percentile(99)),
-        f"{len(result.errors)} errors; every call is read_query, answered without a database",
-    )  # fmt: skip
+        return [Row(BENCH_HTTP_CALLS, SUBJECT_HTTP_SQLGATE, "", "not available", "", "", reason)]
+    notes = f"sequential, one client each, called in turn; {versions}"
+    rows = [
+        latency_row(BENCH_HTTP_CALLS, SUBJECT_HTTP_SQLGATE, lat["sqlgate"], notes),
+        latency_row(BENCH_HTTP_CALLS, SUBJECT_HTTP_NOOP, lat["noop"], notes),
+    ]
+    ratio = round(lat["sqlgate"].percentile(50) / lat["noop"].percentile(50), 2)
+    verdict = "goal met (<= 1.2)" if ratio <= 1.2 else "goal not met (> 1.2)"
+    rows.append(Row(BENCH_HTTP_CALLS, SUBJECT_HTTP_RATIO, "", f"{ratio:.2f}x", "", "",
+                    f"p50 latency ratio; {verdict}"))  # fmt: skip
+    return rows
 
 
-def _audit_rows(db: Path) -> int:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+MEMBER = "bench-member"
+
+
+def http_identity_cost(ctx: Context) -> list[Row]:
+    """read_query('SELECT 1') over HTTP, sequential: a member's token (its digest looked up
+    in the members table on every request) beside the legacy --token (one constant-time
+    comparison), on the same server, in turn."""
+    db = ctx.folder / "http-identity.db"
+    tokens = add_members(db, [MEMBER], "read")
+    ctx.log(f"{BENCH_HTTP_CALLS}: member and --token, {ctx.plan.calls} calls each, in turn")
     try:
-        return int(conn.execute("SELECT count(*) FROM query_log").fetchall()[0][0])
-    finally:
-        conn.close()
+        with http_server(sqlgate_http(db), ctx.folder / "http-identity.stderr.txt") as url:
+            targets = {"admin": (url, TOKEN), "member": (url, tokens[MEMBER])}
+            lat = anyio.run(_in_turn, targets, ctx.plan.calls, ctx.plan.warmup)
+    except Exception as error:
+        reason = f"{type(error).__name__}: {str(error)[:200]}"
+        return [Row(BENCH_HTTP_CALLS, SUBJECT_HTTP_MEMBER, "", "not available", "", "", reason)]
+    notes = "sequential; the two clients called in turn on one server"
+    rows = [
+        latency_row(BENCH_HTTP_CALLS, SUBJECT_HTTP_ADMIN, lat["admin"], notes),
+        latency_row(BENCH_HTTP_CALLS, SUBJECT_HTTP_MEMBER, lat["member"], notes),
+    ]
+    ratio = round(lat["member"].percentile(50) / lat["admin"].percentile(50), 2)
+    verdict = "goal met (<= 1.05)" if ratio <= 1.05 else "goal not met (> 1.05)"
+    rows.append(Row(BENCH_HTTP_CALLS, SUBJECT_HTTP_IDENTITY_RATIO, "", f"{ratio:.2f}x", "", "",
+                    f"p50 latency ratio: what the member lookup adds; {verdict}"))  # fmt: skip
+    return rows

@@ -6,6 +6,8 @@ exact command, to bench/results.md (or --out). Usage:
     python bench/run.py                  # full run; installs peers when the registry answers
     python bench/run.py --quick          # few calls, no peer install; prints only, unless --out
     python bench/run.py --out FILE       # write the report elsewhere
+    python bench/run.py --only http      # only the benchmarks named so; their rows replace
+                                         # the same rows of results.md, the others stay
 
 Each benchmark is a function in BENCHMARKS that returns table rows; add one there.
 
@@ -14,8 +16,9 @@ server (PyPI `mcp-server-sqlite`, archived) needs `mcp<2`, so it gets its own ve
 driven over stdio by this repo's SDK v2 client, exactly as sqlgate is.
 
 The benchmarks live beside this file: benchkit.py (plans, rows, timers, the table), peers.py
-(starting sqlgate and the reference server), stdio_bench.py, http_bench.py (HTTP latency and
-load), noop_server.py (the SDK's floor: a tool that does nothing) and inprocess_bench.py.
+(starting sqlgate and the reference server), stdio_bench.py, http_bench.py (HTTP latency, a
+member's token beside --token), http_load.py (HTTP load, one member a session),
+noop_server.py (the SDK's floor: a tool that does nothing) and inprocess_bench.py.
 """
 
 from __future__ import annotations
@@ -30,9 +33,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import memory_bench as mb
-from benchkit import BENCH, FULL, QUICK, Benchmark, Context, Plan, Row, table
+from benchkit import BENCH, FULL, QUICK, Benchmark, Context, Plan, Row, merge_rows, table
 from capture_bench import capture_cost
-from http_bench import http_call_overhead, http_load
+from http_bench import http_call_overhead, http_identity_cost
+from http_load import http_load
 from inprocess_bench import chain, destructive, search
 from recall_bench import DEFAULT_DATA as LOCOMO
 from recall_bench import recall
@@ -64,6 +68,7 @@ def recalled(ctx: Context) -> list[Row]:
 BENCHMARKS: list[Benchmark] = [
     call_overhead,
     http_call_overhead,
+    http_identity_cost,
     http_load,
     result_size,
     audit_cost,
@@ -98,8 +103,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"where to write the report (default: {DEFAULT_OUT.name} beside this script; "
         "with --quick, none unless given)",
     )
+    parser.add_argument(
+        "--only",
+        metavar="WORD",
+        help="run only the benchmarks whose name contains WORD (http: "
+        + ", ".join(b.__name__ for b in BENCHMARKS if "http" in b.__name__)
+        + "); their rows replace the same rows of the report, the other rows stay",
+    )
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
+    chosen = [b for b in BENCHMARKS if args.only is None or args.only in b.__name__]
+    if not chosen:
+        parser.error(
+            f"no benchmark is named with {args.only!r}; they are: "
+            + ", ".join(b.__name__ for b in BENCHMARKS)
+        )
     command = shlex.join(["python", "bench/run.py", *(argv if argv is not None else sys.argv[1:])])
 
     def log(line: str) -> None:
@@ -108,11 +126,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="sqlgate-bench-") as temp:
         ctx = Context(plan, Path(temp), log)
-        for benchmark in BENCHMARKS:
+        for benchmark in chosen:
             rows += benchmark(ctx)
     print(table(rows), end="")
     out = args.out or (None if args.quick else DEFAULT_OUT)
-    if out is not None:
+    if out is not None and args.only is not None:
+        names = tuple(dict.fromkeys(f"| {row.benchmark} |" for row in rows))
+        merge_rows(out, rows, names, f"`--only {args.only}`", command)
+        log(f"merged into {out}")
+    elif out is not None:
         out.write_text(report(rows, command, plan), encoding="utf-8")
         log(f"wrote {out}")
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import types
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,12 @@ EXPECTED_ROWS = [
     (HTTP_CALLS, "sqlgate (streamable HTTP)"),
     (HTTP_CALLS, "no-op tool, same SDK (streamable HTTP, floor)"),
     (HTTP_CALLS, "sqlgate / no-op (HTTP p50 latency)"),
-    (HTTP_LOAD, "sqlgate, 4 sessions"),
+    (HTTP_CALLS, "sqlgate, --token (admin), in turn with a member"),
+    (HTTP_CALLS, "sqlgate, a member's token, in turn with --token"),
+    (HTTP_CALLS, "member / --token (HTTP p50 latency)"),
+    (HTTP_LOAD, "sqlgate, 4 sessions (4 members)"),
     (HTTP_LOAD, "no-op tool, same SDK, 4 sessions (floor)"),
+    (HTTP_LOAD, "sqlgate / no-op (calls/s), 4 sessions"),
     (CALLS, "reference mcp-server-sqlite (stdio)"),
     (CALLS, "raw apsw in-process (floor)"),
     (CALLS, "sqlgate / reference (calls/s)"),
@@ -173,11 +178,53 @@ def test_destructive_cost_rows_come_from_destructive_bench(
 
 def test_quick_run_loses_nothing_under_http_load(report: str) -> None:
     """The load scenario checks the database after the run: no acknowledged write missing,
-    a whole chain, one audit row per call."""
-    lines = [line for line in report.splitlines() if line.startswith(f"| {HTTP_LOAD} | sqlgate")]
+    a whole chain, one audit row per call, each naming the member whose session made it."""
+    lines = [line for line in report.splitlines() if line.startswith(f"| {HTTP_LOAD} | sqlgate,")]
     assert len(lines) == 1
     for line in lines:
-        assert "0 errors; lost after the run: 0 events, 0 rows, 0 audit rows; chain ok" in line
+        assert (
+            "0 errors; lost after the run: 0 events, 0 rows, 0 audit rows; naming another "
+            "member: 0 audit rows, 0 events; chain ok"
+        ) in line
+
+
+def test_only_http_runs_the_http_rows_and_keeps_the_others(tmp_path: Path) -> None:
+    """`--only http` writes its rows where the old HTTP rows were and leaves the rest."""
+    out = tmp_path / "results.md"
+    other = f"| {CALLS} | a row of another run | 1 | 1 calls/s | 1 ms | 1 ms | kept |"
+    old = f"| {HTTP_LOAD} | sqlgate, 16 sessions | 1 | 1 calls/s | 1 ms | 1 ms | old |"
+    last = f"| {AUDIT} | another row of it | 1 | 1 calls/s | 1 ms | 1 ms | kept too |"
+    out.write_text("# report\n\n| benchmark |\n|---|\n" + "\n".join([other, old, last]) + "\n")
+    result = subprocess.run(
+        [sys.executable, str(BENCH), "--quick", "--only", "http", "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert other in lines
+    assert last in lines
+    assert old not in lines
+    http = [
+        i for i, line in enumerate(lines) if line.startswith((f"| {HTTP_CALLS}", f"| {HTTP_LOAD}"))
+    ]
+    assert lines.index(other) < min(http)
+    assert max(http) < lines.index(last)
+    for benchmark, subject in EXPECTED_ROWS:
+        shown = any(line.startswith(f"| {benchmark} | {subject} |") for line in lines)
+        assert shown == (benchmark in (HTTP_CALLS, HTTP_LOAD)), (benchmark, subject)
+    assert lines[-1].startswith("`--only http` rows: `python bench/run.py --quick --only http")
+
+
+def test_a_load_audit_row_of_another_member_is_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(REPO / "bench"))
+    import http_load
+
+    made = {("load-00", "read_query"): 2, ("load-01", "read_query"): 1}
+    assert http_load._misattributed(Counter(made), Counter(made)) == 0
+    swapped = {("load-00", "read_query"): 1, ("load-01", "read_query"): 2}
+    assert http_load._misattributed(Counter(swapped), Counter(made)) == 1
+    stranger = {("load-00", "read_query"): 2, ("admin", "read_query"): 1}
+    assert http_load._misattributed(Counter(stranger), Counter(made)) == 1
 
 
 def test_quick_run_gives_every_start_cost_a_ratio_and_its_goal(

@@ -66,6 +66,8 @@ NAME_CASES = [
     ("-alice", "'-' is not allowed"),
     ("_alice", "'_' is not allowed"),
     ("al ice", "' ' is not allowed"),
+    ("a.b c", "' ' is not allowed"),  # the first character that is wrong, not a dot
+    ("a-b/c", "'/' is not allowed"),
     ("alice/bob", "'/' is not allowed"),  # the separator of a caller's session
     ("ali\x1bce", "U+001B is not allowed"),
     ("alice\n", "U+000A is not allowed"),
@@ -111,6 +113,11 @@ def test_a_caller_session_names_the_server_the_actor_and_the_connection() -> Non
     assert connection_tag("9f2e-session") == digest
     assert caller_session("s-1", "bob", "9f2e-session") == f"s-1/bob/{digest}"
     assert "9f2e-session" not in caller_session("s-1", "bob", "9f2e-session")
+
+
+def test_a_connection_id_that_is_not_valid_text_still_gets_a_tag() -> None:
+    # headers are latin-1 text, but nothing here may raise on what a transport hands over
+    assert connection_tag("\ud800") == hashlib.sha256(b"\xed\xa0\x80").hexdigest()[:8]
 
 
 def test_two_actors_on_one_connection_id_never_share_a_session() -> None:

@@ -329,6 +329,16 @@ def test_search_ranks_an_event_beside_a_strong_match_above_an_equal_lone_one(
     assert ids(service.memory_search("zebra crossing"))[:3] == [1, 2, 7]
 
 
+def test_search_puts_the_newer_of_equal_scores_first_and_cuts_at_top_k(
+    open_memory: OpenMemory,
+) -> None:
+    # eight equal events in one session: 3 to 6 have two matched neighbours on each side
+    # and tie at the top, newest first; 2 and 7 have three, 1 and 8 two
+    service = appended(open_memory(), *["zebra crossing"] * 8)
+    assert ids(service.memory_search("zebra crossing", top_k=3)) == [6, 5, 4]
+    assert ids(service.memory_search("zebra crossing", top_k=8)) == [6, 5, 4, 3, 7, 2, 8, 1]
+
+
 def test_search_neighbours_count_within_one_session(open_memory: OpenMemory) -> None:
     first, other = open_memory(session="s-a"), open_memory(session="s-b")
     appended(first, *FILLER)

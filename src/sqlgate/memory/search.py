@@ -8,6 +8,7 @@ bound; the agent's words become a safe FTS5 expression (`fts_query`).
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -156,7 +157,10 @@ class EventReader:
                 query,
                 [Candidate(int(i), float(score), str(s), str(h)) for i, score, s, h, _ in best],
             )
-            chosen = sorted(ranked, key=lambda event_id: (-ranked[event_id], -event_id))[:top_k]
+            # the best top_k, a higher score first, then a newer id: (score, id) pairs compared
+            # as they are, with no key function called for each of 500 candidates
+            pairs = ((score, event_id) for event_id, score in ranked.items())
+            chosen = [event_id for _, event_id in heapq.nlargest(top_k, pairs)]
             fetched = {
                 int(row[0]): row
                 for row in conn.execute(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sqlgate.engine.audit import json_value
+from sqlgate.engine.audit import ACTOR_SINCE, actor_sql, json_value
 from sqlgate.engine.outcome import OUTCOME_SQL, OUTCOMES, call_outcome
 from sqlgate.errors import ChainBroken
 from sqlgate.memory.restore_record import recorded_restores
@@ -162,17 +162,22 @@ def log(
     if tool is not None:
         where.append("tool = ?")
         params.append(tool)
-    if actor == NOT_RECORDED:
-        where.append("actor IS NULL")
-    elif actor is not None:
-        where.append(f"actor IN ({_ACTOR_SPELLINGS})")
-        params.append(actor)
-    sql = (
-        f"SELECT {', '.join(_LOG_COLUMNS)} FROM query_log "
-        f"{'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC LIMIT ?"
-    )
-    params.append(limit or -1)
     with existing_service(values, read_only=True) as service, service.db.reading() as conn:
+        recorded = service.db.schema_version >= ACTOR_SINCE  # else no row names an actor
+        if actor == NOT_RECORDED:
+            where.append("actor IS NULL" if recorded else "1")
+        elif actor is not None and recorded:
+            where.append(f"actor IN ({_ACTOR_SPELLINGS})")
+            params.append(actor)
+        elif actor is not None:
+            where.append("0")
+        shown = (c if c != "actor" else f"{actor_sql(service.db.schema_version)} AS actor"
+                 for c in _LOG_COLUMNS)  # fmt: skip
+        sql = (
+            f"SELECT {', '.join(shown)} FROM query_log "
+            f"{'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC LIMIT ?"
+        )
+        params.append(limit or -1)
         calls = [_log_record(row) for row in conn.execute(sql, params)]
     if not as_json:
         dates = [None, *(str(call["ts"])[:10] for call in calls)]
@@ -270,7 +275,7 @@ def stats(as_json: bool, **values: Any) -> None:
         listing, _ = service.introspection.list_tables(True, CallControl())
         with service.db.reading() as conn:
             claims = dict(conn.execute("SELECT state, count(*) FROM claims GROUP BY 1 ORDER BY 1"))
-            actors = _calls_by_actor(conn)
+            actors = _calls_by_actor(conn, actor_sql(service.db.schema_version))
     counts = {o: sum(actor[o] for actor in actors) for o in OUTCOMES}
     report = {
         "db": str(service.settings.db),
@@ -291,7 +296,7 @@ def stats(as_json: bool, **values: Any) -> None:
         _print_stats(report)
 
 
-def _calls_by_actor(conn: Any) -> list[dict[str, Any]]:
+def _calls_by_actor(conn: Any, column: str = "actor") -> list[dict[str, Any]]:
     """Each actor's calls by outcome, by name (any case), the calls of no recorded actor
     (rows written before migration 9) last with actor None."""
     sums = ", ".join(f"sum({OUTCOME_SQL[o]})" for o in OUTCOMES)
@@ -299,8 +304,8 @@ def _calls_by_actor(conn: Any) -> list[dict[str, Any]]:
         {"actor": actor, "calls": calls,
          **{o: int(n or 0) for o, n in zip(OUTCOMES, found, strict=True)}}
         for actor, calls, *found in conn.execute(
-            f"SELECT actor, count(*), {sums} FROM query_log GROUP BY actor "
-            "ORDER BY actor IS NULL, actor COLLATE NOCASE, actor"
+            f"SELECT {column}, count(*), {sums} FROM query_log GROUP BY 1 "
+            f"ORDER BY {column} IS NULL, {column} COLLATE NOCASE, {column}"
         )
     ]  # fmt: skip
 

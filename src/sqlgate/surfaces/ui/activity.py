@@ -57,17 +57,20 @@ _COLUMNS = "id, ts, actor, session, tool, query, ok, rows, error, duration_ms, d
 FILTERS = ("actor", "session", "tool", "outcome", "since", "until")
 
 
-def audit_select(query: Mapping[str, str], columns: str, limit: int) -> tuple[str, list[Any]]:
+def audit_select(
+    query: Mapping[str, str], columns: str, limit: int, recorded: str = "actor"
+) -> tuple[str, list[Any]]:
     """The SELECT (values bound) of a page of the audit log under the activity filters in
     `query`; bad values of `since`/`until` raise InvalidArgument, an unknown outcome is
-    ignored. By id, newest first; with an actor, through its index (the module's docstring)."""
+    ignored. By id, newest first; with an actor, through its index (the module's docstring).
+    `recorded`: the SQL of a row's actor (`audit.actor_sql`: NULL in an older file)."""
     where: list[str] = []
     params: list[Any] = []
     actor = query.get("actor")
     if actor == NOT_RECORDED:
-        where.append("actor IS NULL")
+        where.append(f"{recorded} IS NULL")
     elif actor:
-        where.append("actor = ?")
+        where.append(f"{recorded} = ?")
         params.append(actor)
     for name in ("session", "tool"):
         value = query.get(name)
@@ -87,10 +90,11 @@ def audit_select(query: Mapping[str, str], columns: str, limit: int) -> tuple[st
         params.append(until)
     before = query.get("before", "")
     source, order = "query_log", "id DESC"
-    if actor:
+    if actor and recorded == "actor":
         source, order = "query_log INDEXED BY query_log_by_actor", "ts DESC, id DESC"
     if before.isdigit():
-        where.append("(ts, id) < (SELECT ts, id FROM query_log WHERE id = ?)" if actor
+        by_time = source != "query_log"  # the actor index's order: time, then id
+        where.append("(ts, id) < (SELECT ts, id FROM query_log WHERE id = ?)" if by_time
                      else "id < ?")  # fmt: skip
         params.append(int(before))
     sql = f"SELECT {columns} FROM {source} WHERE {' AND '.join(where) or '1'} ORDER BY {order}"
@@ -98,7 +102,8 @@ def audit_select(query: Mapping[str, str], columns: str, limit: int) -> tuple[st
 
 
 def activity_page(console: Console, query: Mapping[str, str]) -> Page:
-    sql, params = audit_select(query, _COLUMNS, PAGE_ROWS + 1)
+    columns = _COLUMNS.replace("actor", f"{console.actor} AS actor", 1)
+    sql, params = audit_select(query, columns, PAGE_ROWS + 1, console.actor)
     with console.reading() as conn:
         rows = list(conn.execute(sql, params))
         console.summary.refresh(conn)
@@ -192,8 +197,8 @@ def errors_page(console: Console, query: Mapping[str, str]) -> Page:
     where, params = ("WHERE id < ?", [int(before)]) if before.isdigit() else ("", [])
     with console.reading() as conn:
         rows = list(conn.execute(
-            "SELECT id, ts, actor, session, tool, query, error, duration_ms FROM query_errors "
-            f"{where} LIMIT ?", (*params, PAGE_ROWS + 1),
+            f"SELECT id, ts, {console.actor}, session, tool, query, error, duration_ms "
+            f"FROM query_errors {where} LIMIT ?", (*params, PAGE_ROWS + 1),
         ))  # fmt: skip
     more = len(rows) > PAGE_ROWS
     rows = rows[:PAGE_ROWS]

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 import apsw
 
 from sqlgate.config import Settings
+from sqlgate.engine.audit import actor_sql
 from sqlgate.memory.chain import ChainStatus
 from sqlgate.service import Service
 from sqlgate.surfaces.ui.summary import AuditSummary, SessionSummary
@@ -83,7 +84,9 @@ class Console:
         self.settings: Settings = service.settings
         self.wall_clock = wall_clock
         self.chain = ChainWatch(service, wall_clock)
-        self.summary = AuditSummary()
+        # a row's actor in SQL: NULL in a file older than migration 9, opened without upgrading
+        self.actor = actor_sql(service.db.schema_version)
+        self.summary = AuditSummary(self.actor)
         self.sessions = SessionSummary()
 
     @classmethod

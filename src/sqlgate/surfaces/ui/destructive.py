@@ -109,7 +109,8 @@ def destructive_page(console: Console, query: Mapping[str, str]) -> Page:
     with console.reading() as conn:
         identity = database_id(conn)
         rows = list(conn.execute(
-            "SELECT id, ts, actor, session, query, ok, rows, error, detail FROM query_log "
+            f"SELECT id, ts, {console.actor}, session, query, ok, rows, error, detail "
+            "FROM query_log "
             f"WHERE tool = 'destructive_query' {extra} ORDER BY id DESC LIMIT ?",
             (*params, PAGE_ROWS + 1),
         ))  # fmt: skip

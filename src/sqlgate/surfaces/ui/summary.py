@@ -44,8 +44,9 @@ def _by_name(name: str) -> tuple[str, str]:
 class AuditSummary:
     """Hourly counts by outcome, the distinct tools and actors, and the statement shapes."""
 
-    def __init__(self) -> None:
+    def __init__(self, actor: str = "actor") -> None:
         self._lock = threading.Lock()
+        self._actor = actor  # the SQL of a row's actor (`audit.actor_sql`)
         self.high = 0  # the newest query_log id folded in
         self.hours: dict[str, list[int]] = {}  # "2026-12-01T10" -> [ok, refused, error]
         self.tools: set[str] = set()
@@ -59,7 +60,8 @@ class AuditSummary:
             while True:
                 rows = conn.execute(
                     f"SELECT id, substr(ts, 1, 13), ts, tool, ok, {REFUSED_SQL}, {FINGERPRINT}, "
-                    "substr(query, 1, ?), actor FROM query_log WHERE id > ? ORDER BY id LIMIT ?",
+                    f"substr(query, 1, ?), {self._actor} FROM query_log WHERE id > ? "
+                    "ORDER BY id LIMIT ?",
                     (EXAMPLE_CHARS, self.high, _BATCH),
                 ).fetchall()
                 for row in rows:
