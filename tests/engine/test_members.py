@@ -30,7 +30,13 @@ from sqlgate.engine.actors import (
     actor_name_problem,
 )
 from sqlgate.engine.audit import utc_timestamp
-from sqlgate.engine.members import TOKEN_PREFIX, Member, Members, token_digest
+from sqlgate.engine.members import (
+    TOKEN_PREFIX,
+    Member,
+    Members,
+    looks_like_member_token,
+    token_digest,
+)
 from sqlgate.errors import InvalidArgument, NotFound
 from sqlgate.service import Service
 
@@ -201,6 +207,26 @@ def test_a_token_authenticates_as_its_member_with_its_tier(members: Members) -> 
     _, token = members.add("alice", "write")
     assert members.authenticate(token) == Identity("alice", "write", "member")
     assert members.authenticate(token.encode()) == Identity("alice", "write", "member")
+
+
+def test_member_tokens_say_sqg_and_the_gate_can_tell_them_by_it(members: Members) -> None:
+    """The prefix the docs name, which server_authenticator routes member tokens by."""
+    _, token = members.add("alice", "write")
+    assert token.startswith("sqg_")
+    assert looks_like_member_token(token)
+    assert looks_like_member_token(token.encode())
+    assert looks_like_member_token(b"sqg_\xff\xfe")  # not ASCII: still a member token
+    for other in ("admin-token-0123456789", "eyJhbGciOiJSUzI1NiJ9.e30.c2ln", "SQG_x", "sqg"):
+        assert not looks_like_member_token(other)
+        assert not looks_like_member_token(other.encode())
+
+
+def test_a_token_that_is_not_valid_text_is_refused_not_raised(members: Members) -> None:
+    """A str with a lone surrogate (as os.fsdecode makes of bad bytes) is just unknown."""
+    members.add("alice", "write")
+    found = refusal(members, "sqg_\udcff")
+    assert (found.code, found.actor) == ("unknown_token", None)
+    assert token_digest("sqg_\udcff") == hashlib.sha256(b"sqg_\xed\xb3\xbf").hexdigest()
 
 
 def test_an_unknown_token_is_refused_without_a_name(members: Members) -> None:

@@ -15,15 +15,19 @@ import anyio
 import apsw
 import httpx2
 import pytest
+from mcp.server.auth.provider import AccessToken
 
 from sqlgate.config import Settings
-from sqlgate.engine.actors import AuthRefusal, Identity
+from sqlgate.engine.actors import AuthRefusal, Caller, Identity, caller_session
 from sqlgate.engine.audit import AuditEntry
 from sqlgate.engine.members import Members
 from sqlgate.service import Service
 from sqlgate.surfaces.mcp.http_identity import (
+    BearerTokenGate,
     IdentityGate,
     RefusalAudit,
+    SqlgateUser,
+    caller_of,
     identity_of,
     server_authenticator,
 )
@@ -393,3 +397,324 @@ async def test_a_recheck_that_fails_keeps_the_stream_and_checks_again(members: M
         got = await run_get(gate, token, events)
     assert got == [b"data: still\n\n", b"", b"<end>"]
     assert [entry.detail["reason"] for entry in written] == ["token_revoked"]
+
+
+# -- who each token is: the admin's, a member's, an OAuth token --------------------------------
+
+
+class OAuthStub:
+    """An OAuth verifier that answers `who` and records what it was asked."""
+
+    def __init__(self, who: Identity | AuthRefusal) -> None:
+        self.who = who
+        self.asked: list[bytes] = []
+
+    async def __call__(self, presented: bytes) -> Identity | AuthRefusal:
+        self.asked.append(presented)
+        return self.who
+
+
+JWT_SHAPED = b"eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"
+CAROL = Identity("carol", "read", "oauth")
+
+
+async def test_the_admin_token_is_admin_at_destructive_beside_members(members: Members) -> None:
+    _, token = members.add("erin", "read")
+    inner = Inner()
+    gate = gate_of(inner, members, [])
+    assert (await post(gate, bearer(ADMIN))).status_code == 200
+    assert (await post(gate, bearer(token))).status_code == 200
+    assert inner.seen == [
+        Identity("admin", "destructive", "admin"), Identity("erin", "read", "member"),
+    ]  # fmt: skip
+
+
+async def test_without_an_admin_token_the_members_tokens_still_work(members: Members) -> None:
+    _, token = members.add("erin", "read")
+    check = server_authenticator(None, members)
+    assert await check(token.encode()) == Identity("erin", "read", "member")
+    found = await check(ADMIN.encode())
+    assert isinstance(found, AuthRefusal)
+    assert found.code == "unknown_token"
+
+
+async def test_a_member_token_without_members_and_a_jwt_without_oauth_are_unknown() -> None:
+    check = server_authenticator(ADMIN, None)
+    for presented in (b"sqg_" + b"A" * 43, JWT_SHAPED):
+        found = await check(presented)
+        assert isinstance(found, AuthRefusal)
+        assert found.code == "unknown_token"
+
+
+async def test_only_a_three_part_token_goes_to_oauth(members: Members) -> None:
+    oauth = OAuthStub(CAROL)
+    check = server_authenticator(ADMIN, members, oauth)
+    assert await check(JWT_SHAPED) == CAROL
+    for presented in (b"a.b", b"a.b.c.d", b"no-dots-at-all", b"sqg_a.b.c"):
+        found = await check(presented)
+        assert isinstance(found, AuthRefusal)
+        assert found.code == "unknown_token"
+    assert oauth.asked == [JWT_SHAPED]  # a member-looking token is the members' to answer
+    refused = AuthRefusal("expired", "the token expired", "carol")
+    assert await server_authenticator(None, None, OAuthStub(refused))(JWT_SHAPED) is refused
+
+
+async def test_the_bearer_gate_knows_only_its_token() -> None:
+    inner = Inner()
+    gate = BearerTokenGate(inner, ADMIN)
+    assert (await post(gate, bearer(ADMIN))).status_code == 200
+    assert (await post(gate, bearer("sqg_" + "A" * 43))).status_code == 401
+    assert inner.seen == [Identity("admin", "destructive", "admin")]
+
+
+@pytest.mark.parametrize("token", ["sqg_!edge~", "!", "~"])
+async def test_every_printable_ascii_character_may_be_in_a_token(
+    members: Members, token: str
+) -> None:
+    response = await post(gate_of(Inner(), members, []), bearer(token))
+    assert (response.status_code, response.json()["reason"]) == (401, "unknown_token")
+
+
+async def test_a_delete_character_makes_the_header_malformed(members: Members) -> None:
+    response = await post(gate_of(Inner(), members, []), bearer(b"sqg_\x7fdel"))
+    assert (response.status_code, response.json()["reason"]) == (401, "malformed_header")
+
+
+async def test_no_credentials_get_a_plain_challenge_without_an_error_code(
+    members: Members,
+) -> None:
+    response = await post(gate_of(Inner(), members, []), [])
+    assert response.headers["www-authenticate"] == 'Bearer realm="sqlgate"'
+    assert (response.json()["error"], response.headers["cache-control"]) == (
+        "unauthorized", "no-store",
+    )  # fmt: skip
+
+
+async def test_a_gate_without_an_audit_still_refuses(members: Members) -> None:
+    gate = IdentityGate(Inner(), server_authenticator(ADMIN, members))
+    response = await post(gate, bearer("not-a-token-of-this-server"))
+    assert (response.status_code, response.json()["reason"]) == (401, "unknown_token")
+
+
+# -- what the app behind the gate is told ------------------------------------------------------
+
+
+class Scopes:
+    """An app that keeps each scope it is given and answers 200."""
+
+    def __init__(self) -> None:
+        self.seen: list[Scope] = []
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        self.seen.append(scope)
+        if scope["type"] == "http":
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"ok"})
+
+
+async def test_an_accepted_request_carries_its_user_and_tier_scope(members: Members) -> None:
+    _, token = members.add("erin", "write")
+    app = Scopes()
+    assert (await post(gate_of(app, members, []), bearer(token))).status_code == 200
+    (scope,) = app.seen
+    assert scope["auth"].scopes == ["sqlgate:write"]
+    user = scope["user"]
+    assert isinstance(user, SqlgateUser)
+    assert user.sqlgate_identity == Identity("erin", "write", "member")
+    principal = user.access_token
+    assert (principal.client_id, principal.subject, principal.scopes, principal.claims) == (
+        "member:erin", "erin", ["sqlgate:write"], {"iss": "sqlgate:member"},
+    )  # fmt: skip
+    assert principal.token == ""  # the token itself is never kept
+
+
+def test_a_user_made_from_an_oauth_token_keeps_that_token() -> None:
+    access = AccessToken(token="t", client_id="claude-code", scopes=["sqlgate:read"],
+                         subject="carol")  # fmt: skip
+    assert SqlgateUser(CAROL, access).access_token is access
+
+
+def test_a_call_runs_as_the_caller_the_gate_named() -> None:
+    scope = {"type": "http", "user": SqlgateUser(Identity("erin", "read", "member"))}
+    caller = caller_of(scope, "s-1", "mcp-session-7", "claude-code/2.0")
+    assert caller == Caller(
+        Identity("erin", "read", "member"),
+        caller_session("s-1", "erin", "mcp-session-7"),
+        "claude-code/2.0",
+    )
+    assert caller_of({"type": "http"}, "s-1", None) is None
+
+
+# -- public paths and websockets ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        pytest.param("GET", "/.well-known/oauth-protected-resource", 200, id="get-metadata"),
+        pytest.param("HEAD", "/.well-known/oauth-protected-resource", 200, id="head-metadata"),
+        pytest.param("GET", "/.well-known/oauth-protected-resource/mcp", 200, id="get-of-mcp"),
+        pytest.param("POST", "/.well-known/oauth-protected-resource", 401, id="post-metadata"),
+        pytest.param("GET", "/.well-known/oauth-protected-resourcex", 401, id="longer-name"),
+        pytest.param("GET", "/mcp", 401, id="get-mcp"),
+    ],
+)
+async def test_only_gets_of_the_resource_metadata_pass_without_a_token(
+    members: Members, method: str, path: str, status: int
+) -> None:
+    written: list[AuditEntry] = []
+    async with client_of(gate_of(Inner(), members, written)) as client:
+        response = await client.request(method, path)
+    assert response.status_code == status
+
+
+async def websocket(gate: IdentityGate, headers: list[tuple[bytes, bytes]]) -> list[Any]:
+    sent: list[Any] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "websocket.connect"}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    scope = {"type": "websocket", "path": "/.well-known/oauth-protected-resource",
+             "headers": headers, "client": ("10.1.2.3", 5000)}  # fmt: skip
+    await gate(scope, receive, send)
+    return sent
+
+
+async def test_a_websocket_that_names_no_one_is_closed_as_a_policy_violation(
+    members: Members,
+) -> None:
+    app, written = Scopes(), []
+    gate = gate_of(app, members, written)
+    assert await websocket(gate, []) == [{"type": "websocket.close", "code": 1008}]
+    assert await websocket(gate, bearer("wrong")) == [{"type": "websocket.close", "code": 1008}]
+    assert app.seen == []
+    assert [entry.detail["reason"] for entry in written] == ["unknown_token"]
+    assert await websocket(gate, bearer(ADMIN)) == []
+    assert [identity_of(scope) for scope in app.seen] == [Identity("admin", "destructive", "admin")]
+
+
+# -- the refusal audit's memory ----------------------------------------------------------------
+
+
+def test_a_refusal_without_a_peer_is_audited_from_an_unknown_one() -> None:
+    written: list[AuditEntry] = []
+    RefusalAudit(written.append, clock=FakeClock()).refused(
+        AuthRefusal("unknown_token", "no"), {"type": "http"}
+    )
+    assert written[0].detail["peer"] == "?"
+
+
+def test_the_same_refusal_a_window_later_counts_no_repeats_when_none_were_left_out() -> None:
+    clock, written = FakeClock(), []
+    audit = RefusalAudit(written.append, clock=clock)
+    refusal, scope = AuthRefusal("unknown_token", "no"), {"client": ("10.0.0.1", 1)}
+    audit.refused(refusal, scope)
+    clock.advance(60.0)
+    audit.refused(refusal, scope)
+    assert [entry.detail.get("repeats", "none") for entry in written] == ["none", "none"]
+
+
+def test_past_10_000_keys_only_those_a_window_old_are_forgotten() -> None:
+    clock, written = FakeClock(), []
+    audit = RefusalAudit(written.append, clock=clock)
+    refusal = AuthRefusal("unknown_token", "no")
+    for n in range(10_000):
+        audit.refused(refusal, {"client": (f"10.0.{n // 256}.{n % 256}", 1)})
+    clock.advance(60.0)  # every one of them exactly a window old
+    audit.refused(refusal, {"client": ("10.200.0.1", 1)})
+    assert len(audit._last) == 10_001  # 10 000 kept: nothing is forgotten yet
+    audit.refused(refusal, {"client": ("10.200.0.2", 1)})
+    assert sorted(key[2] for key in audit._last) == ["10.200.0.1", "10.200.0.2"]
+
+
+# -- the re-checks' timer, and the end of an answer --------------------------------------------
+
+
+async def test_the_gate_rechecks_every_10_s_on_the_timer_it_was_given(members: Members) -> None:
+    _, token = members.add("erin", "read")
+    rechecks, stream = Rechecks(), Stream()
+    gate = IdentityGate(stream, server_authenticator(ADMIN, members), schedule=rechecks.schedule)
+
+    async def events(got: list[bytes]) -> None:
+        await rechecks.fire()
+        stream.send.close()
+
+    with anyio.fail_after(10):
+        await run_get(gate, token, events)
+    assert rechecks.waits == [10.0, 10.0]
+
+
+class Answer:
+    """An app that sends `messages`, then waits until it is cancelled."""
+
+    def __init__(self, *messages: dict[str, Any]) -> None:
+        self.messages = messages
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        for message in self.messages:
+            await send(message)
+        await anyio.sleep_forever()
+
+
+START = {"type": "http.response.start", "status": 200, "headers": []}
+
+
+@pytest.mark.parametrize(
+    ("messages", "after"),
+    [
+        pytest.param((START,), [b"", b"<end>"], id="started-no-body: the body is ended"),
+        pytest.param(
+            (START, {"type": "http.response.body", "body": b"done"}),
+            [b"done", b"<end>"],
+            id="finished: nothing more is sent",
+        ),
+    ],
+)
+async def test_a_revoked_answer_is_ended_once_whatever_it_had_sent(
+    members: Members, messages: tuple[dict[str, Any], ...], after: list[bytes]
+) -> None:
+    _, token = members.add("erin", "read")
+    rechecks = Rechecks()
+    gate = gate_of(Answer(*messages), members, [])
+    gate.schedule = rechecks.schedule
+
+    async def events(got: list[bytes]) -> None:
+        await anyio.wait_all_tasks_blocked()  # the answer has sent what it sends
+        members.revoke("erin")
+        await rechecks.fire()
+
+    with anyio.fail_after(10):
+        got = await run_get(gate, token, events, "POST")
+    assert got == after
+
+
+async def test_a_recheck_due_after_the_answer_ended_does_nothing(members: Members) -> None:
+    _, token = members.add("erin", "read")
+    rechecks, stream = Rechecks(), Stream()
+    gate = gate_of(stream, members, [])
+    late: list[Callable[[], Awaitable[None]]] = []
+
+    def schedule(delay: float, work: Callable[[], Awaitable[None]]) -> Callable[[], None]:
+        late.append(work)
+        return rechecks.schedule(delay, work)
+
+    gate.schedule = schedule
+    asked: list[bytes] = []
+    real = gate.authenticate
+
+    async def counted(presented: bytes) -> Identity | AuthRefusal:
+        asked.append(presented)
+        return await real(presented)
+
+    gate.authenticate = counted
+
+    async def events(got: list[bytes]) -> None:
+        stream.send.close()
+
+    with anyio.fail_after(10):
+        await run_get(gate, token, events)
+    await late[0]()  # its timer fired just as the answer ended
+    assert (len(asked), rechecks.waits) == (1, [10.0])

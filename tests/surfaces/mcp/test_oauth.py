@@ -138,7 +138,17 @@ async def reason(presented: str, **options: Any) -> str:
             "alg_not_allowed",
             id="hs256",
         ),
+        pytest.param(
+            unsigned(claims(), {"alg": 256, "typ": "at+jwt"}), "malformed_jwt", id="alg-a-number"
+        ),
+        pytest.param(unsigned(claims(), {"typ": "at+jwt"}), "malformed_jwt", id="no-alg"),
         pytest.param(token(typ="JWT"), "wrong_type", id="typ-jwt-an-id-token"),
+        pytest.param(
+            unsigned(claims(), {"alg": "RS256", "kid": "k1"}), "wrong_type", id="no-typ-at-all"
+        ),
+        pytest.param(
+            unsigned(claims(), {"alg": "RS256", "typ": 9068}), "wrong_type", id="typ-a-number"
+        ),
         pytest.param(token(typ=None), "wrong_type", id="no-typ"),
         pytest.param(
             token(claims(iss="https://evil.example.com")), "wrong_issuer", id="another-issuer"
@@ -149,7 +159,11 @@ async def reason(presented: str, **options: Any) -> str:
         pytest.param(token(key=OTHER_KEY), "bad_signature", id="other-key-same-kid"),
         pytest.param(token(claims(exp=int(NOW) - 31)), "expired", id="expired-past-leeway"),
         pytest.param(token(claims(exp=None)), "malformed_jwt", id="no-exp"),
+        pytest.param(token(claims(exp=True)), "malformed_jwt", id="exp-a-boolean"),
+        pytest.param(token(claims(exp=str(int(NOW) + 300))), "malformed_jwt", id="exp-a-string"),
         pytest.param(token(claims(nbf=int(NOW) + 31)), "not_yet_valid", id="nbf-in-future"),
+        pytest.param(token(claims(nbf="yesterday")), "not_yet_valid", id="nbf-a-string"),
+        pytest.param(token(claims(nbf=False)), "not_yet_valid", id="nbf-a-boolean"),
         pytest.param(
             token(claims(aud="https://other.example.com/mcp")),
             "wrong_audience",
@@ -199,6 +213,43 @@ async def test_expiry_has_a_small_leeway_both_ways() -> None:
 
 
 @pytest.mark.anyio
+async def test_the_leeway_is_30_s_and_its_edge_still_counts() -> None:
+    """Refused only when past exp + 30 s, or before nbf - 30 s (docs/how-to/identity-provider.md),
+    with the policy's defaults: named by `sub`."""
+    keys = KeySet("https://idp.example.com/jwks", {"k1": jwt.PyJWK(jwk_of(KEY, "k1"))},
+                  fetch=Fetches([]), clock=Clock())  # fmt: skip
+    check = JwtVerifier(OAuthPolicy(ISSUER, AUDIENCE), keys, clock=Clock())
+    at_edge = [claims(exp=int(NOW) - 30), claims(nbf=int(NOW) + 30)]
+    for body in at_edge:
+        checked = await check.check(token(body))
+        assert isinstance(checked, Verified), checked
+        assert checked.identity == Identity("alice", "write", "oauth")
+    assert await reason_of(check, token(claims(exp=NOW - 30.5))) == "expired"
+    assert await reason_of(check, token(claims(nbf=NOW + 30.5))) == "not_yet_valid"
+
+
+@pytest.mark.anyio
+async def test_a_header_without_typ_says_it_is_missing() -> None:
+    check, _, _ = verifier()
+    missing = await check.check(unsigned(claims(), {"alg": "RS256", "kid": "k1"}))
+    number = await check.check(unsigned(claims(), {"alg": "RS256", "typ": 9068}))
+    assert isinstance(missing, AuthRefusal)
+    assert isinstance(number, AuthRefusal)
+    assert missing.message.startswith("the token's typ is missing, not at+jwt")
+    assert number.message.startswith("the token's typ is 9068, not at+jwt")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "sub", [pytest.param("admin", id="reserved"), pytest.param("al ice", id="a-space")]
+)
+async def test_a_refusal_names_no_caller_when_the_name_claim_is_no_name(sub: str) -> None:
+    checked = await verifier()[0].check(token(claims(sub=sub, exp=int(NOW) - 3600)))
+    assert isinstance(checked, AuthRefusal)
+    assert (checked.code, checked.actor) == ("expired", None)
+
+
+@pytest.mark.anyio
 async def test_refusals_after_the_signature_name_the_caller_and_before_it_do_not() -> None:
     check, _, _ = verifier()
     expired = await check.check(token(claims(exp=int(NOW) - 3600)))
@@ -228,6 +279,37 @@ async def test_every_refusal_message_says_what_to_do() -> None:
     assert "sqlgate members add alice" in messages[1]
     assert f"sign in through {ISSUER}" in messages[2]
     assert "send the access token" in messages[3]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("scope", "shown"),
+    [
+        pytest.param(None, "(scopes: none)", id="no-scopes"),
+        pytest.param("openid profile", "(scopes: openid profile)", id="other-scopes"),
+    ],
+)
+async def test_no_scope_says_which_scopes_the_token_had(scope: str | None, shown: str) -> None:
+    checked = await verifier()[0].check(token(claims(scope=scope)))
+    assert isinstance(checked, AuthRefusal)
+    assert checked.code == "no_scope"
+    assert f"the token grants no sqlgate tier {shown} and 'alice' is no member here" in (
+        checked.message
+    )
+
+
+@pytest.mark.anyio
+async def test_a_long_claim_is_shown_cut_at_80_characters() -> None:
+    check, _, _ = verifier()
+    eighty = "https://evil.example.com/" + "e" * 55
+    longer = eighty + "f"
+    assert len(eighty) == 80
+    whole = await check.check(token(claims(iss=eighty)))
+    cut = await check.check(token(claims(iss=longer)))
+    assert isinstance(whole, AuthRefusal)
+    assert isinstance(cut, AuthRefusal)
+    assert whole.message.startswith(f"the token was issued by {eighty}, and this server")
+    assert cut.message.startswith(f"the token was issued by {longer[:77]}..., and this server")
 
 
 # -- name and tier ---------------------------------------------------------------------------
@@ -280,6 +362,35 @@ async def test_the_email_claim_can_name_the_caller_when_verified() -> None:
     assert isinstance(unverified, AuthRefusal)
     assert unverified.code == "name_claim"
     assert "not verified" in unverified.message
+
+
+@pytest.mark.anyio
+async def test_a_space_separated_scp_counts_as_scopes() -> None:
+    checked = await verifier()[0].check(token(claims(scope=None, scp="openid sqlgate:read")))
+    assert isinstance(checked, Verified)
+    assert checked.identity.tier == "read"
+    assert checked.access_token.scopes == ["openid", "sqlgate:read"]
+
+
+@pytest.mark.anyio
+async def test_a_token_without_scopes_takes_its_member_tier() -> None:
+    checked = await verifier(members={"alice": "write"})[0].check(token(claims(scope=None)))
+    assert isinstance(checked, Verified)
+    assert checked.identity == Identity("alice", "write", "oauth")
+    assert checked.access_token.scopes == []
+
+
+@pytest.mark.anyio
+async def test_email_verification_matters_only_when_the_email_names_the_caller() -> None:
+    by_sub = await verifier()[0].check(token(claims(email="a@example.com", email_verified=False)))
+    reserved = await verifier(name_claim="email")[0].check(
+        token(claims(email="admin", email_verified=False))
+    )
+    assert isinstance(by_sub, Verified)
+    assert by_sub.identity.actor == "alice"
+    assert isinstance(reserved, AuthRefusal)
+    assert reserved.code == "name_claim"
+    assert "'admin' is sqlgate's own name" in reserved.message  # the first problem, not email's
 
 
 # -- the keys --------------------------------------------------------------------------------

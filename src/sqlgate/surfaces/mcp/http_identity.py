@@ -227,7 +227,6 @@ class IdentityGate:
         *,
         challenge: str = "",
         audit: RefusalAudit | None = None,
-        recheck_seconds: float = RECHECK_SECONDS,
         schedule: Schedule | None = None,
     ) -> None:
         self.app = AuthContextMiddleware(app)
@@ -235,14 +234,14 @@ class IdentityGate:
         self.authenticate = authenticate
         self.challenge = challenge
         self.audit = audit
-        self.recheck_seconds = recheck_seconds
+        self.recheck_seconds = RECHECK_SECONDS
         self.schedule = schedule or call_later  # the re-checks (tests run them by hand)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.public(scope, receive, send)
             return
-        if scope["type"] == "http" and scope.get("method") in ("GET", "HEAD"):
+        if scope.get("method") in ("GET", "HEAD"):  # a websocket scope has no method
             path = str(scope.get("path", ""))
             if any(path == p or path.startswith(p + "/") for p in PUBLIC_PATHS):
                 await self.public(scope, receive, send)
@@ -324,7 +323,7 @@ class IdentityGate:
         if not started:
             await self._unauthorized(send, refused)
         elif not finished:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            await send({"type": "http.response.body"})  # ASGI: no body, no more_body
 
     async def _unauthorized(self, send: Send, refusal: AuthRefusal) -> None:
         error = {"missing_token": "", "malformed_header": "invalid_request"}.get(

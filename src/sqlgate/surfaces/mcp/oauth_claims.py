@@ -34,8 +34,6 @@ from sqlgate.engine.actors import TIERS, AuthRefusal, Identity, actor_name_probl
 
 __all__ = [
     "ACCESS_TOKEN_TYPES",
-    "LEEWAY_SECONDS",
-    "NAME_CLAIMS",
     "SCOPE_PREFIX",
     "OAuthPolicy",
     "claims_decision",
@@ -47,9 +45,7 @@ __all__ = [
 ]
 
 ACCESS_TOKEN_TYPES = ("at+jwt", "application/at+jwt")  # RFC 9068 §2.1
-NAME_CLAIMS = ("sub", "email")
 SCOPE_PREFIX = "sqlgate:"
-LEEWAY_SECONDS = 30.0  # clocks of the identity provider and this server may differ a little
 
 _ASK = "ask your identity provider's administrator"
 _MESSAGES = {
@@ -93,7 +89,7 @@ class OAuthPolicy:
     issuer: str
     audience: str
     name_claim: str = "sub"
-    leeway: float = LEEWAY_SECONDS
+    leeway: float = 30.0  # seconds the clocks of the identity provider and this server may differ
 
 
 def header_problem(header: Mapping[str, Any]) -> AuthRefusal | None:
@@ -153,7 +149,7 @@ def claims_decision(
     caller (for the audit row) when the name claim is a valid name."""
     name = claims.get(policy.name_claim)
     problem = actor_name_problem(name)
-    actor = name if problem is None and isinstance(name, str) else None
+    actor = str(name) if problem is None else None  # a name with no problem is a string
     exp = _number(claims.get("exp"))
     if exp is None:
         return refusal("malformed_jwt", actor, why=" (it has no numeric exp)")
@@ -169,9 +165,9 @@ def claims_decision(
         return refusal("wrong_audience", actor, aud=_shown(aud), audience=policy.audience)
     if problem is None and policy.name_claim == "email" and claims.get("email_verified") is False:
         problem = "the identity provider says this email is not verified"
-    if problem is not None or actor is None:
+    if problem is not None:
         return refusal("name_claim", claim=policy.name_claim, problem=problem)
-    name = actor
+    name = str(name)
     scopes = granted_scopes(claims)
     tier = tier_granted(scopes, member_tier(name))
     if tier is None:
