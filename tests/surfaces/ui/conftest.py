@@ -41,3 +41,17 @@ def client(console: Console) -> Iterator[TestClient]:
         answer = signed_in.get(f"/?token={TOKEN}", follow_redirects=False)
         assert answer.status_code == 303
         yield signed_in
+
+
+def audit_plan(db: Path, query: dict[str, str], columns: str) -> str:
+    """SQLite's plan of the activity page's SELECT under the filters in `query`."""
+    import apsw
+
+    from sqlgate.surfaces.ui.activity import audit_select
+
+    sql, params = audit_select(query, columns, 51)
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return " ; ".join(str(row[3]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
+    finally:
+        conn.close()

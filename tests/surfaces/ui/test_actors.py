@@ -24,7 +24,7 @@ from sqlgate.service import Service
 from sqlgate.surfaces.ui.app import build_ui_app
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.summary import AuditSummary
-from tests.surfaces.ui.conftest import TOKEN
+from tests.surfaces.ui.conftest import TOKEN, audit_plan
 
 _ROW = re.compile(r"<tr><td>(\d+)</td>(.*?)</tr>", re.S)
 _CELL = re.compile(r"<td>(.*?)</td>", re.S)
@@ -129,14 +129,7 @@ def test_the_actor_filter_walks_query_log_by_actor_newest_first(
     seeded_db: Path, query: dict[str, str]
 ) -> None:
     """A page of one actor's calls reads that page, not all of the actor's calls."""
-    from sqlgate.surfaces.ui.activity import audit_select
-
-    sql, params = audit_select(query, "id", 51)
-    conn = apsw.Connection(str(seeded_db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        plan = " ; ".join(str(row[3]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
-    finally:
-        conn.close()
+    plan = audit_plan(seeded_db, query, "id")
     assert "INDEX query_log_by_actor (actor=?" in plan
     assert "TEMP B-TREE" not in plan
 

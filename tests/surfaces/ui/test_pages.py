@@ -19,7 +19,7 @@ from sqlgate.surfaces.ui.app import build_ui_app
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.destructive import undo_state
 from sqlgate.surfaces.ui.summary import AuditSummary
-from tests.surfaces.ui.conftest import TOKEN
+from tests.surfaces.ui.conftest import TOKEN, audit_plan
 
 PAGES = ["/", "/errors", "/patterns", "/destructive", "/memory", "/claims", "/tables",
          "/tables/rows?name=customers", "/memory/event/1", "/memory?q=deploy"]  # fmt: skip
@@ -286,14 +286,7 @@ def test_each_filter_walks_an_index_newest_first(
     seeded_db: Path, query: dict[str, str], index: str
 ) -> None:
     """Keyset pages never sort: the plan walks the rowid or an index, with no temp b-tree."""
-    from sqlgate.surfaces.ui.activity import audit_select
-
-    sql, params = audit_select(query, "*", 51)
-    conn = apsw.Connection(str(seeded_db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        plan = " ; ".join(str(row[3]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
-    finally:
-        conn.close()
+    plan = audit_plan(seeded_db, query, "*")
     assert index in plan
     assert "TEMP B-TREE" not in plan
 
