@@ -421,3 +421,37 @@ def test_claim_text_that_looks_like_rich_markup_is_printed_as_typed(db_path: Pat
     output = succeeded(run(db_path, "search", "acme"))
     assert "[/x]" in output
     assert "[red]tags[/red]" in output
+
+
+def test_a_busy_claims_add_waits_once_and_fails_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock is waited for once (--busy-timeout): closing does not wait again to write
+    the failed call's audit row, which stays queued for the next command (issue 22 found it
+    in `members`; every CLI command opens the database the same way)."""
+    import apsw
+
+    from sqlgate.engine.audit import AuditLog
+
+    db = tmp_path / "agent.db"
+    add(db, "acme", "fact", "acme exists")
+    waits: list[float] = []
+    close = AuditLog.close
+
+    def spy(log: AuditLog, wait: float) -> None:
+        waits.append(wait)
+        close(log, wait)
+
+    monkeypatch.setattr(AuditLog, "close", spy)
+    holder = apsw.Connection(str(db))
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        line = error_line(
+            run(db, "add", "acme", "fact", "slow", "0.8", "acme is busy", "--busy-timeout",
+                "0.05"), 5,
+        )  # fmt: skip
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert "--busy-timeout" in line
+    assert waits == [0.0]

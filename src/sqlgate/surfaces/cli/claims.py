@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from sqlgate.claims.model import STATES
-from sqlgate.config import creates_parent
 from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces.cli.listing import Column, is_terminal, print_listing
 from sqlgate.surfaces.cli.options import (
     JSON_OPTION,
     existing_service,
     reports_errors,
-    settings_from,
     settings_options,
 )
 from sqlgate.surfaces.terminal import json_dumps, json_text, one_line, visible
@@ -33,33 +30,7 @@ AS_OF_OPTION = click.option(
 )
 
 if TYPE_CHECKING:  # the service is imported when a command runs, not at start-up
-    from sqlgate.service import Service
-
-
-@contextmanager
-def _service(
-    values: dict[str, Any], *, read_only: bool = False, create: bool = False
-) -> Iterator[Service]:
-    """The database; `create` (for `add`) makes it at the default path if missing, every
-    other command needs it to exist (a mistyped --db is exit 3, not a new empty file).
-    `read_only` for commands that only look: no lock is taken or waited for."""
-    from sqlgate.service import Service, new_session_id
-
-    if not create:
-        with existing_service(values, read_only=read_only) as service:
-            yield service
-        return
-    settings = settings_from(values)
-    service = Service.open(
-        settings,
-        session=new_session_id().replace("s-", "cli-", 1),
-        create_parent=creates_parent(settings.db),
-        actor="cli",
-    )
-    try:
-        yield service
-    finally:
-        service.close()
+    pass
 
 
 _CLAIM_TABLE = (
@@ -103,7 +74,7 @@ def claims_add(
     as_json: bool, **values: Any,
 ) -> None:  # fmt: skip
     """Add a claim (or update the same ENTITY, KIND and TEXT)."""
-    with _service(values, create=True) as service:
+    with existing_service(values, create=True) as service:
         claim, created = service.claims.add(entity, kind, text, volatility, confidence, rank)
         row = _rounded(claim.as_dict(service.claims.now()))
         if as_json:
@@ -126,7 +97,7 @@ def claims_list(state: str | None, entity: str | None, as_json: bool, **values: 
     The state is the one last recorded (by `stale`, `contradictions`, a confirmation or a
     retraction); `stale` and `contradictions` re-evaluate it.
     """
-    with _service(values, read_only=True) as service:
+    with existing_service(values, read_only=True) as service:
         now = service.claims.now()
         rows = [_rounded(c.as_dict(now)) for c in service.claims.listing(state, entity)]
         filters = [f"state {state}"] * (state is not None) + [f"entity {entity!r}"] * (
@@ -142,7 +113,7 @@ def claims_list(state: str | None, entity: str | None, as_json: bool, **values: 
 @reports_errors
 def claims_search(text: str, as_json: bool, **values: Any) -> None:
     """Claims whose text or entity contains TEXT (any case)."""
-    with _service(values, read_only=True) as service:
+    with existing_service(values, read_only=True) as service:
         now = service.claims.now()
         rows = [_rounded(c.as_dict(now)) for c in service.claims.search(text)]
         _print_claims(rows, as_json, f"claims matching {text!r}")
@@ -156,7 +127,7 @@ def claims_search(text: str, as_json: bool, **values: Any) -> None:
 @reports_errors
 def claims_stale(threshold: float, as_of: str | None, as_json: bool, **values: Any) -> None:
     """Live claims below THRESHOLD (default 0.5), oldest confirmation first; marks them stale."""
-    with _service(values, read_only=as_of is not None) as service:
+    with existing_service(values, read_only=as_of is not None) as service:
         items, changes = service.claims.decayed(threshold, as_of)
         rows = []
         for item in items:
@@ -186,7 +157,7 @@ def claims_contradictions(
             signals = json.loads(observed.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise InvalidArgument(f"cannot read {observed} as JSON: {exc}") from None
-    with _service(values, read_only=as_of is not None) as service:
+    with existing_service(values, read_only=as_of is not None) as service:
         evaluation = service.claims.contradictions(signals, as_of)
         if as_json:  # one object, as the MCP tool answers: findings and state changes
             from sqlgate.claims.present import evaluation_json
@@ -212,7 +183,7 @@ def claims_contradictions(
 @reports_errors
 def claims_confirm(claim_id: int, confidence: float | None, as_json: bool, **values: Any) -> None:
     """Confirm claim CLAIM_ID still holds (resets its decay)."""
-    with _service(values) as service:
+    with existing_service(values) as service:
         claim = service.claims.confirm(claim_id, confidence)
         row = _rounded(claim.as_dict(service.claims.now()))
         click.echo(json_dumps(row) if as_json else f"confirmed claim {claim.id}")
@@ -225,7 +196,7 @@ def claims_confirm(claim_id: int, confidence: float | None, as_json: bool, **val
 @reports_errors
 def claims_retract(claim_id: int, as_json: bool, **values: Any) -> None:
     """Retract claim CLAIM_ID for good."""
-    with _service(values) as service:
+    with existing_service(values) as service:
         claim = service.claims.retract(claim_id)
         row = _rounded(claim.as_dict(service.claims.now()))
         click.echo(json_dumps(row) if as_json else f"retracted claim {claim.id}")

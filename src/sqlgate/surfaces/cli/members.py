@@ -13,21 +13,17 @@ token alone (or one JSON object), so `TOKEN=$(sqlgate members add bob --tier wri
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from sqlgate.config import creates_parent
 from sqlgate.engine.actors import TIERS
-from sqlgate.errors import DatabaseBusy, NotFound
 from sqlgate.surfaces.cli.listing import Column, is_terminal, print_listing
 from sqlgate.surfaces.cli.options import (
     JSON_OPTION,
     existing_service,
     reports_errors,
-    settings_from,
     settings_options,
 )
 from sqlgate.surfaces.mcp.http_options import DEFAULT_HOST, DEFAULT_PORT
@@ -50,34 +46,6 @@ TIER_OPTION = click.option(
     help="the highest tier of tools the member may use: read, write or destructive",
 )  # fmt: skip
 NAME_ARGUMENT = click.argument("name")
-
-
-@contextmanager
-def _service(values: dict[str, Any], *, create: bool = False) -> Iterator[Service]:
-    """The database as a CLI command opens it (actor `cli`, a session of its own); `create`
-    (for `add`) makes it when missing, every other command needs it to exist.
-
-    A change that found the write lock held past --busy-timeout has waited once: closing
-    does not wait again to write its audit row, which stays queued for the next command."""
-    from sqlgate.service import Service, new_session_id
-
-    settings = settings_from(values)
-    if not create and not settings.db.is_file():
-        raise NotFound(f"no database at {settings.db}; give its path with --db or SQLGATE_DB")
-    service = Service.open(
-        settings,
-        session=new_session_id().replace("s-", "cli-", 1),
-        create_parent=create and creates_parent(settings.db),
-        actor="cli",
-    )
-    wait = None
-    try:
-        yield service
-    except DatabaseBusy:
-        wait = 0.0
-        raise
-    finally:
-        service.close(wait)
 
 
 def _change(
@@ -168,7 +136,7 @@ def members_add(name: str, tier: str, url: str, as_json: bool, **values: Any) ->
     from sqlgate.engine.members import check_name
 
     check_name(name)  # before the database is opened, or created
-    with _service(values, create=True) as service:
+    with existing_service(values, create=True) as service:
         member, token = _change(
             service, "add", name, lambda store: store.add(name, tier),
             lambda made: {"tier": made[0].tier},
@@ -222,7 +190,7 @@ def members_revoke(name: str, as_json: bool, **values: Any) -> None:
     A running server refuses the token from its next request, in an open session too.
     `sqlgate members rotate NAME` gives the member a new token.
     """
-    with _service(values) as service:
+    with existing_service(values) as service:
         name, ended = _change(service, "revoke", name,
                               lambda store: (_named(store, name), store.revoke(name)),
                               lambda done: {"tokens_revoked": done[1]})  # fmt: skip
@@ -251,7 +219,7 @@ def members_remove(name: str, as_json: bool, **values: Any) -> None:
         store.remove(name)
         return named
 
-    with _service(values) as service:
+    with existing_service(values) as service:
         name = _change(service, "remove", name, remove, lambda _: {})
     if as_json:
         click.echo(json_dumps({"name": name, "state": "removed"}))
@@ -268,7 +236,7 @@ def members_remove(name: str, as_json: bool, **values: Any) -> None:
 @reports_errors
 def members_set(name: str, tier: str, as_json: bool, **values: Any) -> None:
     """Change member NAME's tier; a running server applies it from the next request."""
-    with _service(values) as service:
+    with existing_service(values) as service:
         name, (before, after) = _change(
             service, "set", name, lambda store: (_named(store, name), store.set_tier(name, tier)),
             lambda done: {"from": done[1][0], "to": done[1][1]},
@@ -287,7 +255,7 @@ def members_set(name: str, tier: str, as_json: bool, **values: Any) -> None:
 @reports_errors
 def members_rotate(name: str, url: str, as_json: bool, **values: Any) -> None:
     """Give member NAME a new token (printed once, as `add` does); its old tokens end."""
-    with _service(values) as service:
+    with existing_service(values) as service:
         member, token = _change(service, "rotate", name, lambda store: store.rotate(name),
                                 lambda made: {"tier": made[0].tier})  # fmt: skip
     _print_token(member, token, "rotated", url, as_json)

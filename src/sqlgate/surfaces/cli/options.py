@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import click
 
 from sqlgate.config import FLAGS, Flag, Settings, default_db_path, load_settings, quoted
-from sqlgate.errors import NotFound, SqlError, SqlgateError
+from sqlgate.errors import DatabaseBusy, NotFound, SqlError, SqlgateError
 from sqlgate.surfaces.terminal import is_terminal, visible
 
 if TYPE_CHECKING:  # imported when a command runs, not at start-up
@@ -181,27 +181,43 @@ def _sqlite_error(exc: Exception, values: dict[str, Any]) -> SqlgateError:
 
 
 @contextmanager
-def existing_service(values: dict[str, Any], *, read_only: bool = False) -> Iterator[Service]:
-    """The database named by the options, opened as the server opens it; never created.
+def existing_service(
+    values: dict[str, Any], *, read_only: bool = False, create: bool = False
+) -> Iterator[Service]:
+    """The database named by the options, opened as the server opens it, as actor `cli`.
 
     `read_only`: for commands that only look (the file is opened read-only: they work on a
-    read-only copy, and never wait for nor take the write lock). The CLI run is its own
-    session, `cli-<UTC time>-<random>`."""
+    read-only copy, and never wait for nor take the write lock). `create`: for the commands
+    that may start a database (`claims add`, `members add`), which make it and its folder
+    when missing; every other command needs it to exist (a mistyped --db is exit 3, not a
+    new empty file). The CLI run is its own session, `cli-<UTC time>-<random>`.
+
+    A command whose change found the write lock held past --busy-timeout has waited once:
+    closing does not wait again to write its audit row, which stays queued for the next
+    command."""
+    from sqlgate.config import creates_parent
     from sqlgate.service import Service, new_session_id
 
     settings = settings_from(values)
-    if not settings.db.is_file():
+    if not create and not settings.db.is_file():
         raise NotFound(f"no database at {settings.db}; give its path with --db or SQLGATE_DB")
     service = Service.open(
         settings,
         session=new_session_id().replace("s-", "cli-", 1),
         read_only=read_only,
+        create_parent=create and creates_parent(settings.db),
         actor="cli",
     )
+    import apsw  # loaded with the database already
+
+    wait = None
     try:
         yield service
+    except (DatabaseBusy, apsw.BusyError):  # a call's, or a command's own transaction's
+        wait = 0.0
+        raise
     finally:
-        service.close()
+        service.close(wait)
 
 
 class ProgressBar(Protocol):
