@@ -40,6 +40,8 @@ ACTIONS: dict[int, str] = {
         "SQLITE_ALTER_TABLE",
         "SQLITE_CREATE_TABLE",
         "SQLITE_CREATE_TRIGGER",
+        "SQLITE_CREATE_TEMP_TRIGGER",
+        "SQLITE_DROP_TABLE",
         "SQLITE_CREATE_VTABLE",
         "SQLITE_PRAGMA",
         "SQLITE_TRANSACTION",
@@ -185,7 +187,11 @@ CREATE TRIGGER spy AFTER UPDATE OF name ON users BEGIN INSERT INTO copied VALUES
 
 
 def test_a_trigger_body_is_authorized_when_the_firing_statement_is_prepared() -> None:
-    """The body's reads come with the firing statement, 5th argument = trigger name; NULL."""
+    """The body's reads come with the firing statement, 5th argument = trigger name; NULL.
+
+    The same holds for the user's own triggers: an audit trigger copying new.ssn stores NULL
+    when the agent's write fires it, so IGNORE inside a trigger body changes the user's data.
+    """
     g = guarded(USERS + TRIGGER)
     g.run("UPDATE users SET name = 'x' WHERE id = 2")
     assert ("INSERT", "copied", None, "main", "spy") in g.calls
@@ -777,3 +783,104 @@ def test_dbstat_is_readable_and_names_no_user_column() -> None:
     assert ("users", "ssn") not in g.reads()
     with pytest.raises(apsw.SQLError, match="no such table"):
         g.run("SELECT * FROM sqlite_dbpage")
+
+
+# --- protected tables: every indirect write is named, with the program that does it -------
+
+PROTECTED = """
+PRAGMA foreign_keys = ON;
+CREATE TABLE inv(id INTEGER PRIMARY KEY, amt);
+INSERT INTO inv VALUES (1, 10), (2, 20);
+CREATE TABLE other(x);
+CREATE TRIGGER t_other AFTER INSERT ON other BEGIN
+    UPDATE inv SET amt = 0; DELETE FROM inv WHERE id = 2;
+END;
+CREATE VIEW vinv AS SELECT * FROM inv;
+CREATE TRIGGER t_view INSTEAD OF INSERT ON vinv BEGIN INSERT INTO inv VALUES (new.id, new.amt); END;
+CREATE TABLE par(id INTEGER PRIMARY KEY);
+CREATE TABLE kid(p REFERENCES par(id) ON DELETE CASCADE);
+INSERT INTO par VALUES (1);
+INSERT INTO kid VALUES (1);
+"""
+
+
+def test_a_trigger_on_another_table_reports_its_writes_with_its_name() -> None:
+    g = guarded(PROTECTED, hidden=())
+    g.run("INSERT INTO other VALUES (1)")
+    assert ("UPDATE", "inv", "amt", "main", "t_other") in g.calls
+    assert ("DELETE", "inv", None, "main", "t_other") in g.calls
+
+
+def test_an_instead_of_trigger_reports_the_write_to_the_base_table() -> None:
+    g = guarded(PROTECTED, hidden=())
+    g.run("INSERT INTO vinv VALUES (3, 30)")
+    assert g.calls[:2] == [
+        ("INSERT", "vinv", None, "main", None),
+        ("INSERT", "inv", None, "main", "t_view"),
+    ]
+
+
+def test_drop_table_of_a_parent_reports_the_cascade_delete_of_the_child() -> None:
+    """With foreign_keys ON, DROP TABLE deletes the parent's rows first; kid's DELETE is named."""
+    g = guarded(PROTECTED, hidden=())
+    g.run("DROP TABLE par")
+    assert ("DROP_TABLE", "par", None, "main", None) in g.calls
+    assert ("DELETE", "kid", None, "main", None) in g.calls
+    assert g.plain("SELECT count(*) FROM kid") == [(0,)]
+
+
+@pytest.mark.parametrize(
+    ("sql", "call"),
+    [
+        pytest.param(
+            "ALTER TABLE inv ADD COLUMN note",
+            ("ALTER_TABLE", "main", "inv", None, None),
+            id="alter",
+        ),
+        pytest.param(
+            "CREATE INDEX i_amt ON inv(amt)",
+            ("CREATE_INDEX", "i_amt", "inv", "main", None),
+            id="index",
+        ),
+        pytest.param(
+            "CREATE TRIGGER t2 AFTER DELETE ON inv BEGIN SELECT 1; END",
+            ("CREATE_TRIGGER", "t2", "inv", "main", None),
+            id="trigger",
+        ),
+        pytest.param(
+            "CREATE TEMP TRIGGER t3 AFTER DELETE ON main.inv BEGIN SELECT 1; END",
+            ("CREATE_TEMP_TRIGGER", "t3", "inv", "temp", None),
+            id="temp-trigger",
+        ),
+        pytest.param("DROP TABLE inv", ("DROP_TABLE", "inv", None, "main", None), id="drop"),
+    ],
+)
+def test_schema_changes_to_a_table_name_it(sql: str, call: Call) -> None:
+    """ALTER_TABLE's arguments are (db, table), unlike the others' (object, table, db)."""
+    g = guarded(PROTECTED, hidden=())
+    g.run(sql)
+    assert call in g.calls
+
+
+def test_ignore_is_not_a_refusal_for_writes() -> None:
+    """IGNORE on SQLITE_INSERT silently skips the insert, on SQLITE_UPDATE silently skips the
+    column (no error either way), on SQLITE_DELETE deletes anyway: protect with SQLITE_DENY."""
+    outcome: dict[int, list[tuple[Any, ...]]] = {}
+    for op in (apsw.SQLITE_INSERT, apsw.SQLITE_UPDATE, apsw.SQLITE_DELETE):
+        conn = apsw.Connection(":memory:")
+        conn.execute(
+            "CREATE TABLE t(id INTEGER PRIMARY KEY, a); INSERT INTO t VALUES (1, 'x'), (2, 'y')"
+        )
+
+        def ignore_t(code: int, a: str | None, *_: str | None, op: int = op) -> int:
+            return apsw.SQLITE_IGNORE if code == op and a == "t" else apsw.SQLITE_OK
+
+        conn.authorizer = ignore_t
+        conn.execute("INSERT INTO t VALUES (3, 'z')")
+        conn.execute("UPDATE t SET a = 'u' WHERE id = 1")
+        conn.execute("DELETE FROM t WHERE id = 2")
+        conn.authorizer = None
+        outcome[op] = list(conn.execute("SELECT * FROM t ORDER BY id"))
+    assert outcome[apsw.SQLITE_INSERT] == [(1, "u")]
+    assert outcome[apsw.SQLITE_UPDATE] == [(1, "x"), (3, "z")]
+    assert outcome[apsw.SQLITE_DELETE] == [(1, "u"), (3, "z")]
