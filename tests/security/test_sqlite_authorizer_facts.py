@@ -884,3 +884,19 @@ def test_ignore_is_not_a_refusal_for_writes() -> None:
     assert outcome[apsw.SQLITE_INSERT] == [(1, "u")]
     assert outcome[apsw.SQLITE_UPDATE] == [(1, "x"), (3, "z")]
     assert outcome[apsw.SQLITE_DELETE] == [(1, "u"), (3, "z")]
+
+
+# --- the session extension (what undo is built on) -----------------------------------------
+
+
+def test_a_session_changeset_of_the_agents_write_holds_the_real_hidden_value() -> None:
+    """Leak unless kept from the agent: the changeset records the old row whole, the hidden
+    column included, for an UPDATE of another column as for a DELETE; IGNORE plays no part."""
+    g = guarded()
+    session = apsw.Session(g.conn, "main")
+    session.attach()
+    g.run("UPDATE users SET name = 'x' WHERE id = 1")
+    g.run("DELETE FROM users WHERE id = 2")
+    changes = [(c.op, c.old) for c in apsw.Changeset.iter(session.changeset())]
+    assert changes == [("UPDATE", (1, "ann", "333")), ("DELETE", (2, "bob", "111"))]
+    session.close()
