@@ -110,7 +110,7 @@ def cells(rows: list[tuple[Any, ...]]) -> set[Any]:
 # --- the version the facts were seen on ---------------------------------------------------
 
 
-def test_the_facts_were_observed_on_this_sqlite_or_an_older_one() -> None:
+def test_these_facts_hold_on_the_sqlite_they_were_seen_on_or_a_newer_one() -> None:
     """The facts below were seen on OBSERVED_SQLITE; an older SQLite is not known to hold
     them. A newer one must pass every test of this file as it is: a fact that changed fails
     its own test (a fresh install may bring a newer apsw, and CI must not fail for the
