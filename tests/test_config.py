@@ -114,7 +114,21 @@ ENV_VALUES: dict[str, tuple[str, Any]] = {
     "replicate": (" file:///srv/backups/agent ", "file:///srv/backups/agent"),
     "adopt_db": ("1", True),
     "project_db": ("0", False),
+    "hide_column": (" users.ssn, main.api_keys.secret ", ("users.ssn", "main.api_keys.secret")),
+    "protect_table": ("invoices", ("invoices",)),
+    "append_only_table": ("events, ledger", ("events", "ledger")),
+    "policy": ("/etc/sqlgate/policy.toml", Path("/etc/sqlgate/policy.toml")),
 }
+# the repeatable flags' variables are plural, as they hold many names
+PLURAL_ENV = {
+    "hide_column": "SQLGATE_HIDE_COLUMNS",
+    "protect_table": "SQLGATE_PROTECT_TABLES",
+    "append_only_table": "SQLGATE_APPEND_ONLY_TABLES",
+}
+
+
+def env_var_of(name: str) -> str:
+    return PLURAL_ENV.get(name, "SQLGATE_" + name.upper())
 
 
 def test_env_table_covers_every_flag() -> None:
@@ -126,12 +140,13 @@ def test_env_table_covers_every_flag() -> None:
     [pytest.param(name, text, value, id=name) for name, (text, value) in ENV_VALUES.items()],
 )
 def test_every_flag_is_read_from_its_env_var(name: str, text: str, value: Any) -> None:
-    env = {"SQLGATE_" + name.upper(): text}
+    env = {env_var_of(name): text}
     assert getattr(load_settings(env=env), name) == value
 
 
 def test_env_vars_are_named_sqlgate_and_the_flag() -> None:
-    assert {flag.env_var for flag in FLAGS} == {"SQLGATE_" + f.name.upper() for f in FLAGS}
+    assert {flag.env_var for flag in FLAGS} == {env_var_of(f.name) for f in FLAGS}
+    assert {flag.name for flag in FLAGS if flag.repeatable} == set(PLURAL_ENV)
     assert {flag.option for flag in FLAGS} >= {"--db", "--query-timeout", "--max-update-rows"}
 
 

@@ -26,6 +26,10 @@
 | --replicate           | SQLGATE_REPLICATE             | none (file:///… or s3://…)       |
 | --adopt-db            | SQLGATE_ADOPT_DB              | off (another program's file: no) |
 | --project-db          | SQLGATE_PROJECT_DB            | off (PROJECT/.sqlgate/agent.db)  |
+| --hide-column (many)  | SQLGATE_HIDE_COLUMNS          | none (TABLE.COLUMN, comma-sep.)  |
+| --protect-table (many)| SQLGATE_PROTECT_TABLES        | none (TABLE, comma-separated)    |
+| --append-only-table   | SQLGATE_APPEND_ONLY_TABLES    | none (TABLE, comma-separated)    |
+| --policy              | SQLGATE_POLICY                | none (a TOML file of table rules)|
 
 The CLI builds its options from `FLAGS`; `load_settings` applies, in order of strength,
 explicit values, then `SQLGATE_*` environment variables, then the defaults.
@@ -128,6 +132,11 @@ class Settings:
     replicate: str | None = None  # a replica URL; checked by surfaces/replication/target.py
     adopt_db: bool = False  # consent to add sqlgate's tables to a file of another program's
     project_db: bool = False  # db was chosen per project (--project-db); db holds the path
+    # the user's table rules, names as given (checked by engine.table_rules when opened)
+    hide_column: tuple[str, ...] = ()
+    protect_table: tuple[str, ...] = ()
+    append_only_table: tuple[str, ...] = ()
+    policy: Path | None = None  # a TOML file of the same rules, and notes for the agent
 
     def __post_init__(self) -> None:
         if self.undo not in UNDO_MODES:
@@ -161,6 +170,10 @@ class Flag:
     help: str
     parse: Callable[[str], Any]
     metavar: str = ""  # what the option takes, as `--help` names it (SECONDS, PATH, ...)
+    # given more than once on the command line (each value adds); the environment variable,
+    # named `env` when not after the flag, holds the values comma-separated
+    repeatable: bool = False
+    env: str = ""
 
     @property
     def option(self) -> str:
@@ -168,7 +181,7 @@ class Flag:
 
     @property
     def env_var(self) -> str:
-        return "SQLGATE_" + self.name.upper()
+        return self.env or "SQLGATE_" + self.name.upper()
 
 
 # Each parser's ValueError says what the flag takes, in words that follow its name
@@ -254,6 +267,14 @@ def _path(text: str) -> Path:
     return Path(text).expanduser()
 
 
+def _names(text: str) -> tuple[str, ...]:
+    """Comma-separated names (their form is checked when the database opens)."""
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not names:
+        raise ValueError("must name at least one, comma-separated")
+    return names
+
+
 FLAGS: tuple[Flag, ...] = (
     Flag("db", "SQLite database file (created if missing)", _path, "PATH"),
     Flag("tools", "tool groups to announce: sql,memory,claims", _tools, "GROUPS"),
@@ -332,6 +353,37 @@ FLAGS: tuple[Flag, ...] = (
         "use the project's own database, PROJECT/.sqlgate/agent.db (PROJECT: "
         "$CLAUDE_PROJECT_DIR when it names a folder, else the working folder); not with --db",
         _bool,
+    ),
+    Flag(
+        "hide_column",
+        "a column the agent never sees (it reads as NULL) nor writes; repeat for more",
+        _names,
+        "TABLE.COLUMN",
+        repeatable=True,
+        env="SQLGATE_HIDE_COLUMNS",
+    ),
+    Flag(
+        "protect_table",
+        "a table the agent may read but never change, in any tool; repeat for more",
+        _names,
+        "TABLE",
+        repeatable=True,
+        env="SQLGATE_PROTECT_TABLES",
+    ),
+    Flag(
+        "append_only_table",
+        "a table the agent may only INSERT into, in any tool; repeat for more",
+        _names,
+        "TABLE",
+        repeatable=True,
+        env="SQLGATE_APPEND_ONLY_TABLES",
+    ),
+    Flag(
+        "policy",
+        "a TOML file of table rules (hidden columns, protected and append-only tables) and "
+        "notes shown to the agent",
+        _path,
+        "PATH",
     ),
 )
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import apsw
 
+from sqlgate.engine.live_rules import NO_RULES, LiveRules
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import (
     WRITE_ACTIONS,
@@ -34,9 +35,9 @@ from sqlgate.engine.policy import (
     Reference,
     Tier,
     Verdict,
-    decide,
     decide_reference,
 )
+from sqlgate.engine.rule_policy import decide_with_rules
 from sqlgate.errors import PolicyDenied
 
 __all__ = ["PolicyRecorder", "check_references", "recording", "shadow_tables"]
@@ -80,20 +81,28 @@ def _action_name(code: int) -> str:
 class PolicyRecorder:
     """Authorizer callback (and statement tracer) for one statement in one tier."""
 
-    def __init__(self, tier: Tier, protected: frozenset[str]) -> None:
+    def __init__(self, tier: Tier, protected: frozenset[str], rules: LiveRules = NO_RULES) -> None:
         self.tier = tier
         self.protected = protected
+        self.rules = rules
         self.operations: list[Operation] = []
+        # hidden columns whose reads were answered NULL: (table, column) as SQLite named them
+        self.hidden_reads: dict[tuple[str, str], None] = {}
         self.refusal: Verdict | None = None
         self.running = False  # set once preparation is over: later facts are nested
         self.shadow_tables: frozenset[str] = frozenset()  # folded; set by `recording`
 
-    def _allowed(self, op: Operation) -> bool:
+    def _verdict(self, op: Operation) -> Verdict:
         self.operations.append(op)
-        verdict = decide(self.tier, op, self.protected)
+        verdict = decide_with_rules(self.tier, op, self.protected, self.rules)
         if not verdict.allowed and self.refusal is None:
             self.refusal = verdict
-        return verdict.allowed
+        if verdict.ignore:
+            self.hidden_reads[(op.target or "", op.detail or "")] = None
+        return verdict
+
+    def _allowed(self, op: Operation) -> bool:
+        return self._verdict(op).allowed
 
     def __call__(
         self,
@@ -112,8 +121,10 @@ class PolicyRecorder:
             and fold_name(arg1 or "") in self.shadow_tables
         )
         nested = self.running or module_write
-        op = Operation(action, arg1, arg2, database, inside, nested=nested)
-        return int(apsw.SQLITE_OK if self._allowed(op) else apsw.SQLITE_DENY)
+        verdict = self._verdict(Operation(action, arg1, arg2, database, inside, nested=nested))
+        if not verdict.allowed:
+            return int(apsw.SQLITE_DENY)
+        return int(apsw.SQLITE_IGNORE if verdict.ignore else apsw.SQLITE_OK)
 
     def statement_started(self, event: Mapping[str, Any]) -> None:
         """SQLITE_TRACE_STMT callback; `trigger` marks trigger and virtual table statements.

@@ -32,8 +32,10 @@ from sqlgate.engine.connect import (
     open_server_connection,
 )
 from sqlgate.engine.identity import database_id
+from sqlgate.engine.live_rules import LiveRules, RuleResolver
 from sqlgate.engine.ownership import check_ownership
 from sqlgate.engine.schema import MIGRATIONS, check_owner, migrate, protected_names
+from sqlgate.engine.table_rules import rules_from_settings
 from sqlgate.errors import StartupError
 
 __all__ = ["READABLE_FROM", "Database"]
@@ -84,6 +86,7 @@ class Database:
         self.write_lock = threading.Lock()
         self.audit_lock = threading.Lock()
         self.protected = protected_names()
+        self.rules = RuleResolver(rules_from_settings(settings))
         self.schema_version = 0
         self.database_id: str | None = None  # server_info's id (None before migration 8)
 
@@ -205,6 +208,10 @@ class Database:
                 conn.execute("COMMIT")
         finally:
             conn.close()
+
+    def live_rules(self, conn: apsw.Connection) -> LiveRules:
+        """The user's table rules as they apply to `conn`'s schema now."""
+        return self.rules.live(conn)
 
     def shadow_tables(self, conn: apsw.Connection) -> frozenset[str]:
         """Names of virtual-table shadow tables (module bookkeeping, not agent rows)."""

@@ -22,6 +22,7 @@ from sqlgate.engine.authorizer import PolicyRecorder, recording
 from sqlgate.engine.double_quotes import double_quoted_string, single_quoted
 from sqlgate.engine.framing import abridged, one_line
 from sqlgate.engine.limits import SQLITE_INT_MAX, SQLITE_INT_MIN, CallControl, Deadline, watched
+from sqlgate.engine.live_rules import NO_RULES, LiveRules
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import Tier
 from sqlgate.engine.sqltext import has_more_statements
@@ -179,11 +180,12 @@ class RunContext:
     # the agent's argument and its text, when the statement run wraps it (create_view's
     # EXPLAIN of select_sql, search_text's where): a suggested rewrite is of that text
     sent: tuple[str, str] | None = None
+    rules: LiveRules = NO_RULES  # the user's table rules on this connection's schema now
     recorder: PolicyRecorder = field(init=False)
     columns: list[str] = field(default_factory=list)  # result columns, known once prepared
 
     def __post_init__(self) -> None:
-        self.recorder = PolicyRecorder(self.tier, self.protected)
+        self.recorder = PolicyRecorder(self.tier, self.protected, self.rules)
 
 
 def _sqlite_message(exc: apsw.Error) -> str:

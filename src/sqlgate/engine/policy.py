@@ -108,8 +108,11 @@ class Reference:
 
 @dataclass(frozen=True)
 class Verdict:
+    """A decision; `ignore`: allowed, but the value reads as NULL (SQLITE_IGNORE)."""
+
     allowed: bool
     reason: str = ""
+    ignore: bool = False
 
 
 ALLOW = Verdict(True)
@@ -296,7 +299,8 @@ def decide(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdict:
     """Allow or deny one operation for one tier. Pure: same facts, same verdict.
 
     `protected` holds the folded names (`fold_name`) of server objects (tables, their FTS
-    shadow tables, views, triggers, indexes).
+    shadow tables, views, triggers, indexes). The user's own table rules are judged after
+    this, by `engine.rule_policy.decide_with_rules`.
     """
     if op.action in NEVER:
         return Verdict(False, NEVER[op.action])

@@ -107,7 +107,10 @@ class SqlTiers:
             rewrite = RewriteCounter(
                 self.settings.max_update_rows, conn, shadows, undo=self.settings.undo
             )
-        return RunContext(conn, tier, self.db.protected, self._deadline(), control, rewrite)
+        return RunContext(
+            conn, tier, self.db.protected, self._deadline(), control, rewrite,
+            rules=self.db.live_rules(conn),
+        )  # fmt: skip
 
     def preflight(self, sql: object, tier: Tier) -> tuple[str, Statement]:
         text = _require_sql(sql)

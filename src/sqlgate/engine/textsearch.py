@@ -323,7 +323,10 @@ class TextSearch:
                     return
 
         with self.db.reading() as conn:
-            ctx = RunContext(conn, Tier.READ, self.db.protected, deadline, control)
+            ctx = RunContext(
+                conn, Tier.READ, self.db.protected, deadline, control,
+                rules=self.db.live_rules(conn),
+            )  # fmt: skip
             if request.where is not None:
                 ctx.sent = ("where", request.where)
             try:

@@ -75,7 +75,10 @@ class ViewSaver:
         body = _strip_terminators(body)
         # the SELECT must stand on its own under the read policy before it is saved
         with self.db.reading() as reader:
-            ctx = RunContext(reader, Tier.READ, self.db.protected, self._deadline(), control)
+            ctx = RunContext(
+                reader, Tier.READ, self.db.protected, self._deadline(), control,
+                rules=self.db.live_rules(reader),
+            )  # fmt: skip
             ctx.sent = ("select_sql", body)
             run_statement(ctx, f"EXPLAIN {body}", None, lambda cursor: None)
         create = f"CREATE VIEW {quote_identifier(view)} AS\n{comment}{body}"
@@ -83,7 +86,10 @@ class ViewSaver:
             raise InvalidArgument("select_sql must be a single SELECT")
         with self.db.writing() as conn:
             existing = self._existing(conn, view, replace)
-            ctx = RunContext(conn, Tier.VIEW, self.db.protected, self._deadline(), control)
+            ctx = RunContext(
+                conn, Tier.VIEW, self.db.protected, self._deadline(), control,
+                rules=self.db.live_rules(conn),
+            )  # fmt: skip
             with immediate_transaction(conn):
                 with capturing_schema(conn) as created:
                     if existing is not None:

@@ -307,6 +307,10 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "write_undo_mb": ("4", 4),
     "replicate": ("file:///srv/backups/agent", "file:///srv/backups/agent"),
     "adopt_db": ("1", True),
+    "hide_column": ("users.ssn", ("users.ssn",)),
+    "protect_table": ("invoices", ("invoices",)),
+    "append_only_table": ("events", ("events",)),
+    "policy": ("/etc/sqlgate/policy.toml", Path("/etc/sqlgate/policy.toml")),
 }
 
 
@@ -368,7 +372,8 @@ def test_serve_environment_variable_reaches_settings(
     name: str, tmp_path: Path, opened: list[tuple[Settings, dict[str, object]]]
 ) -> None:
     raw, parsed = SAMPLES[name]
-    env = {"SQLGATE_DB": str(tmp_path / "a.db"), "SQLGATE_" + name.upper(): raw}
+    env_var = next(f.env_var for f in FLAGS if f.name == name)
+    env = {"SQLGATE_DB": str(tmp_path / "a.db"), env_var: raw}
     result = invoke("serve", env=env)
     assert result.exit_code == 8, result.output
     (settings, _) = opened[-1]

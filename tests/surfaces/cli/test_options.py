@@ -41,6 +41,10 @@ BAD = {
     "replicate": " ",
     "adopt_db": "maybe",
     "project_db": "sometimes",
+    "hide_column": " , ",
+    "protect_table": ",",
+    "append_only_table": " ",
+    "policy": " ",
 }
 SWITCHES = {"audit", "adopt_db", "project_db"}  # on the command line these take no value
 PYTHON_WORDING = ("could not convert", "invalid literal", "ValueError", "float", "int(")
@@ -117,6 +121,10 @@ DEFAULTS_SHOWN = {
     "replicate": "none",
     "adopt_db": "off",
     "project_db": "off",
+    "hide_column": "none",
+    "protect_table": "none",
+    "append_only_table": "none",
+    "policy": "none",
 }
 
 

@@ -75,7 +75,7 @@ def default_text(flag: Flag) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
     if isinstance(value, tuple):
-        return ",".join(value)
+        return ",".join(value) or "none"
     if isinstance(value, float):
         return f"{value:g}"
     return "none" if value is None else str(value)
@@ -121,6 +121,12 @@ def settings_options(
                     "--audit/--no-audit", "audit", default=None, cls=_FlagOption, flag=flag,
                     help=f"{flag.help} [env {flag.env_var}]",
                 )  # fmt: skip
+            elif flag.repeatable:  # each use adds names; settings_from joins them
+                option = click.option(
+                    flag.option, flag.name, type=_FlagType(flag), multiple=True, default=None,
+                    metavar=flag.metavar, cls=_FlagOption, flag=flag,
+                    help=f"{flag.help} [env {flag.env_var}, comma-separated]",
+                )  # fmt: skip
             elif flag.name in ("adopt_db", "project_db"):  # a switch turned on, not off
                 option = click.option(
                     flag.option, flag.name, is_flag=True, default=None, cls=_FlagOption,
@@ -139,8 +145,16 @@ def settings_options(
     return decorate
 
 
+def _given(value: Any) -> Any:
+    """A repeatable option's uses (each a tuple of names) joined; None when it was not used."""
+    if isinstance(value, tuple) and all(isinstance(part, tuple) for part in value):
+        return tuple(name for part in value for name in part) or None
+    return value
+
+
 def settings_from(values: dict[str, Any]) -> Settings:
-    return load_settings({k: v for k, v in values.items() if v is not None})
+    given = {k: _given(v) for k, v in values.items()}
+    return load_settings({k: v for k, v in given.items() if v is not None})
 
 
 def reports_errors(fn: F) -> F:

@@ -1,0 +1,29 @@
+"""The server's policy and the user's table rules together, for one fact. Pure.
+
+`policy.decide` judges what a tier may do to which kind of object; a fact it allows is then
+judged by the user's rules as they apply to the schema now (`engine.live_rules`): a change
+to a protected or append-only table first (`engine.guarded_policy`), then hidden columns
+(`engine.hidden_policy`), whose verdict may be to read NULL instead of the value.
+"""
+
+from __future__ import annotations
+
+from sqlgate.engine.guarded_policy import guarded_verdict
+from sqlgate.engine.hidden_policy import hidden_verdict
+from sqlgate.engine.live_rules import LiveRules
+from sqlgate.engine.policy import Operation, Tier, Verdict, decide
+
+__all__ = ["decide_with_rules"]
+
+
+def decide_with_rules(
+    tier: Tier, op: Operation, protected: frozenset[str], rules: LiveRules
+) -> Verdict:
+    """Allow, ignore or deny one fact: the server's policy, then the user's rules."""
+    verdict = decide(tier, op, protected)
+    if not verdict.allowed or not rules.active:
+        return verdict
+    verdict = guarded_verdict(tier, op, rules)
+    if not verdict.allowed:
+        return verdict
+    return hidden_verdict(tier, op, rules)
