@@ -38,6 +38,7 @@ from capture_bench import capture_cost
 from http_bench import http_call_overhead, http_identity_cost
 from http_load import http_load
 from inprocess_bench import chain, destructive, search
+from policy_bench import table_rules_cost
 from recall_bench import DEFAULT_DATA as LOCOMO
 from recall_bench import recall
 from replication_bench import replication
@@ -72,6 +73,7 @@ BENCHMARKS: list[Benchmark] = [
     http_load,
     result_size,
     audit_cost,
+    table_rules_cost,
     chain,
     search,
     destructive,

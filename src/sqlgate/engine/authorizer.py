@@ -38,6 +38,7 @@ from sqlgate.engine.policy import (
     decide_reference,
 )
 from sqlgate.engine.rule_policy import decide_with_rules
+from sqlgate.engine.schema_cookie import schema_version
 from sqlgate.errors import PolicyDenied
 
 __all__ = ["PolicyRecorder", "check_references", "recording", "shadow_tables"]
@@ -45,8 +46,6 @@ __all__ = ["PolicyRecorder", "check_references", "recording", "shadow_tables"]
 _PREFIX = "SQLITE_"
 _TRACER_ID = "sqlgate-policy-tracer"
 _SHADOW_TABLES = "SELECT name FROM pragma_table_list WHERE type = 'shadow'"
-# every change to the schema, by any connection, moves the file's schema cookie
-_SCHEMA_VERSION = "PRAGMA schema_version"
 _shadow_cache: weakref.WeakKeyDictionary[apsw.Connection, tuple[int, frozenset[str]]] = (
     weakref.WeakKeyDictionary()
 )
@@ -59,15 +58,14 @@ def shadow_tables(conn: apsw.Connection) -> frozenset[str]:
     Listing them scans the schema; they only change with the schema, so the list is kept
     per connection and read again only when `PRAGMA schema_version` has moved.
     """
-    (version,) = conn.execute(_SCHEMA_VERSION).fetchone() or (None,)
+    version = schema_version(conn)
     with _shadow_cache_lock:
         cached = _shadow_cache.get(conn)
     if cached is not None and cached[0] == version:
         return cached[1]
     names = frozenset(fold_name(str(name)) for (name,) in conn.execute(_SHADOW_TABLES))
-    if isinstance(version, int):
-        with _shadow_cache_lock:
-            _shadow_cache[conn] = (version, names)
+    with _shadow_cache_lock:
+        _shadow_cache[conn] = (version, names)
     return names
 
 

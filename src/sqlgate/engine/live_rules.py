@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import apsw
 
 from sqlgate.engine.names import fold_name
+from sqlgate.engine.schema_cookie import read_schema_version
 from sqlgate.engine.table_rules import FLAG_ORIGIN, TableRules
 
 __all__ = ["NO_RULES", "LiveRules", "RuleResolver"]
@@ -89,14 +90,14 @@ class RuleResolver:
         """The rules as they apply to `conn`'s schema now."""
         if not self.rules:
             return NO_RULES
-        (version,) = conn.execute("PRAGMA schema_version").fetchone() or (0,)
+        # the statement's authorizer set-up (its shadow tables) takes this read over
+        version = read_schema_version(conn, hand_on=True)
         with self._lock:
             cached = self._cache.get(conn)
             if cached is not None and cached[0] == version:
                 return cached[1]
             live = self._resolve(conn)
-            if isinstance(version, int):
-                self._cache[conn] = (version, live)
+            self._cache[conn] = (version, live)
             return live
 
     def _tables_of(
