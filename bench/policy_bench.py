@@ -25,10 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from benchkit import Context, Row, ms  # noqa: E402
+from benchkit import Context, Row, ms
 
-from sqlgate.config import Settings  # noqa: E402
-from sqlgate.service import Service  # noqa: E402
+from sqlgate.config import Settings
+from sqlgate.service import Service
 
 BENCH_RULES = "table rules cost: read_query"
 SUBJECT_SELECT_ONE = "SELECT 1, 10-rule policy / none"
@@ -81,7 +81,7 @@ def in_turn(
     """Per-call seconds of each side, timed a batch at a time, the sides in turn."""
     samples: dict[str, list[float]] = {name: [] for name in calls}
     clock = time.perf_counter
-    for name, call in calls.items():  # warm up: caches, the schema's first read
+    for call in calls.values():  # warm up: caches, the schema's first read
         for _ in range(min(batch, 50)):
             call()
     for _ in range(rounds):
