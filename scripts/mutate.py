@@ -117,6 +117,12 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "engine/members.py": ("tests/engine/test_members.py",),
     "surfaces/mcp/http_identity.py": ("tests/surfaces/mcp/test_http_identity.py",),
     "surfaces/mcp/oauth_claims.py": ("tests/surfaces/mcp/test_oauth.py",),
+    # the user's protected and append-only tables (issue 23)
+    "engine/guarded_policy.py": (
+        "tests/engine/test_guarded_policy.py",
+        "tests/security/test_protected_tables.py",
+    ),
+    "engine/guard_facts.py": ("tests/engine/test_guard_facts.py",),
     "engine/undo_checks.py": _UNDO,
     "engine/undo_restore.py": _UNDO,
     "engine/undo_ddl.py": _UNDO_DDL,

@@ -222,14 +222,18 @@ class Service:
         create_parent: bool = False,
         read_only: bool = False,
         actor: str = "local",
+        serving: bool = False,
     ) -> Service:
         """`read_only`: an existing database opened for reading only (the CLI's inspection
         commands): nothing is migrated, written or audited, and no lock is waited for.
         `actor`: who the calls are recorded as when the surface names no caller
-        (`engine.actors`): `local` (the agent on stdio) or `cli` (a person's command)."""
+        (`engine.actors`): `local` (the agent on stdio) or `cli` (a person's command).
+        `serving`: a server starts, which the table rules must fit (StartupError)."""
         redactor = redactor_for(settings)  # a bad pattern file stops us before the db is touched
         db = Database.open(settings, create_parent=create_parent, read_only=read_only)
         try:
+            if serving:  # a rule that does not fit the schema stops the server at start
+                db.check_rules()
             return cls(
                 db,
                 session or new_session_id(),

@@ -34,8 +34,8 @@ from sqlgate.engine.connect import (
 from sqlgate.engine.identity import database_id
 from sqlgate.engine.live_rules import LiveRules, RuleResolver
 from sqlgate.engine.ownership import check_ownership
+from sqlgate.engine.policy_file import check_against, listed, rules_from_settings
 from sqlgate.engine.schema import MIGRATIONS, check_owner, migrate, protected_names
-from sqlgate.engine.table_rules import rules_from_settings
 from sqlgate.errors import StartupError
 
 __all__ = ["READABLE_FROM", "Database"]
@@ -208,6 +208,14 @@ class Database:
                 conn.execute("COMMIT")
         finally:
             conn.close()
+
+    def check_rules(self) -> None:
+        """Refuse (StartupError) table rules that do not fit the schema now, every problem
+        listed: a hidden column an existing table lacks, a contradiction."""
+        with self.server_lock:
+            problems = check_against(self.server, self.rules.rules)
+        if problems:
+            raise StartupError(listed(problems))
 
     def live_rules(self, conn: apsw.Connection) -> LiveRules:
         """The user's table rules as they apply to `conn`'s schema now."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import apsw
 
+from sqlgate.engine.guard_facts import guard_facts
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.schema_cookie import read_schema_version
 from sqlgate.engine.table_rules import FLAG_ORIGIN, TableRules
@@ -52,6 +53,11 @@ class LiveRules:
     origin: str = FLAG_ORIGIN
     # the names as the rules give them, for messages: folded table -> name shown
     shown: Mapping[str, str] = field(default_factory=dict)
+    # derived for the guarded tables (`engine.guard_facts`): tables they reference, the
+    # append-only ones whose keys REPLACE on conflict, triggers whose body REPLACEs
+    guarded_parents: frozenset[str] = frozenset()
+    replacing: frozenset[str] = frozenset()
+    replacing_triggers: frozenset[str] = frozenset()
 
     @property
     def active(self) -> bool:
@@ -145,6 +151,7 @@ class RuleResolver:
         for rule in rules.hidden:  # likewise, its column hidden once the table appears
             hidden.setdefault(fold_name(rule.table), set()).add(fold_name(rule.column))
         triggers = frozenset(fold_name(str(n)) for (n,) in conn.execute(_TRIGGERS))
+        guard = guard_facts(conn, protected | append_only, append_only)
         return LiveRules(
             hidden={table: frozenset(cols) for table, cols in hidden.items()},
             sealed=frozenset(sealed),
@@ -153,4 +160,7 @@ class RuleResolver:
             triggers=triggers,
             origin=rules.origin,
             shown=shown,
+            guarded_parents=guard.parents,
+            replacing=guard.replacing,
+            replacing_triggers=guard.replacing_triggers,
         )

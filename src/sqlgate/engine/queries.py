@@ -21,6 +21,7 @@ from sqlgate.engine.execute import (
     RunContext,
     run_statement,
 )
+from sqlgate.engine.guarded_policy import guarded_statement_refusal
 from sqlgate.engine.limits import CallControl, Clock, Deadline, ResultCaps
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.outcome import Outcome, unchanged, with_note
@@ -45,7 +46,7 @@ from sqlgate.engine.undo import (
 )
 from sqlgate.engine.where_check import refuse_unfiltered_update
 from sqlgate.engine.writes import UndoingWrites
-from sqlgate.errors import InvalidArgument, QueryTimeout
+from sqlgate.errors import InvalidArgument, PolicyDenied, QueryTimeout
 
 __all__ = ["Outcome", "SqlTiers"]
 
@@ -115,8 +116,22 @@ class SqlTiers:
     def preflight(self, sql: object, tier: Tier) -> tuple[str, Statement]:
         text = _require_sql(sql)
         statement = inspect_statement(text)
-        check_tier(statement, tier, undo=self.settings.undo)
+        try:
+            check_tier(statement, tier, undo=self.settings.undo)
+        except PolicyDenied:
+            # a tier's advice must not send the agent to a tool the table rules refuse too
+            if self.db.rules.rules:
+                guarded = self._guarded_refusal(statement)
+                if guarded is not None:
+                    raise PolicyDenied(f"refused: {guarded}") from None
+            raise
         return text, statement
+
+    def _guarded_refusal(self, statement: Statement) -> str | None:
+        with self.db.reading() as conn:
+            rules = self.db.live_rules(conn)
+        target = statement.on_table or statement.target
+        return guarded_statement_refusal(statement.kind, target, rules)
 
     # -- read ---------------------------------------------------------------------------
     def read(

@@ -17,13 +17,20 @@ __all__ = ["decide_with_rules"]
 
 
 def decide_with_rules(
-    tier: Tier, op: Operation, protected: frozenset[str], rules: LiveRules
+    tier: Tier,
+    op: Operation,
+    protected: frozenset[str],
+    rules: LiveRules,
+    conflict: str | None = None,
 ) -> Verdict:
-    """Allow, ignore or deny one fact: the server's policy, then the user's rules."""
+    """Allow, ignore or deny one fact: the server's policy, then the user's rules.
+    `conflict`: the statement's own conflict clause (REPLACE deletes)."""
     verdict = decide(tier, op, protected)
-    if not verdict.allowed or not rules.active:
+    if not rules.active:
         return verdict
-    verdict = guarded_verdict(tier, op, rules)
+    guarded = guarded_verdict(tier, op, rules, conflict)
+    if not guarded.allowed:  # "no tool will": it beats a tier's advice to use another tool
+        return guarded
     if not verdict.allowed:
         return verdict
     return hidden_verdict(tier, op, rules)

@@ -15,13 +15,9 @@ Names are kept as given (for messages) and compared folded as SQLite folds them
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
 
-from sqlgate.config import Settings
 from sqlgate.engine.names import fold_name
-from sqlgate.errors import InvalidArgument
 
 __all__ = [
     "FLAG_ORIGIN",
@@ -29,10 +25,8 @@ __all__ = [
     "TableRules",
     "parse_column_name",
     "parse_table_name",
-    "rules_from_settings",
+    "unique_names",
 ]
-
-T = TypeVar("T")
 
 # who set a rule, as a refusal names it ("users is protected by the server's policy")
 FLAG_ORIGIN = "the server's policy"
@@ -139,37 +133,15 @@ class TableRules:
             hidden.setdefault(rule.key, rule)
         return TableRules(
             hidden=tuple(hidden.values()),
-            protected=_unique(self.protected + other.protected),
-            append_only=_unique(self.append_only + other.append_only),
+            protected=unique_names(self.protected + other.protected),
+            append_only=unique_names(self.append_only + other.append_only),
             notes=self.notes + other.notes,
             origin=self.origin,
         )
 
 
-def _unique(names: tuple[str, ...]) -> tuple[str, ...]:
+def unique_names(names: tuple[str, ...]) -> tuple[str, ...]:
     seen: dict[str, str] = {}
     for name in names:
         seen.setdefault(fold_name(name), name)
     return tuple(seen.values())
-
-
-def _each(parse: Callable[[str], T], given: tuple[str, ...], option: str) -> tuple[T, ...]:
-    parsed = []
-    for text in given:
-        try:
-            parsed.append(parse(text))
-        except ValueError as exc:
-            raise InvalidArgument(f"{option} {text!r} {exc}") from None
-    return tuple(parsed)
-
-
-def rules_from_settings(settings: Settings) -> TableRules:
-    """The rules of the flags (and their environment variables); InvalidArgument names the
-    flag and the value whose form is wrong."""
-    return TableRules(
-        hidden=_each(parse_column_name, settings.hide_column, "--hide-column"),
-        protected=_unique(_each(parse_table_name, settings.protect_table, "--protect-table")),
-        append_only=_unique(
-            _each(parse_table_name, settings.append_only_table, "--append-only-table")
-        ),
-    ).merged(TableRules())  # each hidden column once

@@ -211,6 +211,8 @@ class UndoRestore:
                     "--write-undo-keep and --write-undo-mb for write_query); nothing was undone"
                 )
             kind, tables_json, changes, undone_at, undone_by, created = record
+            if target.by_agent:
+                self._refuse_guarded(conn, target, json.loads(str(tables_json)))
             if undone_at is not None:
                 raise UndoRefused(
                     f"{target.label} was already undone at {undone_at} by {undone_by}; "
@@ -241,6 +243,19 @@ class UndoRestore:
         text = f"undone: {target.label} ({what}) in {self.db.path.absolute()}"
         detail = {"undoes": target.audit_id, "changeset": changeset_id}
         return text, int(changes), detail
+
+    def _refuse_guarded(self, conn: apsw.Connection, target: UndoTarget, tables: list[str]) -> None:
+        """An agent's undo changes the tables its call changed: never a guarded one."""
+        rules = self.db.live_rules(conn)
+        for table in tables:
+            folded = fold_name(str(table))
+            if folded in rules.protected or folded in rules.append_only:
+                mode = "protected" if folded in rules.protected else "append-only"
+                raise UndoRefused(
+                    f"undo of {target.label} refused: it would change {rules.name_of(table)}, "
+                    f"which is {mode} by {rules.origin}, and no tool will; nothing was undone. "
+                    "Next: ask the person who runs sqlgate (they may undo it themselves)"
+                )
 
     def _checks(
         self,

@@ -93,6 +93,8 @@ CASES = [
     Case("undo --list", ("undo", "--list", "--db", "{db}")),
     Case("members list", ("members", "list", "--db", "{db}")),
     Case("members list --json", ("members", "list", "--all", "--json", "--db", "{db}")),
+    Case("policy check", ("policy", "check", "--hide-column", "notes.body", "--db", "{db}")),
+    Case("policy show", ("policy", "show", "--protect-table", "notes", "--db", "{db}")),
     Case("doctor", ("doctor",)),
     Case("doctor --json", ("doctor", "--json")),
     Case("restore, a refused URL", ("restore", "ftp://nowhere", "--db", "{tmp}/r.db"), exit_code=2),

@@ -68,6 +68,10 @@ COMMANDS: dict[str, LazyCommand] = {
         f"{_CLI}.members:members",
         "Members of an HTTP team server, each with a token and a tier.",
     ),
+    "policy": LazyCommand(
+        f"{_CLI}.policy:policy",
+        "The table rules: hidden columns, protected and append-only tables.",
+    ),
     "replicate": LazyCommand(
         f"{_CLI}.replicate:replicate",
         "Replicate the database to URL until stopped (Ctrl-C or SIGTERM), without serving.",

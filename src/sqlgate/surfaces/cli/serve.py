@@ -59,7 +59,7 @@ def run_server(
 
         from sqlgate.service import Service
 
-        service = Service.open(settings, create_parent=creates_parent(settings.db))
+        service = Service.open(settings, create_parent=creates_parent(settings.db), serving=True)
         try:
             replication = start_replication(settings, replica)
         except BaseException:

@@ -373,6 +373,7 @@ def serve_http(
             settings,
             create_parent=creates_parent(settings.db),
             actor="anonymous" if insecure_no_token else "local",
+            serving=True,
         )
         members = None
         if not insecure_no_token:  # the gate's own connection: used on the loop's thread only
