@@ -17,6 +17,7 @@ from sqlgate.engine.database import Database
 from sqlgate.engine.framing import FramedReply, inline
 from sqlgate.engine.limits import CallControl, Clock, Deadline, watched
 from sqlgate.engine.names import fold_name, same_name
+from sqlgate.engine.rule_notes import schema_notes, table_notes
 from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.errors import InvalidArgument, NotFound, QueryTimeout
 
@@ -105,6 +106,7 @@ class Introspection:
             )
             fks = list(conn.execute(f"PRAGMA foreign_key_list({quoted})"))
             indexes = list(conn.execute(f"PRAGMA index_list({quoted})"))
+            live = self.db.live_rules(conn)
             index_columns = {
                 str(idx[1]): ",".join(
                     "<expression>" if c[2] is None else str(c[2])
@@ -118,6 +120,9 @@ class Introspection:
         out = [csv_line(("cid", "name", "type", "notnull", "default", "pk"), cells)]
         out.extend(csv_line(row[:6], cells) for row in columns)
         reply.data("".join(out).removesuffix("\n"))
+        notes = table_notes(live, self.db.rules.rules, obj.name, [str(r[1]) for r in columns])
+        if notes:
+            reply.server("\n".join(notes))
         if fks:
             header = ("id", "seq", "table", "from", "to", "on_update", "on_delete")
             out = [csv_line(header, cells), *(csv_line(row[:7], cells) for row in fks)]
@@ -134,6 +139,7 @@ class Introspection:
         with self.db.reading() as conn:
             shadows = self.db.shadow_tables(conn)
             rows = list(conn.execute(_SCHEMA_SQL))
+            live = self.db.live_rules(conn)
         statements = []
         left_out: list[str] = []  # the server's tables and views not shown
         for kind, name, table, sql in rows:
@@ -152,6 +158,9 @@ class Introspection:
             reply.data("\n\n".join(statements))
         else:
             reply.server("# the database has no tables or views yet; create one with write_query")
+        notes = schema_notes(live, self.db.rules.rules)
+        if notes:
+            reply.server("\n".join(notes))
         if left_out:
             names = ", ".join(inline(name) for name in sorted(left_out))
             reply.server(

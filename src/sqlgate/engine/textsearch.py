@@ -36,7 +36,7 @@ from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import Tier
 from sqlgate.engine.queries import Outcome, SqlTiers
 from sqlgate.engine.sqltext import check_condition, quote_identifier
-from sqlgate.errors import InvalidArgument, QueryTimeout
+from sqlgate.errors import InvalidArgument, PolicyDenied, QueryTimeout
 
 __all__ = ["Matcher", "SearchRequest", "TextSearch"]
 
@@ -206,9 +206,24 @@ class TextSearch:
             available = self._columns(conn, obj.name)
             has_rowid = self._has_rowid(conn, obj)
             primary_key = self._primary_key(conn, obj.name)
+            live = self.db.live_rules(conn)
+        hidden = {fold_name(c) for c in available if live.is_hidden(obj.name, c)}
         lookup = {fold_name(name): name for name in available}
+        named = [request.key_column] if isinstance(request.key_column, str) else []
+        if isinstance(request.columns, (list, tuple)):
+            named += [c for c in request.columns if isinstance(c, str)]
+        refused = [lookup[fold_name(c)] for c in named if fold_name(c) in hidden]
+        if refused:
+            shown = [inline(c) for c in available if fold_name(c) not in hidden]
+            raise PolicyDenied(
+                f"refused: {', '.join(map(inline, dict.fromkeys(refused)))} of "
+                f"{inline(obj.name)} is hidden by {live.origin}: no tool will search or show "
+                f"it; search the other columns ({', '.join(shown) or 'none'})"
+            )
+        visible_columns = [c for c in available if fold_name(c) not in hidden]
+        primary_key = [c for c in primary_key if fold_name(c) not in hidden]
         if request.columns is None:
-            chosen = available
+            chosen = visible_columns
         else:
             if isinstance(request.columns, str) or not all(
                 isinstance(c, str) for c in request.columns
@@ -218,7 +233,7 @@ class TextSearch:
             if missing:
                 raise InvalidArgument(
                     f"no column {', '.join(map(repr, missing))} in {inline(obj.name)}; it has: "
-                    f"{', '.join(map(inline, available))}"
+                    f"{', '.join(map(inline, visible_columns))}"
                 )
             chosen = [lookup[fold_name(c)] for c in request.columns]
         if not chosen:
@@ -235,7 +250,7 @@ class TextSearch:
         else:
             raise InvalidArgument(
                 f"key_column {request.key_column!r} is not a column of {inline(obj.name)}; "
-                f"it has: {', '.join(map(inline, available))}"
+                f"it has: {', '.join(map(inline, visible_columns))}"
             )
         return obj.name, chosen, key
 

@@ -13,8 +13,11 @@ from typing import Any
 
 import apsw
 
+from sqlgate.engine.authorizer import PolicyRecorder, recording
 from sqlgate.engine.introspect import schema_objects
 from sqlgate.engine.limits import CallControl, Deadline, watched
+from sqlgate.engine.live_rules import LiveRules
+from sqlgate.engine.policy import Tier
 from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.errors import QueryTimeout
 from sqlgate.surfaces.ui.console import Console
@@ -70,6 +73,27 @@ def _has_rowid(conn: apsw.Connection, quoted: str) -> bool:
     return True
 
 
+def _read(
+    console: Console, conn: apsw.Connection, live: LiveRules, sql: str, params: tuple[Any, ...]
+) -> tuple[list[str], list[tuple[Any, ...]], list[str]]:
+    """(columns, rows, hidden columns) of the page's SELECT. With hidden columns in force it
+    is read as the agent reads it: under the read tier's authorizer (prepared uncached, as
+    the authorizer is asked only when a statement is prepared), a hidden column as NULL."""
+    settings = console.settings
+    with watched(conn, Deadline(settings.query_timeout), CallControl()):
+        if not (live.hidden or live.sealed):
+            cursor = conn.execute(sql, params)
+            return [d[0] for d in cursor.getdescription()][1:], list(cursor), []
+        recorder = PolicyRecorder(Tier.READ, console.service.db.protected, live)
+        with recording(conn, recorder):
+            cursor = conn.cursor()
+            cursor.execute(sql, params, can_cache=False)
+            columns = [d[0] for d in cursor.getdescription()][1:]
+            fetched = list(cursor)
+        hidden = [f"{live.name_of(table)}.{column}" for table, column in recorder.hidden_reads]
+        return columns, fetched, sorted(set(hidden))
+
+
 def rows_page(console: Console, query: Mapping[str, str]) -> Page | None:
     name = query.get("name") or ""
     settings = console.settings
@@ -84,20 +108,18 @@ def rows_page(console: Console, query: Mapping[str, str]) -> Page | None:
         after = query.get("after", "")
         offset = min(int(query.get("offset", "0") or 0) if query.get("offset", "").isdigit()
                      else 0, MAX_OFFSET)  # fmt: skip
-        with watched(conn, Deadline(settings.query_timeout), CallControl()):
-            if keyed:
-                where = "WHERE rowid > ?" if after.lstrip("-").isdigit() else ""
-                params: tuple[Any, ...] = (int(after),) if where else ()
-                cursor = conn.execute(
-                    f"SELECT rowid, * FROM {quoted} {where} ORDER BY rowid LIMIT ?",
-                    (*params, size + 1),
-                )
-            else:
-                cursor = conn.execute(
-                    f"SELECT NULL, * FROM {quoted} LIMIT ? OFFSET ?", (size + 1, offset)
-                )
-            columns = [d[0] for d in cursor.getdescription()][1:]
-            fetched = list(cursor)
+        live = console.service.db.live_rules(conn)
+        if keyed:
+            where = "WHERE rowid > ?" if after.lstrip("-").isdigit() else ""
+            params: tuple[Any, ...] = (int(after),) if where else ()
+            sql = f"SELECT rowid, * FROM {quoted} {where} ORDER BY rowid LIMIT ?"
+            params = (*params, size + 1)
+        else:
+            sql, params = f"SELECT NULL, * FROM {quoted} LIMIT ? OFFSET ?", (size + 1, offset)
+        try:
+            columns, fetched, hidden = _read(console, conn, live, sql, params)
+        except apsw.AuthError:  # every column of it is hidden by the user's rules
+            columns, fetched, hidden = [], [], ["every column"]
     more = len(fetched) > size
     fetched = fetched[:size]
     shown, used, byte_cut = [], 0, False
@@ -113,6 +135,8 @@ def rows_page(console: Console, query: Mapping[str, str]) -> Page | None:
             byte_cut = True
             break
     notes = [f"{len(shown)} rows shown"]
+    if hidden:
+        notes.append(f"hidden by policy, shown as NULL: {', '.join(hidden)}")
     if byte_cut:
         notes.append(f"truncated: {settings.max_result_bytes} bytes (--max-result-bytes)")
     nxt: str | None = None
