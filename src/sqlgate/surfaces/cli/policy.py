@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 __all__ = ["policy"]
 
 RULE_OPTIONS = ("db", "busy_timeout", "hide_column", "protect_table", "append_only_table", "policy")
+DB_HELP = (
+    "SQLite database file the rules are checked against (only read, never created; when it "
+    "is missing, only the rules' form is checked)"
+)
 _RULE_TABLE = (
     Column("rule", "rule"),
     Column("table", "table"),
@@ -68,7 +72,7 @@ def _counts(rules: TableRules) -> str:
 
 
 @policy.command("check")
-@settings_options(RULE_OPTIONS)
+@settings_options(RULE_OPTIONS, db_help=DB_HELP)
 @reports_errors
 def policy_check(**values: Any) -> None:
     """Check the table rules as `serve` would at start, without serving.
@@ -132,7 +136,7 @@ def _states(conn: apsw.Connection | None, rules: TableRules) -> dict[tuple[str, 
 
 @policy.command("show")
 @JSON_OPTION
-@settings_options(RULE_OPTIONS)
+@settings_options(RULE_OPTIONS, db_help=DB_HELP)
 @reports_errors
 def policy_show(as_json: bool, **values: Any) -> None:
     """The table rules in force (flags, environment and --policy file), one per line, and
