@@ -28,7 +28,7 @@ CREATE TABLE other(id INTEGER PRIMARY KEY, x);
 INSERT INTO other VALUES (1, 'o1');
 """
 NULL, REFUSED, SAME = "null", "refused", "same"
-READ, WRITE, DESTRUCTIVE = "read", "write", "destructive"
+READ, WRITE, DESTRUCTIVE, VIEW = "read", "write", "destructive", "view"
 
 
 @dataclass(frozen=True)
@@ -156,8 +156,7 @@ CASES = [
     Case(
         "trigger-copies-new",
         DESTRUCTIVE,
-        "CREATE TRIGGER spy AFTER UPDATE ON users BEGIN "
-        "INSERT INTO other(x) VALUES (new.ssn); END",
+        "CREATE TRIGGER spy AFTER UPDATE ON users BEGIN INSERT INTO other(x) VALUES (new.ssn); END",
         REFUSED,
     ),
     Case(
@@ -228,12 +227,22 @@ CASES = [
 ALLOWED = [
     Case("insert-default", WRITE, "INSERT INTO users(name) VALUES ('new')", NULL),
     Case("insert-default-values", WRITE, "INSERT INTO users DEFAULT VALUES", NULL),
-    Case("upsert-visible", WRITE, "INSERT INTO users(id, name) VALUES (1, 'n') "
-         "ON CONFLICT(id) DO UPDATE SET name = excluded.name", NULL),  # fmt: skip
+    Case(
+        "upsert-visible",
+        WRITE,
+        "INSERT INTO users(id, name) VALUES (1, 'n') "
+        "ON CONFLICT(id) DO UPDATE SET name = excluded.name",
+        NULL,
+    ),
     Case("update-visible", WRITE, "UPDATE users SET name = 'n' WHERE id = 1", NULL),
-    Case("not-indexed", READ, "SELECT id FROM users NOT INDEXED ORDER BY ssn", NULL,
-         setup="CREATE INDEX u_ssn ON users(ssn)"),  # fmt: skip
-    Case("view-by-agent", WRITE, "CREATE VIEW v2 AS SELECT id, ssn FROM users", NULL),
+    Case(
+        "not-indexed",
+        READ,
+        "SELECT id FROM users NOT INDEXED ORDER BY ssn",
+        NULL,
+        setup="CREATE INDEX u_ssn ON users(ssn)",
+    ),
+    Case("view-by-agent", VIEW, "SELECT id, ssn FROM users", NULL),
 ]
 
 
@@ -250,6 +259,9 @@ def _run(service: Service, case: Case, sql: str) -> str:
         return service.read_query(sql)
     if case.tool == WRITE:
         return service.write_query(sql)
+    if case.tool == VIEW:  # create_view, then read the view
+        service.create_view("v_agent", sql)
+        return service.read_query("SELECT * FROM v_agent")
     return service.destructive_query(sql, reason="red team")
 
 
@@ -265,10 +277,12 @@ def _copies(path: Path) -> list[str]:
         )
     ]
     for table in tables:
-        columns = [str(c) for (c,) in conn.execute("SELECT name FROM pragma_table_info(?)", (table,))]
+        columns = [
+            str(c) for (c,) in conn.execute("SELECT name FROM pragma_table_info(?)", (table,))
+        ]
         for column in columns:
-            if table == "users" and column == "ssn":
-                continue
+            if (table, column) in (("users", "ssn"), ("query_log", "query")):
+                continue  # the value itself; the agent's own text (a guess it sent)
             quoted = f'"{table}"."{column}"'
             for (value,) in conn.execute(f'SELECT {quoted} FROM "{table}"'):
                 if any(secret in str(value) for secret in SECRETS):
