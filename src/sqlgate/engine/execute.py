@@ -22,6 +22,7 @@ from sqlgate.engine.authorizer import PolicyRecorder, recording
 from sqlgate.engine.double_quotes import double_quoted_string, single_quoted
 from sqlgate.engine.framing import abridged, one_line
 from sqlgate.engine.guard_facts import conflict_clause
+from sqlgate.engine.hidden_checks import HiddenWatch
 from sqlgate.engine.limits import SQLITE_INT_MAX, SQLITE_INT_MIN, CallControl, Deadline, watched
 from sqlgate.engine.live_rules import NO_RULES, LiveRules
 from sqlgate.engine.names import fold_name
@@ -311,6 +312,7 @@ def run_statement(
     recorder = ctx.recorder
     if ctx.rules.append_only:  # REPLACE deletes, and SQLite never reports it
         recorder.conflict = conflict_clause(sql)
+    watch = HiddenWatch(ctx.conn, ctx.rules) if ctx.rules.hides else None
     cursor = ctx.conn.cursor()
     traced: list[str] = []
 
@@ -321,6 +323,8 @@ def run_statement(
             return not has_more_statements(text)
         if has_more_statements(sql[len(text) :]):
             return False
+        if watch is not None and not watch.prepared(recorder, sql):
+            return False  # the recorder holds the refusal
         recorder.running = True
         try:
             ctx.columns = [name for name, _ in cursor.get_description()]
@@ -330,6 +334,8 @@ def run_statement(
 
     cursor.exec_trace = only_one_statement
     try:
+        if watch is not None:
+            watch.check_plan(recorder, sql, bindings)
         with (
             recording(ctx.conn, recorder),
             watched(ctx.conn, ctx.deadline, ctx.control),
@@ -342,6 +348,8 @@ def run_statement(
                     f"params has no value for :{exc.args[0]}; add it to the params object"
                 ) from None
             result = consume(cursor)
+        if watch is not None:  # the authorizer is off: the checks read the schema freely
+            watch.finished(recorder)
     except (apsw.Error, QueryTimeout) as exc:
         if ctx.rewrite is not None and ctx.rewrite.exceeded:
             raise mass_rewrite(ctx.rewrite.limit, ctx.rewrite.undo) from None

@@ -3,22 +3,42 @@
     READ of a hidden column      IGNORE (it reads as NULL), except inside a trigger body:
                                  a trigger the user wrote sees the real value, and the
                                  agent may not create one that reads a hidden column
+    READ of an unreadable table  refused (an fts5 index of a hidden column: MATCH would
+                                 answer whether a guess is in it), but for a trigger body
+                                 and a module's own nested statements
     UPDATE of a hidden column    refused: the agent never writes one (an upsert's SET too)
+    a write to an oracle table   refused: its constraints mix a hidden column with others,
+                                 so success or failure would tell a guess right or wrong
 
-The rest of hiding needs more than one fact at a time and lives with the recorder
-(`engine.authorizer`): a statement that changes anything may not read a hidden column at
-all (RETURNING would give back the real value), an INSERT may not name one.
+The rest of hiding judges a whole statement (`engine.hidden_checks`): the messages and the
+judgements that need no database are here, so they can be tested and mutated alone.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
 from sqlgate.engine.live_rules import LiveRules
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.policy import ALLOW, Operation, Tier, Verdict
+from sqlgate.engine.policy import ALLOW, WRITE_ACTIONS, Operation, Tier, Verdict
 
-__all__ = ["IGNORED", "hidden_verdict", "written_hidden_message"]
+__all__ = [
+    "IGNORED",
+    "changes_anything",
+    "hidden_trailer",
+    "hidden_verdict",
+    "read_in_change_message",
+    "written_hidden_message",
+]
 
 IGNORED = Verdict(True, ignore=True)
+ASK = "ask the person who runs sqlgate"
+# facts of a statement that changes nothing: a query, or CREATE VIEW (a view's reads are
+# judged again whenever it is read)
+_QUERY_ACTIONS = frozenset(
+    {"SELECT", "READ", "FUNCTION", "RECURSIVE", "PRAGMA", "TRANSACTION", "SAVEPOINT"}
+)
+_VIEW_ACTIONS = frozenset({"CREATE_VIEW", "CREATE_TEMP_VIEW"})
 
 
 def written_hidden_message(table: str, column: str, rules: LiveRules) -> str:
@@ -26,16 +46,67 @@ def written_hidden_message(table: str, column: str, rules: LiveRules) -> str:
     return (
         f"{rules.name_of(table)}.{column} is hidden by {rules.origin}: the agent never writes "
         "it, and no tool will; leave it out of the statement (an INSERT that leaves it to its "
-        "default is allowed), or ask the person who runs sqlgate"
+        f"default is allowed), or {ASK}"
+    )
+
+
+def read_in_change_message(table: str, column: str, rules: LiveRules) -> str:
+    """The refusal of a statement that changes something and reads a hidden column."""
+    return (
+        f"{rules.name_of(table)}.{column} is hidden by {rules.origin}: a statement that "
+        "changes anything may not read it (RETURNING, a copy or an index would hold the real "
+        "value, or NULL in its place); leave it out of the statement. read_query reads it as "
+        "NULL"
+    )
+
+
+def _unreadable_message(table: str, rules: LiveRules) -> str:
+    return (
+        f"{table} indexes a column hidden by {rules.origin}: a search of it would tell "
+        f"whether a guess is there, so no tool reads it; {ASK}"
+    )
+
+
+def _oracle_message(table: str, rules: LiveRules) -> str:
+    return (
+        f"{rules.name_of(table)} has a constraint, key, index or foreign key over a column "
+        f"hidden by {rules.origin}: whether a write succeeds would tell a guess of the hidden "
+        f"value right or wrong, so no tool writes it; {ASK}"
     )
 
 
 def hidden_verdict(tier: Tier, op: Operation, rules: LiveRules) -> Verdict:
     """Allow, ignore or refuse one fact about a hidden column."""
+    in_trigger = op.inside is not None and fold_name(op.inside) in rules.triggers
     if op.action == "READ" and rules.is_hidden(op.target, op.detail):
-        if op.inside is not None and fold_name(op.inside) in rules.triggers:
+        return ALLOW if in_trigger else IGNORED
+    if op.action == "READ" and fold_name(op.target or "") in rules.unreadable:
+        if in_trigger or op.nested:
             return ALLOW
-        return IGNORED
+        return Verdict(False, _unreadable_message(op.target or "", rules))
     if op.action == "UPDATE" and rules.is_hidden(op.target, op.detail):
         return Verdict(False, written_hidden_message(op.target or "", op.detail or "", rules))
+    oracle = fold_name(op.target or "") in rules.oracle_tables
+    if op.action in WRITE_ACTIONS and oracle and not op.nested:
+        return Verdict(False, _oracle_message(op.target or "", rules))
     return ALLOW
+
+
+def changes_anything(operations: Iterable[Operation]) -> bool:
+    """Whether a statement with these authorizer facts changes anything (CREATE VIEW does
+    not: what its view reads is judged each time it is read)."""
+    actions = {op.action for op in operations if not op.nested and op.inside is None}
+    if actions & _VIEW_ACTIONS:
+        return False
+    return bool(actions - _QUERY_ACTIONS)
+
+
+def hidden_trailer(hidden_reads: Iterable[tuple[str, str]], rules: LiveRules) -> str:
+    """The line after a result that read hidden columns as NULL; empty when none was."""
+    names = sorted({f"{rules.name_of(table)}.{column}" for table, column in hidden_reads})
+    return f"# hidden by policy: {', '.join(names)}" if names else ""
+
+
+def first_hidden(columns: Iterable[str], hidden: Mapping[str, object]) -> str | None:
+    """The first of `columns` (in order) whose folded name is in `hidden`, or None."""
+    return next((column for column in columns if fold_name(column) in hidden), None)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import apsw
 
 from sqlgate.engine.guard_facts import guard_facts
+from sqlgate.engine.hidden_facts import hidden_facts
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.schema_cookie import read_schema_version
 from sqlgate.engine.table_rules import FLAG_ORIGIN, TableRules
@@ -58,10 +59,26 @@ class LiveRules:
     guarded_parents: frozenset[str] = frozenset()
     replacing: frozenset[str] = frozenset()
     replacing_triggers: frozenset[str] = frozenset()
+    # derived from the schema (`engine.hidden_facts`): tables no read of which is allowed,
+    # indexes over a hidden column, tables a write to which can test a guess
+    unreadable: frozenset[str] = frozenset()
+    hidden_indexes: frozenset[str] = frozenset()
+    oracle_tables: frozenset[str] = frozenset()
 
     @property
     def active(self) -> bool:
         return bool(self.hidden or self.sealed or self.protected or self.append_only)
+
+    @property
+    def hides(self) -> bool:
+        """Whether any column is hidden (the statement checks of `engine.hidden_checks`)."""
+        return bool(self.hidden or self.sealed)
+
+    def hidden_in(self, table: str | None) -> frozenset[str]:
+        """The hidden columns of `table` (folded); every column's when it is sealed."""
+        if table is None:
+            return frozenset()
+        return self.hidden.get(fold_name(table), frozenset())
 
     def is_hidden(self, table: str | None, column: str | None) -> bool:
         """Whether the agent may not see `table`.`column` (names as SQLite passes them)."""
@@ -152,9 +169,16 @@ class RuleResolver:
             hidden.setdefault(fold_name(rule.table), set()).add(fold_name(rule.column))
         triggers = frozenset(fold_name(str(n)) for (n,) in conn.execute(_TRIGGERS))
         guard = guard_facts(conn, protected | append_only, append_only)
+        folded = {table: frozenset(cols) for table, cols in hidden.items()}
+        facts = hidden_facts(conn, folded)
+        for table, cols in facts.hidden.items():
+            folded[table] = folded.get(table, frozenset()) | cols
         return LiveRules(
-            hidden={table: frozenset(cols) for table, cols in hidden.items()},
-            sealed=frozenset(sealed),
+            hidden=folded,
+            sealed=frozenset(sealed) | facts.sealed,
+            unreadable=facts.unreadable,
+            hidden_indexes=facts.hidden_indexes,
+            oracle_tables=facts.oracle_tables,
             protected=frozenset(protected),
             append_only=frozenset(append_only),
             triggers=triggers,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from sqlgate.engine.execute import (
     run_statement,
 )
 from sqlgate.engine.guarded_policy import guarded_statement_refusal
+from sqlgate.engine.hidden_policy import hidden_trailer
 from sqlgate.engine.limits import CallControl, Clock, Deadline, ResultCaps
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.outcome import Outcome, unchanged, with_note
@@ -62,6 +64,12 @@ _DROPPED_TYPES = {
     "INDEX": ("index",),
     "TRIGGER": ("trigger",),
 }
+
+
+def with_hidden(result: CsvResult, ctx: RunContext) -> CsvResult:
+    """`result` with the line naming the hidden columns it read as NULL, if it read any."""
+    line = hidden_trailer(ctx.recorder.hidden_reads, ctx.rules)
+    return replace(result, text=f"{result.text}\n{line}") if line else result
 
 
 def _require_sql(sql: object) -> str:
@@ -151,7 +159,7 @@ class SqlTiers:
                 rows: Iterator[Sequence[Any]] = iter(cursor)
                 return render_csv(ctx.columns, rows, self.caps, wanted)
 
-            result = run_statement(ctx, text, bindings, consume)
+            result = with_hidden(run_statement(ctx, text, bindings, consume), ctx)
         detail = {"kind": statement.kind}
         if result.truncated:
             detail["truncated"] = result.truncated
@@ -165,7 +173,7 @@ class SqlTiers:
         result = render_csv(ctx.columns, rows, self.caps, self.caps.rows) if ctx.columns else None
         for _ in rows:
             pass  # the rest of a RETURNING statement's rows: run to the end, keep nothing
-        return result
+        return None if result is None else with_hidden(result, ctx)
 
     def _apply(
         self,

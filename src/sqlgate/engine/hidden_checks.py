@@ -1,0 +1,204 @@
+"""Hidden columns, statement by statement: what the authorizer's facts one at a time miss.
+
+    prepared   once SQLite has prepared the statement, before its first step: a statement
+               that changes anything may not read a hidden column (RETURNING gives the real
+               value back despite IGNORE, CREATE TABLE AS and INSERT ... SELECT would copy
+               NULLs silently); an INSERT may not name one (the authorizer is told only the
+               table), nor leave the column list out, nor read `excluded.<hidden>`
+    plan       when an index orders rows by a hidden column: EXPLAIN QUERY PLAN first, and
+               a statement whose plan scans that index is refused (rows would come back in
+               hidden order); `FROM t NOT INDEXED` works
+    finished   after a schema change ran, inside its transaction: a new trigger, index,
+               fts5 table or generated column over a hidden column is refused, and so is an
+               ALTER that renames or drops a hidden column away
+
+Stored SQL is matched word by word (`hidden_facts.names_in`), erring towards refusing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+
+from sqlgate.engine.authorizer import PolicyRecorder, recording
+from sqlgate.engine.hidden_facts import names_in
+from sqlgate.engine.hidden_policy import ASK, changes_anything, read_in_change_message
+from sqlgate.engine.live_rules import LiveRules
+from sqlgate.engine.names import fold_name
+from sqlgate.engine.policy import Verdict
+from sqlgate.engine.sqltext import sqlite_tokens, word
+from sqlgate.errors import PolicyDenied
+
+__all__ = ["HiddenWatch", "inserted_hidden"]
+
+_USING_INDEX = re.compile(r"USING (?:COVERING )?INDEX (\S+)")
+_SQL_OF = "SELECT sql FROM sqlite_schema WHERE name = ? COLLATE NOCASE"
+_TEMP_SQL_OF = "SELECT sql FROM sqlite_temp_schema WHERE name = ? COLLATE NOCASE"
+_COLUMNS = "SELECT name FROM pragma_table_xinfo(?)"
+_INDEX_KEYS = "SELECT name FROM pragma_index_xinfo(?) WHERE key = 1 AND name IS NOT NULL"
+_DDL_ACTIONS = frozenset(
+    {"CREATE_TRIGGER", "CREATE_TEMP_TRIGGER", "CREATE_INDEX", "CREATE_TEMP_INDEX",
+     "CREATE_VTABLE", "ALTER_TABLE"}
+)  # fmt: skip
+
+
+def inserted_hidden(sql: str, table: str, hidden: frozenset[str]) -> str | None:
+    """The hidden column (of `hidden`, folded) an INSERT into `table` writes or reads as
+    `excluded.<column>`, "*" when it leaves the column list out; None when it names none.
+    Text it cannot read names "*": refused, the safe way."""
+    tokens = sqlite_tokens(sql)
+    if tokens is None:
+        return "*"
+    for at, token in enumerate(tokens[:-2]):
+        excluded = fold_name(token.text) == "excluded" and tokens[at + 1].text == "."
+        if excluded and fold_name(tokens[at + 2].text) in hidden:
+            return tokens[at + 2].text
+    into = [i for i, t in enumerate(tokens) if word(t) == "INTO"]
+    if not into:
+        return "*"
+    at = into[0] + 1
+    if at + 2 < len(tokens) and tokens[at + 1].text == ".":
+        at += 2  # schema.table
+    at += 1
+    if at + 1 < len(tokens) and word(tokens[at]) == "AS":
+        at += 2
+    if at >= len(tokens) or word(tokens[at]) == "DEFAULT":
+        return None
+    if tokens[at].text != "(":
+        return "*"
+    for token in tokens[at + 1 :]:
+        if token.text == ")":
+            return None
+        if fold_name(token.text) in hidden:
+            return token.text
+    return "*"
+
+
+def _sql_of(conn: apsw.Connection, name: str) -> str:
+    for query in (_SQL_OF, _TEMP_SQL_OF):
+        for (sql,) in conn.execute(query, (name,)):
+            if sql is not None:
+                return str(sql)
+    return ""
+
+
+@dataclass
+class HiddenWatch:
+    """The statement checks above for one statement on one connection."""
+
+    conn: apsw.Connection
+    rules: LiveRules
+    # each altered table's hidden columns and how often stored SQL named them, before
+    before: dict[str, tuple[frozenset[str], Counter[str]]] = field(default_factory=dict)
+
+    def _refuse(self, recorder: PolicyRecorder, reason: str) -> bool:
+        if recorder.refusal is None:
+            recorder.refusal = Verdict(False, reason)
+        return False
+
+    def prepared(self, recorder: PolicyRecorder, sql: str) -> bool:
+        """Whether the prepared statement may run; else the recorder holds the refusal."""
+        rules = self.rules
+        if recorder.hidden_reads and changes_anything(recorder.operations):
+            table, column = sorted(recorder.hidden_reads)[0]
+            return self._refuse(recorder, read_in_change_message(table, column, rules))
+        for op in recorder.operations:
+            if op.nested or op.inside is not None or not op.target:
+                continue
+            if op.action == "INSERT":
+                hidden = rules.hidden_in(op.target)
+                sealed = fold_name(op.target) in rules.sealed
+                named = inserted_hidden(sql, op.target, hidden) if hidden else None
+                if sealed or named is not None:
+                    column = "*" if sealed or named is None else named
+                    return self._refuse(recorder, self._insert_message(op.target, column))
+            elif op.action == "ALTER_TABLE" and op.detail:
+                table = op.detail
+                hidden = self.rules.hidden_in(table)
+                if hidden:
+                    self.before[table] = (hidden, names_in(_sql_of(self.conn, table)))
+        return True
+
+    def _insert_message(self, table: str, column: str) -> str:
+        what = "every column, a hidden one too" if column == "*" else column
+        return (
+            f"{self.rules.name_of(table)} has a column hidden by {self.rules.origin}, and the "
+            f"INSERT writes {what}: the agent never writes a hidden column, and no tool will. "
+            "Name the columns you fill and leave the hidden one out (it takes its default)"
+        )
+
+    def check_plan(self, recorder: PolicyRecorder, sql: str, bindings: Any) -> None:
+        """Refuse (PolicyDenied) a statement whose plan scans an index over a hidden column."""
+        if not self.rules.hidden_indexes:
+            return
+        planner = PolicyRecorder(recorder.tier, recorder.protected, self.rules)
+        try:
+            with recording(self.conn, planner):
+                rows: Sequence[Any] = list(
+                    self.conn.execute(f"EXPLAIN QUERY PLAN {sql}", bindings, can_cache=False)
+                )
+        except (apsw.Error, KeyError):
+            return  # the statement itself will fail, and say why
+        for row in rows:
+            for name in _USING_INDEX.findall(str(row[-1])):
+                if fold_name(name) in self.rules.hidden_indexes:
+                    raise PolicyDenied(
+                        f"refused: the plan reads rows through index {name}, which is over a "
+                        f"column hidden by {self.rules.origin}, so their order would give its "
+                        "values away; write NOT INDEXED after the table's name "
+                        "(FROM users NOT INDEXED) and send it again"
+                    )
+
+    def finished(self, recorder: PolicyRecorder) -> None:
+        """Refuse (PolicyDenied) a schema change that put a hidden value within reach."""
+        rules = self.rules
+        facts = [op for op in recorder.operations if op.action in _DDL_ACTIONS and not op.nested]
+        columns = {c for cols in rules.hidden.values() for c in cols}
+        tables = {t for t, cols in rules.hidden.items() if cols} | rules.sealed
+        for op in facts:
+            name = op.detail if op.action == "ALTER_TABLE" else op.target
+            if not name:
+                continue
+            words = names_in(_sql_of(self.conn, name))
+            named = set(words)
+            if op.action == "ALTER_TABLE":
+                self._altered(name)
+                continue
+            if "TRIGGER" in op.action:
+                writes_hidden = bool(named & tables) and bool(named & {"insert", "replace"})
+                if named & (columns | rules.unreadable) or writes_hidden:
+                    self._deny(f"the trigger {name} names a hidden column or its table")
+            elif "INDEX" in op.action:
+                table = op.detail or ""
+                keys = {fold_name(str(c)) for (c,) in self.conn.execute(_INDEX_KEYS, (name,))}
+                if rules.hidden_in(table) & (named | keys):
+                    self._deny(f"the index {name} is over a hidden column")
+            elif named & rules.unreadable or any(
+                t in named and cols & named for t, cols in rules.hidden.items()
+            ):
+                self._deny(f"the virtual table {name} indexes a hidden column")
+
+    def _altered(self, table: str) -> None:
+        if table not in self.before:
+            return
+        hidden, counts = self.before[table]
+        now = {fold_name(str(c)) for (c,) in self.conn.execute(_COLUMNS, (table,))}
+        if not now:
+            return  # renamed: the rule follows the table (engine.live_rules)
+        after = names_in(_sql_of(self.conn, table))
+        if hidden - now:
+            self._deny(f"the ALTER renames or drops a hidden column of {table}")
+        if any(after[c] > counts[c] for c in hidden):
+            self._deny(f"the ALTER adds a column or constraint over a hidden column of {table}")
+
+    def _deny(self, what: str) -> None:
+        raise PolicyDenied(
+            f"refused: {what} (hidden by {self.rules.origin}): another program's connection, "
+            f"where sqlgate does not check, could read the value through it; no tool will "
+            f"make it; {ASK}"
+        )
