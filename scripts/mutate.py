@@ -123,6 +123,10 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/security/test_protected_tables.py",
     ),
     "engine/guard_facts.py": ("tests/engine/test_guard_facts.py",),
+    "engine/hidden_policy.py": (
+        "tests/security/test_hidden_columns.py",
+        "tests/security/test_hidden_surfaces.py",
+    ),
     "engine/undo_checks.py": _UNDO,
     "engine/undo_restore.py": _UNDO,
     "engine/undo_ddl.py": _UNDO_DDL,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import apsw
 import pytest
 from starlette.testclient import TestClient
 
@@ -106,3 +107,44 @@ def test_the_consoles_table_pages_show_the_column_as_null_and_say_why(
                 assert "hidden by policy, shown as NULL: people.ssn" in page.text
     finally:
         console.close()
+
+
+def test_a_result_that_read_a_hidden_column_says_so_in_its_last_line(hidden: Service) -> None:
+    answer = hidden.read_query("SELECT name, ssn FROM people_v ORDER BY name")
+    assert answer.splitlines() == [
+        "name,ssn", "ann,", "bo,", "# 2 rows", "# hidden by policy: people.ssn",
+    ]  # fmt: skip
+    assert "hidden by policy" not in hidden.read_query("SELECT name FROM people")
+
+
+def test_the_rule_follows_a_rename_by_the_agent_or_another_program(hidden: Service) -> None:
+    hidden.read_query("SELECT count(*) FROM people")
+    hidden.destructive_query("ALTER TABLE people RENAME TO staff", reason="rename")
+    assert SECRET not in hidden.read_query("SELECT ssn FROM staff")
+    other = apsw.Connection(str(hidden.db.path))
+    other.execute("ALTER TABLE staff RENAME TO crew")
+    other.close()
+    answer = hidden.read_query("SELECT * FROM crew")
+    assert SECRET not in answer
+    assert "# hidden by policy: people.ssn" in answer
+
+
+def test_a_hidden_column_renamed_away_by_another_program_fails_closed(hidden: Service) -> None:
+    other = apsw.Connection(str(hidden.db.path))
+    other.execute("ALTER TABLE people RENAME COLUMN ssn TO tax_id")
+    other.close()
+    answer = hidden.read_query("SELECT name, tax_id FROM people")
+    assert SECRET not in answer
+    assert "ann" not in answer  # every column of the table now reads as NULL
+
+
+def test_undo_data_reads_as_null_and_undo_call_still_restores(hidden: Service) -> None:
+    answer = hidden.write_query("UPDATE people SET name = 'zed' WHERE name = 'ann'")
+    call = answer.split("sqlgate undo ", 1)[1].split(" ", 1)[0]  # `N@database`
+    dump = hidden.read_query("SELECT hex(data) FROM undo_chunks") + hidden.read_query(
+        "SELECT hex(digests) FROM undo_row_states"
+    )
+    assert SECRET.encode().hex().upper() not in dump.upper()
+    assert hidden.undo_call(call, reason="put ann back").startswith("undone")
+    rows = hidden.db.server.execute("SELECT name, ssn FROM people ORDER BY id").fetchall()
+    assert rows == [("ann", SECRET), ("bo", SECRET + "0")]

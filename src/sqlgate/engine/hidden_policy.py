@@ -103,7 +103,11 @@ def changes_anything(operations: Iterable[Operation]) -> bool:
 
 def hidden_trailer(hidden_reads: Iterable[tuple[str, str]], rules: LiveRules) -> str:
     """The line after a result that read hidden columns as NULL; empty when none was."""
-    names = sorted({f"{rules.name_of(table)}.{column}" for table, column in hidden_reads})
+    # a read of no column (count(*) of a table whose every column is hidden) names the table
+    names = sorted(
+        {f"{rules.name_of(table)}.{column}" if column else rules.name_of(table)
+         for table, column in hidden_reads}
+    )  # fmt: skip
     return f"# hidden by policy: {', '.join(names)}" if names else ""
 
 
