@@ -124,6 +124,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     ),
     "engine/guard_facts.py": ("tests/engine/test_guard_facts.py",),
     "engine/hidden_policy.py": (
+        "tests/engine/test_hidden_policy.py",
         "tests/security/test_hidden_columns.py",
         "tests/security/test_hidden_surfaces.py",
     ),

@@ -16,7 +16,7 @@ judgements that need no database are here, so they can be tested and mutated alo
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from sqlgate.engine.live_rules import LiveRules
 from sqlgate.engine.names import fold_name
@@ -77,18 +77,18 @@ def _oracle_message(table: str, rules: LiveRules) -> str:
 
 def hidden_verdict(tier: Tier, op: Operation, rules: LiveRules) -> Verdict:
     """Allow, ignore or refuse one fact about a hidden column."""
+    target = op.target or ""
     in_trigger = op.inside is not None and fold_name(op.inside) in rules.triggers
-    if op.action == "READ" and rules.is_hidden(op.target, op.detail):
-        return ALLOW if in_trigger else IGNORED
-    if op.action == "READ" and fold_name(op.target or "") in rules.unreadable:
-        if in_trigger or op.nested:
-            return ALLOW
-        return Verdict(False, _unreadable_message(op.target or "", rules))
-    if op.action == "UPDATE" and rules.is_hidden(op.target, op.detail):
-        return Verdict(False, written_hidden_message(op.target or "", op.detail or "", rules))
-    oracle = fold_name(op.target or "") in rules.oracle_tables
-    if op.action in WRITE_ACTIONS and oracle and not op.nested:
-        return Verdict(False, _oracle_message(op.target or "", rules))
+    if op.action == "READ":
+        if rules.is_hidden(target, op.detail):
+            return ALLOW if in_trigger else IGNORED
+        if fold_name(target) in rules.unreadable and not (in_trigger or op.nested):
+            return Verdict(False, _unreadable_message(target, rules))
+        return ALLOW
+    if op.action == "UPDATE" and rules.is_hidden(target, op.detail):
+        return Verdict(False, written_hidden_message(target, str(op.detail), rules))
+    if op.action in WRITE_ACTIONS and fold_name(target) in rules.oracle_tables and not op.nested:
+        return Verdict(False, _oracle_message(target, rules))
     return ALLOW
 
 
@@ -109,8 +109,3 @@ def hidden_trailer(hidden_reads: Iterable[tuple[str, str]], rules: LiveRules) ->
          for table, column in hidden_reads}
     )  # fmt: skip
     return f"# hidden by policy: {', '.join(names)}" if names else ""
-
-
-def first_hidden(columns: Iterable[str], hidden: Mapping[str, object]) -> str | None:
-    """The first of `columns` (in order) whose folded name is in `hidden`, or None."""
-    return next((column for column in columns if fold_name(column) in hidden), None)
