@@ -294,3 +294,10 @@ def test_decide_reference_refuses_foreign_keys_to_server_objects(
     if not allowed:
         assert verdict.reason.startswith(f"pin.c REFERENCES {parent}: ")
         assert "without REFERENCES" in verdict.reason  # what to do instead
+
+
+@pytest.mark.parametrize("tier", list(Tier))
+def test_the_servers_policy_never_answers_null_only_the_users_rules_do(tier: Tier) -> None:
+    for op in (Operation("READ", "items", "name"), Operation("SELECT"),
+               Operation("DELETE", "items"), Operation("ATTACH", "x.db")):  # fmt: skip
+        assert decide(tier, op, frozenset()).ignore is False
