@@ -146,7 +146,9 @@ def kill_and_restore(
     window = acks[-1] - acks[head - 1] if 0 < head <= len(acks) else 0.0
     if head == 0 and acks:
         window = acks[-1] - began
-    rows = _count(restored, "SELECT count(*) FROM items")
+    # a kill soon after the start may leave the replica before CREATE TABLE items: no rows
+    has_items = _count(restored, "SELECT count(*) FROM sqlite_schema WHERE name = 'items'")
+    rows = _count(restored, "SELECT count(*) FROM items") if has_items else 0
     return Kill(
         len(acks), head, window, rate, bool(report["ok"]), bool(witness["witnessed"]),
         head - int(witness["witnessed_id"]), head <= rows <= head + 1,
