@@ -158,6 +158,8 @@ class HiddenWatch:
         """Refuse (PolicyDenied) a schema change that put a hidden value within reach."""
         rules = self.rules
         facts = [op for op in recorder.operations if op.action in _DDL_ACTIONS and not op.nested]
+        if not facts:  # a query, or a row write: nothing new in the schema
+            return
         columns = {c for cols in rules.hidden.values() for c in cols}
         tables = {t for t, cols in rules.hidden.items() if cols} | rules.sealed
         for op in facts:

@@ -103,6 +103,8 @@ def changes_anything(operations: Iterable[Operation]) -> bool:
 
 def hidden_trailer(hidden_reads: Iterable[tuple[str, str]], rules: LiveRules) -> str:
     """The line after a result that read hidden columns as NULL; empty when none was."""
+    if not hidden_reads:
+        return ""
     # a read of no column (count(*) of a table whose every column is hidden) names the table
     names = sorted(
         {f"{rules.name_of(table)}.{column}" if column else rules.name_of(table)

@@ -13,7 +13,10 @@ from sqlgate.engine.hidden_policy import hidden_verdict
 from sqlgate.engine.live_rules import LiveRules
 from sqlgate.engine.policy import Operation, Tier, Verdict, decide
 
-__all__ = ["decide_with_rules"]
+__all__ = ["UNJUDGED", "decide_with_rules"]
+
+# facts no table rule is about: they name no table (a function, a pragma, the statement)
+UNJUDGED = frozenset({"SELECT", "FUNCTION", "RECURSIVE", "PRAGMA"})
 
 
 def decide_with_rules(
@@ -26,7 +29,7 @@ def decide_with_rules(
     """Allow, ignore or deny one fact: the server's policy, then the user's rules.
     `conflict`: the statement's own conflict clause (REPLACE deletes)."""
     verdict = decide(tier, op, protected)
-    if not rules.active:
+    if op.action in UNJUDGED or not rules.active:
         return verdict
     guarded = guarded_verdict(tier, op, rules, conflict)
     if not guarded.allowed:  # "no tool will": it beats a tier's advice to use another tool
