@@ -19,14 +19,14 @@ table needs on every INSERT) is checked against the schema by `check_against`.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TypeVar
-
-import apsw
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlgate.config import Settings
 from sqlgate.engine.names import fold_name
@@ -39,6 +39,9 @@ from sqlgate.engine.table_rules import (
 )
 from sqlgate.errors import InvalidArgument, StartupError
 
+if TYPE_CHECKING:  # only its type: reading TOML (Codex's config too) needs no SQLite
+    import apsw
+
 __all__ = [
     "MODES",
     "PolicyProblem",
@@ -47,6 +50,7 @@ __all__ = [
     "load_policy",
     "parse_policy",
     "rules_from_settings",
+    "toml_reader",
 ]
 
 T = TypeVar("T")
@@ -68,13 +72,13 @@ class PolicyProblem:
         return f"{self.where}: {self.message}"
 
 
-def _tomllib() -> ModuleType:
-    for module in ("tomllib", "tomli"):  # tomllib is 3.11+; tomli is its 3.10 backport
-        try:
-            return __import__(module)
-        except ImportError:
-            continue
-    raise StartupError("reading a --policy file needs Python 3.11 or later, or 'tomli'")
+def toml_reader() -> ModuleType | None:
+    """The TOML reader of this Python: tomllib (3.11+) or its 3.10 backport tomli; None
+    when neither is there (the caller says what needs it)."""
+    for module in ("tomllib", "tomli"):
+        with contextlib.suppress(ModuleNotFoundError):
+            return importlib.import_module(module)
+    return None
 
 
 def _line_of(text: str, table: str | None, key: str | None) -> int | None:
@@ -133,7 +137,9 @@ class _Reader:
 
 def parse_policy(path: Path, text: str) -> tuple[TableRules, list[PolicyProblem]]:
     """The rules a policy file's text holds, and every problem found in it."""
-    toml = _tomllib()
+    toml = toml_reader()
+    if toml is None:
+        raise StartupError("reading a --policy file needs Python 3.11 or later, or 'tomli'")
     reader = _Reader(path, text)
     try:
         data: dict[str, Any] = toml.loads(text)

@@ -5,13 +5,12 @@ the expected document is refused before it is written.
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import re
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from sqlgate.engine.policy_file import toml_reader
 from sqlgate.surfaces.integrations.config_files import (
     Change,
     ConfigMalformed,
@@ -58,12 +57,12 @@ def toml_table(path: tuple[str, ...], values: dict[str, Any]) -> str:
 
 
 def _tomllib() -> ModuleType:
-    for module in ("tomllib", "tomli"):  # tomllib is 3.11+; tomli is its 3.10 backport
-        with contextlib.suppress(ModuleNotFoundError):
-            return importlib.import_module(module)
-    raise ConfigUnwritable(
-        "reading Codex's config.toml needs Python 3.11 or later, or the 'tomli' package"
-    )
+    toml = toml_reader()
+    if toml is None:
+        raise ConfigUnwritable(
+            "reading Codex's config.toml needs Python 3.11 or later, or the 'tomli' package"
+        )
+    return toml
 
 
 def _load_toml(path: Path, text: str | None) -> dict[str, Any]:
