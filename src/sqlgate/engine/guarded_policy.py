@@ -18,11 +18,10 @@ from __future__ import annotations
 
 from sqlgate.engine.live_rules import LiveRules
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.policy import ALLOW, Operation, Tier, Verdict
+from sqlgate.engine.policy import ALLOW, ROW_ACTIONS, Operation, Tier, Verdict
 
 __all__ = ["guarded_statement_refusal", "guarded_verdict"]
 
-ROW_WRITES = frozenset({"INSERT", "UPDATE", "DELETE", "EMPTY_TABLE"})
 # schema changes whose `detail` (second argument) is the table they change
 ON_TABLE = frozenset(
     {"ALTER_TABLE", "CREATE_INDEX", "DROP_INDEX", "CREATE_TRIGGER", "DROP_TRIGGER"}
@@ -100,7 +99,7 @@ def guarded_verdict(
     """Allow or refuse one fact that may change a protected or append-only table.
 
     `conflict`: the statement's own conflict clause (`guard_facts.conflict_clause`)."""
-    if op.action in ROW_WRITES:
+    if op.action in ROW_ACTIONS:  # the policy's facts whose rows change
         return _row_verdict(op, rules, conflict)
     if op.action in ON_TABLE:
         table = op.detail or ""
