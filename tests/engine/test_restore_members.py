@@ -286,3 +286,58 @@ def test_any_history_answers_every_token_after_the_restore_as_before_it(
         restore(team, snapshot)
         assert team.answers() == live
         assert team.listed() == listed
+
+
+# -- member_facts on rows made by hand: each column counts ------------------------------------
+
+MEMBER = {"id": 1, "name": "alice", "tier": "write", "created": "2026-01-01T00:00:00.000Z",
+          "removed": None}  # fmt: skip
+TOKEN = {"digest": "ab" * 32, "member_id": 1, "created": "2026-01-01T00:00:00.000Z",
+         "revoked": None}  # fmt: skip
+
+
+def facts_of(member: dict[str, Any], token: dict[str, Any]) -> tuple[dict[str, int], ...]:
+    """member_facts of a live file holding MEMBER and TOKEN and a snapshot holding these."""
+    from sqlgate.engine.restore_members import member_facts
+    from sqlgate.engine.schema import migrate
+
+    with closing(apsw.Connection(":memory:")) as conn:
+        migrate(conn)
+        conn.execute("ATTACH DATABASE ':memory:' AS snap")
+        for schema in ("main", "snap"):
+            for sql in conn.execute(
+                "SELECT sql FROM main.sqlite_schema WHERE tbl_name IN ('members', "
+                "'member_tokens') AND type = 'table'"
+            ).fetchall():
+                if schema == "snap":
+                    conn.execute(sql[0].replace("CREATE TABLE ", "CREATE TABLE snap.", 1))
+        for schema, (m, t) in (("main", (MEMBER, TOKEN)), ("snap", (member, token))):
+            conn.execute(f"INSERT INTO {schema}.members VALUES (:id, :name, :tier, :created, "
+                         ":removed)", m)  # fmt: skip
+            conn.execute(f"INSERT INTO {schema}.member_tokens VALUES (:digest, :member_id, "
+                         ":created, :revoked)", t)  # fmt: skip
+        facts = member_facts(conn, "main", "snap")
+    return facts.newer, facts.snapshot_only
+
+
+@pytest.mark.parametrize(
+    ("member", "token", "newer", "snapshot_only"),
+    [
+        pytest.param({}, {}, (0, 0), (0, 0), id="the-same"),
+        pytest.param({"id": 2}, {}, (1, 0), (1, 0), id="member-id"),
+        pytest.param({"name": "alicia"}, {}, (1, 0), (1, 0), id="member-name"),
+        pytest.param({"created": "2025"}, {}, (1, 0), (1, 0), id="member-created"),
+        pytest.param({"tier": "read"}, {}, (1, 0), (0, 0), id="member-tier"),
+        pytest.param({"removed": "2025"}, {}, (1, 0), (0, 0), id="member-removed"),
+        pytest.param({}, {"digest": "cd" * 32}, (0, 1), (0, 1), id="token-digest"),
+        pytest.param({}, {"member_id": 2}, (0, 1), (0, 0), id="token-member"),
+        pytest.param({}, {"revoked": "2025"}, (0, 1), (0, 0), id="token-revoked"),
+    ],
+)
+def test_member_facts_tell_each_column_that_differs(
+    member: dict[str, Any], token: dict[str, Any], newer: tuple[int, int],
+    snapshot_only: tuple[int, int],
+) -> None:  # fmt: skip
+    found_newer, found_only = facts_of({**MEMBER, **member}, {**TOKEN, **token})
+    assert (found_newer["members"], found_newer["member_tokens"]) == newer
+    assert (found_only["members"], found_only["member_tokens"]) == snapshot_only
