@@ -88,7 +88,8 @@ def test_after_a_restore_every_ended_token_is_refused_and_every_new_member_gets_
 
     result = invoke("snapshots", "restore", snapshot.name, "--db", str(db), "--yes")
     out = succeeded(result)
-    assert "members added or changed (the live file's members are kept): 3" in out  # bob, dave, erin
+    # bob added, dave removed, erin's tier changed
+    assert "members added or changed (the live file's members are kept): 3" in out
     assert "member tokens issued or ended (a revoked token never works again): 5" in out
 
     assert statuses(db, tokens) == expected

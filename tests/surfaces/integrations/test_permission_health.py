@@ -124,7 +124,8 @@ def test_an_entry_of_another_name_is_judged_by_its_own_rules(where: Where) -> No
     status, detail, fix = judge_permissions(permission_facts("db", "user", where))
     assert status == "warn"
     assert "mcp__db__destructive_query runs without asking" in detail
-    assert fix is not None and '"mcp__db__undo_call"' in fix
+    assert fix is not None
+    assert '"mcp__db__undo_call"' in fix
 
 
 def test_a_project_entry_is_told_its_project_settings_file(where: Where) -> None:
@@ -155,4 +156,5 @@ def test_doctor_warns_that_the_second_lock_is_gone(where: Where, tmp_path: Path)
     (check,) = [c for c in examine(doctor) if c.check == "permissions"]
     assert check.status == "warn"
     assert "the second lock is gone" in check.detail
-    assert check.fix is not None and str(user_file(where)) in check.fix
+    assert check.fix is not None
+    assert str(user_file(where)) in check.fix
