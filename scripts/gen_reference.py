@@ -142,7 +142,6 @@ def walk(
                 yield from walk(sub, (*path, name), ctx)
 
 
-
 def option_default(param: click.Option, ctx: click.Context) -> str:
     if param.name == "db":  # where that folder is, per platform, is on the flags page
         return "`memory.db` in the per-user data folder ([Server flags](flags.md))"
