@@ -121,8 +121,8 @@ def judge_permissions(facts: PermissionFacts) -> tuple[str, str, str | None]:
         detail = f"Claude Code asks before {', '.join(facts.matching)}"
         return (WARN, f"{detail}; but {unread}", "fix that file by hand") if unread else (
             OK, detail, None)  # fmt: skip
-    rules = ", ".join(json.dumps(tool) for tool in put_back)
-    fix = (f'put {rules} back in "permissions": {{"ask": [...]}} of {facts.settings} (an ask '
+    named = ", ".join(json.dumps(tool) for tool in put_back)
+    fix = (f'put {named} back in "permissions": {{"ask": [...]}} of {facts.settings} (an ask '
            "rule beats an allow rule)")  # fmt: skip
     detail = f"the second lock is gone: {said}"
     return WARN, detail + (f"; {unread}" if unread else ""), fix
