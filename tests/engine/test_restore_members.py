@@ -223,6 +223,8 @@ def test_a_snapshot_of_a_copy_neither_revives_nor_adds_a_token(tmp_path: Path) -
     folder = Settings(db=team.db).snapshot_dir
     folder.mkdir(exist_ok=True)
     shutil.copy(snapshot, folder / snapshot.name)
+    plan = plan_restore(team.db, folder, snapshot.name)
+    assert plan.not_carried == {"members": 1, "member_tokens": 1}  # erin and her token
     restore(team, folder / snapshot.name)
     everyone = {**team.tokens, "erin": copy.tokens["erin"]}
     assert {label: code(found) for label, found in team.answers(everyone).items()} == {

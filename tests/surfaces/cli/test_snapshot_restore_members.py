@@ -96,3 +96,17 @@ def test_after_a_restore_every_ended_token_is_refused_and_every_new_member_gets_
     assert member(db, "list", "--json") == listed_before
     erin = [row for row in map(json.loads, listed_before.splitlines()) if row["name"] == "erin"]
     assert erin[0]["tier"] == "destructive"
+
+
+def test_the_listing_says_what_only_the_snapshot_holds(capsys: pytest.CaptureFixture[str]) -> None:
+    from sqlgate.engine.restore_plan import RestorePlan
+    from sqlgate.surfaces.cli.snapshot_restore import print_plan
+
+    plan = RestorePlan(Path("/db"), Path("/s"), "s.sqlite", (), {"members": 0},
+                       not_carried={"members": 1, "member_tokens": 2})  # fmt: skip
+    print_plan(plan)
+    assert (
+        "members and tokens only the snapshot holds (a copy's), not restored: 1 members, "
+        "2 tokens (a token this database does not accept never starts working through a "
+        "restore)"
+    ) in capsys.readouterr().out
