@@ -6,7 +6,8 @@
     page            made from
     tools.md        the tools, resources and instructions a server announces, one server per
                     --tools group, listed by an in-memory MCP client (as `sqlgate tools` does)
-    flags.md        `sqlgate.config.FLAGS` and the defaults of `Settings`
+    flags.md        the options of `sqlgate serve` (`sqlgate.config.FLAGS`, the defaults of
+                    `Settings`, and the HTTP options), read from the click command
     cli.md          the click tree of `sqlgate` (lazy commands loaded one by one)
     exit-codes.md   `sqlgate.errors.EXIT_CODES` and the error classes' `exit_code`
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -39,6 +41,7 @@ REFERENCE = ROOT / "docs" / "reference"
 
 # -- flags.md -------------------------------------------------------------------------------
 _DEFAULTS = {field.name: field.default for field in dataclasses.fields(Settings)}
+_SETTINGS = {flag.name: flag for flag in FLAGS}
 
 
 def default_text(flag: Flag) -> str:
@@ -65,28 +68,61 @@ def flag_options(flag: Flag) -> str:
     return "`--audit` / `--no-audit`" if flag.name == "audit" else code(flag.option)
 
 
+def serve_options() -> Iterator[tuple[click.Option, Flag | None]]:
+    """Every option of `sqlgate serve`, in its `--help` order, with its setting (None for
+    the options of serve alone: the transport and HTTP ones)."""
+    from sqlgate.surfaces.cli.app import main
+
+    serve = main.get_command(click.Context(main), "serve")
+    assert serve is not None
+    ctx = click.Context(serve, info_name="serve")
+    for param in serve.get_params(ctx):
+        if isinstance(param, click.Option) and not param.hidden and "--help" not in param.opts:
+            yield param, _SETTINGS.get(str(param.name))
+
+
+def serve_row(param: click.Option) -> list[str]:
+    """A row of serve's own options: its names, variable, default and help."""
+    ctx = click.Context(click.Command("serve"), info_name="serve")
+    env = code(str(param.envvar)) if param.envvar else (
+        "none (on purpose: an inherited variable must not turn the token off)"
+        if param.name == "insecure_no_token" else "none"
+    )  # fmt: skip
+    text = re.sub(r"\s*\[env [A-Z_]+\]$", "", param.help or "")
+    return [option_names(param), env, option_default(param, ctx), cell(text)]
+
+
 def flags_page() -> str:
-    rows = [
-        [flag_options(flag), code(flag.env_var), default_text(flag), cell(flag.help)]
-        for flag in FLAGS
-    ]
+    settings_rows, serve_rows = [], []
+    for param, flag in serve_options():
+        if flag is not None:
+            settings_rows.append(
+                [flag_options(flag), code(flag.env_var), default_text(flag), cell(flag.help)]
+            )
+        else:
+            serve_rows.append(serve_row(param))
     return "\n".join(
         [
-            header("`sqlgate.config.FLAGS`"),
+            header("the options of `sqlgate serve` (`sqlgate.config.FLAGS` and its HTTP options)"),
             "# Server flags",
             "",
             "Every setting of `sqlgate serve` is a flag and an environment variable. An explicit "
             "flag wins over the environment, which wins over the default. Other commands take "
             "the flags that concern them (each command's own list is in the "
-            "[command line reference](cli.md)), and read the same variables. The HTTP "
-            "transport's own options (`--transport`, `--host`, `--port`, `--token`) are "
-            "with [`serve`](cli.md#sqlgate-serve).",
+            "[command line reference](cli.md)), and read the same variables.",
             "",
             "A switch's variable takes `1`, `true`, `yes` or `on` (and `0`, `false`, `no` or "
             "`off`); a bad value in a variable stops the command just as a bad flag does "
             "(exit code 2).",
             "",
-            table(["flag", "environment variable", "default", "what it does"], rows),
+            table(["flag", "environment variable", "default", "what it does"], settings_rows),
+            "",
+            "## Transport and HTTP options",
+            "",
+            "These are `sqlgate serve`'s alone (see [`serve`](cli.md#sqlgate-serve) and "
+            "[a team server](../how-to/team-server.md)).",
+            "",
+            table(["flag", "environment variable", "default", "what it does"], serve_rows),
             "",
         ]
     )
@@ -104,9 +140,6 @@ def walk(
             sub = command.get_command(ctx, name)
             if sub is not None and not sub.hidden:
                 yield from walk(sub, (*path, name), ctx)
-
-
-_SETTINGS = {flag.name: flag for flag in FLAGS}
 
 
 def option_default(param: click.Option, ctx: click.Context) -> str:

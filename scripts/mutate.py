@@ -115,6 +115,8 @@ TARGETS: dict[str, tuple[str, ...]] = {
     # who a caller is (issue 22): the tier order, the name rule, tokens and their reasons
     "engine/actors.py": ("tests/engine/test_actors.py", "tests/engine/test_members.py"),
     "engine/members.py": ("tests/engine/test_members.py",),
+    # who may connect after a snapshot restore (issue 30): never rolled back
+    "engine/restore_members.py": ("tests/engine/test_restore_members.py",),
     "surfaces/mcp/http_identity.py": ("tests/surfaces/mcp/test_http_identity.py",),
     "surfaces/mcp/oauth_claims.py": ("tests/surfaces/mcp/test_oauth.py",),
     # the user's protected and append-only tables (issue 23)

@@ -68,6 +68,20 @@ def test_decayed_claims_show_two_decimal_effective_confidence_and_what_was_marke
     ]
 
 
+def test_the_trailer_says_which_claims_were_stale_already() -> None:
+    items = [
+        Decayed(make_claim(3, "acme", "fact", state="stale"), 0.31666),
+        Decayed(make_claim(5, "globex", "fact", state="stale"), 0.05),
+        Decayed(make_claim(6, "initech", "fact", state="stale"), 0.05),
+    ]
+    changes = [{"id": 5, "from": "active", "to": "stale"}]
+    trailer = decayed_csv(items, changes, 0.5, 200).splitlines()[-1]
+    assert trailer == (
+        "# 3 claims below 0.5, oldest confirmation first; marked stale: 5; already stale: "
+        "3, 6; claim_confirm(id) if still true, claim_retract(id) if not"
+    )
+
+
 def test_no_decayed_claims_is_a_plain_trailer_without_advice() -> None:
     text = decayed_csv([], [], 0.25, 200)
     assert text.splitlines()[-1] == "# 0 claims below 0.25, oldest confirmation first"
@@ -117,6 +131,10 @@ def test_claims_decayed_csv_is_oldest_first_and_shows_the_state_just_recorded(
     assert f"marked stale: {newer}, {older}" in lines[-1]
     as_of = service.claims_decayed(as_of=iso(0)).splitlines()
     assert "marked stale" not in as_of[-1]
+    again = service.claims_decayed().splitlines()  # the reminder stays until acted on
+    assert [line.split(",")[0] for line in again[1:3]] == [str(older), str(newer)]
+    assert "marked stale" not in again[-1]
+    assert f"already stale: {older}, {newer}" in again[-1]
 
 
 def test_the_resource_lists_every_claim_whatever_its_state(service: Service) -> None:

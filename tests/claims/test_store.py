@@ -173,11 +173,35 @@ def test_claims_decayed_now_marks_live_claims_below_the_threshold_stale(
     assert history(db_path)[-1]["detail"]["changes"]["state"] == ["active", "stale"]
 
 
-def test_a_stale_claim_is_not_listed_or_marked_again(store: ClaimStore, db_path: Path) -> None:
-    stale_by_decay(store)
+def test_a_stale_claim_is_listed_again_until_confirmed_but_not_marked_again(
+    store: ClaimStore, db_path: Path
+) -> None:
+    """Issue 30: an agent that does not act at once keeps the reminder; nothing is written
+    again for a claim already stale."""
+    claim_id = stale_by_decay(store)
     before = snapshot(db_path)
-    assert store.decayed() == ([], [])
+    items, changes = store.decayed()
+    assert [(item.claim.id, item.claim.state) for item in items] == [(claim_id, "stale")]
+    assert changes == []
     assert snapshot(db_path) == before
+    store.confirm(claim_id)
+    assert store.decayed() == ([], [])
+
+
+def test_a_retracted_claim_is_no_longer_listed(store: ClaimStore) -> None:
+    claim_id = stale_by_decay(store)
+    store.retract(claim_id)
+    assert store.decayed() == ([], [])
+
+
+def test_a_claim_marked_with_a_higher_threshold_is_listed_only_below_the_one_asked(
+    store: ClaimStore,
+) -> None:
+    claim_id = add(store, "acme", "fact", "acme ships")  # 0.8, confirmed now
+    assert [item.claim.id for item in store.decayed(threshold=0.9)[0]] == [claim_id]
+    assert store.decayed(threshold=0.5) == ([], [])
+    (item,) = store.decayed(threshold=0.85)[0]
+    assert (item.claim.id, item.claim.state) == (claim_id, "stale")
 
 
 def test_claims_decayed_as_of_ignores_stored_states(store: ClaimStore) -> None:

@@ -110,12 +110,46 @@ def test_the_cli_page_does_not_depend_on_the_terminal(monkeypatch: pytest.Monkey
 def test_every_flag_is_in_the_flags_page_with_its_variable_and_default() -> None:
     rows = {line.split(" | ")[0].removeprefix("| "): line for line in page("flags.md").splitlines()
             if line.startswith("| `")}  # fmt: skip
-    assert len(rows) == len(FLAGS)
     for flag in FLAGS:
         option = "`--audit` / `--no-audit`" if flag.name == "audit" else f"`{flag.option}`"
         assert option in rows, option
         assert f"| `{flag.env_var}` |" in rows[option]
         assert f"| {gen.default_text(flag)} |" in rows[option]
+
+
+def _serve_help() -> list[tuple[list[str], str | None]]:
+    """Each option `sqlgate serve --help` shows: its names and the variable its help names."""
+    from sqlgate.surfaces.cli.app import main
+
+    serve = main.get_command(click.Context(main), "serve")
+    assert serve is not None
+    ctx = click.Context(serve, info_name="serve")
+    shown = []
+    for param in serve.get_params(ctx):
+        record = param.get_help_record(ctx)
+        if record is None or "--help" in record[0]:
+            continue
+        names = re.findall(r"--[a-z][a-z-]*", record[0])
+        env = re.search(r"\[env (SQLGATE_[A-Z_]+)", record[1])
+        shown.append((names, env.group(1) if env else None))
+    return shown
+
+
+def test_every_option_of_serve_help_is_in_the_flags_page_with_its_variable() -> None:
+    rows = [line for line in page("flags.md").splitlines() if line.startswith("| `")]
+    shown = _serve_help()
+    assert {"--oauth-issuer", "--insecure-no-token", "--transport"} <= {
+        name for names, _ in shown for name in names
+    }
+    for names, env in shown:
+        (row,) = [r for r in rows if r.split(" | ")[0].split(" ")[1] == f"`{names[0]}`"]
+        for name in names:
+            assert f"`{name}`" in row.split(" | ")[0], (name, row)
+        if env is not None:
+            assert row.split(" | ")[1] == f"`{env}`", (names, row)
+        else:
+            assert row.split(" | ")[1].startswith("none"), (names, row)
+    assert len(rows) == len(shown)
 
 
 def test_a_default_is_shown_as_settings_has_it() -> None:

@@ -46,8 +46,13 @@ def decayed_csv(
                c.state)  # fmt: skip
         lines.append(csv_line(row, cell_chars))
     trailer = f"# {len(items)} claims below {threshold:g}, oldest confirmation first"
-    if changes:
-        trailer += f"; marked stale: {', '.join(str(change['id']) for change in changes)}"
+    marked = [change["id"] for change in changes]
+    if marked:
+        trailer += f"; marked stale: {', '.join(map(str, marked))}"
+    already = [item.claim.id for item in items
+               if item.claim.state == "stale" and item.claim.id not in marked]  # fmt: skip
+    if already:
+        trailer += f"; already stale: {', '.join(map(str, already))}"
     if items:
         trailer += "; claim_confirm(id) if still true, claim_retract(id) if not"
     return csv_reply(lines, trailer)

@@ -393,10 +393,11 @@ class ClaimStore:
     def decayed(
         self, threshold: object = 0.5, as_of: object = None
     ) -> tuple[list[Decayed], list[dict[str, Any]]]:
-        """Live claims below `threshold`, oldest confirmation first; now: marks them stale.
+        """Claims not retired below `threshold`, oldest confirmation first; now: marks the
+        active and contradicted ones stale.
 
-        At the present, live means active or contradicted (a claim already stale is not
-        listed again); as of a moment, any claim not retired.
+        A claim already stale is listed again (the reminder stays until claim_confirm or
+        claim_retract acts on it) and not marked again: nothing is written for it.
         """
         limit = _threshold(threshold)
         at_moment = self._as_of(as_of)
@@ -404,13 +405,14 @@ class ClaimStore:
         below = [
             Decayed(claim, claim.effective(at))
             for claim in self.all()
-            if is_live(claim, at, 0.0, as_of=at_moment is not None) and claim.effective(at) < limit
+            if claim.state != "retired" and claim.effective(at) < limit
         ]
         below.sort(key=lambda item: (item.claim.last_confirmed, item.claim.id))
         if at_moment is not None:
             return below, []
         reason = f"effective confidence below {limit:g}"
-        changes = self._set_states({item.claim.id: (item.claim, "stale", reason) for item in below})
+        live = [item for item in below if item.claim.state != "stale"]
+        changes = self._set_states({item.claim.id: (item.claim, "stale", reason) for item in live})
         marked = {change["id"] for change in changes}
         shown = [
             replace(item, claim=replace(item.claim, state="stale"))

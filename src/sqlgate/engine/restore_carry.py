@@ -10,6 +10,9 @@ other connection). It copies, by id, every row the snapshot lacks:
 - query_log, memory_events (and their full-text rows), memory_checkpoints, claims_history;
 - claims: every claim as it stands now (new ones, and the current state of older ones);
 - server_info: the live file's facts (its database id);
+- members and member_tokens: the live file's, each member and token in its newest state
+  (engine/restore_members.py): who may connect is never rolled back, and a revoked token
+  never works again;
 - undo_changesets of the calls the restore rolled back, marked undone by the restore, so
   `sqlgate undo` of such a call says what happened instead of "gone" (their row data is not
   copied: there is nothing left to put back).
@@ -28,6 +31,7 @@ from typing import Protocol
 
 import apsw
 
+from sqlgate.engine.restore_members import carry_members
 from sqlgate.engine.restore_plan import CARRIED_TABLES, RestorePlan, has_table, scalar
 from sqlgate.engine.schema import migrate
 from sqlgate.engine.sqltext import quote_identifier
@@ -133,7 +137,8 @@ def _carry_undone(conn: apsw.Connection, moment: str, undone_by: str) -> int:
 
 def carry_server_rows(conn: apsw.Connection, moment: str, undone_by: str) -> dict[str, int]:
     """Copy what "before" holds that "main" lacks; returns the rows carried per table (and
-    `claims`: the claims that are new). The caller holds the transaction."""
+    `claims`: the claims that are new; `members`, `member_tokens`: the rows the live file
+    held newer). The caller holds the transaction."""
     carried: dict[str, int] = {}
     for table in CARRIED_TABLES:
         carried[table] = (
@@ -141,6 +146,7 @@ def carry_server_rows(conn: apsw.Connection, moment: str, undone_by: str) -> dic
         )
     carried["claims"] = _carry_claims(conn)
     carried["undo_changesets"] = _carry_undone(conn, moment, undone_by)
+    carried.update(carry_members(conn))
     _carry_server_info(conn)
     return carried
 
@@ -203,7 +209,8 @@ def stage_restore(
             done = RestoreFacts(facts.plan, facts.before_name, facts.moment, carried)
             event_id = None if recorder is None else recorder.record(conn, done)
             detail = {"snapshot": facts.plan.name, "before": facts.before_name,
-                      "carried": carried, "event": event_id}  # fmt: skip
+                      "carried": carried, "not_carried": facts.plan.not_carried,
+                      "event": event_id}  # fmt: skip
             conn.execute(
                 "INSERT INTO query_log (ts, session, tool, query, ok, rows, error, duration_ms, "
                 "detail) VALUES (?, 'cli', 'snapshots restore', NULL, 1, ?, NULL, NULL, ?)",

@@ -30,6 +30,7 @@ import apsw
 from sqlgate.engine.connect import SQLITE_HEADER
 from sqlgate.engine.identity import database_id
 from sqlgate.engine.names import fold_name
+from sqlgate.engine.restore_members import member_facts
 from sqlgate.engine.schema import APPLICATION_ID, FTS5_SHADOW_SUFFIXES, protected_names
 from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.errors import NotFound, SnapshotError
@@ -88,6 +89,8 @@ class RestorePlan:
     database_id: str | None = None
     snapshot_id: str | None = None
     note: str | None = None
+    # members and tokens only the snapshot holds (of a copy): never restored
+    not_carried: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -99,6 +102,7 @@ class RestorePlan:
                 for t in self.tables
             ],
             "carried_forward": self.carried,
+            "not_carried": self.not_carried,
             "events": None if self.events is None else list(self.events),
             "database_id": self.database_id,
             "snapshot_database_id": self.snapshot_id,
@@ -280,6 +284,11 @@ def plan_on(live: apsw.Connection, db: Path, source: Path, name: str) -> Restore
         carried = {t: _missing(live, t) for t in (*CARRIED_TABLES, "claims")} if ours else {}
         if ours and has_table(live, "undo_changesets"):
             carried["undo_changesets"] = _missing(live, "undo_changesets")
+        not_carried: dict[str, int] = {}
+        if ours:
+            members = member_facts(live, "main", "snap")
+            carried.update(members.newer)
+            not_carried = members.snapshot_only
     finally:
         live.execute("DETACH DATABASE snap")
     events = None
@@ -293,7 +302,7 @@ def plan_on(live: apsw.Connection, db: Path, source: Path, name: str) -> Restore
         )
     return RestorePlan(
         db, source, name, _table_changes(_user_tables(live), snap_tables), carried, events,
-        live_id, snap_id, note,
+        live_id, snap_id, note, not_carried,
     )  # fmt: skip
 
 

@@ -12,8 +12,9 @@ holds SQLite's exclusive lock from that check to the end. Under it, it
 2. copies the current file to `<db>.snapshots/restored/` (kept outside the rotation);
 3. copies the snapshot to a staging file beside it, migrates that to the current schema and
    carries into it, in one transaction, every row of sqlgate's own tables the snapshot lacks
-   (restore_carry.py), plus the restore's audit row and what the recorder adds (the memory
-   event that records the rollback);
+   (restore_carry.py) and the live file's members and tokens in their newest state
+   (restore_members.py: who may connect is never rolled back), plus the restore's audit row
+   and what the recorder adds (the memory event that records the rollback);
 4. copies the staging file into the database through the backup API.
 
 Anything failing before step 4 leaves the database as it was (the copy of before is then

@@ -210,9 +210,13 @@ def test_stale_lists_decayed_claims_and_marks_them(db_path: Path, aged: dict[str
         (aged["old"], "stale"),
         (aged["fresh"], "active"),
     ]
-    # stale claims are no longer live: asked again, nothing is listed or marked
+    # asked again: listed again until confirmed or retracted (issue 30), not marked again
     again = run(db_path, "stale")
-    assert (succeeded(again), again.stderr) == ("", "claims below 0.5: none\n")
+    assert succeeded(again) == output
+    assert again.stderr == f"already stale: {aged['old']}\n"
+    run(db_path, "retract", str(aged["old"]))
+    last = run(db_path, "stale")
+    assert (succeeded(last), last.stderr) == ("", "claims below 0.5: none\n")
 
 
 def test_stale_json_and_a_threshold(db_path: Path, aged: dict[str, int]) -> None:

@@ -34,10 +34,21 @@ def install(home: Path, db: Path, name: str = "sqlgate", command: str = sys.exec
     (home / "home" / ".claude.json").write_text(json.dumps({"mcpServers": {name: entry}}))
 
 
+ASK = ["mcp__sqlgate__destructive_query", "mcp__sqlgate__undo_call"]
+
+
+def settings(home: Path, permissions: dict[str, list[str]]) -> Path:
+    path = home / "home" / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"permissions": permissions}))
+    return path
+
+
 def healthy(home: Path) -> Path:
     db = home / "agent.db"
     Service.open(Settings(db=db)).close()
     install(home, db)
+    settings(home, {"ask": ASK})  # as `sqlgate install claude-code` writes them
     return db
 
 
@@ -49,6 +60,23 @@ def test_a_healthy_install_exits_0_with_every_check_ok(home: Path) -> None:
     assert "  ok    initialize: answered initialize" in result.stdout
     assert result.stdout.splitlines()[-1] == "0 problem(s), 0 warning(s)"
     assert result.stderr == ""
+
+
+def test_destructive_query_moved_from_ask_to_allow_is_a_warning_naming_the_rule(
+    home: Path,
+) -> None:
+    healthy(home)
+    path = settings(home, {"allow": ["mcp__sqlgate__destructive_query"],
+                           "ask": ["mcp__sqlgate__undo_call"]})  # fmt: skip
+    result = invoke()
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    lines = result.stdout.splitlines()
+    (warned,) = [n for n, line in enumerate(lines) if line.startswith("  warn  permissions: ")]
+    assert "the second lock is gone" in lines[warned]
+    assert "mcp__sqlgate__destructive_query runs without asking" in lines[warned]
+    assert str(path) in lines[warned + 1]
+    assert '"mcp__sqlgate__destructive_query" back in "permissions"' in lines[warned + 1]
+    assert lines[-1] == "0 problem(s), 1 warning(s)"
 
 
 def test_a_problem_exits_10_with_its_fix_and_one_line_on_stderr(home: Path) -> None:

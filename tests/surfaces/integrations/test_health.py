@@ -62,7 +62,10 @@ class Home:
         base = self.where.cwd if scope == "project" else self.where.home
         events = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop")
         hooks = {event: [{"hooks": [{"type": "command", "command": command}]}] for event in events}
-        self.write(base / ".claude" / "settings.json", {"hooks": hooks})
+        # the ask rules install writes beside the hooks
+        ask = ["mcp__sqlgate__destructive_query", "mcp__sqlgate__undo_call"]
+        self.write(base / ".claude" / "settings.json",
+                   {"hooks": hooks, "permissions": {"ask": ask}})  # fmt: skip
 
     def make_db(self, path: Path | None = None) -> Path:
         path = path or self.db
@@ -112,7 +115,7 @@ def test_a_healthy_home_passes_every_check_with_the_real_server(home: Home) -> N
     checks = run(home)
     assert verdicts(checks) == {
         "command": "ok", "database": "ok", "initialize": "ok", "hooks": "ok",
-        "capture-log": "ok", "scopes": "ok",
+        "capture-log": "ok", "scopes": "ok", "permissions": "ok",
     }, [c.record() for c in checks]  # fmt: skip
     assert "sqlgate" in one(checks, "initialize").detail
 

@@ -436,10 +436,15 @@ async def test_claims_decayed_now_marks_stale_and_says_so(
     assert [(r["id"], r["effective"]) for r in rows] == [(str(first), "0.36")]
     assert f"marked stale: {first}" in trailer
     assert states(claims_service.db.path) == {first: "stale", second: "active"}
-    # a stale claim is no longer live: asked again, it is not listed or marked twice
+    # asked again: listed again until acted on (issue 30), said to be stale already, not
+    # marked twice
     again, trailer = csv_rows(ok(await client.call_tool("claims_decayed", {})))
-    assert again == []
+    assert [(r["id"], r["state"]) for r in again] == [(str(first), "stale")]
     assert "marked stale" not in trailer
+    assert f"already stale: {first}" in trailer
+    ok(await client.call_tool("claim_confirm", {"id": first}))
+    confirmed, _ = csv_rows(ok(await client.call_tool("claims_decayed", {})))
+    assert confirmed == []
 
 
 async def test_as_of_before_a_confirmation_counts_the_claim_as_fresh(client: Client) -> None:

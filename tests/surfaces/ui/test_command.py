@@ -45,3 +45,14 @@ def test_ui_is_a_command_with_its_flags() -> None:
     assert result.exit_code == 0
     for flag in ("--db", "--host", "--port", "--token", "SQLGATE_TOKEN"):
         assert flag in result.output
+
+
+def test_the_help_and_the_manual_say_how_long_the_token_is_valid() -> None:
+    """The token is valid until the console stops (issue 30): no page says one-time."""
+    result = CliRunner().invoke(main, ["ui", "--help"], env={"COLUMNS": "200"})
+    assert "valid until the console stops" in " ".join(result.output.split())
+    root = Path(__file__).resolve().parents[3]
+    pages = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    saying = [p.name for p in pages if "one-time" in p.read_text(encoding="utf-8").lower()]
+    assert "one-time" not in result.output.lower()
+    assert saying == []

@@ -189,6 +189,16 @@ def test_the_token_is_exchanged_for_a_strict_httponly_cookie(fresh: TestClient) 
     assert fresh.get("/memory").status_code == 200
 
 
+def test_the_token_stays_valid_until_the_console_stops(console: Console) -> None:
+    """As `sqlgate ui --help` and the docs say (issue 30): not a one-time token; a second
+    browser (or the same one after its cookie went) signs in with the same URL."""
+    app = build_ui_app(console, TOKEN, "127.0.0.1")
+    for _ in range(2):
+        browser = TestClient(app, base_url="http://127.0.0.1:9")
+        assert browser.get(f"/?token={TOKEN}", follow_redirects=False).status_code == 303
+        assert browser.get("/").status_code == 200
+
+
 def test_a_foreign_host_header_is_refused(fresh: TestClient) -> None:
     fresh.cookies.set("sqlgate_ui", cookie_value(TOKEN))
     assert fresh.get("/", headers={"host": "evil.example"}).status_code == 421

@@ -126,7 +126,11 @@ def claims_search(text: str, as_json: bool, **values: Any) -> None:
 @settings_options(WRITE_OPTIONS, existing_db=True)
 @reports_errors
 def claims_stale(threshold: float, as_of: str | None, as_json: bool, **values: Any) -> None:
-    """Live claims below THRESHOLD (default 0.5), oldest confirmation first; marks them stale."""
+    """Claims below THRESHOLD (default 0.5) not retired, oldest confirmation first.
+
+    Marks the active and contradicted ones stale; those already stale are listed again
+    until confirmed or retracted.
+    """
     with existing_service(values, read_only=as_of is not None) as service:
         items, changes = service.claims.decayed(threshold, as_of)
         rows = []
@@ -135,9 +139,12 @@ def claims_stale(threshold: float, as_of: str | None, as_json: bool, **values: A
             row["effective_confidence"] = round(item.effective, 2)
             rows.append(row)
         _print_claims(rows, as_json, f"claims below {threshold:g}")
-        if changes and not as_json:  # beside the listing, not in it: stderr in a pipe
-            marked = ", ".join(str(change["id"]) for change in changes)
-            click.echo(f"marked stale: {marked}", err=not is_terminal())
+        marked = [change["id"] for change in changes]
+        already = [item.claim.id for item in items
+                   if item.claim.state == "stale" and item.claim.id not in marked]  # fmt: skip
+        for words, ids in (("marked stale", marked), ("already stale", already)):
+            if ids and not as_json:  # beside the listing, not in it: stderr in a pipe
+                click.echo(f"{words}: {', '.join(map(str, ids))}", err=not is_terminal())
 
 
 @claims.command("contradictions")

@@ -36,6 +36,8 @@ _SERVER_ROWS = (
     ("claims_history", "claim changes"),
     ("query_log", "audit rows"),
     ("undo_changesets", "calls rolled back (kept, marked undone by the restore)"),
+    ("members", "members added or changed (the live file's members are kept)"),
+    ("member_tokens", "member tokens issued or ended (a revoked token never works again)"),
 )
 
 
@@ -76,6 +78,13 @@ def print_plan(plan: RestorePlan) -> None:
             if key == "claims_history" and plan.carried.get("claims"):
                 extra = f" ({plan.carried['claims']} new claims)"
             click.echo(f"  {words}: {plan.carried.get(key, 0)}{extra}")
+    if any(plan.not_carried.values()):
+        click.echo(
+            f"members and tokens only the snapshot holds (a copy's), not restored: "
+            f"{plan.not_carried.get('members', 0)} members, "
+            f"{plan.not_carried.get('member_tokens', 0)} tokens (a token this database does "
+            "not accept never starts working through a restore)"
+        )
     if plan.note:
         click.echo(f"note: {plan.note}")
 
@@ -110,7 +119,8 @@ def snapshots_restore(name: str, yes: bool, as_json: bool, **values: Any) -> Non
     Lists first what the current file holds that the snapshot lacks; asks on a terminal,
     needs --yes otherwise. The current file is kept in <db>.snapshots/restored/ (never
     rotated); the audit log, memory, checkpoints and claims written since the snapshot are
-    carried into the restored file, and the memory chain records the restore.
+    carried into the restored file, the members and their tokens stay as they are now (a
+    revoked token never works again), and the memory chain records the restore.
     """
     from sqlgate.engine.restore_plan import plan_restore
     from sqlgate.engine.snapshots import restore_snapshot

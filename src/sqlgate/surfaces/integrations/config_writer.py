@@ -7,6 +7,11 @@ beside the config are moved there first). A config that is a symlink
 (dotfiles) is written through: the file at the end of the links is backed up and replaced,
 the links stay. A planned deletion (uninstall of a file sqlgate created) backs the file up,
 removes it, and removes the folders sqlgate made for it when they are empty.
+
+The file's byte shape stays: the editors keep its line endings, indentation and final
+newline (jsonc.py, toml_config.py), and the writer keeps a UTF-8 byte order mark it began
+with (`read_config` gives the text without it), so an install and an uninstall give the file
+back byte for byte.
 """
 
 from __future__ import annotations
@@ -28,6 +33,18 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def _byte_order_mark(path: Path) -> str:
+    """The UTF-8 byte order mark `path` begins with ("" when none, or when it is absent)."""
+    try:
+        with path.open("rb") as handle:
+            return "\ufeff" if handle.read(len(_BOM)) == _BOM else ""
+    except OSError:
+        return ""
 
 
 def _missing_folders(folder: Path) -> list[Path]:
@@ -64,9 +81,10 @@ def apply(
     tmp = Path(tmp_name)
     backup = None
     existed = change.before is not None and path.exists()
+    mark = _byte_order_mark(path) if existed else ""
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            out.write(change.after)
+            out.write(mark + change.after)
             out.flush()
             os.fsync(out.fileno())
         if existed:

@@ -11,6 +11,9 @@ verdicts (ok, warn, fail), each problem with its fix as a command or an exact ed
     hooks        Claude Code: the capture hooks of the entry's scope name its database
     capture-log  Claude Code with hooks: no capture error in the last 24 h
     scopes       Claude Code: no entry of the same name at another scope hides this one
+    permissions  Claude Code: its permission rules still ask before each destructive tool
+                 (the second lock; permission_health.py); a warning when one runs without
+                 asking, naming the settings file and the rule to put back
     replication  an entry with --replicate: the replicating process runs (status.json and
                  its lock, replication/status.py)
 
@@ -40,6 +43,7 @@ from sqlgate.surfaces.integrations.db_health import (
     log_facts,
 )
 from sqlgate.surfaces.integrations.installed import DbChoice, Installed
+from sqlgate.surfaces.integrations.permission_health import judge_permissions, permission_facts
 from sqlgate.surfaces.integrations.scopes import removal_command, scope_conflict
 from sqlgate.surfaces.integrations.server_probe import Answer, ask_initialize
 from sqlgate.surfaces.replication.status import replication_report
@@ -238,6 +242,13 @@ def check_scopes(inst: Installed, doctor: Doctor) -> Check | None:
                 f"{inst.name!r} here{why}", fix))  # fmt: skip
 
 
+def check_permissions(inst: Installed, doctor: Doctor) -> Check | None:
+    if inst.client != "claude-code":
+        return None
+    facts = permission_facts(inst.name, inst.scope, doctor.where)
+    return _one(inst, "permissions", judge_permissions(facts))
+
+
 def check_replication(inst: Installed, db: DbChoice, doctor: Doctor) -> Check | None:
     url = inst.option("--replicate") or inst.env.get("SQLGATE_REPLICATE")
     if not url:
@@ -283,6 +294,12 @@ def examine(doctor: Doctor, clients: Sequence[str] = (), name: str | None = None
         checks += [command, database, check_initialize(inst, ready, failed, doctor)]
         checks += check_hooks(inst, db, doctor)
         checks += [
-            c for c in (check_scopes(inst, doctor), check_replication(inst, db, doctor)) if c
+            c
+            for c in (
+                check_scopes(inst, doctor),
+                check_permissions(inst, doctor),
+                check_replication(inst, db, doctor),
+            )
+            if c
         ]
     return checks

@@ -123,6 +123,19 @@ def _cut(lines: list[str], spans: list[tuple[int, int]]) -> list[str]:
     return lines
 
 
+def _newline(text: str) -> str:
+    """The file's line break: CRLF when it has one, else LF."""
+    return "\r\n" if "\r\n" in text else "\n"
+
+
+def _final_newline_as(text: str | None, edited: str) -> str:
+    """`edited` ending in a line break exactly when `text` (a file that has one) does: an
+    edit keeps a file that ends without one that way."""
+    if text and not text.endswith("\n"):
+        return edited.rstrip("\r\n")
+    return edited
+
+
 def _is_comment(line: str) -> bool:
     return line.lstrip().startswith("#")
 
@@ -161,21 +174,22 @@ def toml_set(path: Path, text: str | None, name: str, entry: dict[str, Any]) -> 
         return Change(path, text, None, f"{name} is already installed")
     lines = (text or "").splitlines(keepends=True)
     spans = _our_spans(lines, name)
-    table = toml_table(("mcp_servers", name), entry)
+    newline = _newline(text or "")
+    table = toml_table(("mcp_servers", name), entry).replace("\n", newline)
     if spans:
         new_lines = _cut(lines, spans)
         at = spans[0][0]
         follows = at < len(new_lines) and new_lines[at].strip()
-        new_lines[at:at] = [table, "\n"] if follows else [table]
+        new_lines[at:at] = [table, newline] if follows else [table]
     else:
         new_lines = list(lines)
         if new_lines and not new_lines[-1].endswith("\n"):
-            new_lines[-1] += "\n"
+            new_lines[-1] += newline
         if new_lines and new_lines[-1].strip():
-            new_lines.append("\n")
+            new_lines.append(newline)
         new_lines.append(table)
     expected = {**data, "mcp_servers": {**servers, name: entry}}
-    after = _checked(path, "".join(new_lines), expected, name)
+    after = _checked(path, _final_newline_as(text, "".join(new_lines)), expected, name)
     verb = "update" if name in servers else "add"
     return Change(path, text, after, f"{verb} server {name!r}")
 
@@ -186,7 +200,7 @@ def toml_remove(path: Path, text: str | None, name: str) -> Change:
     if name not in servers:
         return Change(path, text, None, f"no server {name!r} to remove")
     lines = (text or "").splitlines(keepends=True)
-    new_text = "".join(_cut(lines, _our_spans(lines, name)))
+    new_text = _final_newline_as(text, "".join(_cut(lines, _our_spans(lines, name))))
     rest = {key: value for key, value in servers.items() if key != name}
     after = _checked(path, new_text, {**data, "mcp_servers": rest}, name)
     return Change(path, text, after, f"remove server {name!r}")

@@ -90,7 +90,9 @@ def register_claims_tools(server: MCPServer, service: Service) -> None:
     async def claims_decayed(
         threshold: Annotated[float, Field(ge=0, le=1)] = 0.5, as_of: Moment = None
     ) -> str:
-        """Live claims whose effective confidence fell below the threshold: re-check them."""
+        """Claims whose effective confidence fell below the threshold, until claim_confirm or
+        claim_retract acts on each: marks active ones stale, and lists those already stale
+        again (the trailer says which it marked now and which were stale already)."""
         return await run_tool(lambda c: service.claims_decayed(threshold, as_of))
 
     @server.resource(

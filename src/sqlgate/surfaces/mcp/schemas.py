@@ -8,9 +8,11 @@ arguments are still validated by the tool's own pydantic model, so nothing is lo
 
 from __future__ import annotations
 
+import inspect
+import re
 from typing import Any
 
-__all__ = ["compact_schema", "compact_tools"]
+__all__ = ["compact_schema", "compact_tools", "plain_descriptions", "plain_text"]
 
 _NULL = {"type": "null"}
 
@@ -79,3 +81,44 @@ def compact_tools(server: Any) -> None:
     manager = getattr(server, "_tool_manager", None)
     for tool in manager.list_tools() if manager is not None else []:
         compact_schema(tool.parameters)
+
+
+def plain_text(text: str) -> str:
+    """A description as prose: a docstring's indentation and the line breaks that only
+    wrapped the source go; paragraphs (a blank line between) stay."""
+    paragraphs = re.split(r"\n[ \t]*\n", inspect.cleandoc(text))
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs if p.strip())
+
+
+def _plain_schema(schema: Any) -> None:
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key == "description" and isinstance(value, str):
+                schema[key] = plain_text(value)
+            else:
+                _plain_schema(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            _plain_schema(item)
+
+
+def plain_descriptions(server: Any) -> None:
+    """Make every description an `MCPServer` announces plain text (`plain_text`): each
+    tool's and its parameters', each resource's, resource template's, prompt's and prompt
+    argument's. The SDK takes a docstring as it is, indentation and all."""
+    tools = getattr(server, "_tool_manager", None)
+    for tool in tools.list_tools() if tools is not None else []:
+        tool.description = plain_text(tool.description or "")
+        _plain_schema(tool.parameters)
+    resources = getattr(server, "_resource_manager", None)
+    if resources is not None:
+        for item in [*resources.list_resources(), *resources.list_templates()]:
+            if item.description:
+                item.description = plain_text(item.description)
+    prompts = getattr(server, "_prompt_manager", None)
+    for prompt in prompts.list_prompts() if prompts is not None else []:
+        if prompt.description:
+            prompt.description = plain_text(prompt.description)
+        for argument in prompt.arguments or []:
+            if argument.description:
+                argument.description = plain_text(argument.description)

@@ -38,7 +38,7 @@ TOOL_TIERS: dict[str, str] = {
     "claim_confirm": "write",
     "claim_retract": "write",
     "claims_contradictions": "write",  # marks what it finds: a write
-    "claims_decayed": "write",  # marks stale claims: a write
+    "claims_decayed": "write",  # marks decayed claims stale: a write
 }
 
 

@@ -102,7 +102,8 @@ def ui(host: str, port: int, token: str | None, **values: Any) -> None:
     """A local, read-only web console: activity, destructive calls, memory, claims, tables.
 
     Opens the database read-only (works while a server writes it) and prints the URL to
-    open, with a one-time token. Stop it with Ctrl-C (exit 130) or SIGTERM (exit 0).
+    open, with a token valid until the console stops (opening it signs a browser in with a
+    cookie). Stop it with Ctrl-C (exit 130) or SIGTERM (exit 0).
     """
     with stop_signals() as stops:
         serve_ui(values, host=host, port=port, token=token, stops=stops)
