@@ -90,9 +90,8 @@ def register_claims_tools(server: MCPServer, service: Service) -> None:
     async def claims_decayed(
         threshold: Annotated[float, Field(ge=0, le=1)] = 0.5, as_of: Moment = None
     ) -> str:
-        """Claims whose effective confidence fell below the threshold, until claim_confirm or
-        claim_retract acts on each: marks active ones stale, and lists those already stale
-        again (the trailer says which it marked now and which were stale already)."""
+        """Claims below the confidence threshold, listed until claim_confirm or claim_retract:
+        re-check them."""
         return await run_tool(lambda c: service.claims_decayed(threshold, as_of))
 
     @server.resource(
