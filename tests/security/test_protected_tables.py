@@ -46,12 +46,12 @@ CREATE VIEW ledger_view AS SELECT id, amount FROM ledger;
 CREATE TRIGGER ledger_view_edit INSTEAD OF UPDATE ON ledger_view BEGIN
     UPDATE ledger SET amount = new.amount WHERE id = old.id;
 END;
+INSERT INTO feed VALUES (0);
 INSERT INTO accounts VALUES (1, 'cash'), (2, 'bank');
 INSERT INTO ledger VALUES (1, 1, 10.0), (2, 2, 20.0);
 INSERT INTO owners VALUES (1, 'ann');
 INSERT INTO events(owner, k, v) VALUES (1, 'a', 'first'), (1, 'b', 'second');
 INSERT INTO stamps(k) VALUES ('x');
-INSERT INTO feed VALUES (0);
 """
 GUARDED = ("ledger", "events", "stamps")
 
@@ -123,7 +123,7 @@ REFUSED = [
     (write, "WITH x(k) AS (SELECT 'a') REPLACE INTO events(k) SELECT k FROM x", "REPLACE"),
     (write, "INSERT INTO events(k, v) VALUES ('a', 'x') ON CONFLICT(k) DO UPDATE SET v = 'x'",
      "events is append-only"),
-    (write, "INSERT INTO stamps(k) VALUES ('x')", "ON CONFLICT REPLACE"),  # the schema's
+    (write, "INSERT INTO stamps(k) VALUES ('x')", "REPLACE deletes"),  # the schema's
     (destructive, "DROP TABLE events", "events is append-only"),
     (destructive, "ALTER TABLE events ADD COLUMN w TEXT", "events is append-only"),
     (write, "CREATE INDEX events_v ON events(v)", "events is append-only"),
@@ -131,7 +131,7 @@ REFUSED = [
      "events is append-only"),
     # append-only: indirect
     (write, "INSERT INTO feed VALUES (1)", "feed_clears"),  # a trigger's DELETE
-    (write, "UPDATE feed SET a = 2 WHERE a = 0", "feed_replaces"),  # a trigger's REPLACE
+    (write, "UPDATE feed SET a = 2 WHERE a = 0", "k = 'a'"),  # a trigger's REPLACE
     (destructive, "DELETE FROM owners WHERE id = 1", "events is append-only"),  # SET NULL
     (destructive, "ALTER TABLE owners RENAME TO people", "would rewrite"),
 ]  # fmt: skip
@@ -158,6 +158,8 @@ ALLOWED = [
     (write, "INSERT INTO events(k, v) VALUES ('c', 'third')"),
     (write, "INSERT INTO events(k, v) VALUES ('a', 'again') ON CONFLICT(k) DO NOTHING"),
     (write, "INSERT OR IGNORE INTO stamps(k) VALUES ('x')"),  # overrides ON CONFLICT REPLACE
+    (write, "INSERT INTO stamps(k) VALUES ('y')"),  # a key no row holds: an append
+    (write, "REPLACE INTO events(k, v) VALUES ('new', 'x')"),  # REPLACE that deletes nothing
     (write, "INSERT INTO events(k, v) SELECT 'r' || id, replace(name, 'a', 'b') FROM owners"),
     (write, "INSERT INTO scratch VALUES ('REPLACE INTO events')"),
     (write, "UPDATE accounts SET name = 'till' WHERE id = 1"),  # no key change: no cascade
