@@ -23,7 +23,7 @@ RULES = LiveRules(
     append_only=frozenset({"events", "stamps"}),
     shown={"ledger": "Ledger"},
     guarded_parents=frozenset({"accounts"}),
-    hidden={"events": frozenset({"secret"})},
+    shadow_of={"events_docsize": "events"},
 )
 D = Tier.DESTRUCTIVE
 INSERT_ACC = Operation("INSERT", "accounts")
@@ -45,6 +45,9 @@ CASES = [
     (Operation("UPDATE", "events", "v"), (), "events is append-only by the server's policy"),
     (Operation("DELETE", "Events"), (), "Events is append-only"),
     (Operation("EMPTY_TABLE", "events"), (), "append-only"),
+    (Operation("EMPTY_TABLE", "Events_DocSize"), (), "events is append-only"),  # its shadow
+    (Operation("EMPTY_TABLE", "other_docsize"), (), None),
+    (Operation("DELETE", "events_docsize", nested=True), (), None),  # the module's bookkeeping
     (Operation("INSERT", "other"), (), None),
     (Operation("DELETE", "other"), (), None),
     # a foreign key's action an INSERT sets off only when REPLACE deletes: after the run
@@ -159,12 +162,14 @@ CHANGED = [
      "row id = 1 (REPLACE deletes it: the new row repeats its k = 'a'), and no tool will run "
      "it; nothing was changed. Give new rows keys no row holds"),
     ("Events", "UPDATE", "", "Events is append-only by the server's policy: the statement "
-     "would change its existing row id = 1 (by a foreign key's action)"),
+     "would change its existing row id = 1 (by a foreign key's action, a REPLACE or a "
+     "virtual table's command)"),
     ("events", "INSERT", "", None),
     ("ledger", "INSERT", "", "Ledger is protected by the server's policy: the statement would "
-     "add its row id = 1 (by a foreign key's action); agents may read it (read_query) but no "
-     "tool will change it; nothing was changed; ask the person who runs sqlgate"),
-    ("ledger", "DELETE", "", "would delete its row id = 1 (by a foreign key's action)"),
+     "add its row id = 1 (by a foreign key's action, a REPLACE or a virtual table's command); "
+     "agents may read it (read_query) but no tool will change it; nothing was changed; ask the "
+     "person who runs sqlgate"),
+    ("ledger", "DELETE", "", "would delete its row id = 1 (by a foreign key's action,"),
     ("LEDGER", "UPDATE", "", "Ledger is protected"),
     ("ledger", "DELETE", "id = 1", "(REPLACE deletes it: the new row repeats its id = 1)"),
     ("other", "DELETE", "k = 'a'", None),

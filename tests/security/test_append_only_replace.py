@@ -38,6 +38,7 @@ CREATE TABLE ev_nullkey(k TEXT PRIMARY KEY, u INTEGER UNIQUE ON CONFLICT REPLACE
 CREATE TABLE acc(id INTEGER PRIMARY KEY, name TEXT UNIQUE ON CONFLICT REPLACE);
 CREATE TABLE led(id INTEGER PRIMARY KEY, acc INTEGER REFERENCES acc(id) ON DELETE CASCADE);
 CREATE TABLE ev_fk(id INTEGER PRIMARY KEY, acc INTEGER REFERENCES acc(id) ON DELETE SET NULL);
+CREATE VIRTUAL TABLE ev_fts USING fts5(body);
 CREATE TABLE src(a TEXT);
 CREATE TRIGGER src_logs AFTER INSERT ON src BEGIN
     INSERT INTO ev_uniq(code, amount) VALUES (new.a, 0);
@@ -55,11 +56,14 @@ INSERT INTO ev_nullkey VALUES (NULL, 7, 'n'), ('k', 8, 'm');
 INSERT INTO acc VALUES (1, 'cash'), (2, 'bank'), (3, 'spare');
 INSERT INTO led VALUES (1, 1);
 INSERT INTO ev_fk VALUES (1, 2);
+INSERT INTO ev_fts(rowid, body) VALUES (1, 'one'), (2, 'two');
 INSERT INTO src VALUES ('seed');
 """
 APPEND_ONLY = (
     "ev_int", "ev_text", "ev_uniq", "ev_pair", "ev_blob", "ev_plain", "ev_nullkey", "ev_fk",
+    "ev_fts",
 )  # fmt: skip
+BY_ROWID = ("ev_blob", "ev_fts")  # no PRIMARY KEY: a row is its rowid
 GUARDED = (*APPEND_ONLY, "led")
 
 Tool = Callable[[Service, str], str]
@@ -105,10 +109,10 @@ def path(
 
 def rows_of(service: Service) -> dict[str, set[tuple[Any, ...]]]:
     """Each guarded table's rows as its key names them: by rowid where it has no PRIMARY
-    KEY (ev_blob), else by their columns (a TEXT key's rowid is SQLite's own)."""
+    KEY (BY_ROWID), else by their columns (a TEXT key's rowid is SQLite's own)."""
     conn = service.db.server
     return {
-        t: set(conn.execute(f"SELECT {'rowid, ' if t == 'ev_blob' else ''}* FROM {t}"))
+        t: set(conn.execute(f"SELECT {'rowid, ' if t in BY_ROWID else ''}* FROM {t}"))
         for t in GUARDED
     }
 
@@ -136,6 +140,8 @@ REFUSED = [
                  ("ev_nullkey", "u = 7"), id="row-with-null-primary-key"),
     pytest.param("INSERT OR REPLACE INTO ev_plain VALUES (5, 'a', 'w')", ("ev_plain", "k = 'a'"),
                  id="statement-says-replace"),
+    pytest.param("INSERT OR REPLACE INTO ev_fts(rowid, body) VALUES (1, 'z')",
+                 ("ev_fts", "rowid = 1"), id="fts5-replace"),
     pytest.param("INSERT INTO src VALUES ('x')", ("ev_uniq", "code = 'x'"),
                  id="trigger-insert-conflicts"),
     pytest.param("UPDATE src SET a = 'a' WHERE a = 'seed'", ("ev_text", "k = 'a'"),
@@ -185,6 +191,9 @@ ALLOWED = [
     pytest.param("INSERT OR IGNORE INTO ev_int VALUES (1, 'zz')", id="or-ignore-conflict"),
     pytest.param("INSERT INTO ev_int VALUES (1, 'zz') ON CONFLICT DO NOTHING", id="do-nothing"),
     pytest.param("INSERT OR REPLACE INTO ev_plain VALUES (7, 'q', 'w')", id="plain-replace-new"),
+    pytest.param("INSERT INTO ev_fts(body) VALUES ('three')", id="fts5-new"),
+    pytest.param("INSERT OR REPLACE INTO ev_fts(rowid, body) VALUES (9, 'n')",
+                 id="fts5-replace-new"),
     pytest.param("INSERT INTO src VALUES ('fresh')", id="trigger-insert-new"),
     pytest.param("UPDATE src SET a = 'c' WHERE a = 'seed'", id="trigger-replace-new"),
     pytest.param("INSERT INTO acc(name) VALUES ('new')", id="parent-insert-no-conflict"),

@@ -37,6 +37,7 @@ CREATE TABLE events(
 );
 CREATE TABLE stamps(id INTEGER PRIMARY KEY, k TEXT UNIQUE ON CONFLICT REPLACE);
 CREATE TABLE scratch(a);
+CREATE VIRTUAL TABLE bare USING fts5(body, content='', contentless_delete=1);
 CREATE TABLE feed(a);
 CREATE TRIGGER feed_clears AFTER INSERT ON feed BEGIN DELETE FROM events; END;
 CREATE TRIGGER feed_replaces AFTER UPDATE ON feed BEGIN
@@ -52,8 +53,9 @@ INSERT INTO ledger VALUES (1, 1, 10.0), (2, 2, 20.0);
 INSERT INTO owners VALUES (1, 'ann');
 INSERT INTO events(owner, k, v) VALUES (1, 'a', 'first'), (1, 'b', 'second');
 INSERT INTO stamps(k) VALUES ('x');
+INSERT INTO bare(rowid, body) VALUES (1, 'one');
 """
-GUARDED = ("ledger", "events", "stamps")
+GUARDED = ("ledger", "events", "stamps", "bare")
 
 Tool = Callable[[Service, str], str]
 
@@ -75,7 +77,7 @@ def guarded(tmp_path: Path, clock: FakeClock) -> Iterator[Service]:
     settings = Settings(
         db=tmp_path / "agent.db",
         protect_table=("ledger",),
-        append_only_table=("events", "stamps"),
+        append_only_table=("events", "stamps", "bare"),
         confirm="never",
     )
     service = Service.open(settings, clock=clock, session="s-red")
@@ -87,7 +89,7 @@ def guarded(tmp_path: Path, clock: FakeClock) -> Iterator[Service]:
 
 def rows_of(service: Service) -> dict[str, list[tuple[object, ...]]]:
     conn = service.db.server
-    return {t: list(conn.execute(f"SELECT * FROM {t} ORDER BY rowid")) for t in GUARDED}
+    return {t: list(conn.execute(f"SELECT rowid, * FROM {t} ORDER BY rowid")) for t in GUARDED}
 
 
 # (tool, statement, words the refusal must hold) for each path that changes a guarded table
@@ -134,6 +136,8 @@ REFUSED = [
     (write, "UPDATE feed SET a = 2 WHERE a = 0", "k = 'a'"),  # a trigger's REPLACE
     (destructive, "DELETE FROM owners WHERE id = 1", "events is append-only"),  # SET NULL
     (destructive, "ALTER TABLE owners RENAME TO people", "would rewrite"),
+    # append-only virtual table: a command that empties it (issue 30: its shadow tables)
+    (destructive, "INSERT INTO bare(bare) VALUES ('delete-all')", "bare is append-only"),
 ]  # fmt: skip
 
 

@@ -6,6 +6,9 @@ names: facts the authorizer is never told.
                 parent to the authorizer
     key_actions a table's foreign keys that change its rows when their parent's change
                 (`ON DELETE CASCADE`, `ON UPDATE SET NULL`, ...), read as SQLite stored them
+    shadows     the shadow tables of guarded virtual tables (fts5, rtree): a module's
+                command empties them (FTS5 'delete-all'), and the statement tracer names
+                the shadow table, never the virtual table it belongs to
 
 `replaces(sql)` reads a definition: whether it says REPLACE on conflict anywhere. REPLACE
 is found among the statement's keyword tokens (sqlglot's tokenizer, as `engine.sqltext`
@@ -21,7 +24,7 @@ import apsw
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.sqltext import sqlite_tokens, word
 
-__all__ = ["guarded_parents", "key_actions", "replaces"]
+__all__ = ["guarded_parents", "guarded_shadows", "key_actions", "replaces"]
 
 # what a foreign key does to its child's rows when the parent's change: nothing for these
 _NO_ACTION = frozenset({"NO ACTION", "RESTRICT"})
@@ -65,3 +68,22 @@ def guarded_parents(conn: apsw.Connection, guarded: Iterable[str]) -> frozenset[
             if fold_name(str(parent)) != table:
                 parents.add(fold_name(str(parent)))
     return frozenset(parents)
+
+
+def guarded_shadows(conn: apsw.Connection, guarded: Iterable[str]) -> dict[str, str]:
+    """Folded shadow table -> folded virtual table, for the `guarded` virtual tables. A
+    shadow table is named `<virtual table>_<suffix>`; the longest such name owns it."""
+    tables = set(guarded)
+    virtual: list[str] = []
+    shadows: list[str] = []
+    for name, kind in conn.execute(
+        "SELECT name, type FROM pragma_table_list WHERE schema = 'main' "
+        "AND type IN ('virtual', 'shadow')"
+    ):
+        (virtual if kind == "virtual" else shadows).append(fold_name(str(name)))
+    owners: dict[str, str] = {}
+    for shadow in shadows:
+        owner = max((v for v in virtual if shadow.startswith(f"{v}_")), key=len, default=None)
+        if owner in tables:
+            owners[shadow] = owner
+    return owners

@@ -33,6 +33,7 @@ from typing import Any
 
 import apsw
 
+from sqlgate.engine.execute import row_shadow
 from sqlgate.engine.framing import abridged
 from sqlgate.engine.guard_schema import SchemaGuard
 from sqlgate.engine.guarded_policy import changed_row_refusal, row_change_refused
@@ -45,7 +46,9 @@ from sqlgate.errors import PolicyDenied
 __all__ = ["RowWatch", "guarding", "refuse_changed_rows"]
 
 HOOK_ID = "sqlgate-guarded-rows"
-_TABLES = "SELECT name, wr FROM pragma_table_list WHERE schema = 'main' AND type = 'table'"
+_TABLES = (
+    "SELECT name, wr FROM pragma_table_list WHERE schema = 'main' AND type IN ('table', 'shadow')"
+)
 
 
 @dataclass(frozen=True)
@@ -161,18 +164,23 @@ def refuse_changed_rows(
     """PolicyDenied when `changeset` (a statement's, whose authorizer facts are `facts`)
     holds a change of a guarded row the rules refuse. Call it inside the transaction."""
     guarded = _guarded(rules)
-    if not any(op.action in ROW_ACTIONS and fold_name(op.target or "") in guarded for op in facts):
+    named = [op for op in facts if op.action in ROW_ACTIONS]
+    if not any(fold_name(op.target or "") in guarded for op in named):
         return  # no fact names a guarded table: the changeset holds none of their rows
+    updated = {fold_name(op.target or "") for op in named if op.action == "UPDATE"}
     for change in apsw.Changeset.iter(changeset):
         if not row_change_refused(change.name, change.op, rules):
             continue
+        action = change.op
+        if action == "UPDATE" and fold_name(change.name) not in updated:
+            action = "DELETE"  # no UPDATE of it: a REPLACE put a new row under the old key
         row = change.new if change.op == "INSERT" else change.old
         names = _columns(conn, change.name, (0,))
         if row is not None and len(row) == len(names) + 1:
             names = ["rowid", *names]  # a table without a PRIMARY KEY, recorded by rowid
         values = _named(names, row)
         rowid = values.get("rowid") if values is not None and names[0] == "rowid" else None
-        _refuse(conn, rules, RowChange(change.name, change.op, values, rowid))
+        _refuse(conn, rules, RowChange(change.name, action, values, rowid))
 
 
 @dataclass
@@ -180,6 +188,7 @@ class _Watched:
     """What the watch knows of one guarded table from before the statement."""
 
     name: str
+    owner: str  # the guarded table refusals name: itself, or the virtual table it shadows
     without_rowid: bool
     high: int | None  # its highest rowid then (None: it was empty, or has no rowid)
     stored: list[str]  # its stored columns, in the order the hook gives their values
@@ -207,11 +216,16 @@ class RowWatch:
         self.changes: list[RowChange] = []
         self.tables: dict[str, _Watched] = {}
         guarded = _guarded(rules)
+        shadows = frozenset(rules.shadow_of)
         for name, without_rowid in list(conn.execute(_TABLES)):
-            if fold_name(str(name)) in guarded:
+            folded = fold_name(str(name))
+            if folded in guarded:
                 self._watch(str(name), bool(without_rowid))
+            elif folded in shadows and row_shadow(folded, shadows):
+                # a virtual table's rows are its row shadow's (fts5 _docsize, rtree _rowid)
+                self._watch(str(name), bool(without_rowid), rules.shadow_of[folded])
 
-    def _watch(self, name: str, without_rowid: bool) -> None:
+    def _watch(self, name: str, without_rowid: bool, owner: str | None = None) -> None:
         high = None
         key: list[int] = []
         stored = _columns(self.conn, name, (0, 3))
@@ -220,7 +234,8 @@ class RowWatch:
         else:
             sql = f"SELECT max(rowid) FROM main.{quote_identifier(name)}"
             (high,) = self.conn.execute(sql).fetchone() or (None,)
-        self.tables[fold_name(name)] = _Watched(name, without_rowid, high, stored, key)
+        shown = name if owner is None else self.rules.name_of(owner)
+        self.tables[fold_name(name)] = _Watched(name, shown, without_rowid, high, stored, key)
 
     def _key(self, table: _Watched, change: apsw.PreUpdate, row: tuple[Any, ...] | None) -> Any:
         """The row's key: its rowid, or its PRIMARY KEY's values (None: unreadable)."""
@@ -240,7 +255,7 @@ class RowWatch:
 
     def __call__(self, change: apsw.PreUpdate) -> None:
         table = self.tables.get(fold_name(change.table_name))
-        if table is None or not row_change_refused(table.name, change.op, self.rules):
+        if table is None or not row_change_refused(table.owner, change.op, self.rules):
             if table is not None and change.op == "INSERT":
                 self._inserted(table, change)
             return
@@ -251,7 +266,8 @@ class RowWatch:
                 table.fresh.discard(key)
             return  # as a session sees it: an INSERT of the row as it ends
         rowid = None if table.without_rowid else int(change.rowid)
-        self.changes.append(RowChange(table.name, change.op, _named(table.stored, row), rowid))
+        values = _named(table.stored, row) if table.owner == table.name else None
+        self.changes.append(RowChange(table.owner, change.op, values, rowid))
 
     def _inserted(self, table: _Watched, change: apsw.PreUpdate) -> None:
         """Remember a new row where a row that was there before could be (its rowid at or

@@ -128,6 +128,8 @@ def _after_the_run(op: Operation, earlier: Sequence[Operation]) -> bool:
 def _row_verdict(op: Operation, rules: LiveRules) -> Verdict:
     target = op.target or ""
     table = fold_name(target)
+    if op.action == "EMPTY_TABLE" and table in rules.shadow_of:
+        target = table = rules.shadow_of[table]  # a guarded virtual table's command
     if table in rules.protected:
         return _protected(target, rules, _rows(op))
     if table in rules.append_only and op.action != "INSERT":
@@ -208,7 +210,7 @@ def changed_row_refusal(table: str, action: str, row: str, conflict: str, rules:
     for it, empty when the change came another way (a foreign key's action)."""
     name = rules.name_of(table)
     verb = {"DELETE": "delete", "UPDATE": "change"}.get(action, "add")
-    why = " (by a foreign key's action)"
+    why = " (by a foreign key's action, a REPLACE or a virtual table's command)"
     if conflict:
         why = f" (REPLACE deletes it: the new row repeats its {conflict})"
     if fold_name(table) in rules.protected:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import apsw
 
-from sqlgate.engine.guard_facts import guarded_parents
+from sqlgate.engine.guard_facts import guarded_parents, guarded_shadows
 from sqlgate.engine.hidden_facts import hidden_facts
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.schema_cookie import read_schema_version
@@ -54,8 +54,10 @@ class LiveRules:
     origin: str = FLAG_ORIGIN
     # the names as the rules give them, for messages: folded table -> name shown
     shown: Mapping[str, str] = field(default_factory=dict)
-    # derived for the guarded tables (`engine.guard_facts`): the tables they reference
+    # derived for the guarded tables (`engine.guard_facts`): the tables they reference, and
+    # the shadow tables of the guarded virtual tables (shadow -> virtual table)
     guarded_parents: frozenset[str] = frozenset()
+    shadow_of: Mapping[str, str] = field(default_factory=dict)
     # derived from the schema (`engine.hidden_facts`): tables no read of which is allowed,
     # indexes over a hidden column, tables a write to which can test a guess
     unreadable: frozenset[str] = frozenset()
@@ -181,4 +183,5 @@ class RuleResolver:
             origin=rules.origin,
             shown=shown,
             guarded_parents=guarded_parents(conn, protected | append_only),
+            shadow_of=guarded_shadows(conn, protected | append_only),
         )

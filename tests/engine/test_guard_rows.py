@@ -1,0 +1,249 @@
+"""The guarded rows a statement did change, seen by a preupdate hook or in a changeset, and
+the words that name them (`engine.guard_rows`), on plain connections."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import apsw
+import pytest
+
+from sqlgate.engine.guard_rows import HOOK_ID, RowWatch, guarding, refuse_changed_rows
+from sqlgate.engine.live_rules import NO_RULES, LiveRules
+from sqlgate.engine.policy import Operation
+from sqlgate.errors import PolicyDenied
+
+SCHEMA = """
+PRAGMA foreign_keys = ON;
+CREATE TABLE ev(id INTEGER PRIMARY KEY ON CONFLICT REPLACE, code TEXT UNIQUE ON CONFLICT REPLACE,
+                note TEXT);
+CREATE TABLE ev_text(k TEXT PRIMARY KEY ON CONFLICT REPLACE, n REAL);
+CREATE TABLE ev_pair(a INTEGER, b TEXT, v, PRIMARY KEY(a, b) ON CONFLICT REPLACE) WITHOUT ROWID;
+CREATE TABLE ev_virtual(k TEXT PRIMARY KEY ON CONFLICT REPLACE, v INTEGER, w AS (v * 2))
+    WITHOUT ROWID;
+CREATE TABLE ev_stored(id INTEGER PRIMARY KEY, u TEXT UNIQUE ON CONFLICT REPLACE,
+                       s AS (length(u)) STORED);
+CREATE TABLE ev_bare(tag BLOB UNIQUE ON CONFLICT REPLACE, v);
+CREATE TABLE ev_empty(id INTEGER PRIMARY KEY ON CONFLICT REPLACE, v);
+CREATE TABLE acc(id INTEGER PRIMARY KEY, name TEXT UNIQUE ON CONFLICT REPLACE);
+CREATE TABLE led(id INTEGER PRIMARY KEY, acc INTEGER REFERENCES acc(id) ON DELETE CASCADE,
+                 secret TEXT);
+CREATE TABLE ev_fk(id INTEGER PRIMARY KEY, acc INTEGER REFERENCES acc(id) ON DELETE SET NULL);
+CREATE TABLE plain(id INTEGER PRIMARY KEY ON CONFLICT REPLACE, v);
+CREATE VIRTUAL TABLE ev_fts USING fts5(body);
+INSERT INTO ev VALUES (1, 'x', 'it''s'), (2, 'y', NULL);
+INSERT INTO ev_text VALUES ('a', 1.5), ('b', 2.5);
+INSERT INTO ev_pair VALUES (1, 'a', x'00ff');
+INSERT INTO ev_virtual VALUES ('a', 1);
+INSERT INTO ev_stored(id, u) VALUES (1, 'long');
+INSERT INTO ev_bare VALUES (x'01', 1);
+INSERT INTO acc VALUES (1, 'cash'), (2, 'bank'), (3, 'spare');
+INSERT INTO ev_fk VALUES (1, 2);
+INSERT INTO led VALUES (7, 1, 'pin');
+INSERT INTO plain VALUES (1, 'p');
+INSERT INTO ev_fts(rowid, body) VALUES (1, 'one');
+"""
+APPEND_ONLY = frozenset(
+    {
+        "ev",
+        "ev_text",
+        "ev_pair",
+        "ev_virtual",
+        "ev_stored",
+        "ev_bare",
+        "ev_empty",
+        "ev_fts",
+        "ev_fk",
+    }
+)
+SHADOWS = {f"ev_fts_{s}": "ev_fts" for s in ("data", "idx", "content", "docsize", "config")}
+RULES = LiveRules(
+    protected=frozenset({"led"}),
+    append_only=APPEND_ONLY,
+    hidden={"led": frozenset({"secret"}), "ev_stored": frozenset({"u"})},
+    shadow_of=SHADOWS,
+    shown={"ev": "Ev"},
+)
+
+
+@pytest.fixture
+def conn() -> Iterator[apsw.Connection]:
+    connection = apsw.Connection(":memory:")
+    connection.execute(SCHEMA)
+    connection.execute("BEGIN")
+    yield connection
+    connection.execute("ROLLBACK")
+    connection.close()
+
+
+@contextmanager
+def watched(conn: apsw.Connection, rules: LiveRules = RULES) -> Iterator[RowWatch]:
+    watch = RowWatch(conn, rules)
+    conn.preupdate_hook(watch, id="test")
+    try:
+        yield watch
+    finally:
+        conn.preupdate_hook(None, id="test")
+
+
+def session_refusal(conn: apsw.Connection, sql: str) -> str | None:
+    """The changeset witness's refusal of `sql`, or None."""
+    session = apsw.Session(conn, "main")
+    session.config(apsw.SQLITE_SESSION_OBJCONFIG_ROWID, 1)
+    session.attach(None)
+    conn.execute(sql)
+    changeset = session.changeset()
+    session.close()
+    facts = [Operation("INSERT", table) for table in sorted(APPEND_ONLY | {"led"})]
+    facts.append(Operation("UPDATE", "ev_fk", "acc"))  # the foreign key's SET NULL
+    try:
+        refuse_changed_rows(conn, changeset, RULES, facts)
+    except PolicyDenied as refused:
+        return str(refused)
+    return None
+
+
+def watch_refusal(conn: apsw.Connection, sql: str) -> str | None:
+    """The preupdate witness's refusal of `sql`, or None."""
+    with watched(conn) as watch:
+        conn.execute(sql)
+    try:
+        watch.refuse()
+    except PolicyDenied as refused:
+        return str(refused)
+    return None
+
+
+# (statement, None when no guarded row it changed is refused, or words of the refusal)
+CASES = [
+    pytest.param("INSERT INTO ev(code) VALUES ('new')", None, id="append"),
+    pytest.param("INSERT INTO ev VALUES (1, 'z', 'n')", "Ev is append-only by the server's policy: "
+                 "the statement would delete its existing row id = 1 (REPLACE deletes it: the new "
+                 "row repeats its id = 1)", id="integer-key"),
+    pytest.param("INSERT INTO ev(code, note) VALUES ('x', 'n')",
+                 "its existing row id = 1 (REPLACE deletes it: the new row repeats its code = 'x')",
+                 id="unique-column"),
+    pytest.param("INSERT INTO ev VALUES (1, 'x', 'it''s')", None, id="put-back-as-it-was"),
+    pytest.param("INSERT INTO ev(code) VALUES ('n1'), ('n1')", None, id="new-rows-replace-new"),
+    pytest.param("INSERT INTO ev VALUES (-5, 'm', NULL), (-5, 'n', NULL)", None,
+                 id="new-rows-below-the-highest"),
+    pytest.param("INSERT INTO ev VALUES (5, 'q', NULL), (1, 'r', NULL)", "id = 1",
+                 id="second-row-replaces"),
+    pytest.param("INSERT INTO ev_text VALUES ('a', 9)", "row k = 'a'", id="text-key"),
+    pytest.param("INSERT INTO ev_text VALUES ('b', 2.5)", None, id="text-key-put-back"),
+    pytest.param("INSERT INTO ev_pair VALUES (1, 'a', 'z')", "row a = 1, b = 'a' (REPLACE",
+                 id="without-rowid"),
+    pytest.param("INSERT INTO ev_pair VALUES (1, 'b', 'z'), (1, 'b', 'w')", None,
+                 id="without-rowid-new-rows"),
+    pytest.param("INSERT INTO ev_pair VALUES (1, 'a', x'00ff')", None, id="without-rowid-put-back"),
+    pytest.param("INSERT INTO ev_stored(id, u) VALUES (2, 'long')",
+                 "row id = 1 (REPLACE deletes it: the new row repeats its u = (hidden))",
+                 id="hidden-key"),
+    pytest.param("INSERT INTO ev_bare VALUES (x'01', 2)",
+                 "row rowid = 1 (REPLACE deletes it: the new row repeats its tag = x'01')",
+                 id="blob-key-no-primary-key"),
+    pytest.param("INSERT INTO ev_empty VALUES (1, 'a'), (1, 'b')", None, id="was-empty"),
+    pytest.param("INSERT INTO acc(name) VALUES ('cash')",
+                 "led is protected by the server's policy: the statement would delete its row "
+                 "id = 7 (by a foreign key's action", id="cascade-into-protected"),
+    pytest.param("INSERT INTO acc(name) VALUES ('bank')",
+                 "ev_fk is append-only by the server's policy: the statement would change its "
+                 "existing row id = 1 (by a foreign key's action", id="set-null-in-append-only"),
+    pytest.param("INSERT INTO acc(name) VALUES ('spare')", None, id="cascade-of-nothing"),
+    pytest.param("INSERT INTO plain VALUES (1, 'q')", None, id="not-guarded"),
+    pytest.param("DELETE FROM ev WHERE id = 2", "its existing row id = 2 (by a foreign key",
+                 id="delete-names-no-conflict"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("sql", "refusal"), CASES)
+@pytest.mark.parametrize("witness", [watch_refusal, session_refusal])
+def test_both_witnesses_refuse_the_same_changes(
+    conn: apsw.Connection, witness: object, sql: str, refusal: str | None
+) -> None:
+    assert callable(witness)
+    found = witness(conn, sql)
+    if refusal is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert found.startswith("refused and rolled back: ")
+        assert refusal in found
+        assert "pin" not in found  # led.secret is hidden
+
+
+@pytest.mark.parametrize(
+    ("sql", "refusal"),
+    [
+        pytest.param("INSERT INTO ev_virtual VALUES ('a', 2)",
+                     "its existing row (its key could not be read) (by a", id="virtual-column"),
+        pytest.param("INSERT INTO ev_virtual VALUES ('b', 2), ('b', 3)",
+                     "(its key could not be read)", id="virtual-column-new-rows"),
+        pytest.param("INSERT OR REPLACE INTO ev_fts(rowid, body) VALUES (1, 'z')",
+                     "ev_fts is append-only by the server's policy: the statement would delete its "
+                     "existing row rowid = 1", id="fts5-replace"),
+        pytest.param("INSERT INTO ev_fts(body) VALUES ('two')", None, id="fts5-append"),
+        pytest.param("INSERT INTO ev(code) VALUES (CAST(x'ff' AS TEXT))", None, id="not-utf8"),
+    ],
+)  # fmt: skip
+def test_what_only_the_hook_sees(conn: apsw.Connection, sql: str, refusal: str | None) -> None:
+    """A table with a VIRTUAL generated column gives the hook no values (the watch cannot
+    tell a new row from an old one: it refuses), a virtual table's rows are its shadow's
+    (no changeset ever holds them: such a write keeps no undo data)."""
+    found = watch_refusal(conn, sql)
+    if refusal is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert refusal in found
+
+
+def test_a_long_value_is_abridged_and_a_float_shown_as_written(conn: apsw.Connection) -> None:
+    conn.execute("INSERT INTO ev_text VALUES (?, 1)", ("k" * 100,))
+    found = watch_refusal(conn, f"INSERT INTO ev_text VALUES ('{'k' * 100}', 2)")
+    assert found is not None
+    assert "row k = '" + "k" * 39 + "… (102 characters)" in found
+    conn.execute("CREATE TABLE ev_real(r REAL PRIMARY KEY ON CONFLICT REPLACE, v)")
+    conn.execute("INSERT INTO ev_real VALUES (2.5, 1)")
+    rules = LiveRules(append_only=frozenset({"ev_real"}))
+    with watched(conn, rules) as watch:
+        conn.execute("INSERT INTO ev_real VALUES (2.5, 2)")
+    with pytest.raises(PolicyDenied, match=r"row r = 2\.5 \("):
+        watch.refuse()
+
+
+def test_a_session_skips_the_facts_that_name_no_guarded_table(conn: apsw.Connection) -> None:
+    session = apsw.Session(conn, "main")
+    session.attach(None)
+    conn.execute("INSERT INTO ev VALUES (1, 'z', 'n')")
+    changeset = session.changeset()
+    session.close()
+    refuse_changed_rows(conn, changeset, RULES, [Operation("INSERT", "plain")])
+    refuse_changed_rows(conn, changeset, RULES, [Operation("SELECT", "ev")])
+    with pytest.raises(PolicyDenied):
+        refuse_changed_rows(conn, changeset, RULES, [Operation("INSERT", "EV")])
+
+
+def test_guarding_watches_only_while_a_table_is_guarded(conn: apsw.Connection) -> None:
+    with guarding(conn, NO_RULES):
+        conn.execute("INSERT INTO ev VALUES (1, 'z', 'n')")  # nothing guarded: nothing refused
+    with pytest.raises(PolicyDenied, match="Ev is append-only"), guarding(conn, RULES):
+        conn.execute("INSERT INTO ev VALUES (2, 'z', 'n')")
+    with pytest.raises(PolicyDenied, match="trigger t would"), guarding(conn, RULES):
+        conn.execute("CREATE TRIGGER t AFTER INSERT ON plain BEGIN DELETE FROM led; END")
+
+
+def test_guarding_takes_its_hook_away_whatever_happens(conn: apsw.Connection) -> None:
+    seen: list[str] = []
+    conn.preupdate_hook(lambda change: seen.append(change.op), id=HOOK_ID)  # ours, replaced
+
+    def failing_statement() -> None:
+        with guarding(conn, RULES):
+            conn.execute("INSERT INTO ev VALUES (3, 'z', 'n')")
+            raise ZeroDivisionError
+
+    with pytest.raises(ZeroDivisionError):
+        failing_statement()
+    conn.execute("INSERT INTO ev VALUES (1, 'w', 'n')")  # no hook of that id is left
+    assert seen == []
