@@ -5,7 +5,7 @@ from __future__ import annotations
 import apsw
 import pytest
 
-from sqlgate.engine.guard_facts import guarded_parents, key_actions, replaces
+from sqlgate.engine.guard_facts import guarded_parents, guarded_shadows, key_actions, replaces
 
 
 @pytest.mark.parametrize(
@@ -66,3 +66,19 @@ def test_the_foreign_key_actions_that_change_a_tables_rows(
     conn = apsw.Connection(":memory:")
     conn.execute(SCHEMA)
     assert sorted(key_actions(conn, table)) == sorted(actions)
+
+
+def test_the_shadow_tables_of_guarded_virtual_tables() -> None:
+    """Each shadow table goes to the virtual table whose name and an underscore begin its
+    own, the longest of them when two do (`a` and `a_b` both begin `a_b_data`)."""
+    conn = apsw.Connection(":memory:")
+    conn.execute(
+        "CREATE VIRTUAL TABLE a USING fts5(x); CREATE VIRTUAL TABLE A_b USING fts5(x);"
+        "CREATE VIRTUAL TABLE r USING rtree(id, x0, x1); CREATE TABLE a_plain(x);"
+    )
+    fts5 = ("data", "idx", "content", "docsize", "config")
+    assert guarded_shadows(conn, {"a_b"}) == {f"a_b_{s}": "a_b" for s in fts5}
+    assert guarded_shadows(conn, {"a", "r", "a_plain"}) == {f"a_{s}": "a" for s in fts5} | {
+        f"r_{s}": "r" for s in ("node", "parent", "rowid")
+    }
+    assert guarded_shadows(conn, {"a_plain"}) == {}

@@ -43,6 +43,7 @@ INSERT INTO ev_fk VALUES (1, 2);
 INSERT INTO led VALUES (7, 1, 'pin');
 INSERT INTO plain VALUES (1, 'p');
 INSERT INTO ev_fts(rowid, body) VALUES (1, 'one');
+INSERT INTO ev_fts(rowid, body) VALUES (2, 'two');
 """
 APPEND_ONLY = frozenset(
     {
@@ -140,6 +141,8 @@ CASES = [
     pytest.param("INSERT INTO ev_stored(id, u) VALUES (2, 'long')",
                  "row id = 1 (REPLACE deletes it: the new row repeats its u = (hidden))",
                  id="hidden-key"),
+    pytest.param("INSERT OR REPLACE INTO ev_bare(rowid, tag, v) VALUES (1, x'01', 1)", None,
+                 id="no-primary-key-put-back-under-its-rowid"),
     pytest.param("INSERT INTO ev_bare VALUES (x'01', 2)",
                  "row rowid = 1 (REPLACE deletes it: the new row repeats its tag = x'01')",
                  id="blob-key-no-primary-key"),
@@ -184,6 +187,8 @@ def test_both_witnesses_refuse_the_same_changes(
                      "ev_fts is append-only by the server's policy: the statement would delete its "
                      "existing row rowid = 1", id="fts5-replace"),
         pytest.param("INSERT INTO ev_fts(body) VALUES ('two')", None, id="fts5-append"),
+        pytest.param("INSERT INTO ev_fts(ev_fts) VALUES ('optimize')", None,
+                     id="fts5-rewrites-its-index-only"),
         pytest.param("INSERT INTO ev(code) VALUES (CAST(x'ff' AS TEXT))", None, id="not-utf8"),
     ],
 )  # fmt: skip
@@ -213,16 +218,84 @@ def test_a_long_value_is_abridged_and_a_float_shown_as_written(conn: apsw.Connec
         watch.refuse()
 
 
-def test_a_session_skips_the_facts_that_name_no_guarded_table(conn: apsw.Connection) -> None:
+def changeset_of(conn: apsw.Connection, sql: str) -> bytes:
     session = apsw.Session(conn, "main")
+    session.config(apsw.SQLITE_SESSION_OBJCONFIG_ROWID, 1)
     session.attach(None)
-    conn.execute("INSERT INTO ev VALUES (1, 'z', 'n')")
+    conn.execute(sql)
     changeset = session.changeset()
     session.close()
+    return changeset
+
+
+def test_a_session_skips_the_facts_that_name_no_guarded_table(conn: apsw.Connection) -> None:
+    changeset = changeset_of(conn, "INSERT INTO ev VALUES (1, 'z', 'n')")
     refuse_changed_rows(conn, changeset, RULES, [Operation("INSERT", "plain")])
     refuse_changed_rows(conn, changeset, RULES, [Operation("SELECT", "ev")])
-    with pytest.raises(PolicyDenied):
-        refuse_changed_rows(conn, changeset, RULES, [Operation("INSERT", "EV")])
+    unnamed = [Operation("UPDATE"), Operation("DELETE")]  # SQLite named no table
+    with pytest.raises(PolicyDenied, match="would delete its existing row id = 1"):
+        refuse_changed_rows(conn, changeset, RULES, [*unnamed, Operation("INSERT", "EV")])
+
+
+def test_a_protected_rows_insert_in_a_changeset_is_refused(conn: apsw.Connection) -> None:
+    """The authorizer refuses it first; the changeset says so too, as an addition."""
+    changeset = changeset_of(conn, "INSERT INTO led VALUES (8, NULL, 'pin2')")
+    with pytest.raises(PolicyDenied) as refused:
+        refuse_changed_rows(conn, changeset, RULES, [Operation("INSERT", "led")])
+    assert "led is protected by the server's policy: the statement would add its row id = 8" in (
+        str(refused.value)
+    )
+
+
+def test_a_changeset_of_another_shape_names_the_row_as_it_can(conn: apsw.Connection) -> None:
+    """A changeset whose rows do not fit the table's columns now (a table of another
+    shape under the name) gives no values: the row is named by what is left."""
+    keyed = changeset_of(conn, "INSERT INTO ev VALUES (1, 'z', 'n')")
+    bare = changeset_of(conn, "INSERT INTO ev_bare VALUES (x'01', 2)")
+    conn.execute("DROP TABLE ev; CREATE TABLE ev(id INTEGER PRIMARY KEY, a, b, c, d)")
+    conn.execute("DROP TABLE ev_bare; CREATE TABLE ev_bare(tag, v, w, x)")
+    with pytest.raises(PolicyDenied, match=r"its existing row \(its key could not be read\)"):
+        refuse_changed_rows(conn, keyed, RULES, [Operation("INSERT", "ev")])
+    with pytest.raises(PolicyDenied, match=r"its existing row \(its key could not be read\)"):
+        refuse_changed_rows(conn, bare, RULES, [Operation("INSERT", "ev_bare")])
+
+
+def test_the_watch_remembers_only_new_rows_where_old_ones_could_have_been(
+    conn: apsw.Connection,
+) -> None:
+    """Rows above the highest rowid there was are new whatever happens: only a new row at
+    or below it is remembered (so a large append costs no memory); every new row of a
+    WITHOUT ROWID table is."""
+    with watched(conn) as watch:
+        conn.execute("INSERT INTO ev(code) VALUES ('a1'), ('a2'), ('a3')")
+        conn.execute("INSERT INTO ev VALUES (-5, 'b', NULL), (0, 'c', NULL)")
+        conn.execute("INSERT INTO ev_empty VALUES (1, 'a'), (2, 'b')")
+        conn.execute("INSERT INTO ev_pair VALUES (2, 'x', 1), (3, 'y', 2)")
+    assert watch.tables["ev"].fresh == {-5, 0}
+    assert watch.tables["ev_empty"].fresh == set()
+    assert watch.tables["ev_pair"].fresh == {(2, "x"), (3, "y")}
+    assert watch.changes == []
+
+
+def test_the_watch_refuses_a_protected_rows_insert(conn: apsw.Connection) -> None:
+    with watched(conn) as watch:
+        conn.execute("INSERT INTO led VALUES (8, NULL, 'pin2')")
+    with pytest.raises(PolicyDenied, match="would add its row id = 8"):
+        watch.refuse()
+
+
+def test_a_row_whose_key_is_null_is_its_rowid(conn: apsw.Connection) -> None:
+    """Put back with the same values, a row whose PRIMARY KEY holds NULL is still not the
+    row it was: it has another rowid (a session never records such a row: row-level undo
+    steps aside for such a table, and the watch judges it)."""
+    conn.execute("CREATE TABLE ev_null(k TEXT PRIMARY KEY, w UNIQUE ON CONFLICT REPLACE, v)")
+    conn.execute("INSERT INTO ev_null VALUES (NULL, 'x', 'same')")
+    rules = LiveRules(append_only=frozenset({"ev_null"}))
+    with watched(conn, rules) as watch:
+        conn.execute("INSERT INTO ev_null VALUES (NULL, 'x', 'same')")
+    with pytest.raises(PolicyDenied, match=r"its existing row rowid = 1 \(REPLACE deletes it: "
+                       r"the new row repeats its w = 'x'\)"):  # fmt: skip
+        watch.refuse()
 
 
 def test_guarding_watches_only_while_a_table_is_guarded(conn: apsw.Connection) -> None:

@@ -22,6 +22,10 @@ CREATE TRIGGER hop_on AFTER INSERT ON hop BEGIN UPDATE guarded SET v = new.a; EN
 CREATE TABLE gone_on(a);
 CREATE TRIGGER gone_t AFTER DELETE ON gone_on BEGIN DELETE FROM parent; END;
 CREATE TABLE plain(a, b);
+CREATE TABLE target(a);
+CREATE TABLE mom(id INTEGER PRIMARY KEY);
+CREATE TABLE kid(m INTEGER REFERENCES mom(id));
+CREATE TRIGGER points AFTER INSERT ON plain BEGIN DELETE FROM target; END;
 CREATE VIEW v AS SELECT id, v FROM guarded;
 CREATE TRIGGER v_edit INSTEAD OF DELETE ON v BEGIN DELETE FROM guarded WHERE id = old.id; END;
 CREATE TABLE seq(id INTEGER PRIMARY KEY AUTOINCREMENT, a);
@@ -67,8 +71,8 @@ WRITES = [
                   ("DELETE", "child", None, None, "gone_on")}, id="two-levels"),
     pytest.param("CREATE TRIGGER t INSTEAD OF UPDATE ON v BEGIN "
                  "INSERT INTO plain VALUES (old.id, new.v); END",
-                 {("INSERT", "plain", None, "t", None), ("INSERT", "plain", None, None, "plain")},
-                 id="instead-of-on-a-view"),
+                 {("INSERT", "plain", None, "t", None), ("INSERT", "plain", None, None, "plain"),
+                  ("DELETE", "target", None, "points", "plain")}, id="instead-of-on-a-view"),
     pytest.param("CREATE TRIGGER t AFTER INSERT ON plain BEGIN "
                  "INSERT INTO seq(a) VALUES (1); END",
                  {("INSERT", "seq", None, "t", None), ("INSERT", "seq", None, None, "seq"),
@@ -95,14 +99,13 @@ def test_what_a_new_trigger_would_write(sql: str, writes: set[tuple[object, ...]
     assert conn.pragma("recursive_triggers") == 0  # the caller turns it on, not this
 
 
-def test_the_bookkeeping_of_sqlite_is_not_followed() -> None:
-    """An AUTOINCREMENT table's insert writes sqlite_sequence: no trigger, no key, so it is
-    not prepared on its own (a statement of the agent's could not name it anyway)."""
-    conn = conn_with(
-        "CREATE TRIGGER t AFTER INSERT ON plain BEGIN INSERT INTO seq(a) VALUES (1); END"
-    )
-    through = {w.through for w in trigger_writes(conn, "t", "plain")}
-    assert through == {None, "seq"}
+def test_each_check_prepares_afresh() -> None:
+    """A statement SQLite kept prepared is not authorized again: the check asks for a new
+    one each time, so a second check sees what the first did."""
+    conn = conn_with("CREATE TRIGGER t AFTER INSERT ON plain BEGIN DELETE FROM hop; END")
+    first = trigger_writes(conn, "t", "plain")
+    assert first
+    assert trigger_writes(conn, "t", "plain") == first
 
 
 @pytest.mark.parametrize(
@@ -159,10 +162,12 @@ def guard_around(conn: apsw.Connection, sql: str, rules: LiveRules = RULES) -> N
                      "ON CONFLICT REPLACE", id="new-append-only-replacing"),
         pytest.param("ALTER TABLE hop RENAME TO later", "trigger hop_on", id="renamed-in"),
         pytest.param("ALTER TABLE gone_on RENAME TO Later", "trigger gone_t", id="renamed-folded"),
+        pytest.param("ALTER TABLE target RENAME TO later", "trigger points", id="renamed-named"),
         pytest.param("CREATE TABLE Later(a)", None, id="new-guarded-name-plain"),
         pytest.param("CREATE TRIGGER t AFTER INSERT ON plain BEGIN DELETE FROM hop; END", None,
                      id="harmless-trigger"),
         pytest.param("ALTER TABLE hop RENAME TO hop_two", None, id="renamed-elsewhere"),
+        pytest.param("ALTER TABLE mom RENAME TO later", None, id="renamed-in-rewrites-a-key"),
         pytest.param("CREATE INDEX i ON plain(a)", None, id="index"),
         pytest.param("INSERT INTO plain VALUES (1, 2)", None, id="no-schema-change"),
         pytest.param("DROP TRIGGER hop_on", None, id="drop"),
@@ -194,6 +199,11 @@ def test_a_new_parent_of_a_guarded_tables_key_is_refused() -> None:
         guard_around(conn, "CREATE TABLE vendors(id INTEGER PRIMARY KEY)", rules)
     conn.execute("ROLLBACK")
     guard_around(conn, "CREATE TABLE vendors(id INTEGER PRIMARY KEY)", LiveRules())
+    conn.execute("DROP TABLE vendors; BEGIN")
+    with pytest.raises(PolicyDenied, match="loose is append-only"):
+        guard_around(conn, "CREATE TABLE vendors(id INTEGER PRIMARY KEY)",
+                     LiveRules(append_only=frozenset({"loose"})))  # fmt: skip
+    conn.execute("ROLLBACK")
 
 
 def test_recursive_triggers_stay_on_when_they_were() -> None:

@@ -62,8 +62,7 @@ class RowChange:
 
 
 def _literal(value: object) -> str:
-    if value is None:
-        return "NULL"
+    """A key's value as SQL writes it (a key shown is never NULL)."""
     if isinstance(value, bytes):
         return abridged(f"x'{value.hex()}'")
     if isinstance(value, str):
@@ -75,7 +74,7 @@ def _named(names: list[str], row: tuple[Any, ...] | None) -> dict[str, Any] | No
     """`row`'s values by column name; None when they are unknown or do not fit."""
     if row is None or len(names) != len(row):
         return None
-    return dict(zip(names, row, strict=True))
+    return {name: row[at] for at, name in enumerate(names)}
 
 
 def _columns(conn: apsw.Connection, table: str, kinds: tuple[int, ...]) -> list[str]:
@@ -133,10 +132,10 @@ class _Words:
             return f"rowid = {self.change.rowid}"
         return "(its key could not be read)"
 
-    def conflict(self) -> str:
-        """The key of the deleted row that a row now in the table repeats, or ''."""
+    def conflict(self) -> str | None:
+        """The key of the deleted row that a row now in the table repeats, or None."""
         if self.change.action != "DELETE":
-            return ""
+            return None
         table = quote_identifier(self.change.table)
         for key in _unique_keys(self.conn, self.change.table):
             if not self._known(key):
@@ -145,7 +144,7 @@ class _Words:
             sql = f"SELECT 1 FROM main.{table} WHERE {test} LIMIT 1"
             if self.conn.execute(sql, [self.values[c] for c in key]).fetchone() is not None:
                 return self._shown(key)
-        return ""
+        return None
 
 
 def _refuse(conn: apsw.Connection, rules: LiveRules, change: RowChange) -> None:
@@ -175,11 +174,11 @@ def refuse_changed_rows(
         if action == "UPDATE" and fold_name(change.name) not in updated:
             action = "DELETE"  # no UPDATE of it: a REPLACE put a new row under the old key
         row = change.new if change.op == "INSERT" else change.old
+        assert row is not None  # a changeset gives each change's row
         names = _columns(conn, change.name, (0,))
-        if row is not None and len(row) == len(names) + 1:
-            names = ["rowid", *names]  # a table without a PRIMARY KEY, recorded by rowid
-        values = _named(names, row)
-        rowid = values.get("rowid") if values is not None and names[0] == "rowid" else None
+        by_rowid = len(row) == len(names) + 1  # a table without a PRIMARY KEY
+        values = _named(names, row[1:] if by_rowid else row)
+        rowid = int(row[0]) if by_rowid else None  # type: ignore[arg-type]  # a rowid: an int
         _refuse(conn, rules, RowChange(change.name, action, values, rowid))
 
 
@@ -201,7 +200,8 @@ def _row(change: apsw.PreUpdate) -> tuple[Any, ...] | None:
     INSERT; None when apsw cannot read them (a table with a VIRTUAL generated column)."""
     try:
         values = change.new if change.op == "INSERT" else change.old
-        return tuple(values or ())
+        assert values is not None  # the hook gives an INSERT's new row, the others' old
+        return tuple(values)
     except (apsw.RangeError, UnicodeDecodeError):
         return None
 
@@ -233,7 +233,9 @@ class RowWatch:
             key = [stored.index(column) for column in _primary_key(self.conn, name)]
         else:
             sql = f"SELECT max(rowid) FROM main.{quote_identifier(name)}"
-            (high,) = self.conn.execute(sql).fetchone() or (None,)
+            found = self.conn.execute(sql).fetchone()
+            assert found is not None  # an aggregate gives one row
+            (high,) = found
         shown = name if owner is None else self.rules.name_of(owner)
         self.tables[fold_name(name)] = _Watched(name, shown, without_rowid, high, stored, key)
 
@@ -246,42 +248,31 @@ class RowWatch:
         return tuple(row[at] for at in table.key)
 
     def _is_new(self, table: _Watched, key: Any) -> bool:
-        """Whether the row of `key` was inserted by the statement (not there before)."""
-        if key in table.fresh:
-            return True
-        if table.without_rowid:
-            return False
-        return table.high is None or key > table.high
+        """Whether the row of `key` was inserted by the statement (not there before): one
+        it remembered inserting, or one above the highest rowid there was."""
+        return key in table.fresh or (
+            not table.without_rowid and (table.high is None or key > table.high)
+        )
 
     def __call__(self, change: apsw.PreUpdate) -> None:
         table = self.tables.get(fold_name(change.table_name))
-        if table is None or not row_change_refused(table.owner, change.op, self.rules):
-            if table is not None and change.op == "INSERT":
-                self._inserted(table, change)
+        if table is None:
             return
         row = _row(change)
         key = self._key(table, change, row)
-        if key is not None and self._is_new(table, key):
-            if change.op == "DELETE":  # a row the statement inserted, replaced again
-                table.fresh.discard(key)
-            return  # as a session sees it: an INSERT of the row as it ends
+        if not row_change_refused(table.owner, change.op, self.rules):  # an append
+            if key is not None and not self._is_new(table, key):
+                table.fresh.add(key)  # a new row where one that was there could have been
+            return
+        if change.op != "INSERT" and self._is_new(table, key):
+            return  # a row the statement inserted: as a session sees it, an INSERT still
         rowid = None if table.without_rowid else int(change.rowid)
         values = _named(table.stored, row) if table.owner == table.name else None
         self.changes.append(RowChange(table.owner, change.op, values, rowid))
 
-    def _inserted(self, table: _Watched, change: apsw.PreUpdate) -> None:
-        """Remember a new row where a row that was there before could be (its rowid at or
-        below the highest one then; any row of a WITHOUT ROWID table)."""
-        key = self._key(table, change, _row(change))
-        if key is not None and (table.without_rowid or not self._is_new(table, key)):
-            table.fresh.add(key)
-
-    def _put_back(self, change: RowChange) -> bool:
-        """Whether the deleted row is in the table again as it was: under the same key (its
-        declared PRIMARY KEY, else its rowid) with the same values, as a session sees it."""
-        values = change.values
-        if change.action != "DELETE" or values is None:
-            return False
+    def _now(self, change: RowChange, values: dict[str, Any]) -> tuple[Any, ...] | None:
+        """The row under the changed row's key now (its declared PRIMARY KEY, else its
+        rowid, as a session keys it), its columns those `values` (the old row's) name."""
         key = _primary_key(self.conn, change.table)
         if key and all(values.get(column) is not None for column in key):
             where = " AND ".join(f"{quote_identifier(column)} IS ?" for column in key)
@@ -289,11 +280,21 @@ class RowWatch:
         elif change.rowid is not None:
             where, args = "rowid = ?", [change.rowid]
         else:
-            return False
+            return None
         shown = ", ".join(quote_identifier(column) for column in values)
         table = quote_identifier(change.table)
         found = self.conn.execute(f"SELECT {shown} FROM main.{table} WHERE {where}", args)
-        return tuple(found.fetchone() or ()) == tuple(values.values())
+        row = found.fetchone()
+        return None if row is None else tuple(row)
+
+    def _put_back(self, change: RowChange) -> bool:
+        """Whether the deleted row is in the table again as it was: same key, same values."""
+        values = change.values
+        return (
+            change.action == "DELETE"
+            and values is not None
+            and self._now(change, values) == tuple(values.values())
+        )
 
     def refuse(self) -> None:
         """PolicyDenied for the first change the rules refuse (call it after the run)."""

@@ -118,14 +118,14 @@ def _firing(conn: apsw.Connection, table: str) -> list[str]:
     ]
 
 
-def _setting_off(target: str, action: str, columns: list[str]) -> str:
-    """The statement that makes `action` on `target` as a trigger's write would, with the
+def _setting_off(op: Operation) -> str:
+    """The statement that makes the write `op` (a trigger's own) on its own, with the
     REPLACE an application's firing statement may hand down to it."""
-    quoted = f"main.{quote_identifier(target)}"
-    if action == "INSERT":
+    quoted = f"main.{quote_identifier(str(op.target))}"
+    if op.action == "INSERT":
         return f"INSERT OR REPLACE INTO {quoted} DEFAULT VALUES"
-    if action == "UPDATE":
-        return f"UPDATE OR REPLACE {quoted} SET {_set(columns)}"
+    if op.action == "UPDATE":
+        return f"UPDATE OR REPLACE {quoted} SET {_set([str(op.detail)])}"
     return f"DELETE FROM {quoted}"
 
 
@@ -137,16 +137,16 @@ class UncheckedTrigger(Exception):
         self.error = error
 
 
-def _own_writes(conn: apsw.Connection, trigger: _Object) -> list[Operation]:
+def _own_writes(conn: apsw.Connection, trigger: str, table: str) -> list[Operation]:
     """The row writes of the trigger's own body, as SQLite reports them when it fires."""
     own: list[Operation] = []
     errors: list[str] = []
     seen = False
-    for sql in _firing(conn, trigger.table):
+    for sql in _firing(conn, table):
         facts, error = _facts(conn, sql)
         if error is not None:
             errors.append(error)
-        mine = [op for op in facts if fold_name(op.inside or "") == fold_name(trigger.name)]
+        mine = [op for op in facts if fold_name(op.inside or "") == fold_name(trigger)]
         seen = seen or bool(mine)
         own.extend(op for op in mine if op.action in ROW_ACTIONS)
     if not seen:
@@ -155,24 +155,19 @@ def _own_writes(conn: apsw.Connection, trigger: _Object) -> list[Operation]:
 
 
 def trigger_writes(conn: apsw.Connection, trigger: str, table: str) -> list[LeftWrite]:
-    """Every row write `trigger` (on `table`) would make when fired, its own and what they
-    set off, as `LeftWrite`s; raises `UncheckedTrigger` when SQLite cannot prepare what is
+    """Every row write `trigger` (on `table`) would make when fired, its own and what each
+    sets off, as `LeftWrite`s; raises `UncheckedTrigger` when SQLite cannot prepare what is
     needed. Call it with the trigger in the schema and no authorizer installed."""
-    own = _own_writes(conn, _Object("trigger", trigger, table, ""))
+    own = _own_writes(conn, trigger, table)
     writes = [LeftWrite(trigger, op) for op in own]
-    targets: dict[tuple[str, str], list[str]] = {}
     for op in own:
-        name = op.target or ""
-        if fold_name(name).startswith("sqlite_"):
-            continue  # SQLite's own bookkeeping (sqlite_sequence): no triggers, no keys
-        columns = targets.setdefault((name, op.action), [])
-        if op.detail is not None and op.detail not in columns:
-            columns.append(op.detail)
-    for (name, action), columns in targets.items():
-        facts, error = _facts(conn, _setting_off(name, action, columns))
+        facts, error = _facts(conn, _setting_off(op))
         if error is not None:
             raise UncheckedTrigger(error)
-        writes.extend(LeftWrite(trigger, op, name) for op in facts if op.action in ROW_ACTIONS)
+        target = str(op.target)
+        writes.extend(
+            LeftWrite(trigger, fact, target) for fact in facts if fact.action in ROW_ACTIONS
+        )
     return writes
 
 
@@ -186,18 +181,16 @@ class SchemaGuard:
 
     def _new_table(self, table: _Object, after: dict[tuple[str, str], _Object]) -> NewTable:
         folded = fold_name(table.name)
+        # a rename rewrites every trigger that names the table, those on it among them
         pointed = tuple(
             found.name
             for key, found in after.items()
-            if found.kind == "trigger"
-            and (fold_name(found.table) == folded or self.before.get(key) not in (None, found))
+            if found.kind == "trigger" and self.before.get(key, found) != found
         )
         children = tuple(
-            (found.name, action)
-            for found in after.values()
-            if found.kind == "table"
-            and fold_name(found.name) in self.rules.protected | self.rules.append_only
-            for parent, action in key_actions(self.conn, found.name)
+            (child, action)
+            for child in sorted(self.rules.protected | self.rules.append_only)
+            for parent, action in key_actions(self.conn, child)
             if fold_name(parent) == folded
         )
         actions = key_actions(self.conn, table.name)

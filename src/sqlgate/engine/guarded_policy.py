@@ -117,12 +117,14 @@ def _after_the_run(op: Operation, earlier: Sequence[Operation]) -> bool:
     conflicts under REPLACE (or a trigger's write reaches the parent): SQLite reports it at
     prepare either way, so it is judged on the rows the statement did change
     (`engine.guard_rows`). An INSERT's own upsert (DO UPDATE, the same table) is not one."""
-    if op.inside is not None or op.nested or op.action not in ("DELETE", "UPDATE"):
-        return False
-    own = _statement_write(earlier)
-    if own is None or own.action != "INSERT":
-        return False
-    return fold_name(own.target or "") != fold_name(op.target or "")
+    return (
+        op.inside is None
+        and not op.nested
+        and op.action in ("DELETE", "UPDATE")
+        and (own := _statement_write(earlier)) is not None
+        and own.action == "INSERT"
+        and fold_name(own.target or "") != fold_name(op.target or "")
+    )
 
 
 def _row_verdict(op: Operation, rules: LiveRules) -> Verdict:
@@ -204,10 +206,12 @@ def row_change_refused(table: str, action: str, rules: LiveRules) -> bool:
     return folded in rules.protected or (folded in rules.append_only and action != "INSERT")
 
 
-def changed_row_refusal(table: str, action: str, row: str, conflict: str, rules: LiveRules) -> str:
+def changed_row_refusal(
+    table: str, action: str, row: str, conflict: str | None, rules: LiveRules
+) -> str:
     """The words of that refusal (`row_change_refused`): `row` names the row ("id = 1");
     `conflict` is the key the new row repeats ("code = 'x'") when a REPLACE deleted the row
-    for it, empty when the change came another way (a foreign key's action)."""
+    for it, None when the change came another way (a foreign key's action)."""
     name = rules.name_of(table)
     verb = {"DELETE": "delete", "UPDATE": "change"}.get(action, "add")
     why = " (by a foreign key's action, a REPLACE or a virtual table's command)"
