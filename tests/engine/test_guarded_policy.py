@@ -214,15 +214,15 @@ def test_an_append_only_refusal_says_how_to_append() -> None:
 # (write, None when allowed or the words of the refusal)
 LEFT = [
     (LeftWrite("t", Operation("DELETE", "ledger", inside="t")),
-     "trigger t would DELETE rows of Ledger when another program's statement fires it; Ledger "
-     "is protected by the server's policy, set by the person who runs sqlgate, and sqlgate "
-     "cannot watch other programs' connections, and another program's statement would run it "
-     "there, so no tool will create it; nothing was changed"),
+     "trigger t would DELETE rows of Ledger when another program's statement fires it, where "
+     "sqlgate does not watch; Ledger is protected by the server's policy, set by the person "
+     "who runs sqlgate, so no tool will create it; nothing was changed"),
     (LeftWrite("t", Operation("INSERT", "Events", inside="t")),
      "trigger t would INSERT rows of Events when"),
     (LeftWrite("t", Operation("UPDATE", "events", "v", inside="u"), "feed"),
      "trigger t would UPDATE rows of events when another program's statement fires it (its "
-     "write to feed does, through trigger u); events is append-only by the server's policy"),
+     "write to feed does, through trigger u), where sqlgate does not watch; events is "
+     "append-only by the server's policy"),
     (LeftWrite("t", Operation("DELETE", "ledger"), "accounts"),
      "(its write to accounts does, through a foreign key's action)"),
     (LeftWrite("t", Operation("EMPTY_TABLE", "ledger", inside="t")), "EMPTY_TABLE rows"),
@@ -258,8 +258,8 @@ CASCADE_OWNERS = (("owners", "ON DELETE CASCADE"),)
 NEW = [
     (NewTable("Events", triggers=("stage_t", "other_t")),
      "Events is append-only by the server's policy, set by the person who runs sqlgate: the "
-     "statement would leave trigger stage_t firing on it or writing it, and sqlgate cannot "
-     "watch other programs' connections"),
+     "statement would leave trigger stage_t firing on it or naming it, which another "
+     "program's statement would run where sqlgate does not watch; no tool will run it"),
     (NewTable("ledger", actions=(*CASCADE_OWNERS, ("teams", "ON UPDATE SET NULL"))),
      "Ledger is protected by the server's policy, set by the person who runs sqlgate: its "
      "foreign key to owners says ON DELETE CASCADE, so another program's change to owners "

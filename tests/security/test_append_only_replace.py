@@ -38,6 +38,9 @@ CREATE TABLE ev_nullkey(k TEXT PRIMARY KEY, u INTEGER UNIQUE ON CONFLICT REPLACE
 CREATE TABLE acc(id INTEGER PRIMARY KEY, name TEXT UNIQUE ON CONFLICT REPLACE);
 CREATE TABLE led(id INTEGER PRIMARY KEY, acc INTEGER REFERENCES acc(id) ON DELETE CASCADE);
 CREATE TABLE ev_fk(id INTEGER PRIMARY KEY, acc INTEGER REFERENCES acc(id) ON DELETE SET NULL);
+CREATE TABLE vendor(id INTEGER PRIMARY KEY, name TEXT UNIQUE ON CONFLICT REPLACE);
+CREATE TABLE ev_vendor(id INTEGER PRIMARY KEY,
+                       vendor INTEGER REFERENCES vendor(id) ON DELETE SET NULL);
 CREATE VIRTUAL TABLE ev_fts USING fts5(body);
 CREATE TABLE src(a TEXT);
 CREATE TRIGGER src_logs AFTER INSERT ON src BEGIN
@@ -56,12 +59,14 @@ INSERT INTO ev_nullkey VALUES (NULL, 7, 'n'), ('k', 8, 'm');
 INSERT INTO acc VALUES (1, 'cash'), (2, 'bank'), (3, 'spare');
 INSERT INTO led VALUES (1, 1);
 INSERT INTO ev_fk VALUES (1, 2);
+INSERT INTO vendor VALUES (1, 'acme'), (2, 'idle');
+INSERT INTO ev_vendor VALUES (5, 1);
 INSERT INTO ev_fts(rowid, body) VALUES (1, 'one'), (2, 'two');
 INSERT INTO src VALUES ('seed');
 """
 APPEND_ONLY = (
     "ev_int", "ev_text", "ev_uniq", "ev_pair", "ev_blob", "ev_plain", "ev_nullkey", "ev_fk",
-    "ev_fts",
+    "ev_fts", "ev_vendor",
 )  # fmt: skip
 BY_ROWID = ("ev_blob", "ev_fts")  # no PRIMARY KEY: a row is its rowid
 GUARDED = (*APPEND_ONLY, "led")
@@ -146,6 +151,8 @@ REFUSED = [
                  id="trigger-insert-conflicts"),
     pytest.param("UPDATE src SET a = 'a' WHERE a = 'seed'", ("ev_text", "k = 'a'"),
                  id="trigger-replace-conflicts"),
+    pytest.param("INSERT INTO vendor(name) VALUES ('acme')", ("ev_vendor is append-only", "id = 5"),
+                 id="parent-replace-sets-null-in-every-tier"),
     pytest.param("INSERT INTO acc(name) VALUES ('cash')", ("led is protected", "id = 1"),
                  id="parent-replace-cascades-into-protected"),
     pytest.param("INSERT INTO acc(name) VALUES ('bank')", ("ev_fk is append-only", "id = 1"),
@@ -164,7 +171,7 @@ def test_a_statement_that_would_delete_or_rewrite_a_guarded_row_is_refused(
     with pytest.raises(PolicyDenied) as refused:
         tool(service, sql)
     message = str(refused.value)
-    if tool is write and " acc" in sql:
+    if tool is write and " acc(" in sql:
         assert "DELETE needs destructive_query" in message  # PARENT: the tier's rule first
         assert rows_of(service) == before
         return
@@ -196,6 +203,8 @@ ALLOWED = [
                  id="fts5-replace-new"),
     pytest.param("INSERT INTO src VALUES ('fresh')", id="trigger-insert-new"),
     pytest.param("UPDATE src SET a = 'c' WHERE a = 'seed'", id="trigger-replace-new"),
+    pytest.param("INSERT INTO vendor(name) VALUES ('new')", id="set-null-parent-no-conflict"),
+    pytest.param("INSERT INTO vendor(name) VALUES ('idle')", id="set-null-parent-no-child"),
     pytest.param("INSERT INTO acc(name) VALUES ('new')", id="parent-insert-no-conflict"),
     pytest.param("INSERT INTO acc(name) VALUES ('spare')", id="parent-replace-no-guarded-child"),
 ]  # fmt: skip
@@ -205,7 +214,7 @@ ALLOWED = [
 def test_an_insert_that_deletes_no_guarded_row_runs(path: tuple[Service, Tool], sql: str) -> None:
     service, tool = path
     before = rows_of(service)
-    if tool is write and " acc" in sql:
+    if tool is write and " acc(" in sql:
         with pytest.raises(PolicyDenied, match="DELETE needs destructive_query"):
             tool(service, sql)  # PARENT: the tier's rule first
         return

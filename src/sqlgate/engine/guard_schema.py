@@ -29,6 +29,7 @@ a new name into a trigger's body, and a new name a rule gives is judged as a new
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import apsw
 
@@ -63,10 +64,10 @@ class _Object:
     sql: str
 
 
-def _schema(conn: apsw.Connection) -> dict[tuple[str, str], _Object]:
+def _objects(rows: list[tuple[Any, ...]]) -> dict[tuple[str, str], _Object]:
     return {
         (str(kind), fold_name(str(name))): _Object(str(kind), str(name), str(table), str(sql))
-        for kind, name, table, sql in conn.execute(_SCHEMA)
+        for kind, name, table, sql in rows
     }
 
 
@@ -177,7 +178,9 @@ class SchemaGuard:
     def __init__(self, conn: apsw.Connection, rules: LiveRules) -> None:
         self.conn = conn
         self.rules = rules
-        self.before = _schema(conn)
+        # the catalog as it is (read as is: most statements change nothing in it)
+        self.rows = list(conn.execute(_SCHEMA))
+        self.before: dict[tuple[str, str], _Object] = {}
 
     def _new_table(self, table: _Object, after: dict[tuple[str, str], _Object]) -> NewTable:
         folded = fold_name(table.name)
@@ -222,9 +225,10 @@ class SchemaGuard:
     def refuse(self) -> None:
         """PolicyDenied when the statement left what the rules refuse (call it after the
         statement ran, inside its transaction, with no authorizer installed)."""
-        after = _schema(self.conn)
-        if after == self.before:
+        rows = list(self.conn.execute(_SCHEMA))
+        if rows == self.rows:
             return
+        self.before, after = _objects(self.rows), _objects(rows)
         recursive = self.conn.pragma("recursive_triggers")
         self.conn.pragma("recursive_triggers", True)  # what an application may turn on
         try:

@@ -64,10 +64,7 @@ DROPS = frozenset({"DROP_TABLE", "DROP_VTABLE"})
 AUTOINDEX = "sqlite_autoindex_"
 ASK = "ask the person who runs sqlgate"
 SET_BY = "set by the person who runs sqlgate"
-UNWATCHED = (
-    "sqlgate cannot watch other programs' connections, and another program's statement "
-    "would run it there"
-)
+UNWATCHED = "where sqlgate does not watch"
 
 
 def _by(op: Operation) -> str:
@@ -274,8 +271,8 @@ def left_write_refusal(write: LeftWrite, rules: LiveRules) -> str | None:
         path = f" (its write to {write.through} does, through {via})"
     return (
         f"trigger {write.trigger} would {op.action} rows of {rules.name_of(target)} when "
-        f"another program's statement fires it{path}; {_rule(target, mode, rules)}, and "
-        f"{UNWATCHED}, so no tool will create it; nothing was changed"
+        f"another program's statement fires it{path}, {UNWATCHED}; "
+        f"{_rule(target, mode, rules)}, so no tool will create it; nothing was changed"
     )
 
 
@@ -312,7 +309,8 @@ def _taking_a_guarded_name(table: NewTable, mode: str, rules: LiveRules) -> str 
     if table.triggers:
         return (
             f"{rule}: the statement would leave trigger {table.triggers[0]} firing on it or "
-            f"writing it, and {UNWATCHED}; no tool will run it; nothing was changed"
+            f"naming it, which another program's statement would run {UNWATCHED}; no tool "
+            "will run it; nothing was changed"
         )
     if table.actions:
         parent, action = table.actions[0]
