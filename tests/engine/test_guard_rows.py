@@ -320,3 +320,58 @@ def test_guarding_takes_its_hook_away_whatever_happens(conn: apsw.Connection) ->
         failing_statement()
     conn.execute("INSERT INTO ev VALUES (1, 'w', 'n')")  # no hook of that id is left
     assert seen == []
+
+
+def test_the_watch_holds_little_whatever_the_statement(
+    conn: apsw.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It keeps the first changes it judges, and refuses when there were more, even if
+    those it kept were put back as they were; it remembers so many new rows a table, and
+    counts a row past those as one that was there."""
+    monkeypatch.setattr("sqlgate.engine.guard_rows.MAX_CHANGES", 2)
+    monkeypatch.setattr("sqlgate.engine.guard_rows.MAX_FRESH", 2)
+    conn.execute("INSERT INTO ev_text VALUES ('c', 3.5)")
+    with watched(conn) as watch:
+        conn.execute("INSERT INTO ev_text VALUES ('a', 1.5), ('b', 2.5)")  # both put back
+    watch.refuse()
+    with watched(conn) as watch:
+        conn.execute("INSERT INTO ev_text VALUES ('a', 1.5), ('b', 2.5), ('c', 3.5)")
+    assert len(watch.changes) == 2
+    assert watch.seen == 3
+    with pytest.raises(PolicyDenied, match="its existing row k = 'a'"):
+        watch.refuse()
+    with watched(conn) as watch:
+        conn.execute("INSERT INTO ev_pair VALUES (7, 'a', 1), (8, 'a', 1), (9, 'a', 1)")
+        conn.execute("INSERT INTO ev_pair VALUES (7, 'a', 2), (9, 'a', 2)")
+    assert watch.tables["ev_pair"].fresh == {(7, "a"), (8, "a")}
+    with pytest.raises(PolicyDenied, match="its existing row a = 9, b = 'a'"):
+        watch.refuse()
+
+
+def test_the_watch_keeps_a_hundred_changes_and_a_hundred_thousand_new_rows(
+    conn: apsw.Connection,
+) -> None:
+    conn.execute(
+        "CREATE TABLE ev_many(k INTEGER PRIMARY KEY ON CONFLICT REPLACE, v);"
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 101) "
+        "INSERT INTO ev_many SELECT i, 'same' FROM n"
+    )
+    rules = LiveRules(append_only=frozenset({"ev_many", "ev_pair"}))
+    for rows, refused in ((100, False), (101, True)):
+        with watched(conn, rules) as watch:
+            conn.execute(f"INSERT INTO ev_many SELECT k, v FROM ev_many WHERE k <= {rows}")
+        if refused:
+            with pytest.raises(PolicyDenied, match="its existing row k = 1 "):
+                watch.refuse()
+        else:
+            watch.refuse()  # every row put back as it was
+    with watched(conn, rules) as watch:
+        conn.execute(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100001) "
+            "INSERT INTO ev_pair SELECT i + 10, 'new', 1 FROM n"
+        )
+        conn.execute("INSERT INTO ev_pair VALUES (100010, 'new', 2)")  # the 100,000th: known
+        watch.refuse()
+        conn.execute("INSERT INTO ev_pair VALUES (100011, 'new', 2)")  # one past: unknown
+    with pytest.raises(PolicyDenied, match="its existing row a = 100011, b = 'new'"):
+        watch.refuse()

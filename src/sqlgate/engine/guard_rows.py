@@ -46,6 +46,11 @@ from sqlgate.errors import PolicyDenied
 __all__ = ["RowWatch", "guarding", "refuse_changed_rows"]
 
 HOOK_ID = "sqlgate-guarded-rows"
+# what the watch holds at most, whatever the statement: the changes it judges (one refused
+# is enough; beyond these, the rest are refused unseen) and the new rows it remembers per
+# table (beyond these, a new row replaced again counts as one that was there: refused)
+MAX_CHANGES = 100
+MAX_FRESH = 100_000
 _TABLES = (
     "SELECT name, wr FROM pragma_table_list WHERE schema = 'main' AND type IN ('table', 'shadow')"
 )
@@ -213,7 +218,8 @@ class RowWatch:
     def __init__(self, conn: apsw.Connection, rules: LiveRules) -> None:
         self.conn = conn
         self.rules = rules
-        self.changes: list[RowChange] = []
+        self.changes: list[RowChange] = []  # the first MAX_CHANGES of them
+        self.seen = 0  # how many there were
         self.tables: dict[str, _Watched] = {}
         guarded = _guarded(rules)
         shadows = frozenset(rules.shadow_of)
@@ -261,14 +267,16 @@ class RowWatch:
         row = _row(change)
         key = self._key(table, change, row)
         if not row_change_refused(table.owner, change.op, self.rules):  # an append
-            if key is not None and not self._is_new(table, key):
+            if key is not None and not self._is_new(table, key) and len(table.fresh) < MAX_FRESH:
                 table.fresh.add(key)  # a new row where one that was there could have been
             return
         if change.op != "INSERT" and self._is_new(table, key):
             return  # a row the statement inserted: as a session sees it, an INSERT still
-        rowid = None if table.without_rowid else int(change.rowid)
-        values = _named(table.stored, row) if table.owner == table.name else None
-        self.changes.append(RowChange(table.owner, change.op, values, rowid))
+        self.seen += 1
+        if len(self.changes) < MAX_CHANGES:
+            rowid = None if table.without_rowid else int(change.rowid)
+            values = _named(table.stored, row) if table.owner == table.name else None
+            self.changes.append(RowChange(table.owner, change.op, values, rowid))
 
     def _now(self, change: RowChange, values: dict[str, Any]) -> tuple[Any, ...] | None:
         """The row under the changed row's key now (its declared PRIMARY KEY, else its
@@ -297,10 +305,13 @@ class RowWatch:
         )
 
     def refuse(self) -> None:
-        """PolicyDenied for the first change the rules refuse (call it after the run)."""
+        """PolicyDenied for the first change the rules refuse (call it after the run); when
+        there were more than it kept, for the first one, put back or not."""
         for change in self.changes:
             if not self._put_back(change):
                 _refuse(self.conn, self.rules, change)
+        if self.seen > len(self.changes):
+            _refuse(self.conn, self.rules, self.changes[0])
 
 
 @contextmanager
