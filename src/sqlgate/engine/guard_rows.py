@@ -51,8 +51,10 @@ HOOK_ID = "sqlgate-guarded-rows"
 # table (beyond these, a new row replaced again counts as one that was there: refused)
 MAX_CHANGES = 100
 MAX_FRESH = 100_000
-_TABLES = (
-    "SELECT name, wr FROM pragma_table_list WHERE schema = 'main' AND type IN ('table', 'shadow')"
+# a table of the rules (or a guarded virtual table's shadow), if it is a table of "main"
+_TABLE = (
+    "SELECT name, wr FROM pragma_table_list(?) WHERE schema = 'main' "
+    "AND type IN ('table', 'shadow')"
 )
 
 
@@ -221,15 +223,12 @@ class RowWatch:
         self.changes: list[RowChange] = []  # the first MAX_CHANGES of them
         self.seen = 0  # how many there were
         self.tables: dict[str, _Watched] = {}
-        guarded = _guarded(rules)
         shadows = frozenset(rules.shadow_of)
-        for name, without_rowid in list(conn.execute(_TABLES)):
-            folded = fold_name(str(name))
-            if folded in guarded:
-                self._watch(str(name), bool(without_rowid))
-            elif folded in shadows and row_shadow(folded, shadows):
-                # a virtual table's rows are its row shadow's (fts5 _docsize, rtree _rowid)
-                self._watch(str(name), bool(without_rowid), rules.shadow_of[folded])
+        # a virtual table's rows are its row shadow's (fts5 _docsize, rtree _rowid)
+        rows = {shadow for shadow in shadows if row_shadow(shadow, shadows)}
+        for folded in sorted(_guarded(rules) | rows):
+            for name, without_rowid in list(conn.execute(_TABLE, (folded,))):
+                self._watch(str(name), bool(without_rowid), rules.shadow_of.get(folded))
 
     def _watch(self, name: str, without_rowid: bool, owner: str | None = None) -> None:
         high = None
