@@ -5,34 +5,7 @@ from __future__ import annotations
 import apsw
 import pytest
 
-from sqlgate.engine.guard_facts import conflict_clause, guard_facts, replaces
-
-
-@pytest.mark.parametrize(
-    ("sql", "clause"),
-    [
-        ("INSERT INTO t VALUES (1)", None),
-        ("insert or replace into t values (1)", "REPLACE"),
-        ("REPLACE INTO t VALUES (1)", "REPLACE"),
-        ("INSERT OR IGNORE INTO t SELECT replace(a, 1, 2) FROM u", "IGNORE"),
-        ("INSERT OR ABORT INTO t VALUES (1)", "ABORT"),
-        ("INSERT OR FAIL INTO t VALUES (1)", "FAIL"),
-        ("INSERT OR ROLLBACK INTO t VALUES (1)", "ROLLBACK"),
-        ("WITH x AS (SELECT 1) REPLACE INTO t SELECT * FROM x", "REPLACE"),
-        ("WITH x AS (SELECT replace('a', 'b', 'c')) INSERT INTO t SELECT * FROM x", None),
-        ("INSERT INTO t VALUES ('REPLACE')", None),
-        ('INSERT INTO "replace" VALUES (1)', None),
-        ("UPDATE t SET a = replace(a, 'x', 'y')", None),
-        ("INSERT INTO t VALUES ('unterminated", "REPLACE"),  # unreadable: the safe reading
-        ("WITH x AS (SELECT 1) INSERT OR IGNORE INTO t SELECT * FROM x", "IGNORE"),
-        ("INSERT INTO abort VALUES (1)", None),  # a table named like a conflict clause
-        ("INSERT OR", None),
-        ("INSERT OR INTO t VALUES (1)", None),
-        ("SELECT replace('a', 'b', 'c') INTO", None),
-    ],
-)
-def test_the_statements_own_conflict_clause(sql: str, clause: str | None) -> None:
-    assert conflict_clause(sql) == clause
+from sqlgate.engine.guard_facts import guarded_parents, guarded_shadows, key_actions, replaces
 
 
 @pytest.mark.parametrize(
@@ -47,6 +20,7 @@ def test_the_statements_own_conflict_clause(sql: str, clause: str | None) -> Non
         ("INSERT OR REPLACE INTO t VALUES (1)", True),
         ("SELECT 1 AS replace", False),
         ("SELECT replace", False),
+        ("REPLACE", False),
         ("CREATE TRIGGER x AFTER INSERT ON a BEGIN INSERT OR REPLACE INTO b VALUES (1); END", True),
         ("CREATE TRIGGER x AFTER INSERT ON a BEGIN REPLACE INTO b VALUES (1); END", True),
         ("CREATE TRIGGER x AFTER INSERT ON a BEGIN INSERT INTO b VALUES (replace(1, 2, 3)); END",
@@ -57,22 +31,54 @@ def test_replace_anywhere_in_a_definition(sql: str, found: bool) -> None:
     assert replaces(sql) is found
 
 
-def test_guard_facts_name_parents_replacing_tables_and_triggers() -> None:
+SCHEMA = """
+CREATE TABLE accounts(id INTEGER PRIMARY KEY, code TEXT UNIQUE);
+CREATE TABLE Ledger(id INTEGER PRIMARY KEY, a REFERENCES Accounts(id) ON DELETE CASCADE,
+                    p REFERENCES ledger(id), c REFERENCES accounts(code) ON UPDATE SET NULL
+                    ON DELETE RESTRICT);
+CREATE TABLE plain(a REFERENCES accounts(id) ON DELETE NO ACTION ON UPDATE RESTRICT);
+CREATE TABLE both(a REFERENCES accounts(id) ON DELETE SET DEFAULT ON UPDATE CASCADE,
+                  b REFERENCES accounts(id) ON DELETE SET DEFAULT);
+"""
+
+
+def test_the_tables_guarded_tables_reference_are_their_parents() -> None:
+    conn = apsw.Connection(":memory:")
+    conn.execute(SCHEMA)
+    assert guarded_parents(conn, {"ledger"}) == {"accounts"}  # its self-reference is no parent
+    assert guarded_parents(conn, {"ledger", "plain", "accounts"}) == {"accounts"}
+    assert guarded_parents(conn, set()) == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("table", "actions"),
+    [
+        ("Ledger", (("Accounts", "ON DELETE CASCADE"), ("accounts", "ON UPDATE SET NULL"))),
+        ("plain", ()),
+        ("accounts", ()),
+        ("both", (("accounts", "ON DELETE SET DEFAULT"), ("accounts", "ON UPDATE CASCADE"))),
+        ("missing", ()),
+    ],
+)
+def test_the_foreign_key_actions_that_change_a_tables_rows(
+    table: str, actions: tuple[tuple[str, str], ...]
+) -> None:
+    conn = apsw.Connection(":memory:")
+    conn.execute(SCHEMA)
+    assert sorted(key_actions(conn, table)) == sorted(actions)
+
+
+def test_the_shadow_tables_of_guarded_virtual_tables() -> None:
+    """Each shadow table goes to the virtual table whose name and an underscore begin its
+    own, the longest of them when two do (`a` and `a_b` both begin `a_b_data`)."""
     conn = apsw.Connection(":memory:")
     conn.execute(
-        "CREATE TABLE accounts(id INTEGER PRIMARY KEY);"
-        "CREATE TABLE Ledger(id INTEGER PRIMARY KEY, a REFERENCES Accounts(id), "
-        "p REFERENCES ledger(id));"
-        "CREATE TABLE stamps(k UNIQUE ON CONFLICT REPLACE);"
-        "CREATE TABLE loose(k UNIQUE ON CONFLICT REPLACE);"
-        "CREATE TRIGGER r AFTER INSERT ON loose BEGIN "
-        "INSERT OR REPLACE INTO stamps VALUES (1); END;"
-        "CREATE TRIGGER q AFTER INSERT ON loose BEGIN INSERT INTO stamps VALUES (1); END;"
-        "CREATE TABLE plain(k UNIQUE);"
-        "CREATE TRIGGER Plain AFTER INSERT ON loose BEGIN REPLACE INTO stamps VALUES (1); END;"
+        "CREATE VIRTUAL TABLE a USING fts5(x); CREATE VIRTUAL TABLE A_b USING fts5(x);"
+        "CREATE VIRTUAL TABLE r USING rtree(id, x0, x1); CREATE TABLE a_plain(x);"
     )
-    facts = guard_facts(conn, {"ledger", "stamps", "plain"}, {"stamps", "plain"})
-    assert facts.parents == {"accounts"}  # its own self-reference is no parent
-    assert facts.replacing == {"stamps"}  # loose is not guarded
-    assert facts.replacing_triggers == {"r", "plain"}  # the trigger Plain, not the table
-    assert guard_facts(conn, set(), set()).parents == frozenset()
+    fts5 = ("data", "idx", "content", "docsize", "config")
+    assert guarded_shadows(conn, {"a_b"}) == {f"a_b_{s}": "a_b" for s in fts5}
+    assert guarded_shadows(conn, {"a", "r", "a_plain"}) == {f"a_{s}": "a" for s in fts5} | {
+        f"r_{s}": "r" for s in ("node", "parent", "rowid")
+    }
+    assert guarded_shadows(conn, {"a_plain"}) == {}

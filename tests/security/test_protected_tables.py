@@ -37,6 +37,7 @@ CREATE TABLE events(
 );
 CREATE TABLE stamps(id INTEGER PRIMARY KEY, k TEXT UNIQUE ON CONFLICT REPLACE);
 CREATE TABLE scratch(a);
+CREATE VIRTUAL TABLE bare USING fts5(body, content='', contentless_delete=1);
 CREATE TABLE feed(a);
 CREATE TRIGGER feed_clears AFTER INSERT ON feed BEGIN DELETE FROM events; END;
 CREATE TRIGGER feed_replaces AFTER UPDATE ON feed BEGIN
@@ -46,14 +47,15 @@ CREATE VIEW ledger_view AS SELECT id, amount FROM ledger;
 CREATE TRIGGER ledger_view_edit INSTEAD OF UPDATE ON ledger_view BEGIN
     UPDATE ledger SET amount = new.amount WHERE id = old.id;
 END;
+INSERT INTO feed VALUES (0);
 INSERT INTO accounts VALUES (1, 'cash'), (2, 'bank');
 INSERT INTO ledger VALUES (1, 1, 10.0), (2, 2, 20.0);
 INSERT INTO owners VALUES (1, 'ann');
 INSERT INTO events(owner, k, v) VALUES (1, 'a', 'first'), (1, 'b', 'second');
 INSERT INTO stamps(k) VALUES ('x');
-INSERT INTO feed VALUES (0);
+INSERT INTO bare(rowid, body) VALUES (1, 'one');
 """
-GUARDED = ("ledger", "events", "stamps")
+GUARDED = ("ledger", "events", "stamps", "bare")
 
 Tool = Callable[[Service, str], str]
 
@@ -75,7 +77,7 @@ def guarded(tmp_path: Path, clock: FakeClock) -> Iterator[Service]:
     settings = Settings(
         db=tmp_path / "agent.db",
         protect_table=("ledger",),
-        append_only_table=("events", "stamps"),
+        append_only_table=("events", "stamps", "bare"),
         confirm="never",
     )
     service = Service.open(settings, clock=clock, session="s-red")
@@ -87,7 +89,7 @@ def guarded(tmp_path: Path, clock: FakeClock) -> Iterator[Service]:
 
 def rows_of(service: Service) -> dict[str, list[tuple[object, ...]]]:
     conn = service.db.server
-    return {t: list(conn.execute(f"SELECT * FROM {t} ORDER BY rowid")) for t in GUARDED}
+    return {t: list(conn.execute(f"SELECT rowid, * FROM {t} ORDER BY rowid")) for t in GUARDED}
 
 
 # (tool, statement, words the refusal must hold) for each path that changes a guarded table
@@ -123,7 +125,7 @@ REFUSED = [
     (write, "WITH x(k) AS (SELECT 'a') REPLACE INTO events(k) SELECT k FROM x", "REPLACE"),
     (write, "INSERT INTO events(k, v) VALUES ('a', 'x') ON CONFLICT(k) DO UPDATE SET v = 'x'",
      "events is append-only"),
-    (write, "INSERT INTO stamps(k) VALUES ('x')", "ON CONFLICT REPLACE"),  # the schema's
+    (write, "INSERT INTO stamps(k) VALUES ('x')", "REPLACE deletes"),  # the schema's
     (destructive, "DROP TABLE events", "events is append-only"),
     (destructive, "ALTER TABLE events ADD COLUMN w TEXT", "events is append-only"),
     (write, "CREATE INDEX events_v ON events(v)", "events is append-only"),
@@ -131,9 +133,11 @@ REFUSED = [
      "events is append-only"),
     # append-only: indirect
     (write, "INSERT INTO feed VALUES (1)", "feed_clears"),  # a trigger's DELETE
-    (write, "UPDATE feed SET a = 2 WHERE a = 0", "feed_replaces"),  # a trigger's REPLACE
+    (write, "UPDATE feed SET a = 2 WHERE a = 0", "k = 'a'"),  # a trigger's REPLACE
     (destructive, "DELETE FROM owners WHERE id = 1", "events is append-only"),  # SET NULL
     (destructive, "ALTER TABLE owners RENAME TO people", "would rewrite"),
+    # append-only virtual table: a command that empties it (issue 30: its shadow tables)
+    (destructive, "INSERT INTO bare(bare) VALUES ('delete-all')", "bare is append-only"),
 ]  # fmt: skip
 
 
@@ -158,6 +162,8 @@ ALLOWED = [
     (write, "INSERT INTO events(k, v) VALUES ('c', 'third')"),
     (write, "INSERT INTO events(k, v) VALUES ('a', 'again') ON CONFLICT(k) DO NOTHING"),
     (write, "INSERT OR IGNORE INTO stamps(k) VALUES ('x')"),  # overrides ON CONFLICT REPLACE
+    (write, "INSERT INTO stamps(k) VALUES ('y')"),  # a key no row holds: an append
+    (write, "REPLACE INTO events(k, v) VALUES ('new', 'x')"),  # REPLACE that deletes nothing
     (write, "INSERT INTO events(k, v) SELECT 'r' || id, replace(name, 'a', 'b') FROM owners"),
     (write, "INSERT INTO scratch VALUES ('REPLACE INTO events')"),
     (write, "UPDATE accounts SET name = 'till' WHERE id = 1"),  # no key change: no cascade

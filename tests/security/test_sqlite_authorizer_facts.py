@@ -889,6 +889,165 @@ def test_ignore_is_not_a_refusal_for_writes() -> None:
     assert outcome[apsw.SQLITE_DELETE] == [(1, "u"), (3, "z")]
 
 
+# --- what a trigger left in the schema does, and what REPLACE deletes (issue 30) ----------
+
+LEFT = """
+PRAGMA foreign_keys = ON;
+CREATE TABLE par(id INTEGER PRIMARY KEY, name TEXT UNIQUE);
+CREATE TABLE kid(p REFERENCES par(id) ON DELETE CASCADE);
+CREATE TABLE g(a);
+CREATE TABLE y(a);
+CREATE TRIGGER ty AFTER INSERT ON y BEGIN DELETE FROM g; END;
+CREATE TABLE x(a);
+CREATE TRIGGER tx AFTER INSERT ON x BEGIN INSERT INTO y VALUES (1); DELETE FROM par; END;
+"""
+
+
+def test_a_trigger_fired_from_a_trigger_names_itself_and_a_key_action_names_nothing() -> None:
+    """What a trigger's own body writes is named with its name; a trigger it fires names
+    itself; a foreign key's action names nothing, even set off from inside a trigger. So a
+    new trigger's own writes are told apart by name, and what they set off by preparing each
+    of them on its own (`engine.guard_schema`)."""
+    g = guarded(LEFT, hidden=())
+    g.run("EXPLAIN INSERT INTO x DEFAULT VALUES")
+    writes = [c for c in g.calls if c[0] in ("INSERT", "DELETE")]
+    assert writes == [
+        ("INSERT", "x", None, "main", None),
+        ("INSERT", "y", None, "main", "tx"),
+        ("DELETE", "g", None, "main", "ty"),
+        ("DELETE", "par", None, "main", "tx"),
+        ("DELETE", "kid", None, "main", None),
+    ]
+
+
+def test_a_parent_that_may_replace_reports_its_childs_cascade_for_every_insert() -> None:
+    """A plain INSERT into a table with ON CONFLICT REPLACE is prepared for the delete a
+    conflict would cause: the child's cascade is reported whether or not a row conflicts,
+    so only the rows the statement did change can tell (`engine.guard_rows`)."""
+    g = guarded(LEFT.replace("name TEXT UNIQUE", "name TEXT UNIQUE ON CONFLICT REPLACE"), ())
+    g.run("INSERT INTO par(name) VALUES ('new')")
+    assert ("DELETE", "kid", None, "main", None) in g.calls
+    g.run("INSERT INTO y(a) VALUES ('new')")
+    assert ("DELETE", "kid", None, "main", None) not in g.calls
+
+
+def test_with_recursive_triggers_a_replace_prepares_the_tables_delete_triggers() -> None:
+    g = guarded(LEFT + "CREATE TRIGGER gone AFTER DELETE ON par BEGIN DELETE FROM g; END;", ())
+    g.run("EXPLAIN INSERT OR REPLACE INTO par DEFAULT VALUES")
+    assert ("DELETE", "g", None, "main", "gone") not in g.calls
+    g.plain("PRAGMA recursive_triggers = ON")
+    g.run("EXPLAIN INSERT OR REPLACE INTO par DEFAULT VALUES")
+    assert ("DELETE", "g", None, "main", "gone") in g.calls
+
+
+def test_the_firing_statements_conflict_clause_is_handed_to_the_trigger_body() -> None:
+    """An application's INSERT OR REPLACE turns a trigger's plain INSERT into a REPLACE: an
+    append that a trigger makes may delete a row, so no trigger the agent leaves may write
+    an append-only table at all."""
+    g = guarded(
+        "CREATE TABLE log(k TEXT UNIQUE, v); INSERT INTO log VALUES ('a', 'first');"
+        "CREATE TABLE src(k);"
+        "CREATE TRIGGER t AFTER INSERT ON src BEGIN INSERT INTO log VALUES (new.k, 'new'); END;",
+        hidden=(),
+    )
+    with pytest.raises(apsw.ConstraintError):
+        g.plain("INSERT INTO src VALUES ('a')")
+    g.plain("INSERT OR REPLACE INTO src VALUES ('a')")
+    assert g.plain("SELECT * FROM log") == [("a", "new")]
+
+
+def test_creating_a_table_with_keys_reports_each_key_as_a_create_index_of_it() -> None:
+    g = guarded("", hidden=())
+    g.run("CREATE TABLE t(k TEXT PRIMARY KEY, u UNIQUE, v)")
+    assert g.ops("CREATE_INDEX") == [
+        ("CREATE_INDEX", "sqlite_autoindex_t_1", "t", "main", None),
+        ("CREATE_INDEX", "sqlite_autoindex_t_2", "t", "main", None),
+    ]
+    g.run("CREATE TABLE c AS SELECT 1 AS a")
+    assert g.ops("INSERT") == [("INSERT", "sqlite_master", None, "main", None)]  # no row's
+
+
+def test_an_update_of_a_generated_column_never_fires_its_trigger() -> None:
+    """`UPDATE OF b` where b is generated: SQLite never fires it (b is never SET), so a
+    trigger like it is one whose firing statements report nothing of it."""
+    g = guarded(
+        "CREATE TABLE t(a, b AS (a * 2)); CREATE TABLE log(x); INSERT INTO t(a) VALUES (1);"
+        "CREATE TRIGGER tb AFTER UPDATE OF b ON t BEGIN INSERT INTO log VALUES (1); END;",
+        hidden=(),
+    )
+    g.run("UPDATE t SET a = 5")
+    assert [c for c in g.calls if c[4] == "tb"] == []
+    assert g.plain("SELECT count(*) FROM log") == [(0,)]
+
+
+REPLACING = """
+CREATE TABLE e(id INTEGER PRIMARY KEY ON CONFLICT REPLACE, v);
+CREATE TABLE t(k TEXT PRIMARY KEY ON CONFLICT REPLACE, v);
+CREATE TABLE n(k TEXT PRIMARY KEY, u UNIQUE ON CONFLICT REPLACE);
+CREATE TABLE w(k TEXT PRIMARY KEY ON CONFLICT REPLACE, v, g AS (v * 2)) WITHOUT ROWID;
+INSERT INTO e VALUES (1, 'a'); INSERT INTO t VALUES ('x', 1); INSERT INTO n VALUES (NULL, 7);
+INSERT INTO w VALUES ('x', 1);
+"""
+
+
+def test_a_preupdate_hook_sees_each_row_replace_deletes_even_one_it_overwrites() -> None:
+    """Where the new row takes the old one's rowid SQLite overwrites it in place, and still
+    tells the preupdate hook of a DELETE first; `rowid` is the deleted row's."""
+    conn = apsw.Connection(":memory:")
+    conn.execute(REPLACING)
+    seen: list[tuple[str, str, int]] = []
+    conn.preupdate_hook(lambda c: seen.append((c.op, c.table_name, c.rowid)), id="facts")
+    conn.execute("INSERT INTO e VALUES (1, 'a'); INSERT INTO t VALUES ('x', 1);")
+    conn.execute("INSERT INTO n VALUES ('k', 7)")
+    assert seen == [
+        ("DELETE", "e", 1), ("INSERT", "e", 1),
+        ("DELETE", "t", 1), ("INSERT", "t", 2),
+        ("DELETE", "n", 1), ("INSERT", "n", 2),
+    ]  # fmt: skip
+
+
+def test_a_preupdate_hook_cannot_give_a_row_with_a_virtual_generated_column() -> None:
+    conn = apsw.Connection(":memory:")
+    conn.execute(REPLACING)
+    errors: list[str] = []
+
+    def hook(change: apsw.PreUpdate) -> None:
+        try:
+            _ = change.old if change.op == "DELETE" else change.new
+        except apsw.RangeError as error:
+            errors.append(f"{change.op} {change.rowid} {error}")
+
+    conn.preupdate_hook(hook, id="facts")
+    conn.execute("INSERT INTO w VALUES ('x', 2)")
+    assert errors == [
+        "DELETE 0 column index out of range",
+        "INSERT 0 column index out of range",
+    ]
+
+
+def test_a_session_leaves_out_a_row_put_back_as_it_was_and_a_row_whose_key_is_null() -> None:
+    """The changeset of a REPLACE that puts the same row back under the same key is empty;
+    one that replaces a row whose PRIMARY KEY is NULL holds only the new row. The second
+    is why row-level undo steps aside for a table holding such a row (`refuse_null_keys`)."""
+    conn = apsw.Connection(":memory:")
+    conn.execute(REPLACING)
+    for sql, expected in [
+        ("INSERT INTO e VALUES (1, 'a')", []),
+        ("INSERT INTO t VALUES ('x', 1)", []),
+        ("INSERT INTO e VALUES (1, 'b')", [("UPDATE", "e")]),
+        ("INSERT INTO n VALUES ('k', 7)", [("INSERT", "n")]),
+    ]:
+        conn.execute("BEGIN")
+        session = apsw.Session(conn, "main")
+        session.config(apsw.SQLITE_SESSION_OBJCONFIG_ROWID, 1)
+        session.attach(None)
+        conn.execute(sql)
+        changes = [(c.op, c.name) for c in apsw.Changeset.iter(session.changeset())]
+        session.close()
+        conn.execute("ROLLBACK")
+        assert changes == expected, sql
+
+
 # --- the session extension (what undo is built on) -----------------------------------------
 
 

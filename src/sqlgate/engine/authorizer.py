@@ -83,7 +83,6 @@ class PolicyRecorder:
         self.tier = tier
         self.protected = protected
         self.rules = rules
-        self.conflict: str | None = None  # the statement's own conflict clause, when it matters
         self.operations: list[Operation] = []
         # hidden columns whose reads were answered NULL: (table, column) as SQLite named them
         self.hidden_reads: dict[tuple[str, str], None] = {}
@@ -93,7 +92,7 @@ class PolicyRecorder:
 
     def _verdict(self, op: Operation) -> Verdict:
         self.operations.append(op)
-        verdict = decide_with_rules(self.tier, op, self.protected, self.rules, self.conflict)
+        verdict = decide_with_rules(self.tier, op, self.protected, self.rules, self.operations)
         if not verdict.allowed and self.refusal is None:
             self.refusal = verdict
         if verdict.ignore:

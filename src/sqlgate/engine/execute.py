@@ -21,7 +21,6 @@ import apsw
 from sqlgate.engine.authorizer import PolicyRecorder, recording
 from sqlgate.engine.double_quotes import double_quoted_string, single_quoted
 from sqlgate.engine.framing import abridged, one_line
-from sqlgate.engine.guard_facts import conflict_clause
 from sqlgate.engine.hidden_checks import HiddenWatch
 from sqlgate.engine.limits import SQLITE_INT_MAX, SQLITE_INT_MIN, CallControl, Deadline, watched
 from sqlgate.engine.live_rules import NO_RULES, LiveRules
@@ -310,8 +309,6 @@ def run_statement(
     rows is where nested statements and long scans actually happen.
     """
     recorder = ctx.recorder
-    if ctx.rules.append_only:  # REPLACE deletes, and SQLite never reports it
-        recorder.conflict = conflict_clause(sql)
     watch = HiddenWatch(ctx.conn, ctx.rules) if ctx.rules.hides else None
     cursor = ctx.conn.cursor()
     traced: list[str] = []

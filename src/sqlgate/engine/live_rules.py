@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import apsw
 
-from sqlgate.engine.guard_facts import guard_facts
+from sqlgate.engine.guard_facts import guarded_parents, guarded_shadows
 from sqlgate.engine.hidden_facts import hidden_facts
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.schema_cookie import read_schema_version
@@ -54,11 +54,10 @@ class LiveRules:
     origin: str = FLAG_ORIGIN
     # the names as the rules give them, for messages: folded table -> name shown
     shown: Mapping[str, str] = field(default_factory=dict)
-    # derived for the guarded tables (`engine.guard_facts`): tables they reference, the
-    # append-only ones whose keys REPLACE on conflict, triggers whose body REPLACEs
+    # derived for the guarded tables (`engine.guard_facts`): the tables they reference, and
+    # the shadow tables of the guarded virtual tables (shadow -> virtual table)
     guarded_parents: frozenset[str] = frozenset()
-    replacing: frozenset[str] = frozenset()
-    replacing_triggers: frozenset[str] = frozenset()
+    shadow_of: Mapping[str, str] = field(default_factory=dict)
     # derived from the schema (`engine.hidden_facts`): tables no read of which is allowed,
     # indexes over a hidden column, tables a write to which can test a guess
     unreadable: frozenset[str] = frozenset()
@@ -168,7 +167,6 @@ class RuleResolver:
         for rule in rules.hidden:  # likewise, its column hidden once the table appears
             hidden.setdefault(fold_name(rule.table), set()).add(fold_name(rule.column))
         triggers = frozenset(fold_name(str(n)) for (n,) in conn.execute(_TRIGGERS))
-        guard = guard_facts(conn, protected | append_only, append_only)
         folded = {table: frozenset(cols) for table, cols in hidden.items()}
         facts = hidden_facts(conn, folded)
         for table, cols in facts.hidden.items():
@@ -184,7 +182,6 @@ class RuleResolver:
             triggers=triggers,
             origin=rules.origin,
             shown=shown,
-            guarded_parents=guard.parents,
-            replacing=guard.replacing,
-            replacing_triggers=guard.replacing_triggers,
+            guarded_parents=guarded_parents(conn, protected | append_only),
+            shadow_of=guarded_shadows(conn, protected | append_only),
         )

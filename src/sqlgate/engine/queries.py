@@ -22,6 +22,7 @@ from sqlgate.engine.execute import (
     RunContext,
     run_statement,
 )
+from sqlgate.engine.guard_rows import guarding, refuse_changed_rows
 from sqlgate.engine.guarded_policy import guarded_statement_refusal
 from sqlgate.engine.hidden_policy import hidden_trailer
 from sqlgate.engine.limits import CallControl, Clock, Deadline, ResultCaps
@@ -183,8 +184,9 @@ class SqlTiers:
         ctx: RunContext,
     ) -> tuple[CsvResult | None, int, int]:
         with immediate_transaction(conn):
-            returned = run_statement(ctx, text, bindings, lambda cur: self.collect(ctx, cur))
-            changes, rowid = conn.changes(), conn.last_insert_rowid()
+            with guarding(conn, ctx.rules):  # guarded rows it changed, what it leaves behind
+                returned = run_statement(ctx, text, bindings, lambda cur: self.collect(ctx, cur))
+                changes, rowid = conn.changes(), conn.last_insert_rowid()
             # foreign keys are never shown to the authorizer: judged as stored, before COMMIT
             check_references(conn, ctx.recorder.operations, ctx.protected)
             return returned, changes, rowid
@@ -312,6 +314,7 @@ class SqlTiers:
                 if capture.overflow:
                     raise UndoFallback(self._overflow_reason())
                 changes, rowid = conn.changes(), conn.last_insert_rowid()
+            refuse_changed_rows(conn, capture.changeset, ctx.rules, ctx.recorder.operations)
             refuse_null_keys(conn, tables)
             if not capture.changeset:  # nothing changed: nothing to undo
                 return Outcome(

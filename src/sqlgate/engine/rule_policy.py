@@ -8,6 +8,8 @@ to a protected or append-only table first (`engine.guarded_policy`), then hidden
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlgate.engine.guarded_policy import guarded_verdict
 from sqlgate.engine.hidden_policy import hidden_verdict
 from sqlgate.engine.live_rules import LiveRules
@@ -24,14 +26,14 @@ def decide_with_rules(
     op: Operation,
     protected: frozenset[str],
     rules: LiveRules,
-    conflict: str | None = None,
+    earlier: Sequence[Operation] = (),
 ) -> Verdict:
     """Allow, ignore or deny one fact: the server's policy, then the user's rules.
-    `conflict`: the statement's own conflict clause (REPLACE deletes)."""
+    `earlier`: the statement's facts so far, this one included."""
     verdict = decide(tier, op, protected)
     if op.action in UNJUDGED or not rules.active:
         return verdict
-    guarded = guarded_verdict(tier, op, rules, conflict)
+    guarded = guarded_verdict(tier, op, rules, earlier)
     if not guarded.allowed:  # "no tool will": it beats a tier's advice to use another tool
         return guarded
     if not verdict.allowed:

@@ -25,6 +25,7 @@ from sqlgate.engine.authorizer import check_references
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.csvout import CsvResult
 from sqlgate.engine.execute import RunContext, mass_rewrite, run_statement
+from sqlgate.engine.guard_rows import guarding, refuse_changed_rows
 from sqlgate.engine.limits import CallControl
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.outcome import Outcome, unchanged
@@ -160,6 +161,7 @@ class UndoingWrites:
                 raise self._overflow()
             # foreign keys are never shown to the authorizer: judged as stored, before COMMIT
             check_references(conn, ctx.recorder.operations, ctx.protected)
+            refuse_changed_rows(conn, capture.changeset, ctx.rules, ctx.recorder.operations)
             read = summarize(capture.changeset)
             written = written_tables(ctx.recorder.operations)
             why = facts.unrestorable(written | {fold_name(name) for name in read.tables})
@@ -190,7 +192,7 @@ class UndoingWrites:
         host = self.host
         ctx = host.context(conn, Tier.WRITE, control, guard=True)
         with immediate_transaction(conn):
-            with capturing_schema(conn) as created:
+            with guarding(conn, ctx.rules), capturing_schema(conn) as created:
                 returned = run_statement(ctx, text, bindings, lambda c: host.collect(ctx, c))
                 changes, rowid = conn.changes(), conn.last_insert_rowid()
             check_references(conn, ctx.recorder.operations, ctx.protected)
