@@ -26,7 +26,7 @@ from typing import Any
 import apsw
 
 from sqlgate.engine.authorizer import PolicyRecorder, recording
-from sqlgate.engine.hidden_facts import names_in
+from sqlgate.engine.hidden_facts import VALUE_TABLES, names_in
 from sqlgate.engine.hidden_policy import ASK, changes_anything, read_in_change_message
 from sqlgate.engine.live_rules import LiveRules
 from sqlgate.engine.names import fold_name
@@ -160,8 +160,11 @@ class HiddenWatch:
         facts = [op for op in recorder.operations if op.action in _DDL_ACTIONS and not op.nested]
         if not facts:  # a query, or a row write: nothing new in the schema
             return
-        columns = {c for cols in rules.hidden.values() for c in cols}
+        # SQLite's and sqlgate's tables of row values are named by their table and column
+        # (a column of the agent's called `data` is no hidden one); the user's by column alone
+        columns = {c for t, cols in rules.hidden.items() if t not in VALUE_TABLES for c in cols}
         tables = {t for t, cols in rules.hidden.items() if cols} | rules.sealed
+        values = {t: cols for t, cols in rules.hidden.items() if t in VALUE_TABLES}
         for op in facts:
             name = op.detail if op.action == "ALTER_TABLE" else op.target
             if not name:
@@ -173,7 +176,8 @@ class HiddenWatch:
                 continue
             if "TRIGGER" in op.action:
                 writes_hidden = bool(named & tables) and bool(named & {"insert", "replace"})
-                if named & (columns | rules.unreadable) or writes_hidden:
+                reads_values = any(t in named and cols & named for t, cols in values.items())
+                if named & (columns | rules.unreadable) or writes_hidden or reads_values:
                     self._deny(f"the trigger {name} names a hidden column or its table")
             elif "INDEX" in op.action:
                 table = op.detail or ""
