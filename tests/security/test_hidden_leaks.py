@@ -35,6 +35,8 @@ class Schema:
     delete: str  # a destructive_query DELETE of one row
     update: str  # a write_query UPDATE of a visible column of that row
     secrets: tuple[str | int | bytes, ...]
+    row: str  # a WHERE that names that row
+    visible: str  # a visible column
 
 
 SCHEMAS = [
@@ -47,6 +49,8 @@ SCHEMAS = [
         "DELETE FROM users WHERE id = 1",
         "UPDATE users SET name = 'ann2' WHERE id = 2",
         ("QZXW-KRMP-HUNTR", "QZXW-VYLT-GNRSH"),
+        "id = 1",
+        "name",
     ),
     Schema(
         "without-rowid-blob",
@@ -57,6 +61,8 @@ SCHEMAS = [
         "DELETE FROM accounts WHERE email = 'a@x'",
         "UPDATE accounts SET plan = 'max' WHERE email = 'b@x'",
         (b"ZKWQ-\x01\xfe-PXRT", b"ZKWQ-\x02\xfd-MNVS"),
+        "email = 'a@x'",
+        "plan",
     ),
     Schema(
         "composite-key-integer",
@@ -67,6 +73,8 @@ SCHEMAS = [
         "DELETE FROM people WHERE a = 1",
         "UPDATE people SET note = 'changed' WHERE a = 2",
         (7319426815, 8426537926),
+        "a = 1",
+        "note",
     ),
     Schema(
         "hidden-primary-key",
@@ -77,6 +85,8 @@ SCHEMAS = [
         "DELETE FROM tokens WHERE owner = 'ann'",
         "UPDATE tokens SET uses = 3 WHERE owner = 'bo'",
         ("TKNZ-QWRT-YUPL", "TKNZ-MNBV-XZLK"),
+        "owner = 'ann'",
+        "owner",
     ),
     Schema(
         "no-declared-key",
@@ -87,25 +97,33 @@ SCHEMAS = [
         "DELETE FROM notes WHERE body = 'first'",
         "UPDATE notes SET body = 'changed' WHERE body = 'second'",
         ("SKRT-PLWZ-HGQM", "SKRT-VWXY-JKLR"),
+        "body = 'first'",
+        "body",
     ),
 ]
 
 
-def _seed(path: Path, schema: Schema) -> None:
+def _seed(path: Path, schema: Schema, setup: str = "") -> None:
     conn = apsw.Connection(str(path))
     conn.execute(schema.ddl)
     marks = ", ".join("?" * len(schema.rows[0]))
     conn.executemany(f"INSERT INTO {schema.table} VALUES ({marks})", schema.rows)
+    if setup:
+        conn.execute(_filled(setup, schema))
     conn.close()
 
 
+def _filled(template: str, schema: Schema) -> str:
+    return template.format(t=schema.table, h=schema.hidden, row=schema.row, v=schema.visible)
+
+
 @pytest.fixture
-def open_hidden(tmp_path: Path, clock: FakeClock) -> Iterator[Callable[[Schema], Service]]:
+def open_hidden(tmp_path: Path, clock: FakeClock) -> Iterator[Callable[..., Service]]:
     opened: list[Service] = []
 
-    def open_(schema: Schema) -> Service:
+    def open_(schema: Schema, setup: str = "") -> Service:
         path = tmp_path / f"{schema.id}.db"
-        _seed(path, schema)
+        _seed(path, schema, setup)
         settings = Settings(
             db=path,
             hide_column=(f"{schema.table}.{schema.hidden}",),
@@ -137,7 +155,7 @@ def _rows(path: Path, table: str) -> list[tuple[object, ...]]:
 # -- 1. undo data ----------------------------------------------------------------------
 @pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: s.id)
 def test_undo_data_of_every_kind_of_call_holds_no_hidden_value_the_agent_can_read(
-    schema: Schema, open_hidden: Callable[[Schema], Service]
+    schema: Schema, open_hidden: Callable[..., Service]
 ) -> None:
     service = open_hidden(schema)
     before = _rows(service.db.path, schema.table)
@@ -154,7 +172,7 @@ def test_undo_data_of_every_kind_of_call_holds_no_hidden_value_the_agent_can_rea
 
 @pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: s.id)
 def test_no_guess_of_a_hidden_value_is_answered_by_the_undo_data(
-    schema: Schema, open_hidden: Callable[[Schema], Service]
+    schema: Schema, open_hidden: Callable[..., Service]
 ) -> None:
     service = open_hidden(schema)
     service.destructive_query(schema.delete, reason="red team")
@@ -195,7 +213,7 @@ def _try(call: Callable[[], str]) -> str:
 
 @pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: s.id)
 def test_failing_and_refused_calls_leave_no_hidden_value_in_the_audit_log(
-    schema: Schema, open_hidden: Callable[[Schema], Service]
+    schema: Schema, open_hidden: Callable[..., Service]
 ) -> None:
     service = open_hidden(schema)
     t, h = schema.table, schema.hidden
@@ -207,3 +225,136 @@ def test_failing_and_refused_calls_leave_no_hidden_value_in_the_audit_log(
         lambda: service.read_query(f"SELECT count(*) FROM {t} WHERE {h} > 'A'"),
     ):
         _no_leak(service, schema, _try(call))
+
+
+# -- 2. error texts ----------------------------------------------------------------------
+READ, WRITE, DESTRUCTIVE = "read", "write", "destructive"
+VEILED, SHOWN = "veiled", "shown"
+
+
+@dataclass(frozen=True)
+class Failing:
+    id: str
+    setup: str  # the owner's schema (a plain connection): {t} table, {h} hidden, {v} visible
+    tool: str
+    sql: str
+    expect: str  # VEILED: a value-free message replaces SQLite's; SHOWN: SQLite's words, or:
+    shown: str = ""  # the words that must be in the answer
+
+
+FAILING = [
+    Failing(
+        "raise-old-hidden",
+        "CREATE TRIGGER leak BEFORE DELETE ON {t} BEGIN SELECT RAISE(ABORT, old.{h}); END",
+        DESTRUCTIVE,
+        "DELETE FROM {t} WHERE {row}",
+        VEILED,
+    ),
+    Failing(
+        "raise-fail-concatenated",
+        "CREATE TRIGGER leak BEFORE UPDATE ON {t} BEGIN "
+        "SELECT RAISE(FAIL, 'it was: ' || old.{h}); END",
+        WRITE,
+        "UPDATE {t} SET {v} = 'x' WHERE {row}",
+        VEILED,
+    ),
+    Failing(
+        "raise-rollback-after",
+        "CREATE TRIGGER leak AFTER UPDATE ON {t} BEGIN "
+        "SELECT RAISE(ROLLBACK, printf('%s!', new.{h})); END",
+        WRITE,
+        "UPDATE {t} SET {v} = 'x' WHERE {row}",
+        VEILED,
+    ),
+    Failing(
+        "function-quotes-its-argument",
+        "CREATE TRIGGER leak AFTER UPDATE ON {t} BEGIN SELECT json_extract('{{}}', old.{h}); END",
+        WRITE,
+        "UPDATE {t} SET {v} = 'x' WHERE {row}",
+        VEILED,
+    ),
+    Failing(
+        "index-expression",
+        "CREATE INDEX leak ON {t}(CASE WHEN {v} = 'boom' THEN json_extract('{{}}', {h}) END)",
+        WRITE,
+        "UPDATE {t} SET {v} = 'boom' WHERE {row}",
+        VEILED,
+    ),
+    Failing(
+        "index-expression-on-delete",
+        "CREATE INDEX leak ON {t}(CASE WHEN {v} = 'boom' THEN json_extract('{{}}', {h}) END)",
+        DESTRUCTIVE,
+        "DELETE FROM {t} WHERE {row}",
+        SHOWN,  # the row's key never failed: the DELETE runs
+    ),
+    Failing(
+        "view-instead-of",
+        "CREATE VIEW lv AS SELECT {v} FROM {t};"
+        "CREATE TRIGGER leak INSTEAD OF INSERT ON lv BEGIN "
+        "SELECT RAISE(ABORT, (SELECT {h} FROM {t} WHERE {row})); END",
+        WRITE,
+        "INSERT INTO lv VALUES ('x')",
+        VEILED,
+    ),
+    Failing(
+        "trigger-of-another-table",
+        "CREATE TABLE other(x);"
+        "CREATE TRIGGER leak AFTER INSERT ON other BEGIN "
+        "SELECT json_extract('{{}}', (SELECT {h} FROM {t} WHERE {row})); END",
+        WRITE,
+        "INSERT INTO other VALUES (1)",
+        VEILED,
+    ),
+    # what carries no hidden value keeps SQLite's words
+    Failing(
+        "raise-literal",
+        "CREATE TRIGGER keep BEFORE DELETE ON {t} BEGIN "
+        "SELECT RAISE(ABORT, 'rows of this table are kept'); END",
+        DESTRUCTIVE,
+        "DELETE FROM {t} WHERE {row}",
+        SHOWN,
+        "rows of this table are kept",
+    ),
+    Failing(
+        "not-null-of-a-visible-column",
+        "CREATE TRIGGER keep BEFORE UPDATE ON {t} WHEN new.{v} IS NULL BEGIN "
+        "SELECT RAISE(ABORT, 'a null here? no'); END",
+        WRITE,
+        "UPDATE {t} SET {v} = NULL WHERE {row}",
+        SHOWN,
+        "a null here? no",
+    ),
+    Failing(
+        "read-of-visible-values",
+        "",
+        READ,
+        "SELECT json_extract('{{}}', 'shown-path') FROM {t} NOT INDEXED WHERE {row}",
+        SHOWN,
+        "bad JSON path: 'shown-path'",
+    ),
+]
+VEILED_WORDS = "its message is not shown"
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: s.id)
+@pytest.mark.parametrize("case", FAILING, ids=lambda c: c.id)
+def test_no_error_text_of_the_owners_triggers_and_constraints_carries_a_hidden_value(
+    schema: Schema, case: Failing, open_hidden: Callable[..., Service]
+) -> None:
+    service = open_hidden(schema, case.setup)
+    sql = _filled(case.sql, schema)
+    run = {
+        READ: lambda: service.read_query(sql),
+        WRITE: lambda: service.write_query(sql),
+        DESTRUCTIVE: lambda: service.destructive_query(sql, reason="red team"),
+    }[case.tool]
+    answer = _try(run)
+    _no_leak(service, schema, answer)
+    if case.expect == VEILED:
+        assert answer.startswith("SqlError: "), answer
+        assert VEILED_WORDS in answer, answer
+        assert f"ran on {schema.table}," in answer, answer
+        assert "Next:" in answer, answer
+    else:
+        assert VEILED_WORDS not in answer, answer
+        assert case.shown in answer, answer

@@ -21,11 +21,18 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
 from sqlgate.engine.authorizer import PolicyRecorder, recording
+from sqlgate.engine.deferred import deferred
+from sqlgate.engine.hidden_errors import (
+    evaluated_tables,
+    order_veiled_message,
+    shown_as_is,
+    veiled_message,
+)
 from sqlgate.engine.hidden_facts import VALUE_TABLES, names_in
 from sqlgate.engine.hidden_policy import ASK, changes_anything, read_in_change_message
 from sqlgate.engine.live_rules import LiveRules
@@ -34,12 +41,19 @@ from sqlgate.engine.policy import Verdict
 from sqlgate.engine.sqltext import sqlite_tokens, word
 from sqlgate.errors import PolicyDenied
 
-__all__ = ["HiddenWatch", "inserted_hidden"]
+if TYPE_CHECKING:
+    from sqlglot.tokenizer_core import TokenType
+else:
+    TokenType = deferred("sqlglot.tokenizer_core", "TokenType")
+
+__all__ = ["HiddenWatch", "inserted_hidden", "trigger_literals", "veiled_error"]
 
 _USING_INDEX = re.compile(r"USING (?:COVERING )?INDEX (\S+)")
 _SQL_OF = "SELECT sql FROM sqlite_schema WHERE name = ? COLLATE NOCASE"
 _TEMP_SQL_OF = "SELECT sql FROM sqlite_temp_schema WHERE name = ? COLLATE NOCASE"
 _COLUMNS = "SELECT name FROM pragma_table_xinfo(?)"
+_TRIGGERS = "SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND sql IS NOT NULL"
+_TEMP_TRIGGERS = "SELECT sql FROM sqlite_temp_schema WHERE type = 'trigger' AND sql IS NOT NULL"
 _INDEX_KEYS = "SELECT name FROM pragma_index_xinfo(?) WHERE key = 1 AND name IS NOT NULL"
 _DDL_ACTIONS = frozenset(
     {"CREATE_TRIGGER", "CREATE_TEMP_TRIGGER", "CREATE_INDEX", "CREATE_TEMP_INDEX",
@@ -77,6 +91,33 @@ def inserted_hidden(sql: str, table: str, hidden: frozenset[str]) -> str | None:
         if fold_name(token.text) in hidden:
             return token.text
     return "*"
+
+
+def trigger_literals(conn: apsw.Connection) -> frozenset[str]:
+    """Every string literal in the text of the schema's triggers (RAISE messages among them)."""
+    found: set[str] = set()
+    for query in (_TRIGGERS, _TEMP_TRIGGERS):
+        for (sql,) in conn.execute(query):
+            tokens = sqlite_tokens(str(sql)) or []
+            found.update(t.text for t in tokens if t.token_type == TokenType.STRING)
+    return frozenset(found)
+
+
+def veiled_error(
+    conn: apsw.Connection, recorder: PolicyRecorder, exc: apsw.Error, message: str
+) -> str | None:
+    """The value-free answer instead of SQLite's `message` for the statement `recorder`
+    watched (`engine.hidden_errors`), or None when the message may be shown as it is."""
+    if not recorder.running:  # failed while it was prepared: words of its SQL and schema
+        return None
+    rules = recorder.rules
+    if recorder.hidden_order is not None:
+        return order_veiled_message(*recorder.hidden_order, rules)
+    tables = evaluated_tables(recorder.operations, rules)
+    extended = int(getattr(exc, "extendedresult", 0) or 0)
+    if not tables or shown_as_is(extended, message, trigger_literals(conn)):
+        return None
+    return veiled_message(extended, tables, rules)
 
 
 def _sql_of(conn: apsw.Connection, name: str) -> str:
