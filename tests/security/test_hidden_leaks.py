@@ -19,7 +19,7 @@ import apsw
 import pytest
 
 from sqlgate.config import Settings
-from sqlgate.errors import SqlgateError
+from sqlgate.errors import SqlgateError, UndoConflict
 from sqlgate.service import Service
 from tests.conftest import FakeClock
 from tests.security.hidden_leaks import agent_dump, leaks
@@ -358,3 +358,28 @@ def test_no_error_text_of_the_owners_triggers_and_constraints_carries_a_hidden_v
     else:
         assert VEILED_WORDS not in answer, answer
         assert case.shown in answer, answer
+
+
+# -- undo conflicts name rows by their keys ---------------------------------------------
+@pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: s.id)
+def test_an_undo_refused_on_a_conflict_names_no_hidden_key(
+    schema: Schema, open_hidden: Callable[..., Service]
+) -> None:
+    service = open_hidden(schema)
+    updated = service.write_query(schema.update)
+    other = apsw.Connection(str(service.db.path))  # another program changes the row again
+    other.execute(_filled("UPDATE {t} SET {v} = 'again' WHERE {v} IS NOT NULL", schema))
+    other.close()
+    for undo in (
+        lambda: service.undo_call(_call_ref(updated), reason="back"),
+        lambda: service.undo(_call_ref(updated)),  # a person's `sqlgate undo`
+    ):
+        with pytest.raises(UndoConflict) as refused:
+            undo()
+        assert "conflict" in str(refused.value)
+        _no_leak(service, schema, str(refused.value))
+    # the person at the terminal is told which row; the audit log, which the agent reads,
+    # is not (the person's command may run without the rules)
+    assert "(hidden)" not in refused.value.for_cli()
+    if schema.id == "hidden-primary-key":
+        assert leaks(refused.value.for_cli(), schema.secrets)
