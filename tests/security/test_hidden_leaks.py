@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import apsw
@@ -383,3 +384,151 @@ def test_an_undo_refused_on_a_conflict_names_no_hidden_key(
     assert "(hidden)" not in refused.value.for_cli()
     if schema.id == "hidden-primary-key":
         assert leaks(refused.value.for_cli(), schema.secrets)
+
+
+# -- 3. reads through an index over a hidden column --------------------------------------
+@dataclass(frozen=True)
+class Indexed:
+    id: str
+    ddl: str  # the table, its index over the hidden column, and `vis`, a view of the owner's
+    table: str
+    key: str  # a visible column telling the rows apart
+    visible: str
+    hidden: str
+    rows: tuple[tuple[object, ...], ...]  # in column order; the hidden values ascending
+    at: int  # the hidden column's place in a row
+
+
+INDEXED = [
+    Indexed(
+        "unique-text",
+        "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT, password TEXT UNIQUE)",
+        "users", "id", "name", "password",
+        ((1, "ann", "QZXW-GGGG"), (2, "bo", "QZXW-MMMM"), (3, "cy", "QZXW-TTTT")), 2,
+    ),
+    Indexed(
+        "without-rowid-blob-index",
+        "CREATE TABLE accounts(email TEXT PRIMARY KEY, plan TEXT, api_key BLOB) WITHOUT ROWID;"
+        "CREATE INDEX accounts_by_key ON accounts(api_key)",
+        "accounts", "email", "plan", "api_key",
+        (("a@x", "free", b"KEY-G"), ("b@x", "pro", b"KEY-M"), ("c@x", "max", b"KEY-T")), 2,
+    ),
+    Indexed(
+        "hidden-primary-key",
+        "CREATE TABLE tokens(token TEXT PRIMARY KEY, owner TEXT, uses INTEGER)",
+        "tokens", "owner", "uses", "token",
+        (("TKNZ-GGGG", "ann", 1), ("TKNZ-MMMM", "bo", 2), ("TKNZ-TTTT", "cy", 3)), 0,
+    ),
+    Indexed(
+        "visible-then-hidden-index",
+        "CREATE TABLE notes(body TEXT, secret TEXT);"
+        "CREATE INDEX notes_by_body ON notes(body, secret)",
+        "notes", "rowid", "body", "secret",
+        (("same", "SKRT-GGGG"), ("same", "SKRT-MMMM"), ("same", "SKRT-TTTT")), 1,
+    ),
+    Indexed(
+        "integer-index",
+        "CREATE TABLE people(a INTEGER PRIMARY KEY, note TEXT, ssn INTEGER);"
+        "CREATE INDEX people_by_ssn ON people(ssn, a)",
+        "people", "a", "note", "ssn",
+        ((1, "n", 7319426815), (2, "n", 7419426815), (3, "n", 7519426815)), 2,
+    ),
+]  # fmt: skip
+
+# reads that name only visible columns and whose result cannot depend on the rows' order:
+# they run, whatever index the planner walks
+RUN = [
+    "SELECT count(*) FROM {t}",
+    "SELECT count(*) AS n, count({v}) FROM {t} WHERE {v} IS NOT NULL",
+    "SELECT count(DISTINCT {v}) FROM {t}",
+    "SELECT count(*) FROM vis",
+    "SELECT count(*) FROM {t} AS a JOIN {t} AS b ON a.{k} = b.{k}",
+    "SELECT count(*) + 1 AS more FROM {t} LIMIT 3",
+    "WITH c AS (SELECT {k} FROM {t}) SELECT count(*) FROM c",
+    "SELECT count(*) FROM (SELECT {k} FROM {t} UNION ALL SELECT {k} FROM {t})",
+    "SELECT count(*) FROM {t} WHERE {h} = '{guess}' OR {v} LIKE '{guess}%'",
+    "SELECT {k} FROM {t} NOT INDEXED WHERE '{guess}' <> 'x' ORDER BY {k}",
+]
+# reads whose result could show the rows' order: refused when the planner walks the
+# hidden index, else run; either way the answer is the same whatever the hidden order
+ORDERED = [
+    "SELECT {k} FROM {t}",
+    "SELECT {k} FROM {t} WHERE {v} IS NOT NULL AND '{guess}' = '{guess}'",
+    "SELECT {k} FROM {t} LIMIT 1",
+    "SELECT group_concat({k}) FROM {t}",
+    "SELECT json_group_array({k}) FROM {t}",
+    "SELECT {k}, count(*) FROM {t}",
+    "SELECT DISTINCT {k} FROM {t}",
+    "SELECT row_number() OVER (), {k} FROM {t}",
+    "SELECT (SELECT {k} FROM {t})",
+    "SELECT max({k}) FROM (SELECT {k} FROM {t} LIMIT 1)",
+    "SELECT {k} FROM {t} UNION ALL SELECT NULL",
+    "SELECT min({v}), max({k}) FROM {t}",
+    "SELECT count(*) FROM {t} WHERE EXISTS (SELECT 1 FROM {t} AS u WHERE u.{k} = {t}.{k})",
+    "SELECT count(*) FROM {t} GROUP BY {v}",
+    "SELECT {k} FROM vis",
+    # runs (a count), and fails on the first row visited: which one must not show
+    "SELECT count(*) FROM {t} WHERE json_extract('{{}}', {k} || '!') IS NULL",
+]
+
+
+def _indexed_service(folder: Path, case: Indexed, order: tuple[int, ...]) -> Service:
+    """`case`'s table with its hidden values given to the rows in `order`."""
+    path = folder / f"{case.id}-{len(list(folder.iterdir()))}.db"
+    conn = apsw.Connection(str(path))
+    conn.execute(case.ddl)
+    conn.execute(f"CREATE VIEW vis AS SELECT {case.key}, {case.visible} FROM {case.table}")
+    columns = [
+        str(c) for (c,) in conn.execute(f"SELECT name FROM pragma_table_info('{case.table}')")
+    ]
+    for row, source in zip(case.rows, order, strict=True):
+        values = list(row)
+        values[case.at] = case.rows[source][case.at]
+        marks = ", ".join("?" * len(values))
+        conn.execute(f"INSERT INTO {case.table}({', '.join(columns)}) VALUES ({marks})", values)
+    conn.close()
+    settings = Settings(db=path, hide_column=(f"{case.table}.{case.hidden}",), adopt_db=True)
+    return Service.open(settings, clock=FakeClock(), session="s-order")
+
+
+def _answers(case: Indexed, sql: str, folder: Path) -> list[str]:
+    """The answers to `sql` with the hidden values in order and reversed, and with a right
+    and a wrong guess; the guess written back the same, so equal answers tell nothing."""
+    secret = case.rows[0][case.at]
+    right = secret.decode() if isinstance(secret, bytes) else str(secret)
+    answers = []
+    for order, guess in (((0, 1, 2), right), ((2, 1, 0), right), ((0, 1, 2), "WRONG")):
+        service = _indexed_service(folder, case, order)
+        try:
+            text = _try(partial(service.read_query, _order_filled(sql, case, guess)))
+        finally:
+            service.close()
+        answers.append(text.replace(guess, "GUESS"))
+    return answers
+
+
+def _order_filled(sql: str, case: Indexed, guess: str) -> str:
+    return sql.format(t=case.table, k=case.key, v=case.visible, h=case.hidden, guess=guess)
+
+
+@pytest.mark.parametrize("case", INDEXED, ids=lambda c: c.id)
+@pytest.mark.parametrize("sql", RUN)
+def test_a_read_whose_result_cannot_show_the_rows_order_runs(
+    case: Indexed, sql: str, tmp_path: Path
+) -> None:
+    answers = _answers(case, sql, tmp_path)
+    assert not answers[0].startswith(("PolicyDenied", "SqlError")), answers[0]
+    assert answers[1] == answers[0]
+    assert answers[2] == answers[0]
+
+
+@pytest.mark.parametrize("case", INDEXED, ids=lambda c: c.id)
+@pytest.mark.parametrize("sql", ORDERED)
+def test_a_read_that_could_show_the_rows_order_answers_alike_whatever_it(
+    case: Indexed, sql: str, tmp_path: Path
+) -> None:
+    answers = _answers(case, sql, tmp_path)
+    assert answers[1] == answers[0], sql
+    assert answers[2] == answers[0], sql
+    for answer in answers:
+        assert leaks(answer, [row[case.at] for row in case.rows]) == [], answer  # type: ignore[misc]

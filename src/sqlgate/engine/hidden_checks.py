@@ -34,6 +34,7 @@ from sqlgate.engine.hidden_errors import (
     veiled_message,
 )
 from sqlgate.engine.hidden_facts import VALUE_TABLES, names_in
+from sqlgate.engine.hidden_order import order_free
 from sqlgate.engine.hidden_policy import ASK, changes_anything, read_in_change_message
 from sqlgate.engine.live_rules import LiveRules
 from sqlgate.engine.names import fold_name
@@ -53,6 +54,14 @@ _SQL_OF = "SELECT sql FROM sqlite_schema WHERE name = ? COLLATE NOCASE"
 _TEMP_SQL_OF = "SELECT sql FROM sqlite_temp_schema WHERE name = ? COLLATE NOCASE"
 _COLUMNS = "SELECT name FROM pragma_table_xinfo(?)"
 _TRIGGERS = "SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND sql IS NOT NULL"
+_VIEWS = "SELECT name, sql FROM sqlite_schema WHERE type = 'view' AND sql IS NOT NULL"
+_AGGREGATES = "SELECT name FROM pragma_function_list WHERE type IN ('a', 'w')"
+_TABLE_OF_INDEX = (
+    "SELECT tbl_name FROM sqlite_schema WHERE type = 'index' AND name = ? COLLATE NOCASE"
+)
+_TEMP_TABLE_OF_INDEX = (
+    "SELECT tbl_name FROM sqlite_temp_schema WHERE type = 'index' AND name = ? COLLATE NOCASE"
+)
 _TEMP_TRIGGERS = "SELECT sql FROM sqlite_temp_schema WHERE type = 'trigger' AND sql IS NOT NULL"
 _INDEX_KEYS = "SELECT name FROM pragma_index_xinfo(?) WHERE key = 1 AND name IS NOT NULL"
 _DDL_ACTIONS = frozenset(
@@ -174,7 +183,9 @@ class HiddenWatch:
         )
 
     def check_plan(self, recorder: PolicyRecorder, sql: str, bindings: Any) -> None:
-        """Refuse (PolicyDenied) a statement whose plan scans an index over a hidden column."""
+        """Refuse (PolicyDenied) a statement whose plan walks an index over a hidden column,
+        unless its answer cannot depend on the order of the rows (`engine.hidden_order`):
+        then `recorder.hidden_order` says which index, so its errors say nothing either."""
         if not self.rules.hidden_indexes:
             return
         planner = PolicyRecorder(recorder.tier, recorder.protected, self.rules)
@@ -185,15 +196,40 @@ class HiddenWatch:
                 )
         except (apsw.Error, KeyError):
             return  # the statement itself will fail, and say why
-        for row in rows:
-            for name in _USING_INDEX.findall(str(row[-1])):
-                if fold_name(name) in self.rules.hidden_indexes:
-                    raise PolicyDenied(
-                        f"refused: the plan reads rows through index {name}, which is over a "
-                        f"column hidden by {self.rules.origin}, so their order would give its "
-                        "values away; write NOT INDEXED after the table's name "
-                        "(FROM users NOT INDEXED) and send it again"
-                    )
+        walked = [
+            name
+            for row in rows
+            for name in _USING_INDEX.findall(str(row[-1]))
+            if fold_name(name) in self.rules.hidden_indexes
+        ]
+        if not walked:
+            return
+        index = walked[0]
+        table = self._table_of(index)
+        if self._order_free(sql, planner):
+            recorder.hidden_order = (index, table)
+            return
+        raise PolicyDenied(
+            f"refused: the plan reads {table} through index {index}, which is over a column "
+            f"hidden by {self.rules.origin}, and the answer could show the rows in that order "
+            "(or which came first): write NOT INDEXED after the table's name and alias "
+            f"(FROM {table} NOT INDEXED) and send it again; a view cannot take NOT INDEXED, "
+            "so read its table. A SELECT of counts alone (count(*) FROM ...) runs as it is"
+        )
+
+    def _table_of(self, index: str) -> str:
+        for query in (_TABLE_OF_INDEX, _TEMP_TABLE_OF_INDEX):
+            for (table,) in self.conn.execute(query, (index,)):
+                return str(table)
+        return index
+
+    def _order_free(self, sql: str, planner: PolicyRecorder) -> bool:
+        functions = [
+            str(op.detail) for op in planner.operations if op.action == "FUNCTION" and op.detail
+        ]
+        views = {fold_name(str(name)): str(text) for name, text in self.conn.execute(_VIEWS)}
+        aggregates = frozenset(fold_name(str(n)) for (n,) in self.conn.execute(_AGGREGATES))
+        return order_free(sql, views, functions, aggregates)
 
     def finished(self, recorder: PolicyRecorder) -> None:
         """Refuse (PolicyDenied) a schema change that put a hidden value within reach."""
