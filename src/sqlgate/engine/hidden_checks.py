@@ -252,19 +252,38 @@ class HiddenWatch:
                 self._altered(name)
                 continue
             if "TRIGGER" in op.action:
+                seen = named | self._through_views(named)  # what it reads, through views
                 writes_hidden = bool(named & tables) and bool(named & {"insert", "replace"})
-                reads_values = any(t in named and cols & named for t, cols in values.items())
-                if named & (columns | rules.unreadable) or writes_hidden or reads_values:
+                reads_values = any(t in seen and cols & seen for t, cols in values.items())
+                if seen & (columns | rules.unreadable) or writes_hidden or reads_values:
                     self._deny(f"the trigger {name} names a hidden column or its table")
             elif "INDEX" in op.action:
                 table = op.detail or ""
                 keys = {fold_name(str(c)) for (c,) in self.conn.execute(_INDEX_KEYS, (name,))}
                 if rules.hidden_in(table) & (named | keys):
                     self._deny(f"the index {name} is over a hidden column")
-            elif named & rules.unreadable or any(
-                t in named and cols & named for t, cols in rules.hidden.items()
-            ):
-                self._deny(f"the virtual table {name} indexes a hidden column")
+            else:  # a virtual table, whose content may be a view
+                seen = named | self._through_views(named)
+                if seen & rules.unreadable or any(
+                    t in seen and cols & seen for t, cols in rules.hidden.items()
+                ):
+                    self._deny(f"the virtual table {name} indexes a hidden column")
+
+    def _through_views(self, words: set[str]) -> set[str]:
+        """The words of every view among `words`, and of the views those name, and so on:
+        another program's connection reads a hidden column through a view as it is."""
+        views = {fold_name(str(name)): str(sql) for name, sql in self.conn.execute(_VIEWS)}
+        found: set[str] = set()
+        pending = [word for word in words if word in views]
+        while pending:
+            view = pending.pop()
+            if view in found:
+                continue
+            found.add(view)
+            more = set(names_in(views[view]))
+            words = words | more
+            pending.extend(word for word in more if word in views)
+        return words
 
     def _altered(self, table: str) -> None:
         if table not in self.before:
