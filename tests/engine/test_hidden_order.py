@@ -37,6 +37,9 @@ VIEWS = {
     "loop_b": "CREATE VIEW loop_b AS SELECT * FROM loop_a",
     "union_v": "CREATE VIEW union_v AS SELECT id FROM users UNION ALL SELECT id FROM users",
     "nested": "CREATE VIEW nested AS SELECT * FROM (SELECT * FROM (SELECT id FROM users))",
+    # a chain of views: chain_1 reads chain_2 ... chain_17 reads users
+    **{f"chain_{n}": f"CREATE VIEW chain_{n} AS SELECT * FROM chain_{n + 1}" for n in range(1, 17)},
+    "chain_17": "CREATE VIEW chain_17 AS SELECT id FROM users",
 }
 
 CASES = [
@@ -65,7 +68,22 @@ CASES = [
     ("SELECT count(*) FROM (SELECT id FROM users ORDER BY name)", True),  # no LIMIT: a set
     ("SELECT count(*) FROM (SELECT id FROM users UNION ALL SELECT id FROM users)", True),
     ("SELECT count(*) FROM (SELECT 1)", True),
+    ("SELECT count(*) FROM (SELECT id FROM users) AS s", True),
     ("SELECT count(*) FROM users WHERE name LIKE 'a%' AND id IN (1, 2)", True),
+    ("SELECT count(*) FROM users NATURAL JOIN vis", True),
+    ("SELECT count(*) FROM users CROSS JOIN vis", True),
+    ("SELECT count(*) FROM users AS u LEFT OUTER JOIN vis AS v ON u.id = v.id", True),
+    (  # every clause a SELECT of counts may have
+        "WITH c AS (SELECT id FROM users) SELECT count(*) FROM users AS a JOIN c ON a.id = c.id "
+        "WHERE a.id > 0 ORDER BY count(*) LIMIT 1 OFFSET 0",
+        True,
+    ),
+    (  # every clause a plain SELECT may have
+        "SELECT count(*) FROM (WITH c AS (SELECT id FROM users) SELECT a.id FROM users AS a "
+        "JOIN c ON a.id = c.id WHERE a.id > 0 ORDER BY a.id)",
+        True,
+    ),
+    ("SELECT count(*) FROM ((SELECT id FROM users) UNION ALL (SELECT id FROM vis))", True),
     # -- not one row of counts -------------------------------------------------------------
     ("SELECT id FROM users", False),  # a row per row, in order
     ("SELECT 1 FROM users", False),
@@ -112,6 +130,19 @@ CASES = [
         False,
     ),
     ("SELECT count(*) FROM (SELECT (SELECT id FROM users) AS f)", False),
+    ("SELECT count(*) FROM (SELECT id FROM users ORDER BY (SELECT 1))", False),
+    ("SELECT count(*) FROM (SELECT id FROM users ORDER BY max(id))", False),
+    ("SELECT count(*) FROM ((SELECT id FROM users) UNION ALL (SELECT DISTINCT id FROM t))", False),
+    ("SELECT count(*) FROM ((SELECT DISTINCT id FROM t) UNION ALL (SELECT id FROM users))", False),
+    ("SELECT count(*) FROM users ORDER BY (SELECT 1)", False),
+    ("SELECT count(*) FROM users WHERE (SELECT 1)", False),
+    ("SELECT count(*) + sum(1) FROM users", False),  # an aggregate of no column
+    ("SELECT count(*) FROM a.main.users", False),  # a clause no source has in SQLite
+    (
+        "SELECT count(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
+        "LIMIT 3) SELECT x FROM c)",
+        False,
+    ),
     ("SELECT count(*) FROM (SELECT id FROM users WHERE id IN (SELECT 1))", False),
     ("SELECT count(*) FROM json_each('[1]')", False),  # a table-valued function
     ("SELECT count(*) FROM (VALUES (1))", False),
@@ -159,3 +190,11 @@ def test_a_cte_shadows_a_view_of_its_name_only_when_unqualified() -> None:
     # the view's own names are not the query's CTEs
     inside = "WITH users AS (SELECT 1 LIMIT 1) SELECT count(*) FROM vis"
     assert order_free(inside, VIEWS, [], AGGREGATES)
+
+
+def test_views_read_within_views_sixteen_deep_at_most() -> None:
+    assert order_free("SELECT count(*) FROM chain_2", VIEWS, [], AGGREGATES)  # 16 views
+    assert not order_free("SELECT count(*) FROM chain_1", VIEWS, [], AGGREGATES)  # 17
+    # the depth is each source's own: one after another, not added up, nor forgotten
+    assert order_free("SELECT count(*) FROM chain_2, chain_2", VIEWS, [], AGGREGATES)
+    assert not order_free("SELECT count(*) FROM chain_3, chain_1", VIEWS, [], AGGREGATES)

@@ -8,14 +8,16 @@ from collections.abc import Iterator, Mapping
 import apsw
 import pytest
 
+from sqlgate.engine import server_columns
 from sqlgate.engine.schema import FTS5_SHADOW_SUFFIXES, LITESTREAM_TABLES, REGISTRY, migrate
-from sqlgate.engine.server_columns import CALLER_TEXT, ROW_VALUES, SERVER_FACTS
 
-HEADINGS: dict[str, Mapping[str, frozenset[str]]] = {
-    "ROW_VALUES": ROW_VALUES,
-    "CALLER_TEXT": CALLER_TEXT,
-    "SERVER_FACTS": SERVER_FACTS,
-}
+
+def headings() -> dict[str, Mapping[str, frozenset[str]]]:
+    """The three headings, read when a test runs (never a copy made at import)."""
+    return {
+        name: getattr(server_columns, name)
+        for name in ("ROW_VALUES", "CALLER_TEXT", "SERVER_FACTS")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -57,14 +59,14 @@ def test_each_column_of_each_server_table_has_exactly_one_heading(
 ) -> None:
     columns = _columns(conn, table)
     if not columns:  # an fts5 shadow table SQLite does not make (external content)
-        assert all(table not in heading for heading in HEADINGS.values())
+        assert all(table not in heading for heading in headings().values())
         return
     for column in sorted(columns):
-        under = [name for name, heading in HEADINGS.items() if column in heading.get(table, ())]
+        under = [name for name, heading in headings().items() if column in heading.get(table, ())]
         assert len(under) == 1, f"{table}.{column} is under {under or 'no heading'}"
 
 
 def test_no_heading_names_a_column_the_schema_lacks(conn: apsw.Connection) -> None:
-    for name, heading in HEADINGS.items():
+    for name, heading in headings().items():
         for table, columns in heading.items():
             assert columns <= _columns(conn, table), (name, table, columns)

@@ -36,11 +36,13 @@ if TYPE_CHECKING:
 
 __all__ = ["order_free"]
 
-_NESTING = 16  # views and CTEs read within one another, at most
+_NESTING = 16  # views, CTEs and subqueries read within one another, at most
+# the clauses each node may have (an argument that holds anything); any other refuses
 _TOP_KEYS = frozenset({"expressions", "from_", "joins", "where", "order", "limit", "offset"})
 _PLAIN_KEYS = frozenset({"expressions", "from_", "joins", "where", "order"})
 _JOIN_KEYS = frozenset({"this", "on", "using", "kind", "side", "method"})
 _TABLE_KEYS = frozenset({"this", "db", "alias", "indexed"})
+_UNION_KEYS = frozenset({"this", "expression"})  # UNION ALL: `distinct` holds nothing
 
 
 def order_free(
@@ -50,8 +52,7 @@ def order_free(
     name and its CREATE VIEW text; `aggregates`: SQLite's aggregate and window functions."""
     if {fold_name(name) for name in functions} & aggregates - {"count"}:
         return False
-    tree = _parsed(sql)
-    return tree is not None and _Judge(views).counts(tree, {})
+    return _Judge(views).counts(_parsed(sql), {})
 
 
 def _parsed(sql: str) -> exp.Expr | None:
@@ -65,9 +66,14 @@ def _parsed(sql: str) -> exp.Expr | None:
     return trees[0] if len(trees) == 1 else None
 
 
-def _set(node: exp.Expr) -> set[str]:
-    """The clauses `node` has (its arguments that hold anything)."""
-    return {key for key, value in node.args.items() if value not in (None, False, [])}
+def _extra(node: exp.Expr, allowed: frozenset[str]) -> bool:
+    """Whether `node` has a clause (an argument that holds anything) not in `allowed`."""
+    return any(value for key, value in node.args.items() if key not in allowed | {"with_"})
+
+
+def _clauses(node: exp.Expr, *keys: str) -> list[exp.Expr]:
+    """The clauses `keys` of `node` that it has."""
+    return [node.args[key] for key in keys if node.args.get(key) is not None]
 
 
 class _Judge:
@@ -75,59 +81,54 @@ class _Judge:
         self.views = views
         self.depth = 0
 
-    def counts(self, node: exp.Expr, ctes: dict[str, exp.Expr]) -> bool:
+    def counts(self, node: exp.Expr | None, ctes: dict[str, exp.Expr]) -> bool:
         """`node` is the one-row SELECT of counts above."""
         from sqlglot import exp
 
-        if not isinstance(node, exp.Select):
+        if not isinstance(node, exp.Select) or _extra(node, _TOP_KEYS):
             return False
         scope = self._with(node, ctes)
-        if scope is None or not _set(node) - {"with_"} <= _TOP_KEYS:
-            return False
-        if not any(isinstance(n, exp.Count) for e in node.expressions for n in e.walk()):
-            return False  # no aggregate: a row for each row, in order
-        for clause in (*node.expressions, *node.args.get("order", exp.Order()).expressions):
-            if not _counted(clause):
-                return False
-        for key in ("limit", "offset"):
-            bound = node.args.get(key)
-            if bound is not None and any(isinstance(n, exp.Column) for n in bound.walk()):
-                return False
-        if not all(self._expression(clause) for clause in (*node.expressions, *_bounds(node))):
-            return False
-        return self._sources(node, scope)
+        shown = [*node.expressions, *_clauses(node, "order", "limit", "offset")]
+        return (
+            scope is not None
+            and any(isinstance(n, exp.Count) for e in node.expressions for n in e.walk())
+            and all(_counted(clause) for clause in shown)
+            and all(self._expression(clause) for clause in [*shown, *_clauses(node, "where")])
+            and self._sources(node, scope)
+        )
 
-    def plain(self, node: exp.Expr, ctes: dict[str, exp.Expr]) -> bool:
+    def plain(self, node: exp.Expr | None, ctes: dict[str, exp.Expr]) -> bool:
         """Every SELECT of `node` is plain (above)."""
         from sqlglot import exp
 
-        if isinstance(node, exp.Subquery) and _set(node) == {"this"}:
-            return self.plain(node.this, ctes)
+        if isinstance(node, exp.Subquery):  # a parenthesized arm of a UNION ALL
+            return self._source(node, ctes)
         if isinstance(node, exp.Union):
-            if node.args.get("distinct") or not _set(node) <= {"this", "expression"}:
-                return False
-            return self.plain(node.this, ctes) and self.plain(node.expression, ctes)
-        if not isinstance(node, exp.Select):
+            return (
+                not _extra(node, _UNION_KEYS)
+                and self.plain(node.this, ctes)
+                and self.plain(node.expression, ctes)
+            )
+        if not isinstance(node, exp.Select) or _extra(node, _PLAIN_KEYS):
             return False
         scope = self._with(node, ctes)
-        if scope is None or not _set(node) - {"with_"} <= _PLAIN_KEYS:
-            return False
-        clauses = [*node.expressions, *_bounds(node)]
-        if any(isinstance(n, exp.AggFunc) for clause in clauses for n in clause.walk()):
-            return False
-        return all(self._expression(clause) for clause in clauses) and self._sources(node, scope)
+        clauses = [*node.expressions, *_clauses(node, "where", "order")]
+        return (
+            scope is not None
+            and not any(isinstance(n, exp.AggFunc) for clause in clauses for n in clause.walk())
+            and all(self._expression(clause) for clause in clauses)
+            and self._sources(node, scope)
+        )
 
     def _with(self, node: exp.Expr, ctes: dict[str, exp.Expr]) -> dict[str, exp.Expr] | None:
         """The CTE names `node` sees, each with its query; None when its WITH is recursive."""
         clause = node.args.get("with_")
         if clause is None:
             return ctes
-        if clause.args.get("recursive"):
-            return None
         scope = dict(ctes)
         for cte in clause.expressions:
             scope[fold_name(cte.alias)] = cte.this
-        return scope
+        return None if clause.args.get("recursive") else scope
 
     def _expression(self, node: exp.Expr) -> bool:
         """No subquery and no window in `node` (aggregates are judged by the caller)."""
@@ -136,62 +137,46 @@ class _Judge:
         return not any(isinstance(n, (exp.Query, exp.Subquery, exp.Window)) for n in node.walk())
 
     def _sources(self, node: exp.Expr, ctes: dict[str, exp.Expr]) -> bool:
-        sources = []
-        if node.args.get("from_") is not None:
-            sources.append(node.args["from_"].this)
-        for join in node.args.get("joins") or []:
-            if not _set(join) <= _JOIN_KEYS:
-                return False
-            if join.args.get("on") is not None and not self._expression(join.args["on"]):
-                return False
-            sources.append(join.this)
-        return all(self._source(source, ctes) for source in sources)
+        joins = node.args.get("joins") or []
+        sources = [from_.this for from_ in _clauses(node, "from_")]
+        sources += [join.this for join in joins]
+        return (
+            not any(_extra(join, _JOIN_KEYS) for join in joins)
+            and all(self._expression(on) for join in joins for on in _clauses(join, "on"))
+            and all(self._source(source, ctes) for source in sources)
+        )
 
     def _source(self, node: exp.Expr, ctes: dict[str, exp.Expr]) -> bool:
         from sqlglot import exp
 
+        if _extra(node, _TABLE_KEYS):
+            return False
         if isinstance(node, exp.Subquery):
-            return _set(node) <= {"this", "alias"} and self._nested(node.this, ctes)
+            return self._nested(node.this, ctes)
         if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
             return False  # a table-valued function, VALUES, ...
-        if not _set(node) <= _TABLE_KEYS:
-            return False
         name = fold_name(node.name)
         if name in ctes and not node.args.get("db"):
             return self._nested(ctes[name], {})  # a CTE's names are its own to resolve
         if name in self.views:
             view = _parsed(self.views[name])
-            body = view.args.get("expression") if view is not None else None
-            return body is not None and self._nested(body, {})
+            return self._nested(view.args.get("expression") if view is not None else None, {})
         return True  # a table
 
-    def _nested(self, node: exp.Expr, ctes: dict[str, exp.Expr]) -> bool:
-        if self.depth >= _NESTING:
-            return False
+    def _nested(self, node: exp.Expr | None, ctes: dict[str, exp.Expr]) -> bool:
         self.depth += 1
         try:
-            return self.plain(node, ctes)
+            return self.depth <= _NESTING and self.plain(node, ctes)
         finally:
             self.depth -= 1
-
-
-def _bounds(node: exp.Expr) -> list[exp.Expr]:
-    """The WHERE and ORDER BY expressions of `node`, and its LIMIT and OFFSET."""
-    found = []
-    for key in ("where", "order", "limit", "offset"):
-        clause = node.args.get(key)
-        if clause is not None:
-            found.append(clause)
-    return found
 
 
 def _counted(node: exp.Expr) -> bool:
     """Every column `node` reads is inside a count, and its only aggregate is count."""
     from sqlglot import exp
 
-    for inner in node.walk():
-        if isinstance(inner, exp.AggFunc) and not isinstance(inner, exp.Count):
-            return False
-        if isinstance(inner, exp.Column) and inner.find_ancestor(exp.Count) is None:
-            return False
-    return True
+    return not any(
+        (isinstance(n, exp.AggFunc) and not isinstance(n, exp.Count))
+        or (isinstance(n, exp.Column) and n.find_ancestor(exp.Count) is None)
+        for n in node.walk()
+    )

@@ -24,51 +24,62 @@ from collections.abc import Mapping
 __all__ = ["CALLER_TEXT", "ROW_VALUES", "SERVER_FACTS"]
 
 
-def _columns(**tables: str) -> Mapping[str, frozenset[str]]:
-    return {table: frozenset(names.split()) for table, names in tables.items()}
-
-
-ROW_VALUES = _columns(
+ROW_VALUES: Mapping[str, frozenset[str]] = {
     # data: a changeset (whole rows); digests: 16-byte row digests; created: a CREATE's
     # record, with the count and digest of the rows it left in each table it made
-    undo_changesets="data digests created",
-    undo_chunks="data",
-    undo_row_states="digests",
-)
+    "undo_changesets": frozenset({"data", "digests", "created"}),
+    "undo_chunks": frozenset({"data"}),
+    "undo_row_states": frozenset({"digests"}),
+}
 
-CALLER_TEXT = _columns(
-    query_log="query error detail",
-    memory_events="content tags",
-    memory_checkpoints="summary",
-    memory_events_fts="content tags",
-    memory_events_fts_data="block",
-    memory_events_fts_idx="term",
-    claims="entity claim evidence",
-    claims_history="detail",
-)
+CALLER_TEXT: Mapping[str, frozenset[str]] = {
+    "query_log": frozenset({"query", "error", "detail"}),
+    "memory_events": frozenset({"content", "tags"}),
+    "memory_checkpoints": frozenset({"summary"}),
+    "memory_events_fts": frozenset({"content", "tags"}),
+    "memory_events_fts_data": frozenset({"block"}),
+    "memory_events_fts_idx": frozenset({"term"}),
+    "claims": frozenset({"entity", "claim", "evidence"}),
+    "claims_history": frozenset({"detail"}),
+}
 
-SERVER_FACTS = _columns(
-    query_log="id ts session tool ok rows duration_ms actor",
-    memory_events="id ts session kind prev_hash hash",
-    memory_checkpoints="id ts session last_event_id head_hash",
+SERVER_FACTS: Mapping[str, frozenset[str]] = {
+    "query_log": frozenset({"id", "ts", "session", "tool", "ok", "rows", "duration_ms", "actor"}),
+    "memory_events": frozenset({"id", "ts", "session", "kind", "prev_hash", "hash"}),
+    "memory_checkpoints": frozenset({"id", "ts", "session", "last_event_id", "head_hash"}),
     # the fts5 table's own hidden columns (its name, the rank), its bookkeeping and sizes
-    memory_events_fts="memory_events_fts rank",
-    memory_events_fts_data="id",
-    memory_events_fts_idx="segid pgno",
-    memory_events_fts_docsize="id sz",
-    memory_events_fts_config="k v",
-    claims="id kind volatility confidence rank state created_at last_confirmed",
-    claims_history="id claim_id ts session action event_id",
-    # tables: names; shapes: each table's column names and types; bytes: a size
-    undo_changesets=(
-        "id ts session kind tables changes bytes undone_at undone_by tool format shapes"
+    "memory_events_fts": frozenset({"memory_events_fts", "rank"}),
+    "memory_events_fts_data": frozenset({"id"}),
+    "memory_events_fts_idx": frozenset({"segid", "pgno"}),
+    "memory_events_fts_docsize": frozenset({"id", "sz"}),
+    "memory_events_fts_config": frozenset({"k", "v"}),
+    "claims": frozenset(
+        {"id", "kind", "volatility", "confidence", "rank", "state", "created_at", "last_confirmed"}
     ),
-    undo_chunks="changeset_id seq",
-    undo_row_states="changeset_id seq",
-    undo_table_shapes="changeset_id name schema_rowid rootpage shape",
-    server_info="key value",
-    members="id name tier created removed",
-    member_tokens="digest member_id created revoked",
-    _litestream_seq="id seq",
-    _litestream_lock="id",
-)
+    "claims_history": frozenset({"id", "claim_id", "ts", "session", "action", "event_id"}),
+    # tables: names; shapes: each table's column names and types; bytes: a size
+    "undo_changesets": frozenset(
+        {
+            "id",
+            "ts",
+            "session",
+            "kind",
+            "tables",
+            "changes",
+            "bytes",
+            "undone_at",
+            "undone_by",
+            "tool",
+            "format",
+            "shapes",
+        }
+    ),
+    "undo_chunks": frozenset({"changeset_id", "seq"}),
+    "undo_row_states": frozenset({"changeset_id", "seq"}),
+    "undo_table_shapes": frozenset({"changeset_id", "name", "schema_rowid", "rootpage", "shape"}),
+    "server_info": frozenset({"key", "value"}),
+    "members": frozenset({"id", "name", "tier", "created", "removed"}),
+    "member_tokens": frozenset({"digest", "member_id", "created", "revoked"}),
+    "_litestream_seq": frozenset({"id", "seq"}),
+    "_litestream_lock": frozenset({"id"}),
+}
