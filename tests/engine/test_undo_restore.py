@@ -371,3 +371,29 @@ def test_rows_sqlite_skips_are_a_conflict_even_if_the_checks_missed_a_reshape(
         refused.value
     )
     assert rows(db_path, "SELECT count(*) FROM pair WHERE a = 1") == [(0,)]
+
+
+@pytest.mark.parametrize(
+    ("rule", "mode"),
+    [
+        pytest.param({"protect_table": ("T",)}, "T, which is protected", id="protected"),
+        pytest.param({"append_only_table": ("t",)}, "t, which is append-only", id="append-only"),
+        pytest.param({"protect_table": ("pair",)}, None, id="another-table-protected"),
+    ],
+)
+def test_an_agents_undo_never_changes_a_table_guarded_since_the_call(
+    make_service: Callable[..., Service], db_path: Path, rule: dict[str, Any], mode: str | None
+) -> None:
+    with direct(db_path) as conn:
+        conn.execute(SCHEMA)
+    call = undo_id(make_service(adopt_db=True).destructive_query("DELETE FROM t WHERE id = 1", "r"))
+    guarded = make_service(adopt_db=True, **rule)
+    ref = f"{call}@{guarded.db.database_id}"
+    if mode is None:
+        assert guarded.undo_call(ref, reason="back").startswith("undone")
+        return
+    with pytest.raises(UndoRefused) as refused:
+        guarded.undo_call(ref, reason="back")
+    assert f"it would change {mode} by the server's policy" in str(refused.value)
+    assert rows(db_path, "SELECT id FROM t WHERE id = 1") == []  # nothing was undone
+    assert guarded.undo(call).startswith("undone")  # a person may
