@@ -19,8 +19,9 @@ Any other message is replaced (`veiled_message`): what kind of failure it was, t
 and the next step. A statement whose plan walks an index over a hidden column (allowed when
 its result cannot depend on row order, `engine.hidden_order`) gets one fixed message for
 every failure while it runs (`order_veiled_message`): which row failed first would tell the
-rows' hidden order. Whether a message is replaced depends on the statement and the schema,
-never on a value. Pure.
+rows' hidden order. Whether a message is replaced depends on the statement, the schema and
+the kind of failure (an owner's RAISE that picks one of its literals by a hidden value tells
+which, as its failing tells that it failed: the owner's own logic). Pure.
 """
 
 from __future__ import annotations
