@@ -17,7 +17,9 @@ Stored SQL is matched word by word (`hidden_facts.names_in`), erring towards ref
 
 from __future__ import annotations
 
+import functools
 import re
+import weakref
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -100,6 +102,32 @@ def inserted_hidden(sql: str, table: str, hidden: frozenset[str]) -> str | None:
         if fold_name(token.text) in hidden:
             return token.text
     return "*"
+
+
+_aggregate_names: weakref.WeakKeyDictionary[apsw.Connection, frozenset[str]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _aggregates(conn: apsw.Connection) -> frozenset[str]:
+    """SQLite's aggregate and window functions on `conn` (read once per connection)."""
+    names = _aggregate_names.get(conn)
+    if names is None:
+        names = frozenset(fold_name(str(n)) for (n,) in conn.execute(_AGGREGATES))
+        _aggregate_names[conn] = names
+    return names
+
+
+@functools.lru_cache(maxsize=256)
+def _judged_order_free(
+    sql: str,
+    views: tuple[tuple[str, str], ...],
+    functions: tuple[str, ...],
+    aggregates: frozenset[str],
+) -> bool:
+    """`order_free`, kept for the statements, views and functions it was asked about: an
+    agent sends the same statement again, and sqlglot takes a few hundred µs to read one."""
+    return order_free(sql, dict(views), functions, aggregates)
 
 
 def trigger_literals(conn: apsw.Connection) -> frozenset[str]:
@@ -224,12 +252,11 @@ class HiddenWatch:
         return index
 
     def _order_free(self, sql: str, planner: PolicyRecorder) -> bool:
-        functions = [
+        functions = tuple(
             str(op.detail) for op in planner.operations if op.action == "FUNCTION" and op.detail
-        ]
-        views = {fold_name(str(name)): str(text) for name, text in self.conn.execute(_VIEWS)}
-        aggregates = frozenset(fold_name(str(n)) for (n,) in self.conn.execute(_AGGREGATES))
-        return order_free(sql, views, functions, aggregates)
+        )
+        views = tuple((fold_name(str(name)), str(text)) for name, text in self.conn.execute(_VIEWS))
+        return _judged_order_free(sql, views, functions, _aggregates(self.conn))
 
     def finished(self, recorder: PolicyRecorder) -> None:
         """Refuse (PolicyDenied) a schema change that put a hidden value within reach."""
