@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -155,7 +155,42 @@ def test_a_conflict_names_the_row_in_the_way(
         world.write_query(later)
     with pytest.raises(UndoConflict) as refused:
         world.undo(call)
-    assert f"1 conflict(s) with changes made after it ({described})." in str(refused.value)
+    # the person is told the key; the audit row (any agent reads it) is not: a count is
+    assert f"1 conflict(s) with changes made after it ({described})." in refused.value.for_cli()
+    values = re.search(r"row \(([^)]*)\)", described)
+    hidden = ", ".join("(hidden)" for _ in values[1].split(", ")) if values else ""
+    recorded = described.replace(f"row ({values[1]})", f"row ({hidden})") if values else described
+    assert f"1 conflict(s) with changes made after it ({recorded})." in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("hide", "agent"),
+    [
+        pytest.param("keyed.k", "keyed row ((hidden))", id="key"),
+        pytest.param("KEYED.K", "keyed row ((hidden))", id="key-folded"),
+        pytest.param("keyed.s", "keyed row ('one')", id="not-the-key"),
+        pytest.param("t.v", "keyed row ('one')", id="other-table"),
+    ],
+)
+def test_an_agents_undo_hides_a_hidden_key_and_a_persons_records_no_key(
+    make_service: Callable[..., Service], db_path: Path, hide: str, agent: str
+) -> None:
+    with direct(db_path) as conn:
+        conn.execute(SCHEMA)
+        conn.execute("CREATE TABLE keyed (k TEXT PRIMARY KEY, v TEXT, s TEXT)")
+        conn.execute("INSERT INTO keyed VALUES ('one', 'a', 'x')")
+    world = make_service(hide_column=(hide,), adopt_db=True)
+    call = undo_id(world.write_query("UPDATE keyed SET v = 'changed' WHERE v = 'a'"))
+    with direct(db_path) as conn:  # another program changes the row again
+        conn.execute("UPDATE keyed SET v = 'again'")
+    with pytest.raises(UndoConflict) as by_agent:
+        world.undo_call(f"{call}@{world.db.database_id}", reason="back")
+    assert f"({agent}: changed again" in str(by_agent.value)
+    assert by_agent.value.for_cli() == str(by_agent.value)
+    with pytest.raises(UndoConflict) as by_person:
+        world.undo(call)
+    assert "(keyed row ((hidden)): changed again" in str(by_person.value)
+    assert "(keyed row ('one'): changed again" in by_person.value.for_cli()
 
 
 @pytest.mark.parametrize(
@@ -336,3 +371,29 @@ def test_rows_sqlite_skips_are_a_conflict_even_if_the_checks_missed_a_reshape(
         refused.value
     )
     assert rows(db_path, "SELECT count(*) FROM pair WHERE a = 1") == [(0,)]
+
+
+@pytest.mark.parametrize(
+    ("rule", "mode"),
+    [
+        pytest.param({"protect_table": ("T",)}, "T, which is protected", id="protected"),
+        pytest.param({"append_only_table": ("t",)}, "t, which is append-only", id="append-only"),
+        pytest.param({"protect_table": ("pair",)}, None, id="another-table-protected"),
+    ],
+)
+def test_an_agents_undo_never_changes_a_table_guarded_since_the_call(
+    make_service: Callable[..., Service], db_path: Path, rule: dict[str, Any], mode: str | None
+) -> None:
+    with direct(db_path) as conn:
+        conn.execute(SCHEMA)
+    call = undo_id(make_service(adopt_db=True).destructive_query("DELETE FROM t WHERE id = 1", "r"))
+    guarded = make_service(adopt_db=True, **rule)
+    ref = f"{call}@{guarded.db.database_id}"
+    if mode is None:
+        assert guarded.undo_call(ref, reason="back").startswith("undone")
+        return
+    with pytest.raises(UndoRefused) as refused:
+        guarded.undo_call(ref, reason="back")
+    assert f"it would change {mode} by the server's policy" in str(refused.value)
+    assert rows(db_path, "SELECT id FROM t WHERE id = 1") == []  # nothing was undone
+    assert guarded.undo(call).startswith("undone")  # a person may

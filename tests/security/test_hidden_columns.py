@@ -172,6 +172,30 @@ CASES = [
         "CREATE VIRTUAL TABLE f2 USING fts5(ssn, content='users', content_rowid='id')",
         REFUSED,
     ),
+    Case(  # another program's INSERT would copy the value through the view (issue 30)
+        "trigger-reads-through-a-view",
+        DESTRUCTIVE,
+        "CREATE TRIGGER spy AFTER INSERT ON other BEGIN "
+        "INSERT INTO copy(x) SELECT p FROM v_spy; END",
+        REFUSED,
+        setup="CREATE VIEW v_spy AS SELECT ssn AS p FROM users; CREATE TABLE copy(x)",
+    ),
+    Case(
+        "trigger-reads-through-views-of-views",
+        DESTRUCTIVE,
+        "CREATE TRIGGER spy AFTER INSERT ON other BEGIN "
+        "INSERT INTO copy(x) SELECT q FROM v_outer; END",
+        REFUSED,
+        setup="CREATE VIEW v_spy AS SELECT ssn AS p FROM users;"
+        "CREATE VIEW v_outer AS SELECT p AS q FROM v_spy; CREATE TABLE copy(x)",
+    ),
+    Case(
+        "fts5-content-view",
+        WRITE,
+        "CREATE VIRTUAL TABLE f3 USING fts5(p, content='v_spy', content_rowid='id')",
+        REFUSED,
+        setup="CREATE VIEW v_spy AS SELECT id, ssn AS p FROM users",
+    ),
     Case(
         "rename-hidden-column",
         DESTRUCTIVE,
@@ -243,6 +267,22 @@ ALLOWED = [
         setup="CREATE INDEX u_ssn ON users(ssn)",
     ),
     Case("view-by-agent", VIEW, "SELECT id, ssn FROM users", NULL),
+    Case(  # a trigger over a view of visible columns only
+        "trigger-reads-a-visible-view",
+        DESTRUCTIVE,
+        "CREATE TRIGGER tally AFTER INSERT ON other BEGIN "
+        "INSERT INTO copy(x) SELECT name FROM v_names; END",
+        NULL,
+        setup="CREATE VIEW v_names AS SELECT id, name FROM users; CREATE TABLE copy(x)",
+    ),
+    Case(  # a column of the agent's own called like a server table's hidden one
+        "trigger-names-a-column-data",
+        DESTRUCTIVE,
+        "CREATE TRIGGER stamp AFTER INSERT ON other BEGIN "
+        "UPDATE other SET x = 'created' WHERE id = new.id; INSERT INTO copy(data) VALUES (1); END",
+        NULL,
+        setup="CREATE TABLE copy(data)",
+    ),
 ]
 
 

@@ -88,6 +88,9 @@ class PolicyRecorder:
         self.hidden_reads: dict[tuple[str, str], None] = {}
         self.refusal: Verdict | None = None
         self.running = False  # set once preparation is over: later facts are nested
+        # (index, table) of a plan allowed to walk an index over a hidden column, its result
+        # being free of row order (`engine.hidden_checks`): its errors must be too
+        self.hidden_order: tuple[str, str] | None = None
         self.shadow_tables: frozenset[str] = frozenset()  # folded; set by `recording`
 
     def _verdict(self, op: Operation) -> Verdict:

@@ -21,7 +21,7 @@ import apsw
 from sqlgate.engine.authorizer import PolicyRecorder, recording
 from sqlgate.engine.double_quotes import double_quoted_string, single_quoted
 from sqlgate.engine.framing import abridged, one_line
-from sqlgate.engine.hidden_checks import HiddenWatch
+from sqlgate.engine.hidden_checks import HiddenWatch, veiled_error
 from sqlgate.engine.limits import SQLITE_INT_MAX, SQLITE_INT_MIN, CallControl, Deadline, watched
 from sqlgate.engine.live_rules import NO_RULES, LiveRules
 from sqlgate.engine.names import fold_name
@@ -260,6 +260,10 @@ def _translate(exc: apsw.Error, ctx: RunContext, sql: str) -> Exception:
             "the statement needed more memory or disk than sqlgate allows (--heap-limit-mb); "
             "nothing was changed. Narrow the query"
         )
+    if ctx.rules.hides:  # SQLite's words may quote a hidden value: then its words go
+        veiled = veiled_error(ctx.conn, ctx.recorder, exc, _sqlite_message(exc))
+        if veiled is not None:
+            return SqlError(veiled)
     message = one_line(_sqlite_message(exc))  # it may quote stored SQL or a RAISE message
     if message == "FOREIGN KEY constraint failed":
         from sqlgate.engine.foreign_keys import foreign_key_advice

@@ -17,16 +17,26 @@ Stored SQL is matched word by word (`hidden_facts.names_in`), erring towards ref
 
 from __future__ import annotations
 
+import functools
 import re
+import weakref
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
 from sqlgate.engine.authorizer import PolicyRecorder, recording
-from sqlgate.engine.hidden_facts import names_in
+from sqlgate.engine.deferred import deferred
+from sqlgate.engine.hidden_errors import (
+    evaluated_tables,
+    order_veiled_message,
+    shown_as_is,
+    veiled_message,
+)
+from sqlgate.engine.hidden_facts import VALUE_TABLES, names_in
+from sqlgate.engine.hidden_order import order_free
 from sqlgate.engine.hidden_policy import ASK, changes_anything, read_in_change_message
 from sqlgate.engine.live_rules import LiveRules
 from sqlgate.engine.names import fold_name
@@ -34,12 +44,27 @@ from sqlgate.engine.policy import Verdict
 from sqlgate.engine.sqltext import sqlite_tokens, word
 from sqlgate.errors import PolicyDenied
 
-__all__ = ["HiddenWatch", "inserted_hidden"]
+if TYPE_CHECKING:
+    from sqlglot.tokenizer_core import TokenType
+else:
+    TokenType = deferred("sqlglot.tokenizer_core", "TokenType")
+
+__all__ = ["HiddenWatch", "inserted_hidden", "trigger_literals", "veiled_error"]
 
 _USING_INDEX = re.compile(r"USING (?:COVERING )?INDEX (\S+)")
 _SQL_OF = "SELECT sql FROM sqlite_schema WHERE name = ? COLLATE NOCASE"
 _TEMP_SQL_OF = "SELECT sql FROM sqlite_temp_schema WHERE name = ? COLLATE NOCASE"
 _COLUMNS = "SELECT name FROM pragma_table_xinfo(?)"
+_TRIGGERS = "SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND sql IS NOT NULL"
+_VIEWS = "SELECT name, sql FROM sqlite_schema WHERE type = 'view' AND sql IS NOT NULL"
+_AGGREGATES = "SELECT name FROM pragma_function_list WHERE type IN ('a', 'w')"
+_TABLE_OF_INDEX = (
+    "SELECT tbl_name FROM sqlite_schema WHERE type = 'index' AND name = ? COLLATE NOCASE"
+)
+_TEMP_TABLE_OF_INDEX = (
+    "SELECT tbl_name FROM sqlite_temp_schema WHERE type = 'index' AND name = ? COLLATE NOCASE"
+)
+_TEMP_TRIGGERS = "SELECT sql FROM sqlite_temp_schema WHERE type = 'trigger' AND sql IS NOT NULL"
 _INDEX_KEYS = "SELECT name FROM pragma_index_xinfo(?) WHERE key = 1 AND name IS NOT NULL"
 _DDL_ACTIONS = frozenset(
     {"CREATE_TRIGGER", "CREATE_TEMP_TRIGGER", "CREATE_INDEX", "CREATE_TEMP_INDEX",
@@ -77,6 +102,59 @@ def inserted_hidden(sql: str, table: str, hidden: frozenset[str]) -> str | None:
         if fold_name(token.text) in hidden:
             return token.text
     return "*"
+
+
+_aggregate_names: weakref.WeakKeyDictionary[apsw.Connection, frozenset[str]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _aggregates(conn: apsw.Connection) -> frozenset[str]:
+    """SQLite's aggregate and window functions on `conn` (read once per connection)."""
+    names = _aggregate_names.get(conn)
+    if names is None:
+        names = frozenset(fold_name(str(n)) for (n,) in conn.execute(_AGGREGATES))
+        _aggregate_names[conn] = names
+    return names
+
+
+@functools.lru_cache(maxsize=256)
+def _judged_order_free(
+    sql: str,
+    views: tuple[tuple[str, str], ...],
+    functions: tuple[str, ...],
+    aggregates: frozenset[str],
+) -> bool:
+    """`order_free`, kept for the statements, views and functions it was asked about: an
+    agent sends the same statement again, and sqlglot takes a few hundred µs to read one."""
+    return order_free(sql, dict(views), functions, aggregates)
+
+
+def trigger_literals(conn: apsw.Connection) -> frozenset[str]:
+    """Every string literal in the text of the schema's triggers (RAISE messages among them)."""
+    found: set[str] = set()
+    for query in (_TRIGGERS, _TEMP_TRIGGERS):
+        for (sql,) in conn.execute(query):
+            tokens = sqlite_tokens(str(sql)) or []
+            found.update(t.text for t in tokens if t.token_type == TokenType.STRING)
+    return frozenset(found)
+
+
+def veiled_error(
+    conn: apsw.Connection, recorder: PolicyRecorder, exc: apsw.Error, message: str
+) -> str | None:
+    """The value-free answer instead of SQLite's `message` for the statement `recorder`
+    watched (`engine.hidden_errors`), or None when the message may be shown as it is."""
+    if not recorder.running:  # failed while it was prepared: words of its SQL and schema
+        return None
+    rules = recorder.rules
+    if recorder.hidden_order is not None:
+        return order_veiled_message(*recorder.hidden_order, rules)
+    tables = evaluated_tables(recorder.operations, rules)
+    extended = int(getattr(exc, "extendedresult", 0) or 0)
+    if not tables or shown_as_is(extended, message, trigger_literals(conn)):
+        return None
+    return veiled_message(extended, tables, rules)
 
 
 def _sql_of(conn: apsw.Connection, name: str) -> str:
@@ -133,7 +211,9 @@ class HiddenWatch:
         )
 
     def check_plan(self, recorder: PolicyRecorder, sql: str, bindings: Any) -> None:
-        """Refuse (PolicyDenied) a statement whose plan scans an index over a hidden column."""
+        """Refuse (PolicyDenied) a statement whose plan walks an index over a hidden column,
+        unless its answer cannot depend on the order of the rows (`engine.hidden_order`):
+        then `recorder.hidden_order` says which index, so its errors say nothing either."""
         if not self.rules.hidden_indexes:
             return
         planner = PolicyRecorder(recorder.tier, recorder.protected, self.rules)
@@ -144,15 +224,39 @@ class HiddenWatch:
                 )
         except (apsw.Error, KeyError):
             return  # the statement itself will fail, and say why
-        for row in rows:
-            for name in _USING_INDEX.findall(str(row[-1])):
-                if fold_name(name) in self.rules.hidden_indexes:
-                    raise PolicyDenied(
-                        f"refused: the plan reads rows through index {name}, which is over a "
-                        f"column hidden by {self.rules.origin}, so their order would give its "
-                        "values away; write NOT INDEXED after the table's name "
-                        "(FROM users NOT INDEXED) and send it again"
-                    )
+        walked = [
+            name
+            for row in rows
+            for name in _USING_INDEX.findall(str(row[-1]))
+            if fold_name(name) in self.rules.hidden_indexes
+        ]
+        if not walked:
+            return
+        index = walked[0]
+        table = self._table_of(index)
+        if self._order_free(sql, planner):
+            recorder.hidden_order = (index, table)
+            return
+        raise PolicyDenied(
+            f"refused: the plan reads {table} through index {index}, which is over a column "
+            f"hidden by {self.rules.origin}, and the answer could show the rows in that order "
+            "(or which came first): write NOT INDEXED after the table's name and alias "
+            f"(FROM {table} NOT INDEXED) and send it again; a view cannot take NOT INDEXED, "
+            "so read its table. A SELECT of counts alone (count(*) FROM ...) runs as it is"
+        )
+
+    def _table_of(self, index: str) -> str:
+        for query in (_TABLE_OF_INDEX, _TEMP_TABLE_OF_INDEX):
+            for (table,) in self.conn.execute(query, (index,)):
+                return str(table)
+        return index
+
+    def _order_free(self, sql: str, planner: PolicyRecorder) -> bool:
+        functions = tuple(
+            str(op.detail) for op in planner.operations if op.action == "FUNCTION" and op.detail
+        )
+        views = tuple((fold_name(str(name)), str(text)) for name, text in self.conn.execute(_VIEWS))
+        return _judged_order_free(sql, views, functions, _aggregates(self.conn))
 
     def finished(self, recorder: PolicyRecorder) -> None:
         """Refuse (PolicyDenied) a schema change that put a hidden value within reach."""
@@ -160,8 +264,11 @@ class HiddenWatch:
         facts = [op for op in recorder.operations if op.action in _DDL_ACTIONS and not op.nested]
         if not facts:  # a query, or a row write: nothing new in the schema
             return
-        columns = {c for cols in rules.hidden.values() for c in cols}
+        # SQLite's and sqlgate's tables of row values are named by their table and column
+        # (a column of the agent's called `data` is no hidden one); the user's by column alone
+        columns = {c for t, cols in rules.hidden.items() if t not in VALUE_TABLES for c in cols}
         tables = {t for t, cols in rules.hidden.items() if cols} | rules.sealed
+        values = {t: cols for t, cols in rules.hidden.items() if t in VALUE_TABLES}
         for op in facts:
             name = op.detail if op.action == "ALTER_TABLE" else op.target
             if not name:
@@ -172,18 +279,38 @@ class HiddenWatch:
                 self._altered(name)
                 continue
             if "TRIGGER" in op.action:
+                seen = named | self._through_views(named)  # what it reads, through views
                 writes_hidden = bool(named & tables) and bool(named & {"insert", "replace"})
-                if named & (columns | rules.unreadable) or writes_hidden:
+                reads_values = any(t in seen and cols & seen for t, cols in values.items())
+                if seen & (columns | rules.unreadable) or writes_hidden or reads_values:
                     self._deny(f"the trigger {name} names a hidden column or its table")
             elif "INDEX" in op.action:
                 table = op.detail or ""
                 keys = {fold_name(str(c)) for (c,) in self.conn.execute(_INDEX_KEYS, (name,))}
                 if rules.hidden_in(table) & (named | keys):
                     self._deny(f"the index {name} is over a hidden column")
-            elif named & rules.unreadable or any(
-                t in named and cols & named for t, cols in rules.hidden.items()
-            ):
-                self._deny(f"the virtual table {name} indexes a hidden column")
+            else:  # a virtual table, whose content may be a view
+                seen = named | self._through_views(named)
+                if seen & rules.unreadable or any(
+                    t in seen and cols & seen for t, cols in rules.hidden.items()
+                ):
+                    self._deny(f"the virtual table {name} indexes a hidden column")
+
+    def _through_views(self, words: set[str]) -> set[str]:
+        """The words of every view among `words`, and of the views those name, and so on:
+        another program's connection reads a hidden column through a view as it is."""
+        views = {fold_name(str(name)): str(sql) for name, sql in self.conn.execute(_VIEWS)}
+        found: set[str] = set()
+        pending = [word for word in words if word in views]
+        while pending:
+            view = pending.pop()
+            if view in found:
+                continue
+            found.add(view)
+            more = set(names_in(views[view]))
+            words = words | more
+            pending.extend(word for word in more if word in views)
+        return words
 
     def _altered(self, table: str) -> None:
         if table not in self.before:

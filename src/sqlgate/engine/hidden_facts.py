@@ -6,7 +6,8 @@ hidden column": a false match refuses more, never less.
 
     generated columns     whose expression names a hidden column: hidden too
     sqlite_stat4.sample   hidden whenever any column is (ANALYZE samples hold index keys)
-    undo data             the server's changesets and row digests hold whole rows: NULL
+    undo data             hidden whenever any column is: every server column that holds row
+                          values or their digests (`engine.server_columns.ROW_VALUES`)
     fts5 tables           indexing a hidden column of their content table, their shadow
                           tables and fts5vocab tables over them: unreadable (MATCH answers
                           whether a guess is there)
@@ -26,12 +27,15 @@ from dataclasses import dataclass, field
 import apsw
 
 from sqlgate.engine.names import fold_name
+from sqlgate.engine.server_columns import ROW_VALUES
 from sqlgate.engine.sqltext import sqlite_tokens
 
-__all__ = ["UNDO_ROW_TABLES", "HiddenFacts", "hidden_facts", "names_in"]
+__all__ = ["VALUE_TABLES", "HiddenFacts", "hidden_facts", "names_in"]
 
-# the server's tables that hold row values or row digests (engine.schema)
-UNDO_ROW_TABLES = frozenset({"undo_chunks", "undo_row_states"})
+# tables of SQLite's and sqlgate's that hold row values: while any column is hidden, these
+# of their columns are too (whatever the user's table is)
+_VALUE_COLUMNS = {"sqlite_stat4": frozenset({"sample"}), **ROW_VALUES}
+VALUE_TABLES = frozenset(_VALUE_COLUMNS)
 FTS_SHADOWS = ("_data", "_idx", "_content", "_docsize", "_config")
 _OBJECTS = "SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE sql IS NOT NULL"
 _XINFO = "SELECT name, hidden FROM pragma_table_xinfo(?)"
@@ -53,7 +57,6 @@ class HiddenFacts:
     """Folded names; `hidden` adds to the rules' own hidden columns."""
 
     hidden: Mapping[str, frozenset[str]] = field(default_factory=dict)
-    sealed: frozenset[str] = frozenset()
     unreadable: frozenset[str] = frozenset()
     hidden_indexes: frozenset[str] = frozenset()
     oracle_tables: frozenset[str] = frozenset()
@@ -95,7 +98,7 @@ def hidden_facts(conn: apsw.Connection, hidden: Mapping[str, frozenset[str]]) ->
         return HiddenFacts()
     objects = [(str(k), str(n), str(t), str(s)) for k, n, t, s in conn.execute(_OBJECTS)]
     sqls = {fold_name(n): s for _, n, _, s in objects}
-    extra: dict[str, frozenset[str]] = {"sqlite_stat4": frozenset({"sample"})}
+    extra: dict[str, frozenset[str]] = dict(_VALUE_COLUMNS)
     hidden_indexes: set[str] = set()
     oracles: set[str] = set()
     tables = [n for kind, n, _, _ in objects if kind == "table"]
@@ -132,7 +135,6 @@ def hidden_facts(conn: apsw.Connection, hidden: Mapping[str, frozenset[str]]) ->
             unreadable.add(fold_name(name))
     return HiddenFacts(
         hidden=extra,
-        sealed=UNDO_ROW_TABLES,
         unreadable=frozenset(unreadable),
         hidden_indexes=frozenset(hidden_indexes),
         oracle_tables=frozenset(oracles),

@@ -173,7 +173,7 @@ class RuleResolver:
             folded[table] = folded.get(table, frozenset()) | cols
         return LiveRules(
             hidden=folded,
-            sealed=frozenset(sealed) | facts.sealed,
+            sealed=frozenset(sealed),
             unreadable=facts.unreadable,
             hidden_indexes=facts.hidden_indexes,
             oracle_tables=facts.oracle_tables,

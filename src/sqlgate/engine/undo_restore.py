@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,24 @@ def _whole_number(value: object, what: str, target: UndoTarget) -> int:
             + target.next_step(LIST_CALLS, AGENT_FINDS_CALLS)
         )
     return value
+
+
+class _Hidden:
+    """A key value an answer does not show (`_masked`)."""
+
+    def __repr__(self) -> str:
+        return "(hidden)"
+
+
+def _masked(conflicts: list[Conflict], tables: frozenset[str] | None) -> list[Conflict]:
+    """`conflicts` with the key values of `tables` (folded; None: of every table) hidden:
+    a key is a row's values, and may be a hidden column's."""
+    return [
+        replace(c, key=tuple(_Hidden() for _ in c.key))
+        if c.type != "FOREIGN_KEY" and (tables is None or fold_name(c.table) in tables)
+        else c
+        for c in conflicts
+    ]
 
 
 def _shown(conflicts: list[Conflict]) -> str:
@@ -228,7 +246,7 @@ class UndoRestore:
                 if not conflicts:
                     conflicts = self._apply_inverse(conn, kept.data)
                 if conflicts:
-                    raise self._refusal(target, conflicts)
+                    raise self._refusal(target, conflicts, self._hidden_keys(conn, kept))
             conn.execute(
                 "UPDATE undo_changesets SET undone_at = ?, undone_by = ? WHERE id = ?",
                 (utc_timestamp(self.wall_clock()), f"session {self.session}", changeset_id),
@@ -340,13 +358,32 @@ class UndoRestore:
                 conflicts.append(Conflict("SCHEMA", table, (), reason))
         return conflicts
 
-    def _refusal(self, target: UndoTarget, conflicts: list[Conflict]) -> UndoConflict:
-        shown = _shown(conflicts)
-        return UndoConflict(
-            f"undo of {target.label} refused: {len(conflicts)} conflict(s) with changes made "
-            f"after it ({shown}). Nothing was undone. Next: look at those rows; put them back "
-            "as they were right after the call and run the undo again, or fix the rows by hand"
+    def _hidden_keys(self, conn: apsw.Connection, kept: Kept) -> frozenset[str]:
+        """Folded names of the tables whose key holds a column hidden from the agent."""
+        rules = self.db.live_rules(conn)
+        return frozenset(
+            table
+            for table, shape in kept.shapes.items()
+            if any(pk and rules.is_hidden(table, name) for name, _, pk, _ in shape.columns)
         )
+
+    def _refusal(
+        self, target: UndoTarget, conflicts: list[Conflict], hidden: frozenset[str]
+    ) -> UndoConflict:
+        """The refusal; its text (the agent's answer, and the audit row any agent reads)
+        shows no hidden key, and a person's none at all (their command may run without the
+        rules): the person's terminal is told every key."""
+
+        def text(shown: list[Conflict]) -> str:
+            return (
+                f"undo of {target.label} refused: {len(conflicts)} conflict(s) with changes "
+                f"made after it ({_shown(shown)}). Nothing was undone. Next: look at those "
+                "rows; put them back as they were right after the call and run the undo again, "
+                "or fix the rows by hand"
+            )
+
+        masked = _masked(conflicts, hidden if target.by_agent else None)
+        return UndoConflict(text(masked), cli=None if target.by_agent else text(conflicts))
 
     def describe(self, target: UndoTarget) -> str:
         """What call `target` was (its tool, statement and rows), for the person asked to
