@@ -244,7 +244,7 @@ def store_changeset(
     chunk: int,
     shapes: ShapeCache,
     summary: Summary,
-    tool: str = "destructive_query",
+    tool: str,
 ) -> StoredChangeset:
     """Save `changeset`, with the table shapes and row states its undo checks, in the
     current transaction (right after the statement). Pruning is `prune_changesets`.
