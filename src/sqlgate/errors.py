@@ -166,7 +166,8 @@ EXIT_CODES: dict[int, str] = {
     2: "bad usage or argument (an unknown option, a malformed value, a malformed file), or a "
     "`snapshots restore` not confirmed (declined, or no `--yes` outside a terminal)",
     3: "not found: the database file, a snapshot, a call, a changeset or a claim",
-    4: "refused by policy (re-adding a retired claim, a statement a tier does not allow)",
+    4: "refused by policy (re-adding a retired claim, a statement a tier does not allow, a "
+    "change write_query cannot keep undo data for)",
     5: "a limit was hit, or another process kept the database's write lock past "
     "`--busy-timeout` (`the database is busy …`)",
     6: "SQLite refused or failed the statement",

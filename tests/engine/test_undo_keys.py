@@ -16,9 +16,11 @@ from typing import Any
 
 import apsw
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from sqlgate.engine.undo_keys import nullable_keys
-from sqlgate.errors import NotUndoable, PolicyDenied
+from sqlgate.errors import NotUndoable, PolicyDenied, SqlgateError
 from sqlgate.service import Service
 from tests.engine.test_undo import direct, dump
 
@@ -369,3 +371,106 @@ def test_rows_are_named_by_a_rowid_name_no_column_takes(
     conn.execute(f'CREATE TABLE "T t" ({columns})')
     (found,) = nullable_keys(conn)
     assert (found.probe, found.named) == (probe, named)
+
+
+# -- the property: undo kept and exact, or refused with nothing changed ---------------------
+
+KEY_KINDS = {  # the key column, and a table constraint
+    "text": ("k TEXT PRIMARY KEY", ""),
+    "int": ("k INT PRIMARY KEY", ""),
+    "integer-desc": ("k INTEGER PRIMARY KEY DESC", ""),
+    "composite": ("k INT", ", PRIMARY KEY (j, k)"),
+    "rowid": ("k INTEGER PRIMARY KEY", ""),
+}
+KEYS = st.one_of(st.none(), st.integers(min_value=0, max_value=4))
+UNIQUES = st.integers(min_value=0, max_value=6)
+
+
+@st.composite
+def writes(draw: st.DrawFn) -> tuple[str, list[Any]]:
+    """A write to t whose every matched row changes (no write that sets what was there)."""
+    key, unique = draw(KEYS), draw(UNIQUES)
+    return draw(
+        st.sampled_from(
+            [
+                ("INSERT INTO t (k, u, v) VALUES (?, ?, 'new')", [key, unique]),
+                ("UPDATE t SET v = v || '+' WHERE k = ?", [key]),
+                ("UPDATE t SET v = v || '+' WHERE k IS NULL", []),
+                ("UPDATE t SET v = v || '+' WHERE u = ?", [unique]),
+                ("UPDATE t SET k = ?, v = v || '+' WHERE u = ?", [key, unique]),
+                ("REPLACE INTO t (k, u, v) VALUES (?, ?, 'replaced')", [key, unique]),
+                (
+                    "INSERT INTO t (k, u, v) VALUES (?, ?, 'new') "
+                    "ON CONFLICT (u) DO UPDATE SET v = v || '+'",
+                    [key, unique],
+                ),
+            ]
+        )
+    )
+
+
+def null_key_rows(conn: apsw.Connection) -> set[tuple[Any, ...]]:
+    return {tuple(row) for row in conn.execute("SELECT rowid, * FROM t WHERE k IS NULL")}
+
+
+def changes_a_null_key_row(db: Path, sql: str, params: list[Any]) -> bool | None:
+    """Whether `sql` changes a row of t whose key holds NULL, before or after, run on a
+    plain connection and rolled back; None when SQLite refuses it."""
+    with direct(db) as conn:
+        conn.execute("BEGIN")
+        try:
+            before = null_key_rows(conn)
+            try:
+                conn.execute(sql, params)
+            except (apsw.ConstraintError, apsw.MismatchError):
+                return None
+            return null_key_rows(conn) != before
+        finally:
+            conn.execute("ROLLBACK")
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    kind=st.sampled_from(sorted(KEY_KINDS)),
+    rows=st.lists(st.tuples(KEYS, UNIQUES), max_size=8),
+    write=writes(),
+)
+def test_a_write_keeps_an_exact_undo_or_is_refused_with_nothing_changed(
+    service: Service, kind: str, rows: list[tuple[Any, int]], write: tuple[str, list[Any]]
+) -> None:
+    db = service.settings.db
+    with direct(db) as conn:
+        conn.execute("DROP TABLE IF EXISTS t; DROP TABLE IF EXISTS other")
+        key, constraint = KEY_KINDS[kind]
+        conn.execute(
+            f"CREATE TABLE t (j TEXT NOT NULL DEFAULT 'j', {key}, u INT UNIQUE, "
+            f"v TEXT NOT NULL DEFAULT 'v'{constraint})"
+        )
+        conn.executemany("INSERT OR IGNORE INTO t (k, u) VALUES (?, ?)", rows)
+        conn.execute(  # a NULL-key row no write here touches
+            "CREATE TABLE other (k TEXT PRIMARY KEY, v); INSERT INTO other VALUES (NULL, 1)"
+        )
+    sql, params = write
+    expected = changes_a_null_key_row(db, sql, params)
+    before = content(db)
+    try:
+        out = service.write_query(sql, params)
+    except NotUndoable:
+        event("refused")
+        assert expected is True
+        assert content(db) == before
+        return
+    except SqlgateError:
+        event("SQLite refused it")
+        assert expected is None
+        assert content(db) == before
+        return
+    assert expected is False, out
+    event("kept" if UNDO.search(out) else "changed nothing")
+    if UNDO.search(out):
+        service.undo(ref(out))
+    assert content(db) == before
