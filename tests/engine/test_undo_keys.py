@@ -279,8 +279,8 @@ def test_without_write_undo_a_null_key_write_runs_and_says_none_was_kept(
 def test_a_table_whose_columns_take_the_rowid_names_is_judged_by_its_null_key_rows(
     make_service: Callable[..., Service], db_path: Path
 ) -> None:
-    """Its rows cannot be named by rowid: while it holds a NULL-key row, any change to it is
-    refused (it may be that row); with none, a keyed write keeps its undo."""
+    """Its rows cannot be named by rowid: its NULL-key rows are compared by their values,
+    so a keyed write keeps its undo, and a change to such a row is refused."""
     service = make_service()
     with direct(db_path) as conn:
         conn.execute(
@@ -294,9 +294,14 @@ def test_a_table_whose_columns_take_the_rowid_names_is_judged_by_its_null_key_ro
     with pytest.raises(NotUndoable, match="a row of all names"):
         service.write_query("""INSERT INTO "all names" VALUES (NULL, 1, 2)""")
     with direct(db_path) as conn:
-        conn.execute("""INSERT INTO "all names" VALUES (NULL, 1, 2)""")
+        conn.execute("""INSERT INTO "all names" VALUES (NULL, 1, 2), (NULL, 1, 3)""")
+    before = content(db_path)
+    out = service.write_query("""UPDATE "all names" SET oid = 4 WHERE rowid = 'r'""")
+    service.undo(ref(out))
+    assert content(db_path) == before
     with pytest.raises(NotUndoable, match="a row of all names"):
-        service.write_query("""UPDATE "all names" SET oid = 4 WHERE rowid = 'r'""")
+        service.write_query("""UPDATE "all names" SET oid = 4 WHERE rowid IS NULL AND oid = 2""")
+    assert content(db_path) == before
 
 
 # -- which tables may hold such a row (engine.undo_keys.nullable_keys) ----------------------
@@ -335,42 +340,69 @@ def test_which_tables_may_hold_a_null_key(ddl: str, keys: tuple[str, ...] | None
     assert found == ({} if keys is None else {"t": keys})
 
 
+def image(column: str) -> str:
+    return (
+        f'typeof("{column}"), CASE WHEN typeof("{column}") = \'text\' '
+        f'THEN CAST("{column}" AS BLOB) ELSE "{column}" END'
+    )
+
+
 @pytest.mark.parametrize(
-    ("columns", "probe", "named"),
+    ("columns", "probe"),
     [
         pytest.param(
-            '"k k" PRIMARY KEY',
-            'SELECT rowid FROM main."T t" WHERE "k k" IS NULL',
-            True,
+            '"k k" PRIMARY KEY, v AS (1)',
+            f'SELECT rowid, {image("k k")} FROM main."T t" WHERE "k k" IS NULL',
             id="rowid",
         ),
         pytest.param(
-            "ROWID, b, PRIMARY KEY (ROWID, b)",
-            'SELECT _rowid_ FROM main."T t" WHERE "ROWID" IS NULL OR "b" IS NULL',
-            True,
+            "ROWID, b, PRIMARY KEY (b, ROWID)",
+            f'SELECT _rowid_, {image("ROWID")}, {image("b")} FROM main."T t" '
+            'WHERE "b" IS NULL OR "ROWID" IS NULL',
             id="_rowid_",
         ),
         pytest.param(
             "rowid PRIMARY KEY, _ROWID_ AS (1)",
-            'SELECT oid FROM main."T t" WHERE "rowid" IS NULL',
-            True,
+            f'SELECT oid, {image("rowid")} FROM main."T t" WHERE "rowid" IS NULL',
             id="a-generated-column-takes-one",
         ),
         pytest.param(
             "rowid PRIMARY KEY, _rowid_, Oid",
-            'SELECT NULL FROM main."T t" WHERE "rowid" IS NULL',
-            False,
+            f'SELECT NULL, {image("rowid")}, {image("_rowid_")}, {image("Oid")} FROM main."T t" '
+            'WHERE "rowid" IS NULL',
             id="no-name-left",
         ),
     ],
 )
-def test_rows_are_named_by_a_rowid_name_no_column_takes(
-    columns: str, probe: str, named: bool
+def test_rows_are_read_whole_and_named_by_a_rowid_name_no_column_takes(
+    columns: str, probe: str
 ) -> None:
     conn = apsw.Connection(":memory:")
     conn.execute(f'CREATE TABLE "T t" ({columns})')
     (found,) = nullable_keys(conn)
-    assert (found.probe, found.named) == (probe, named)
+    assert found.probe == probe
+
+
+def test_a_null_key_row_is_compared_as_stored_and_its_text_never_decoded(
+    keys: Service, db_path: Path
+) -> None:
+    """A value of another type that Python calls equal (1 and 1.0) is a change; text that is
+    not valid UTF-8 is compared by its bytes; a write of what a row held is no change."""
+    with direct(db_path) as conn:
+        conn.execute("INSERT INTO named VALUES (NULL, 5, CAST(x'ff61' AS TEXT))")
+    with pytest.raises(NotUndoable, match="a row of counted"):
+        keys.write_query("UPDATE counted SET v = 2 WHERE n IS NULL AND v = 2.5 + 0")
+    with pytest.raises(NotUndoable, match="a row of named"):
+        keys.write_query("UPDATE named SET v = CAST(x'ff62' AS TEXT) WHERE u = 5")
+    out = keys.write_query("UPDATE named SET v = v WHERE k IS NULL")
+    assert out == "ok: 2 rows affected; no value changed, so there is nothing to undo"
+    with direct(db_path) as conn:  # paired.v (BLOB) keeps each value's type
+        conn.execute("UPDATE paired SET v = 2.0 WHERE b IS NULL")
+    with pytest.raises(NotUndoable, match="a row of paired"):
+        keys.write_query("UPDATE paired SET v = 2 WHERE b IS NULL")
+    assert keys.read_query("SELECT typeof(v) FROM paired WHERE b IS NULL") == (
+        "typeof(v)\nreal\n# 1 rows"
+    )
 
 
 # -- the property: undo kept and exact, or refused with nothing changed ---------------------

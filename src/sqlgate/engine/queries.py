@@ -296,7 +296,7 @@ class SqlTiers:
         with immediate_transaction(conn):
             # only a change to a row whose key holds NULL needs the snapshot (engine.undo_keys)
             keys = NullKeyWatch(conn, self.writes.facts.refresh(conn).null_keys)
-            with keys.watching(), capturing(conn, budget) as capture:
+            with capturing(conn, budget) as capture:
                 try:
                     returned = run_statement(
                         ctx, text, bindings, lambda cur: self.collect(ctx, cur)

@@ -7,28 +7,27 @@ such a key from NULL is recorded as an INSERT only, whose inverse would delete t
 call that changes such a row cannot keep what undoes it. Which calls do is decided by the
 rows they change, exactly, whatever other rows and tables hold:
 
-    nullable_keys     per schema version: the rowid tables whose declared key is not the rowid
-                      (they have a key index, origin 'pk': `INTEGER PRIMARY KEY DESC` is one)
-                      and has a column without NOT NULL
-    NullKeyWatch      before the statement, the rowids of each such table's rows whose key
-                      holds a NULL (a seek of the key's index for a one-column key); while it
-                      runs, when there are any, an update hook that notes a change to one of
-                      them (by a trigger or a foreign-key action too); after it, the rowids
-                      again. A row was changed when the two differ (a key set to or from NULL,
-                      a row inserted with one, one deleted by REPLACE, which the update hook
-                      does not report) or the hook saw a row of the first set change.
+    nullable_keys   per schema version: the rowid tables whose declared key is not the rowid
+                    (they have a key index, origin 'pk': `INTEGER PRIMARY KEY DESC` is one)
+                    and has a column without NOT NULL
+    NullKeyWatch    made just before the statement, it reads each such table's rows whose
+                    key holds a NULL (a seek of the key's index for a one-column key), whole:
+                    rowid, and each stored column's type and value (text as its bytes);
+                    `check()` reads them again after it. The statement changed such a row
+                    when the two differ: a key set to or from NULL, a row with one inserted,
+                    updated or deleted (by a trigger, a foreign-key action or REPLACE too).
 
-A table whose columns take all of rowid, _rowid_ and oid cannot have its rows named: while
-it holds a NULL-key row, any change to one of its rows counts as a change to that row.
-The update hook may sit beside an `apsw.Session` (a preupdate hook may not); sqlgate sets no
-other update hook.
+Rows are compared as stored, so a statement that wrote back what a row held changed nothing.
+A table whose columns take all of rowid, _rowid_ and oid cannot have its rows named: its
+NULL-key rows are compared as a multiset of values (their rowids, which no key names, are
+SQLite's choice, as VACUUM may renumber them too).
 """
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterator
-from contextlib import contextmanager
+from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import apsw
 
@@ -49,28 +48,30 @@ _TABLES = """
       )
     ORDER BY t.name
 """
-_KEYS = "SELECT name FROM pragma_table_info(?, 'main') WHERE pk ORDER BY pk"
-_COLUMNS = "SELECT name FROM pragma_table_xinfo(?, 'main')"
+# the stored columns (generated ones follow from them), and the key's, in key order
+_COLUMNS = "SELECT name, pk FROM pragma_table_info(?, 'main')"
+_NAMES = "SELECT name FROM pragma_table_xinfo(?, 'main')"
+
+Rows = Counter[tuple[Any, ...]]
 
 
-class _Every:
-    """The rows of a table whose rows cannot be named: any row may be a NULL-key one."""
-
-    def __contains__(self, rowid: object) -> bool:
-        return True
+def _image(column: str) -> str:
+    """A column as stored: its type, and its value (text as bytes: never decoded)."""
+    name = quote_identifier(column)
+    value = f"CASE WHEN typeof({name}) = 'text' THEN CAST({name} AS BLOB) ELSE {name} END"
+    return f"typeof({name}), {value}"
 
 
 @dataclass(frozen=True)
 class NullableKey:
-    """A table whose declared PRIMARY KEY may hold NULL, and how to find such rows."""
+    """A table whose declared PRIMARY KEY may hold NULL, and how to read such rows."""
 
-    table: str  # as the schema spells it, as the update hook reports it
+    table: str  # as the schema spells it
     keys: tuple[str, ...]
-    probe: str  # one row per row whose key holds NULL: its rowid, or NULL when unnamed
-    named: bool  # whether a column left one of the rowid's names free
+    probe: str  # each row whose key holds NULL: its rowid (NULL when unnamed), then its image
 
-    def rows(self, conn: apsw.Connection) -> frozenset[int | None]:
-        return frozenset(rowid for (rowid,) in conn.execute(self.probe))
+    def rows(self, conn: apsw.Connection) -> Rows:
+        return Counter(tuple(row) for row in conn.execute(self.probe))
 
     def fallback(self) -> UndoFallback:
         keys = ", ".join(self.keys)
@@ -90,50 +91,28 @@ def nullable_keys(conn: apsw.Connection) -> tuple[NullableKey, ...]:
     found = []
     for (table,) in conn.execute(_TABLES):
         name = str(table)
-        keys = tuple(str(key) for (key,) in conn.execute(_KEYS, (name,)))
-        taken = {fold_name(str(column)) for (column,) in conn.execute(_COLUMNS, (name,))}
-        rowid = next((n for n in ROWID_NAMES if n not in taken), None)
+        columns = [(str(column), int(pk)) for column, pk in conn.execute(_COLUMNS, (name,))]
+        keys = tuple(column for column, pk in sorted(columns, key=lambda c: c[1]) if pk)
+        taken = {fold_name(str(column)) for (column,) in conn.execute(_NAMES, (name,))}
+        rowid = next((n for n in ROWID_NAMES if n not in taken), "NULL")
+        images = ", ".join(_image(column) for column, _ in columns)
         test = " OR ".join(f"{quote_identifier(key)} IS NULL" for key in keys)
-        probe = f"SELECT {rowid or 'NULL'} FROM main.{quote_identifier(name)} WHERE {test}"
-        found.append(NullableKey(name, keys, probe, rowid is not None))
+        probe = f"SELECT {rowid}, {images} FROM main.{quote_identifier(name)} WHERE {test}"
+        found.append(NullableKey(name, keys, probe))
     return tuple(found)
 
 
 class NullKeyWatch:
     """One statement's watch over the rows whose key holds NULL: made just before it runs
-    (those rows as they are), `watching()` while it runs, `check()` once it has run."""
+    (those rows as they are), `check()` once it has run, in the same transaction."""
 
     def __init__(self, conn: apsw.Connection, tables: tuple[NullableKey, ...]) -> None:
         self._conn = conn
         self._before = {key: key.rows(conn) for key in tables}
-        self._changed: set[NullableKey] = set()
-
-    @contextmanager
-    def watching(self) -> Iterator[None]:
-        """Note, by the update hook, a change to one of the rows found before (none when
-        there are none: then only the rows found after can tell)."""
-        watched: dict[str, tuple[NullableKey, Container[int | None]]] = {
-            key.table: (key, rows if key.named else _Every())
-            for key, rows in self._before.items()
-            if rows
-        }
-
-        def touched(_op: int, _db: str, table: str, rowid: int) -> None:
-            entry = watched.get(table)
-            if entry is not None and rowid in entry[1]:
-                self._changed.add(entry[0])
-
-        if watched:
-            self._conn.set_update_hook(touched)
-        try:
-            yield
-        finally:
-            if watched:
-                self._conn.set_update_hook(None)
 
     def check(self) -> None:
         """`UndoFallback` when the statement changed a row whose key holds NULL, before or
         after it ran."""
         for key, rows in self._before.items():
-            if key in self._changed or key.rows(self._conn) != rows:
+            if key.rows(self._conn) != rows:
                 raise key.fallback()

@@ -163,7 +163,7 @@ class UndoingWrites:
         with immediate_transaction(conn):
             facts = self.facts.refresh(conn)  # under the write lock: no schema change between
             keys = NullKeyWatch(conn, facts.null_keys)
-            with keys.watching(), capturing(conn, budget) as capture:
+            with capturing(conn, budget) as capture:
                 try:
                     returned = run_statement(ctx, text, bindings, lambda c: host.collect(ctx, c))
                 except QueryTimeout:
