@@ -80,6 +80,10 @@ def _require_sql(sql: object) -> str:
     return sql
 
 
+class _Rehearsed(Exception):
+    """Ends `SqlTiers.rehearse`'s transaction, which rolls it back."""
+
+
 class SqlTiers:
     """read_query, write_query and destructive_query over one `Database`."""
 
@@ -190,6 +194,26 @@ class SqlTiers:
             # foreign keys are never shown to the authorizer: judged as stored, before COMMIT
             check_references(conn, ctx.recorder.operations, ctx.protected)
             return returned, changes, rowid
+
+    def rehearse(
+        self, conn: apsw.Connection, text: str, bindings: Bindings, control: CallControl
+    ) -> None:
+        """Raise what a write without undo data would be refused for by a guarded table's
+        rule (or the mass-rewrite guard): run it under those guards, then roll it back.
+        write_query calls it before refusing a change it cannot undo, so that the refusal
+        names no tool when none would take the change. Nothing runs while no table is
+        guarded."""
+        ctx = self.context(conn, Tier.WRITE, control, guard=True)
+        if not (ctx.rules.protected or ctx.rules.append_only):
+            return
+        try:
+            with immediate_transaction(conn):
+                with guarding(conn, ctx.rules):
+                    run_statement(ctx, text, bindings, lambda cur: self.collect(ctx, cur))
+                check_references(conn, ctx.recorder.operations, ctx.protected)
+                raise _Rehearsed  # rolled back: it was only tried
+        except _Rehearsed:
+            pass
 
     def summary(
         self, statement: Statement, returned: CsvResult | None, changes: int, rowid: int

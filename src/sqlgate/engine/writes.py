@@ -94,6 +94,10 @@ class WriteHost(Protocol):
 
     def undo_text(self, summary: str, changeset_id: int) -> Callable[[int | None], str]: ...
 
+    def rehearse(
+        self, conn: apsw.Connection, text: str, bindings: Any, control: CallControl
+    ) -> None: ...
+
 
 class UndoingWrites:
     """write_query's statements run with what undoes them."""
@@ -141,6 +145,8 @@ class UndoingWrites:
         try:
             return self._rows(conn, text, statement, bindings, control)
         except UndoFallback as fallback:  # its transaction is rolled back: nothing changed
+            # a guarded table's refusal comes first: no tool takes such a change
+            self.host.rehearse(conn, text, bindings, control)
             raise not_undoable(fallback) from None
 
     def prune(self, conn: apsw.Connection, changeset_id: int, size: int) -> None:
