@@ -66,6 +66,7 @@ _UNDO = (
     "tests/engine/test_undo_writes.py",
     "tests/engine/test_undo_storage.py",
     "tests/engine/test_undo_next_steps.py",
+    "tests/engine/test_undo_keys.py",
 )
 _UNDO_DDL = (
     "tests/engine/test_undo_ddl.py",
@@ -110,6 +111,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "engine/where_check.py": ("tests/test_service_where.py",),
     "engine/undo.py": _UNDO,
     "engine/undo_writes.py": _UNDO,
+    "engine/undo_keys.py": _UNDO,
     "engine/writes.py": _UNDO,
     "engine/identity.py": ("tests/engine/test_identity.py", "tests/engine/test_undo_writes.py"),
     # who a caller is (issue 22): the tier order, the name rule, tokens and their reasons

@@ -34,9 +34,16 @@ def app(make_service: Callable[..., Service]) -> Service:
         "CREATE VIRTUAL TABLE marks USING fts5(body, content='')",
         "INSERT INTO notes(body) VALUES ('a'), ('b'), ('c'), ('d'), ('e')",
         "INSERT INTO tasks(note_id) VALUES (1)",
-        "INSERT INTO docs(body) VALUES ('hello')",
+        "CREATE TABLE keyed(k TEXT PRIMARY KEY, v)",
+        "CREATE TABLE indexed(id INTEGER PRIMARY KEY, body TEXT)",
     ):
         service.write_query(sql)
+    for sql in (  # a virtual table's rows: no changeset undoes them (write_query refuses)
+        "INSERT INTO docs(body) VALUES ('hello')",
+        "CREATE TRIGGER indexing AFTER INSERT ON indexed "
+        "BEGIN INSERT INTO docs(body) VALUES (NEW.body); END",
+    ):
+        service.destructive_query(sql, reason="set up")
     service.destructive_query(
         "CREATE TRIGGER tidy AFTER INSERT ON flights BEGIN DELETE FROM notes WHERE id = 5; END",
         reason="a trigger whose DELETE write_query refuses",
@@ -116,6 +123,11 @@ CASES = [
     ("write_query", "INSERT INTO docs(docs) VALUES ('rebuild')"),
     ("write_query", "INSERT INTO flights(airline, n) VALUES ('x', 1)"),  # its trigger deletes
     ("write_query", "UPDATE sqlite_sequence SET seq = 10 WHERE name = 'notes'"),
+    # -- changes write_query cannot undo: the advice is destructive_query (a snapshot first)
+    ("write_query", "INSERT INTO keyed(v) VALUES ('a NULL key')"),
+    ("write_query", "INSERT INTO docs(body) VALUES ('more')"),
+    ("write_query", "INSERT INTO indexed(body) VALUES ('through a trigger')"),
+    ("write_query", "INSERT INTO docs(docs) VALUES ('optimize')"),
     # -- server objects: append-only or off limits in every tool
     ("write_query", "DELETE FROM query_log"),
     ("destructive_query", "DELETE FROM query_log"),

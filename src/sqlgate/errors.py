@@ -4,7 +4,8 @@
     ├── InvalidArgument          a tool argument or CLI option is malformed
     ├── NotFound                 a table, view, snapshot or id does not exist
     ├── PolicyDenied             the statement is not allowed in this tool's tier
-    │   └── MassRewrite          it changed more existing rows than --max-update-rows
+    │   ├── MassRewrite          it changed more existing rows than --max-update-rows
+    │   └── NotUndoable          write_query cannot keep what undoes this change; rolled back
     ├── LimitExceeded            a time, size or memory budget ran out
     │   ├── DatabaseBusy         another process kept the write lock past the busy timeout
     │   └── QueryTimeout         the wall-clock budget ran out or the call was cancelled
@@ -33,6 +34,7 @@ __all__ = [
     "LimitExceeded",
     "MassRewrite",
     "NotFound",
+    "NotUndoable",
     "PolicyDenied",
     "QueryTimeout",
     "SnapshotError",
@@ -82,6 +84,12 @@ class PolicyDenied(SqlgateError):
 
 class MassRewrite(PolicyDenied):
     """An UPDATE, upsert or REPLACE changed more existing rows than allowed; rolled back."""
+
+
+class NotUndoable(PolicyDenied):
+    """write_query could not keep what undoes the change (a row whose PRIMARY KEY holds NULL,
+    a virtual table, a change over the undo budget); rolled back, nothing was changed. The
+    message names why and a tool that takes the change (destructive_query snapshots first)."""
 
 
 class LimitExceeded(SqlgateError):
@@ -158,7 +166,8 @@ EXIT_CODES: dict[int, str] = {
     2: "bad usage or argument (an unknown option, a malformed value, a malformed file), or a "
     "`snapshots restore` not confirmed (declined, or no `--yes` outside a terminal)",
     3: "not found: the database file, a snapshot, a call, a changeset or a claim",
-    4: "refused by policy (re-adding a retired claim, a statement a tier does not allow)",
+    4: "refused by policy (re-adding a retired claim, a statement a tier does not allow, a "
+    "change write_query cannot keep undo data for)",
     5: "a limit was hit, or another process kept the database's write lock past "
     "`--busy-timeout` (`the database is busy …`)",
     6: "SQLite refused or failed the statement",

@@ -174,7 +174,7 @@ def test_a_view_is_keyed_by_its_first_column(docs: Service) -> None:
 
 def test_an_fts5_table_is_keyed_by_rowid(service: Service) -> None:
     service.write_query("CREATE VIRTUAL TABLE notes USING fts5(body)")
-    service.write_query("INSERT INTO notes(rowid, body) VALUES (7, 'hello world')")
+    service.destructive_query("INSERT INTO notes(rowid, body) VALUES (7, 'hello world')", "r")
     assert body_lines(search(service, "world", "notes")) == ["7,body,hello world"]
 
 

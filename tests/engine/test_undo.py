@@ -507,8 +507,9 @@ def test_a_changeset_over_the_budget_falls_back_and_still_completes(
     make_service: Callable[..., Service], db_path: Path
 ) -> None:
     service = make_service(undo_max_mb=1)
-    service.write_query("CREATE TABLE big (id INTEGER PRIMARY KEY, b BLOB)")
-    service.write_query(f"INSERT INTO big (b) {blobs(1000, 3000)}")
+    with direct(db_path) as conn:  # more than write_query keeps undo data for
+        conn.execute("CREATE TABLE big (id INTEGER PRIMARY KEY, b BLOB)")
+        conn.execute(f"INSERT INTO big (b) {blobs(1000, 3000)}")
     out = service.destructive_query("DELETE FROM big WHERE id > 10", reason="r")
     assert out.startswith("ok: 2990 rows affected; snapshot: ")
     assert "--undo-max-mb" in last_detail(db_path)["undo_fallback"]

@@ -19,7 +19,6 @@ from sqlgate.engine.undo import (
     capturing,
     chunk_size,
     load_changeset,
-    null_key_table,
     store_changeset,
     summarize,
     unrestorable_write,
@@ -161,20 +160,6 @@ def test_a_virtual_table_and_its_shadow_tables_are_told_apart(conn: apsw.Connect
         "cannot restore"
     )
     assert unrestorable_write(conn, frozenset({"tâches"})) is None
-
-
-def test_a_null_key_in_a_foreign_key_child_two_steps_away_is_found(conn: apsw.Connection) -> None:
-    conn.execute(
-        "CREATE TABLE parent (id INTEGER PRIMARY KEY);"
-        "CREATE TABLE child (id INTEGER PRIMARY KEY, p REFERENCES parent (id));"
-        "CREATE TABLE grandchild (k TEXT PRIMARY KEY, c REFERENCES child (id));"
-        "CREATE TABLE unrelated (k TEXT PRIMARY KEY);"
-        "INSERT INTO grandchild VALUES (NULL, 1); INSERT INTO unrelated VALUES (NULL);"
-    )
-    assert null_key_table(conn, frozenset({"parent"})) == "grandchild"
-    assert null_key_table(conn, frozenset({"child"})) == "grandchild"
-    assert null_key_table(conn, frozenset({"tâches"})) is None
-    assert null_key_table(conn, frozenset({"unrelated"})) == "unrelated"
 
 
 def test_a_keyed_table_with_columns_named_like_the_rowid_keeps_its_changeset(

@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from sqlgate.engine.undo_writes import PRUNE_EVERY, prune_writes
-from sqlgate.errors import MassRewrite, NotFound, UndoConflict, UndoRefused, WrongDatabase
+from sqlgate.errors import (
+    MassRewrite,
+    NotFound,
+    NotUndoable,
+    UndoConflict,
+    UndoRefused,
+    WrongDatabase,
+)
 from sqlgate.service import Service
 from tests.engine.test_undo import direct, dump
 
@@ -210,38 +217,83 @@ def test_write_undo_can_be_turned_off(make_service: Callable[..., Service], db_p
         assert conn.execute("SELECT count(*) FROM undo_changesets").fetchone() == (0,)
 
 
-def test_a_virtual_table_write_says_its_undo_was_not_kept(world: Service, db_path: Path) -> None:
+def refused(service: Service, db_path: Path, sql: str, *words: str) -> str:
+    """Assert that write_query refuses `sql` (NotUndoable, audited as refused) with `words`
+    in its message, and that nothing changed; returns the message."""
+    before = dump(db_path)
+    with pytest.raises(NotUndoable) as caught:
+        service.write_query(sql)
+    message = str(caught.value)
+    assert message.startswith("refused and rolled back, nothing was changed: write_query keeps")
+    for word in words:
+        assert word in message
+    assert dump(db_path) == before
+    with direct(db_path) as conn:
+        (error, detail) = conn.execute(
+            "SELECT error, detail FROM query_log ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+    assert (error, json.loads(detail)["refused"]) == (message, True)
+    return message
+
+
+SNAPSHOT_FIRST = (
+    "Run it with destructive_query, which takes a whole-file snapshot first (the person may be "
+    "asked to approve it)"
+)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        pytest.param("INSERT INTO docs (body) VALUES ('hello')", id="fts5"),
+        pytest.param("INSERT INTO docs (docs) VALUES ('optimize')", id="fts5-command"),
+        pytest.param("INSERT INTO indexed (body) VALUES ('hello')", id="fts5-by-trigger"),
+        pytest.param("INSERT INTO boxes VALUES (2, 0, 1)", id="rtree"),
+    ],
+)
+def test_a_virtual_table_write_is_refused_and_destructive_query_snapshots_it(
+    world: Service, db_path: Path, sql: str
+) -> None:
     world.write_query("CREATE VIRTUAL TABLE docs USING fts5 (body)")
-    out = world.write_query("INSERT INTO docs (body) VALUES ('hello')")
-    assert re.fullmatch(
-        r"ok: 1 rows affected \(last_insert_rowid=1\); undo: none kept \(it writes docs\w*, a "
-        r"virtual table or its shadow table \(fts5, rtree\), which a changeset cannot restore\)",
-        out,
-    ), out
-    assert world.read_query("SELECT body FROM docs") == "body\nhello\n# 1 rows"
-    call = int(world.read_query("SELECT max(id) FROM query_log").splitlines()[1]) - 1
-    with pytest.raises(UndoRefused, match="kept no undo data"):
-        world.undo(call)
+    world.write_query("CREATE VIRTUAL TABLE boxes USING rtree (id, x0, x1)")
+    world.write_query("CREATE TABLE indexed (id INTEGER PRIMARY KEY, body TEXT)")
+    world.destructive_query(
+        "CREATE TRIGGER indexed_added AFTER INSERT ON indexed "
+        "BEGIN INSERT INTO docs (rowid, body) VALUES (NEW.id, NEW.body); END",
+        reason="r",
+    )
+    message = refused(world, db_path, sql, SNAPSHOT_FIRST)
+    assert re.search(
+        r"cannot for this one: it writes (docs|boxes)\w*, a virtual table or its shadow table "
+        r"\(fts5, rtree\), which a changeset cannot restore\. Run it",
+        message,
+    ), message
+    assert "; snapshot: " in world.destructive_query(sql, reason="r")
 
 
-def test_a_change_over_the_byte_budget_runs_without_undo_and_says_so(
+SPLIT = (
+    "Split it into smaller calls, or run it with destructive_query, which takes a whole-file "
+    "snapshot first when the change is too large to keep row by row"
+)
+
+
+def test_a_change_over_the_byte_budget_is_refused(
     make_service: Callable[..., Service], db_path: Path
 ) -> None:
     service = make_service(write_undo_mb=1, max_value_bytes=1_000_000)
     service.write_query("CREATE TABLE big (b BLOB)")
-    out = service.write_query(
+    sql = (
         "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 30) "
         "INSERT INTO big SELECT randomblob(100000) FROM c"
     )
-    assert out.startswith("ok: 30 rows affected (last_insert_rowid=30); undo: none kept (")
-    assert "--write-undo-mb" in out
-    assert service.read_query("SELECT count(*) FROM big") == "count(*)\n30\n# 1 rows"
+    refused(service, db_path, sql, "larger than the 1 MiB undo budget (--write-undo-mb)", SPLIT)
+    assert service.read_query("SELECT count(*) FROM big") == "count(*)\n0\n# 1 rows"
+    assert "; undo: sqlgate undo " in service.destructive_query(sql, reason="r")
 
 
-def test_a_null_primary_key_runs_without_undo_and_says_so(world: Service, db_path: Path) -> None:
-    out = world.write_query("INSERT INTO keyed VALUES (NULL, 1)")
-    assert "undo: none kept (keyed has a row whose PRIMARY KEY holds NULL" in out
-    assert world.read_query("SELECT count(*) FROM keyed") == "count(*)\n1\n# 1 rows"
+def test_a_null_primary_key_is_refused(world: Service, db_path: Path) -> None:
+    refused(world, db_path, "INSERT INTO keyed VALUES (NULL, 1)", "keyed whose PRIMARY KEY (k)")
+    assert world.read_query("SELECT count(*) FROM keyed") == "count(*)\n0\n# 1 rows"
 
 
 def test_the_oldest_write_undo_data_is_pruned_first(
@@ -452,7 +504,7 @@ def test_one_call_s_undo_budget_is_write_undo_mb_in_bytes(
     assert service.sql.writes.budget() == expected
 
 
-def test_an_update_whose_old_rows_outgrow_the_budget_runs_without_undo(
+def test_an_update_whose_old_rows_outgrow_the_budget_is_refused(
     make_service: Callable[..., Service], db_path: Path
 ) -> None:
     service = make_service(write_undo_mb=1, max_value_bytes=1_000_000)
@@ -462,12 +514,12 @@ def test_an_update_whose_old_rows_outgrow_the_budget_runs_without_undo(
             "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 10) "
             "INSERT INTO big (b) SELECT randomblob(100000) FROM c"
         )
-    out = service.write_query("UPDATE big SET b = zeroblob(10) WHERE id > 0")
-    assert out == (
-        "ok: 30 rows affected; undo: none kept (the change is larger than the 1 MiB undo "
-        "budget (--write-undo-mb))"
+    message = refused(service, db_path, "UPDATE big SET b = zeroblob(10) WHERE id > 0")
+    assert message == (
+        "refused and rolled back, nothing was changed: write_query keeps what undoes every "
+        "change it makes, and cannot for this one: the change is larger than the 1 MiB undo "
+        f"budget (--write-undo-mb). {SPLIT} (the person may be asked to approve it)"
     )
-    assert service.read_query("SELECT sum(length(b)) FROM big") == "sum(length(b))\n300\n# 1 rows"
 
 
 def test_a_changeset_of_exactly_the_budget_is_kept(
@@ -483,7 +535,7 @@ def test_a_changeset_of_exactly_the_budget_is_kept(
     monkeypatch.setattr(service.sql.writes, "budget", lambda: int(size))
     assert "; undo: sqlgate undo " in service.write_query("INSERT INTO t VALUES ('sized')")
     monkeypatch.setattr(service.sql.writes, "budget", lambda: int(size) - 1)
-    assert "; undo: none kept (" in service.write_query("INSERT INTO t VALUES ('sized')")
+    refused(service, db_path, "INSERT INTO t VALUES ('sized')", "--write-undo-mb")
 
 
 def test_write_undo_data_is_bounded_by_write_undo_mb_in_all(
@@ -548,17 +600,19 @@ def test_writes_that_keep_no_undo_data_say_so_or_need_none(
     assert service.write_query(sql) == expected
 
 
-def test_a_table_whose_columns_take_every_rowid_name_keeps_no_wrong_undo(
+def test_a_table_whose_columns_take_every_rowid_name_is_refused(
     world: Service, db_path: Path
 ) -> None:
     """The session extension records an UPDATE of such a table as a DELETE, whose inverse
-    would add a row: sqlgate keeps no changeset of it, and says so."""
+    would add a row: sqlgate keeps no changeset of it, and refuses the write."""
     with direct(db_path) as conn:
         conn.execute("CREATE TABLE odd (rowid, _rowid_, oid); INSERT INTO odd VALUES (1, 2, 3)")
-    out = world.write_query("UPDATE odd SET oid = 4 WHERE oid = 3")
-    assert out == (
-        "ok: 1 rows affected; undo: none kept (a changed table has no rowid the undo can name "
-        "(columns rowid, _rowid_ and oid))"
+    refused(
+        world,
+        db_path,
+        "UPDATE odd SET oid = 4 WHERE oid = 3",
+        "cannot for this one: a changed table has no rowid the undo can name (columns rowid, "
+        f"_rowid_ and oid). {SNAPSHOT_FIRST}",
     )
     deleted = world.destructive_query("UPDATE odd SET oid = 5", reason="r")
     assert "; snapshot: " in deleted
@@ -611,8 +665,8 @@ def test_a_write_past_its_deadline_times_out_and_changes_nothing(
     assert dump(db_path) == before
 
 
-def test_a_changeset_that_does_not_fit_in_memory_runs_without_undo(
-    world: Service, monkeypatch: pytest.MonkeyPatch
+def test_a_changeset_that_does_not_fit_in_memory_is_refused(
+    world: Service, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import apsw
 
@@ -621,10 +675,11 @@ def test_a_changeset_that_does_not_fit_in_memory_runs_without_undo(
             raise apsw.NoMemError("out of memory")
 
     monkeypatch.setattr(apsw, "Session", NoRoom)
-    out = world.write_query("UPDATE tasks SET done = 1 WHERE id = 1")
-    assert out == (
-        "ok: 1 rows affected; undo: none kept (the changeset did not fit in memory "
-        "(--heap-limit-mb))"
+    refused(
+        world,
+        db_path,
+        "UPDATE tasks SET done = 1 WHERE id = 1",
+        "cannot for this one: the changeset did not fit in memory (--heap-limit-mb). Split it",
     )
     deleted = world.destructive_query("DELETE FROM tasks WHERE id = 1", reason="r")
     assert "; snapshot: " in deleted

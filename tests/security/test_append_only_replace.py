@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from sqlgate.config import Settings
-from sqlgate.errors import PolicyDenied
+from sqlgate.errors import NotUndoable, PolicyDenied
 from sqlgate.service import Service
 from tests.conftest import FakeClock
 
@@ -217,6 +217,12 @@ def test_an_insert_that_deletes_no_guarded_row_runs(path: tuple[Service, Tool], 
     if tool is write and " acc(" in sql:
         with pytest.raises(PolicyDenied, match="DELETE needs destructive_query"):
             tool(service, sql)  # PARENT: the tier's rule first
+        return
+    settings = service.settings
+    if tool is write and "ev_fts" in sql and settings.write_undo_keep and settings.audit:
+        with pytest.raises(NotUndoable, match="destructive_query"):
+            tool(service, sql)  # no changeset restores a virtual table's rows
+        assert rows_of(service) == before
         return
     answer = tool(service, sql)
     assert answer.startswith("ok")

@@ -145,7 +145,7 @@ WRITES = [
     legit("update-where-rowid", w("UPDATE notes SET body = 'x' WHERE rowid = 1", "1 rows")),
     legit(
         "update-fts-match",
-        w("UPDATE docs SET title = 'ALPHA' WHERE docs MATCH 'fox'", "1 rows affected"),
+        d("UPDATE docs SET title = 'ALPHA' WHERE docs MATCH 'fox'", "1 rows affected; snapshot:"),
     ),
     legit(
         "insert-returning",
@@ -194,17 +194,17 @@ WRITES = [
     legit(
         "fts5-table",
         w("CREATE VIRTUAL TABLE papers USING fts5(title, abstract)"),
-        w("INSERT INTO papers VALUES ('on safety', 'servers enforce it')"),
+        d("INSERT INTO papers VALUES ('on safety', 'servers enforce it')"),
         r("SELECT title FROM papers WHERE papers MATCH 'enforce'", "on safety"),
     ),
     legit(
         "fts5-update-a-row",
-        w("UPDATE docs SET body = 'entirely new words' WHERE rowid = 1", "1 rows affected"),
+        d("UPDATE docs SET body = 'entirely new words' WHERE rowid = 1", "1 rows affected; snap"),
         r("SELECT title FROM docs WHERE docs MATCH 'entirely'", "alpha"),
     ),
-    legit("fts5-optimize", w("INSERT INTO docs(docs) VALUES ('optimize')")),
+    legit("fts5-optimize", d("INSERT INTO docs(docs) VALUES ('optimize')")),
     legit(
-        "fts5-rank-setting", w("INSERT INTO docs(docs, rank) VALUES ('rank', 'bm25(10.0, 1.0)')")
+        "fts5-rank-setting", d("INSERT INTO docs(docs, rank) VALUES ('rank', 'bm25(10.0, 1.0)')")
     ),
     legit(
         "fts5-external-content-kept-in-sync-by-triggers",
@@ -218,12 +218,18 @@ WRITES = [
             "INSERT INTO items_fts(items_fts, rowid, name) VALUES ('delete', old.id, old.name); "
             "INSERT INTO items_fts(rowid, name) VALUES (new.id, new.name); END"
         ),
-        w("INSERT INTO items(name) VALUES ('mango')"),
-        w("UPDATE items SET name = 'papaya' WHERE name = 'mango'", "1 rows affected"),
+        d("INSERT INTO items(name) VALUES ('mango')"),
+        d("UPDATE items SET name = 'papaya' WHERE name = 'mango'", "1 rows affected; snapshot:"),
         r("SELECT rowid FROM items_fts WHERE items_fts MATCH 'papaya'", "rowid\n13"),
     ),
-    legit("rtree-insert", w("INSERT INTO boxes VALUES (9, 8, 9, 8, 9)", "1 rows affected")),
-    legit("rtree-update", w("UPDATE boxes SET maxx = 2 WHERE id = 1", "1 rows affected")),
+    legit(
+        "rtree-insert",
+        d(
+            "INSERT INTO boxes VALUES (9, 8, 9, 8, 9)",
+            "1 rows affected (last_insert_rowid=9); snap",
+        ),
+    ),
+    legit("rtree-update", d("UPDATE boxes SET maxx = 2 WHERE id = 1", "1 rows affected; snap")),
     legit(
         "create-index",
         w("CREATE INDEX items_qty ON items(qty)"),
@@ -530,9 +536,9 @@ def test_the_agents_own_index_over_the_memory_never_changes_the_memory(world: Wo
     steps = [
         w(OWN_INDEX_OVER_MEMORY),
         d("INSERT INTO mine(mine) VALUES ('rebuild')"),
-        w("INSERT INTO mine(rowid, content) VALUES (1, 'forged words')"),
+        d("INSERT INTO mine(rowid, content) VALUES (1, 'forged words')"),
         d("INSERT INTO mine(mine, rowid, content) VALUES ('delete', 2, 'rebuild')"),
-        w("INSERT INTO mine(mine) VALUES ('optimize')"),
+        d("INSERT INTO mine(mine) VALUES ('optimize')"),
         d("INSERT INTO mine(mine) VALUES ('delete-all')"),
     ]
     before = world.state()

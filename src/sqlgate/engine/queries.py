@@ -41,12 +41,12 @@ from sqlgate.engine.undo import (
     capturing,
     chunk_size,
     prune_changesets,
-    refuse_null_keys,
     store_changeset,
     summarize,
     unrestorable_write,
     written_tables,
 )
+from sqlgate.engine.undo_keys import NullKeyWatch
 from sqlgate.engine.where_check import refuse_unfiltered_update
 from sqlgate.engine.writes import UndoingWrites
 from sqlgate.errors import InvalidArgument, PolicyDenied, QueryTimeout
@@ -78,6 +78,10 @@ def _require_sql(sql: object) -> str:
     if not isinstance(sql, str) or not has_more_statements(sql):
         raise InvalidArgument("query is empty: pass one SQL statement")
     return sql
+
+
+class _Rehearsed(Exception):
+    """Ends `SqlTiers.rehearse`'s transaction, which rolls it back."""
 
 
 class SqlTiers:
@@ -191,6 +195,26 @@ class SqlTiers:
             check_references(conn, ctx.recorder.operations, ctx.protected)
             return returned, changes, rowid
 
+    def rehearse(
+        self, conn: apsw.Connection, text: str, bindings: Bindings, control: CallControl
+    ) -> None:
+        """Raise what a write without undo data would be refused for by a guarded table's
+        rule (or the mass-rewrite guard): run it under those guards, then roll it back.
+        write_query calls it before refusing a change it cannot undo, so that the refusal
+        names no tool when none would take the change. Nothing runs while no table is
+        guarded."""
+        ctx = self.context(conn, Tier.WRITE, control, guard=True)
+        if not (ctx.rules.protected or ctx.rules.append_only):
+            return
+        try:
+            with immediate_transaction(conn):
+                with guarding(conn, ctx.rules):
+                    run_statement(ctx, text, bindings, lambda cur: self.collect(ctx, cur))
+                check_references(conn, ctx.recorder.operations, ctx.protected)
+                raise _Rehearsed  # rolled back: it was only tried
+        except _Rehearsed:
+            pass
+
     def summary(
         self, statement: Statement, returned: CsvResult | None, changes: int, rowid: int
     ) -> str:
@@ -205,8 +229,8 @@ class SqlTiers:
         return line
 
     def write(self, sql: object, bindings: Bindings, control: CallControl) -> Outcome:
-        """Run one write; a row change keeps its changeset for `sqlgate undo` unless
-        `_write_undo_off` or the capture itself says it cannot (the answer says why)."""
+        """Run one write; a row change keeps its changeset for `sqlgate undo`, or is refused
+        when it cannot, unless write undo is off (`off_reason`: the answer says so)."""
         text, statement = self.preflight(sql, Tier.WRITE)
         with self.db.writing() as conn:
             if statement.kind == "UPDATE":  # one whose WHERE names no column is refused
@@ -218,11 +242,8 @@ class SqlTiers:
                     self.settings.undo,
                 )
             why = self.writes.off_reason(statement)
-            if why is None:
-                try:
-                    return self.writes.run(conn, text, statement, bindings, control)
-                except UndoFallback as fallback:
-                    why = fallback.reason
+            if why is None:  # kept, or refused when it cannot be (engine.writes)
+                return self.writes.run(conn, text, statement, bindings, control)
             ctx = self.context(conn, Tier.WRITE, control, guard=True)
             returned, changes, rowid = self._apply(conn, text, bindings, ctx)
         rows = changes if statement.kind in DML_KINDS else 0
@@ -259,9 +280,7 @@ class SqlTiers:
             why = self._snapshot_reason(conn, statement, facts)
             if why is None:
                 try:
-                    return self._destructive_rows(
-                        conn, text, statement, reason, bindings, control, facts
-                    )
+                    return self._destructive_rows(conn, text, statement, reason, bindings, control)
                 except UndoFallback as fallback:
                     why = fallback.reason
             return self._destructive_file(
@@ -293,15 +312,14 @@ class SqlTiers:
         reason: object,
         bindings: Bindings,
         control: CallControl,
-        facts: list[Operation],
     ) -> Outcome:
         ctx = self.context(conn, Tier.DESTRUCTIVE, control)
         # a Session beside our preupdate hook crashes apsw: the destructive tier has none
         assert ctx.rewrite is None, "never capture a changeset with the rewrite guard installed"
-        tables = written_tables(facts)
         budget = self.undo_budget()
         with immediate_transaction(conn):
-            refuse_null_keys(conn, tables)
+            # only a change to a row whose key holds NULL needs the snapshot (engine.undo_keys)
+            keys = NullKeyWatch(conn, self.writes.facts.refresh(conn).null_keys)
             with capturing(conn, budget) as capture:
                 try:
                     returned = run_statement(
@@ -315,7 +333,7 @@ class SqlTiers:
                     raise UndoFallback(self._overflow_reason())
                 changes, rowid = conn.changes(), conn.last_insert_rowid()
             refuse_changed_rows(conn, capture.changeset, ctx.rules, ctx.recorder.operations)
-            refuse_null_keys(conn, tables)
+            keys.check()
             if not capture.changeset:  # nothing changed: nothing to undo
                 return Outcome(
                     unchanged(self.summary(statement, returned, changes, rowid), changes),

@@ -12,8 +12,10 @@
     prune    destructive_query's changesets to the newest --snapshots-keep; write_query's to
              --write-undo-keep calls and --write-undo-mb in all (`engine.undo_writes`)
 
-`UndoFallback` is how a step says "take a whole-file snapshot instead"; the caller rolls
-back, snapshots and runs the statement again. The restore side is `engine.undo_restore`.
+`UndoFallback` is how a step says "no changeset can undo this call": destructive_query rolls
+back, snapshots and runs the statement again; write_query refuses it, rolled back
+(`engine.writes`). Rows whose declared PRIMARY KEY holds NULL, which the session extension
+skips, are found by `engine.undo_keys`. The restore side is `engine.undo_restore`.
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ import apsw
 
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import Operation
-from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.engine.undo_checks import TableShape, Updates, row_digests, table_shape
 
 __all__ = [
+    "SNAPSHOT_ADVICE",
+    "SPLIT_ADVICE",
     "Capture",
     "Kept",
     "ShapeCache",
@@ -40,9 +43,7 @@ __all__ = [
     "capturing",
     "chunk_size",
     "load_changeset",
-    "null_key_table",
     "prune_changesets",
-    "refuse_null_keys",
     "store_changeset",
     "summarize",
     "unrestorable_write",
@@ -60,12 +61,27 @@ _MODULE_TABLES = (
 )
 
 
-class UndoFallback(Exception):
-    """Row-level undo cannot cover this call; `reason` goes into the audit detail."""
+# the next step write_query's refusal names (engine.writes): destructive_query snapshots first
+SNAPSHOT_ADVICE = (
+    "Run it with destructive_query, which takes a whole-file snapshot first (the person may be "
+    "asked to approve it)"
+)
+SPLIT_ADVICE = (
+    "Split it into smaller calls, or run it with destructive_query, which takes a whole-file "
+    "snapshot first when the change is too large to keep row by row (the person may be asked "
+    "to approve it)"
+)
 
-    def __init__(self, reason: str) -> None:
+
+class UndoFallback(Exception):
+    """Row-level undo cannot cover this call: `reason` goes into the audit detail (and
+    destructive_query takes a whole-file snapshot instead); `advice` is the next step that
+    write_query's refusal names."""
+
+    def __init__(self, reason: str, advice: str = SNAPSHOT_ADVICE) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.advice = advice
 
 
 @dataclass(frozen=True)
@@ -98,58 +114,6 @@ def unrestorable_write(conn: apsw.Connection, tables: frozenset[str]) -> str | N
             what = "virtual table" if kind == "virtual" else "virtual table's shadow table"
             return f"it writes {name}, a {what} (fts5, rtree), which a changeset cannot restore"
     return None
-
-
-def _with_foreign_keys_to(conn: apsw.Connection, tables: frozenset[str]) -> set[str]:
-    """`tables` and every table whose foreign keys reach them (cascades change those)."""
-    found = set(tables)
-    edges = [
-        (fold_name(str(child)), fold_name(str(parent)))
-        for child, parent in conn.execute(
-            'SELECT t.name, f."table" FROM pragma_table_list AS t, '
-            "pragma_foreign_key_list(t.name) AS f WHERE t.schema = 'main' AND t.type = 'table'"
-        )
-    ]
-    grew = True
-    while grew:
-        grew = False
-        for child, parent in edges:
-            if parent in found and child not in found:
-                found.add(child)
-                grew = True
-    return found
-
-
-def null_key_table(conn: apsw.Connection, tables: frozenset[str]) -> str | None:
-    """A table among `tables` (and their foreign-key children) holding a row whose declared
-    PRIMARY KEY has a NULL: the session extension silently skips such rows."""
-    for table in sorted(_with_foreign_keys_to(conn, tables)):
-        info = list(conn.execute("SELECT name, type, pk FROM pragma_table_info(?)", (table,)))
-        keys = [(str(name), str(kind)) for name, kind, pk in info if pk]
-        if not keys or (len(keys) == 1 and keys[0][1].upper() == "INTEGER"):
-            continue  # recorded by rowid, or the key is the rowid: never NULL
-        listed = conn.execute(
-            "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?", (table,)
-        ).fetchone()
-        if listed is None or listed[0]:
-            continue  # WITHOUT ROWID: the key is NOT NULL
-        test = " OR ".join(f"{quote_identifier(name)} IS NULL" for name, _ in keys)
-        sql = f"SELECT 1 FROM main.{quote_identifier(table)} WHERE {test} LIMIT 1"
-        if conn.execute(sql).fetchone() is not None:
-            return table
-    return None
-
-
-def refuse_null_keys(conn: apsw.Connection, tables: frozenset[str]) -> None:
-    """UndoFallback when a table among `tables` (or a foreign-key child) holds a row whose
-    declared PRIMARY KEY is NULL: its changes would be missing from the changeset."""
-    if not tables:
-        return
-    table = null_key_table(conn, tables)
-    if table is not None:
-        raise UndoFallback(
-            f"{table} has a row whose PRIMARY KEY holds NULL, which a changeset skips"
-        )
 
 
 class Capture:
@@ -187,7 +151,9 @@ def capturing(conn: apsw.Connection, budget: int) -> Iterator[Capture]:
         try:
             capture.changeset = session.changeset()
         except apsw.NoMemError:
-            raise UndoFallback("the changeset did not fit in memory (--heap-limit-mb)") from None
+            raise UndoFallback(
+                "the changeset did not fit in memory (--heap-limit-mb)", SPLIT_ADVICE
+            ) from None
     finally:
         session.close()
 
@@ -278,7 +244,7 @@ def store_changeset(
     chunk: int,
     shapes: ShapeCache,
     summary: Summary,
-    tool: str = "destructive_query",
+    tool: str,
 ) -> StoredChangeset:
     """Save `changeset`, with the table shapes and row states its undo checks, in the
     current transaction (right after the statement). Pruning is `prune_changesets`.

@@ -2,8 +2,8 @@
 
     facts      per schema version, read once: the tables a changeset cannot restore (virtual
                tables and their shadow tables) and the rowid tables whose declared PRIMARY KEY
-               may hold NULL (the session extension skips such rows), so a plain call reads
-               no catalog
+               may hold NULL (the session extension skips such rows: `engine.undo_keys`), so a
+               plain call reads no catalog
     the guard  apsw refuses a preupdate hook beside a Session, so while undo data is kept the
                mass-rewrite guard counts the changeset instead: each UPDATE and DELETE in it is
                an existing row the statement (its triggers and foreign-key actions included)
@@ -12,8 +12,8 @@
                the byte budget, prunes write_query's undo data to --write-undo-keep calls and
                --write-undo-mb in all, oldest first
 
-When row-level undo cannot cover a call (`UndoFallback`), the caller rolls back and runs the
-statement again under the preupdate guard, without undo data, and says so in its answer.
+When row-level undo cannot cover a call (`UndoFallback`), write_query refuses it, rolled
+back (`engine.writes`); only a call with write undo turned off runs without undo data.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import apsw
 
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.undo import prune_changesets
+from sqlgate.engine.undo_keys import NullableKey, nullable_keys
 
 __all__ = ["PRUNE_EVERY", "WRITE_TOOLS", "WriteFacts", "prune_writes"]
 
@@ -32,17 +33,6 @@ WRITE_TOOLS = ("write_query", "create_view")
 _MODULE_TABLES = (
     "SELECT name FROM pragma_table_list WHERE schema = 'main' AND type IN ('virtual', 'shadow')"
 )
-# rowid tables with a declared PRIMARY KEY that is not the rowid itself: NULL is allowed there
-_NULLABLE_KEYS = """
-    SELECT t.name FROM pragma_table_list AS t
-    WHERE t.schema = 'main' AND t.type = 'table' AND t.wr = 0
-      AND EXISTS (SELECT 1 FROM pragma_table_info(t.name) AS c WHERE c.pk > 0)
-      AND NOT (
-        (SELECT count(*) FROM pragma_table_info(t.name) AS c WHERE c.pk > 0) = 1
-        AND (SELECT upper(c.type) FROM pragma_table_info(t.name) AS c WHERE c.pk > 0)
-            = 'INTEGER'
-      )
-"""
 
 
 @dataclass
@@ -51,7 +41,7 @@ class WriteFacts:
 
     _version: int | None = None
     module_tables: frozenset[str] = field(default_factory=frozenset)
-    nullable_key_tables: frozenset[str] = field(default_factory=frozenset)
+    null_keys: tuple[NullableKey, ...] = ()
 
     def refresh(self, conn: apsw.Connection) -> WriteFacts:
         version = conn.pragma("schema_version")  # always one integer
@@ -59,9 +49,7 @@ class WriteFacts:
             self.module_tables = frozenset(
                 fold_name(str(name)) for (name,) in conn.execute(_MODULE_TABLES)
             )
-            self.nullable_key_tables = frozenset(
-                fold_name(str(name)) for (name,) in conn.execute(_NULLABLE_KEYS)
-            )
+            self.null_keys = nullable_keys(conn)
             self._version = int(version)
         return self
 

@@ -7,9 +7,11 @@ CREATE keeps the catalog rows it made, in the statement's own transaction.
     schema   CREATE TABLE / INDEX / VIRTUAL TABLE: the catalog rows it added
              (`engine.undo_ddl`); the undo drops exactly those, or refuses
 
-A call that changed nothing keeps nothing and offers no undo. When row-level undo cannot
-cover a call (`UndoFallback`), the transaction is rolled back and the caller runs the
-statement again without capture (under the preupdate guard), saying why in its answer.
+A call that changed nothing keeps nothing and offers no undo. A change no changeset can undo
+(`UndoFallback`: a row whose PRIMARY KEY holds NULL, `engine.undo_keys`; a virtual table;
+a change over the undo budget) is refused (`NotUndoable`), rolled back, naming why and what
+to do: write_query never changes what it cannot undo. Only with write undo turned off
+(`off_reason`) does the caller run a write without undo data, saying so in its answer.
 """
 
 from __future__ import annotations
@@ -32,24 +34,33 @@ from sqlgate.engine.outcome import Outcome, unchanged
 from sqlgate.engine.policy import Tier
 from sqlgate.engine.preflight import Statement
 from sqlgate.engine.undo import (
+    SPLIT_ADVICE,
     ShapeCache,
     StoredChangeset,
     Summary,
     UndoFallback,
     capturing,
-    refuse_null_keys,
     summarize,
     written_tables,
 )
 from sqlgate.engine.undo_ddl import capturing_schema, store_created
+from sqlgate.engine.undo_keys import NullKeyWatch
 from sqlgate.engine.undo_writes import WriteFacts, prune_writes
-from sqlgate.errors import QueryTimeout
+from sqlgate.errors import NotUndoable, QueryTimeout
 
-__all__ = ["DDL_KINDS", "ROW_KINDS", "UndoingWrites", "WriteHost"]
+__all__ = ["DDL_KINDS", "ROW_KINDS", "UndoingWrites", "WriteHost", "not_undoable"]
 
 MIB = 1024 * 1024
 ROW_KINDS = frozenset({"INSERT", "REPLACE", "UPDATE"})
 DDL_KINDS = frozenset({"CREATE TABLE", "CREATE INDEX", "CREATE VIRTUAL TABLE"})
+
+
+def not_undoable(fallback: UndoFallback) -> NotUndoable:
+    """write_query's refusal of a change whose undo it cannot keep (already rolled back)."""
+    return NotUndoable(
+        "refused and rolled back, nothing was changed: write_query keeps what undoes every "
+        f"change it makes, and cannot for this one: {fallback.reason}. {fallback.advice}"
+    )
 
 
 class WriteHost(Protocol):
@@ -83,6 +94,10 @@ class WriteHost(Protocol):
 
     def undo_text(self, summary: str, changeset_id: int) -> Callable[[int | None], str]: ...
 
+    def rehearse(
+        self, conn: apsw.Connection, text: str, bindings: Any, control: CallControl
+    ) -> None: ...
+
 
 class UndoingWrites:
     """write_query's statements run with what undoes them."""
@@ -113,7 +128,8 @@ class UndoingWrites:
     def _overflow(self) -> UndoFallback:
         mib = max(1, self.budget() // MIB)
         return UndoFallback(
-            f"the change is larger than the {mib} MiB undo budget (--write-undo-mb)"
+            f"the change is larger than the {mib} MiB undo budget (--write-undo-mb)",
+            SPLIT_ADVICE,
         )
 
     def run(
@@ -126,7 +142,12 @@ class UndoingWrites:
     ) -> Outcome:
         if statement.kind in DDL_KINDS:
             return self._schema(conn, text, statement, bindings, control)
-        return self._rows(conn, text, statement, bindings, control)
+        try:
+            return self._rows(conn, text, statement, bindings, control)
+        except UndoFallback as fallback:  # its transaction is rolled back: nothing changed
+            # a guarded table's refusal comes first: no tool takes such a change
+            self.host.rehearse(conn, text, bindings, control)
+            raise not_undoable(fallback) from None
 
     def prune(self, conn: apsw.Connection, changeset_id: int, size: int) -> None:
         """Prune write_query's and create_view's undo data when this record's turn says so."""
@@ -147,7 +168,7 @@ class UndoingWrites:
         budget = self.budget()
         with immediate_transaction(conn):
             facts = self.facts.refresh(conn)  # under the write lock: no schema change between
-            refuse_null_keys(conn, facts.nullable_key_tables)
+            keys = NullKeyWatch(conn, facts.null_keys)
             with capturing(conn, budget) as capture:
                 try:
                     returned = run_statement(ctx, text, bindings, lambda c: host.collect(ctx, c))
@@ -167,7 +188,7 @@ class UndoingWrites:
             why = facts.unrestorable(written | {fold_name(name) for name in read.tables})
             if why is not None:
                 raise UndoFallback(why)
-            refuse_null_keys(conn, facts.nullable_key_tables)
+            keys.check()
             if read.rewrites > self.settings.max_update_rows:
                 raise mass_rewrite(self.settings.max_update_rows, self.settings.undo)
             stored = None
