@@ -224,3 +224,12 @@ def test_immediate_transaction_rolls_back_a_commit_that_fails(tmp_path: Path) ->
     with immediate_transaction(conn):  # the next call's BEGIN works
         conn.execute("INSERT INTO p VALUES (1)")
     assert conn.execute("SELECT count(*) FROM c").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("which", AGENT)
+def test_both_agent_connections_enforce_foreign_keys_so_reading_the_pragma_tells_the_truth(
+    db: Database, which: str
+) -> None:
+    conn: apsw.Connection = getattr(db, which)
+    assert conn.pragma("foreign_keys") == 1
+    assert conn.execute("SELECT foreign_keys FROM pragma_foreign_keys").fetchall() == [(1,)]

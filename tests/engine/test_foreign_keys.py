@@ -57,3 +57,21 @@ def test_an_insert_whose_parent_is_missing_names_the_parent(linked: Service) -> 
 def test_an_update_of_a_child_key_names_the_parent(linked: Service) -> None:
     message = failure(lambda: linked.write_query("UPDATE tasks SET note_id = 77 WHERE id = 1"))
     assert "tasks.note_id REFERENCES notes" in message
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        pytest.param("PRAGMA foreign_keys", id="pragma"),
+        pytest.param("PRAGMA main.foreign_keys", id="pragma-schema"),
+        pytest.param("SELECT foreign_keys FROM pragma_foreign_keys", id="table-function"),
+        pytest.param("SELECT * FROM pragma_foreign_keys()", id="table-function-call"),
+    ],
+)
+def test_read_query_says_foreign_keys_are_on_as_writes_enforce_them(
+    service: Service, sql: str
+) -> None:
+    assert service.read_query(sql).splitlines()[1] == "1"
+    service.write_query("CREATE TABLE p(id INTEGER PRIMARY KEY)")
+    service.write_query("CREATE TABLE c(pid INTEGER REFERENCES p(id))")
+    failure(lambda: service.write_query("INSERT INTO c(pid) VALUES (1)"))  # enforced
