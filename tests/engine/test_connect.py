@@ -17,7 +17,7 @@ from sqlgate.engine.connect import (
     immediate_transaction,
 )
 from sqlgate.engine.database import Database
-from sqlgate.errors import StartupError
+from sqlgate.errors import SqlError, StartupError
 
 
 @pytest.fixture
@@ -218,8 +218,9 @@ def test_immediate_transaction_rolls_back_a_commit_that_fails(tmp_path: Path) ->
         "PRAGMA foreign_keys = ON; CREATE TABLE p (id INTEGER PRIMARY KEY);"
         "CREATE TABLE c (p REFERENCES p (id) DEFERRABLE INITIALLY DEFERRED)"
     )
-    with pytest.raises(apsw.ConstraintError), immediate_transaction(conn):
-        conn.execute("INSERT INTO c VALUES (42)")  # only the COMMIT sees the broken reference
+    refused = pytest.raises(SqlError, match=r"^SQLite error: FOREIGN KEY constraint failed at COM")
+    with refused, immediate_transaction(conn):  # only the COMMIT sees the broken reference
+        conn.execute("INSERT INTO c VALUES (42)")
     assert not conn.in_transaction
     with immediate_transaction(conn):  # the next call's BEGIN works
         conn.execute("INSERT INTO p VALUES (1)")

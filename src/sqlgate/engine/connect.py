@@ -18,7 +18,7 @@ from pathlib import Path
 import apsw
 
 from sqlgate.config import Settings
-from sqlgate.errors import StartupError
+from sqlgate.errors import SqlError, StartupError
 
 __all__ = [
     "SQLITE_HEADER",
@@ -254,12 +254,21 @@ def immediate_transaction(conn: apsw.Connection) -> Iterator[None]:
     """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception (the write lock up front).
 
     A COMMIT that fails (disk full, I/O error) is rolled back too, so the connection never
-    stays inside a transaction that the next call's BEGIN would trip over.
+    stays inside a transaction that the next call's BEGIN would trip over. One refused on a
+    deferred foreign key is a `SqlError` (agent statements are answered before COMMIT, by
+    `engine.execute`, naming the key; this is the last word for any other writer).
     """
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield
-        conn.execute("COMMIT")
+        try:
+            conn.execute("COMMIT")
+        except apsw.ConstraintError as exc:
+            raise SqlError(
+                f"SQLite error: {exc.args[0] if exc.args else exc} at COMMIT (a deferred "
+                "foreign key); nothing was changed. Next: describe_table the tables the call "
+                "changes to see their foreign keys"
+            ) from None
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")

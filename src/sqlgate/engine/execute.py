@@ -363,4 +363,18 @@ def run_statement(
         cursor.close(True)
     if ctx.rewrite is not None and ctx.rewrite.count > ctx.rewrite.limit:
         raise mass_rewrite(ctx.rewrite.limit, ctx.rewrite.undo)
+    if ctx.tier is not Tier.READ and ctx.conn.status(apsw.SQLITE_DBSTATUS_DEFERRED_FKS)[0]:
+        raise _deferred_keys(ctx)  # COMMIT would fail: answered now, and rolled back
     return result
+
+
+def _deferred_keys(ctx: RunContext) -> SqlError:
+    """A deferred foreign key the statement left broken, in the words of an immediate one."""
+    from sqlgate.engine.foreign_keys import deferred_key_advice
+
+    advice = deferred_key_advice(ctx.conn, ctx.recorder.operations)
+    failed, step = (one_line(part) for part in advice)  # names are stored text
+    return SqlError(
+        "SQLite error: FOREIGN KEY constraint failed (a deferred key, checked as the call "
+        f"commits): {failed}; nothing was changed. Next: {step}"
+    )
