@@ -61,6 +61,95 @@ def test_insert_reports_rows_and_last_rowid(service: Service) -> None:
     )
 
 
+ROWID_SCHEMA = (
+    "CREATE TABLE a(id INTEGER PRIMARY KEY, v TEXT UNIQUE)",
+    'CREATE TABLE "odd ""name"""(k INTEGER PRIMARY KEY, n INT)',
+    "CREATE TABLE w(code TEXT NOT NULL PRIMARY KEY, n INT) WITHOUT ROWID",
+    "CREATE TABLE log(id INTEGER PRIMARY KEY, what TEXT)",
+    "CREATE TABLE plain(v TEXT)",
+    "CREATE TABLE far(id INTEGER PRIMARY KEY)",
+    "INSERT INTO a(id, v) VALUES (1, 'one'), (2, 'two'), (3, 'three')",
+)
+ROWID_TRIGGERS = (
+    "CREATE TRIGGER a_logged AFTER UPDATE ON a BEGIN INSERT INTO log(what) VALUES ('u'); END",
+    "CREATE TRIGGER w_logged AFTER INSERT ON w BEGIN INSERT INTO log(what) VALUES ('w'); END",
+)
+STALE = 5000  # the rowid the connection's last insert (another table's) left behind
+ROWID_CASES = [
+    pytest.param(
+        "INSERT INTO a(id, v) VALUES (3, 'x') ON CONFLICT(id) DO UPDATE SET v = 'y'",
+        1,
+        None,
+        id="upsert-updated",
+    ),
+    pytest.param(
+        "INSERT INTO a(id, v) VALUES (2, 'x') ON CONFLICT DO NOTHING", 0, None, id="upsert-nothing"
+    ),
+    pytest.param(
+        "INSERT INTO a(v) VALUES ('one') ON CONFLICT(v) DO UPDATE SET v = 'uno'",
+        1,
+        None,
+        id="upsert-on-unique-updated",
+    ),
+    pytest.param(
+        "INSERT INTO a(id, v) VALUES (10, 'x') ON CONFLICT(id) DO UPDATE SET v = 'y'",
+        1,
+        10,
+        id="upsert-inserted",
+    ),
+    pytest.param(
+        "INSERT INTO a(id, v) VALUES (11, 'p'), (1, 'q') ON CONFLICT(id) DO UPDATE SET v = 'r'",
+        2,
+        11,
+        id="upsert-inserted-then-updated",
+    ),
+    pytest.param("INSERT OR IGNORE INTO a(id, v) VALUES (1, 'dup')", 0, None, id="ignored"),
+    pytest.param("REPLACE INTO a(id, v) VALUES (2, 'r')", 1, 2, id="replace"),
+    pytest.param("INSERT OR REPLACE INTO a(v) VALUES ('two')", 1, 4, id="replace-on-unique"),
+    pytest.param("INSERT INTO w(code, n) VALUES ('k', 1)", 1, None, id="without-rowid"),
+    pytest.param(
+        "INSERT INTO w(code, n) VALUES ('k', 1) RETURNING n", 1, None, id="without-rowid-returning"
+    ),
+    pytest.param('INSERT INTO "odd ""name"""(n) VALUES (7)', 1, 1, id="quoted-name"),
+    pytest.param("INSERT INTO plain(v) VALUES ('x'), ('y')", 2, 2, id="implicit-rowid"),
+    pytest.param("INSERT INTO a(id, v) VALUES (0, 'zero')", 1, 0, id="rowid-zero"),
+    pytest.param("INSERT INTO a(id, v) VALUES (-7, 'neg')", 1, -7, id="negative-rowid"),
+    pytest.param("INSERT INTO a(v) SELECT v FROM a WHERE 0", 0, None, id="insert-select-nothing"),
+]
+
+
+def _rowids(service: Service) -> Service:
+    for sql in ROWID_SCHEMA:
+        service.write_query(sql)
+    for sql in ROWID_TRIGGERS:
+        service.destructive_query(sql, "log changes")
+    return service
+
+
+@pytest.mark.parametrize("overrides", [{}, {"write_undo_keep": 0}], ids=["undo", "no-undo"])
+@pytest.mark.parametrize("tool", ["write_query", "destructive_query"])
+@pytest.mark.parametrize(("sql", "rows", "rowid"), ROWID_CASES)  # fmt: skip
+def test_last_insert_rowid_is_named_only_when_the_statement_inserted_that_row(
+    make_service: Callable[..., Service],
+    overrides: dict[str, object],
+    tool: str,
+    sql: str,
+    rows: int,
+    rowid: int | None,
+) -> None:
+    service = _rowids(make_service(**overrides))
+    service.write_query("INSERT INTO far(id) VALUES (?)", [STALE])  # a stale rowid on the conn
+    if tool == "write_query":
+        answer = service.write_query(sql)
+    else:
+        answer = service.destructive_query(sql, "test")
+    first = plain(answer).splitlines()[0].split("; ", 1)[0]
+    expected = f"ok: {rows} rows affected"
+    if rowid is not None:
+        expected += f" (last_insert_rowid={rowid})"
+    assert first == expected
+
+
 def test_insert_of_nothing_reports_zero_rows(service: Service) -> None:
     service.write_query("CREATE TABLE t (id INTEGER PRIMARY KEY)")
     assert service.write_query("INSERT INTO t SELECT 1 WHERE 0") == "ok: 0 rows affected"

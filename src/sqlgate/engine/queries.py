@@ -17,6 +17,7 @@ from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.csvout import CsvResult, render_csv
 from sqlgate.engine.database import Database
 from sqlgate.engine.execute import (
+    NO_ROWID,
     Bindings,
     RewriteCounter,
     RunContext,
@@ -220,8 +221,8 @@ class SqlTiers:
     ) -> str:
         if statement.kind in DML_KINDS:
             line = f"ok: {changes} rows affected"
-            if statement.kind in INSERT_KINDS and changes:
-                line += f" (last_insert_rowid={rowid})"
+            if statement.kind in INSERT_KINDS and changes and rowid != NO_ROWID:
+                line += f" (last_insert_rowid={rowid})"  # a row this statement inserted
         else:
             line = f"ok: {statement.kind} done"
         if returned is not None:
