@@ -8,8 +8,10 @@ from hypothesis import strategies as st
 
 from sqlgate.engine.policy import Tier
 from sqlgate.engine.preflight import (
+    CreateIfNotExists,
     DropIfExists,
     Statement,
+    create_if_not_exists,
     drop_if_exists,
     emptied_table,
     inspect_statement,
@@ -429,6 +431,41 @@ def test_a_temp_object_is_refused_with_what_to_use_instead(sql: str, instead: st
 )  # fmt: skip
 def test_drop_if_exists_reads_what_would_be_dropped(sql: str, dropped: DropIfExists | None) -> None:
     assert drop_if_exists(sql) == dropped
+
+
+@pytest.mark.parametrize(
+    ("sql", "created"),
+    [
+        pytest.param("CREATE TABLE IF NOT EXISTS t(a)", CreateIfNotExists("TABLE", "t"),
+                     id="table"),
+        pytest.param('create table if not exists main."My T"(a)',
+                     CreateIfNotExists("TABLE", "My T", "main"), id="quoted-qualified"),
+        pytest.param(";; /* c */ CREATE TABLE IF NOT EXISTS [t x] AS SELECT 1",
+                     CreateIfNotExists("TABLE", "t x"), id="after-empty-statements"),
+        pytest.param("CREATE TABLE IF NOT EXISTS café(a)", CreateIfNotExists("TABLE", "café"),
+                     id="non-ascii"),
+        pytest.param("CREATE VIRTUAL TABLE IF NOT EXISTS d USING fts5(b)",
+                     CreateIfNotExists("VIRTUAL TABLE", "d"), id="virtual"),
+        pytest.param("CREATE UNIQUE INDEX IF NOT EXISTS i ON t(a)", CreateIfNotExists("INDEX", "i"),
+                     id="unique-index"),
+        pytest.param("CREATE INDEX IF NOT EXISTS aux.i ON t(a)",
+                     CreateIfNotExists("INDEX", "i", "aux"), id="index-other-schema"),
+        pytest.param("CREATE TRIGGER IF NOT EXISTS g AFTER INSERT ON t BEGIN SELECT 1; END",
+                     CreateIfNotExists("TRIGGER", "g"), id="trigger"),
+        pytest.param("CREATE TABLE t(a)", None, id="no-if-not-exists"),
+        pytest.param("CREATE TABLE IF EXISTS t(a)", None, id="if-exists"),
+        pytest.param("CREATE TABLE IF NOT EXISTS", None, id="no-name"),
+        pytest.param("CREATE TABLE", None, id="nothing-after"),
+        pytest.param("CREATE TEMP TABLE IF NOT EXISTS t(a)", None, id="temp"),
+        pytest.param("CREATE VIEW IF NOT EXISTS v AS SELECT 1", None, id="view"),
+        pytest.param("DROP TABLE IF EXISTS t", None, id="a-drop"),
+        pytest.param("SELECT 'CREATE TABLE IF NOT EXISTS t(a)'", None, id="in-a-string"),
+    ],
+)  # fmt: skip
+def test_create_if_not_exists_reads_what_it_would_create(
+    sql: str, created: CreateIfNotExists | None
+) -> None:
+    assert create_if_not_exists(sql) == created
 
 
 def test_check_tier_leaves_unknown_kinds_to_sqlite() -> None:

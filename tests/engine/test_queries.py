@@ -182,7 +182,7 @@ def test_returning_rows_are_capped_at_max_rows(make_service: Callable[..., Servi
     [
         pytest.param("CREATE TABLE u (x)", "ok: CREATE TABLE done", id="create-table"),
         pytest.param(
-            "CREATE TABLE IF NOT EXISTS t (x)", "ok: CREATE TABLE done", id="create-if-not-exists"
+            "CREATE TABLE IF NOT EXISTS new (x)", "ok: CREATE TABLE done", id="create-if-not-exists"
         ),
         pytest.param(
             "CREATE VIRTUAL TABLE docs USING fts5(body)",
@@ -540,3 +540,118 @@ def test_double_quotes_name_columns_never_strings(service: Service) -> None:
     service.write_query("CREATE TABLE t (name TEXT)")
     with pytest.raises(SqlError, match="single quotes"):
         service.read_query('SELECT "nosuchcol" FROM t')
+
+
+# -- CREATE ... IF NOT EXISTS of what exists --------------------------------------------
+EXISTING = (
+    "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)",
+    'CREATE TABLE "my table"(a, b)',
+    "CREATE INDEX t_v ON t(v)",
+    "CREATE VIRTUAL TABLE docs USING fts5(body)",
+)
+IF_NOT_EXISTS = [
+    pytest.param(
+        "CREATE TABLE IF NOT EXISTS t(x, y, z)", "table `t`", "describe_table t", id="table"
+    ),
+    pytest.param(
+        'CREATE TABLE IF NOT EXISTS "my table"(q)',
+        "table `my table`",
+        "describe_table my table",
+        id="quoted-name",
+    ),
+    pytest.param(
+        "create table if not exists T(x) STRICT", "table `t`", "describe_table t", id="other-case"
+    ),
+    pytest.param(
+        "CREATE TABLE IF NOT EXISTS main.t(x)", "table `t`", "describe_table t", id="main-qualified"
+    ),
+    pytest.param(
+        "CREATE TABLE IF NOT EXISTS t AS SELECT 1 AS one",
+        "table `t`",
+        "describe_table t",
+        id="as-select",
+    ),
+    pytest.param(
+        "CREATE TABLE IF NOT EXISTS v(x)", "view `v`", "describe_table v", id="over-a-view"
+    ),
+    pytest.param(
+        "CREATE INDEX IF NOT EXISTS t_v ON t(id, v)", "index `t_v`", "get_schema", id="index"
+    ),
+    pytest.param(
+        "CREATE UNIQUE INDEX IF NOT EXISTS T_V ON t(id)", "index `t_v`", "get_schema", id="unique"
+    ),
+    pytest.param(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(title, body)",
+        "table `docs`",
+        "describe_table docs",
+        id="virtual-table",
+    ),
+    pytest.param(
+        "CREATE TRIGGER IF NOT EXISTS t_seen AFTER DELETE ON t BEGIN SELECT 1; END",
+        "trigger `t_seen`",
+        "get_schema",
+        id="trigger",
+    ),
+]
+
+
+def _schema_rows(service: Service) -> list[str]:
+    return rows_of(service, "SELECT type, name, sql FROM sqlite_schema ORDER BY name")
+
+
+@pytest.mark.parametrize(
+    "undo", [{}, {"write_undo_keep": 0, "undo": "file"}], ids=["undo", "no-undo"]
+)
+@pytest.mark.parametrize("tool", ["write_query", "destructive_query"])
+@pytest.mark.parametrize(("sql", "what", "see"), IF_NOT_EXISTS)
+def test_create_if_not_exists_of_an_existing_object_says_nothing_was_created(
+    make_service: Callable[..., Service],
+    settings: Settings,
+    undo: dict[str, object],
+    tool: str,
+    sql: str,
+    what: str,
+    see: str,
+) -> None:
+    service = make_service(**undo)
+    for ddl in EXISTING:
+        service.write_query(ddl)
+    service.create_view("v", "SELECT v FROM t", "", False)
+    service.destructive_query("CREATE TRIGGER t_seen AFTER INSERT ON t BEGIN SELECT 0; END", "x")
+    schema, kept = _schema_rows(service), snapshots(settings)
+    if tool == "write_query":
+        if "TRIGGER" in sql:
+            return  # write_query takes no CREATE TRIGGER (test_service_refusals)
+        answer = service.write_query(sql)
+        tail = "nothing was changed"
+    else:
+        answer = service.destructive_query(sql, "make sure it is there")
+        tail = "nothing was run and no snapshot was taken"
+    assert answer == (
+        f"ok: nothing created: {what} already exists and IF NOT EXISTS left it as it is, "
+        f"whatever its definition ({see} shows it); {tail}"
+    )
+    assert _schema_rows(service) == schema
+    assert snapshots(settings) == kept
+
+
+@pytest.mark.parametrize("tool", ["write_query", "destructive_query"])
+def test_create_if_not_exists_of_a_new_name_creates_it(service: Service, tool: str) -> None:
+    sql = 'CREATE TABLE IF NOT EXISTS "fresh one"(x)'
+    if tool == "write_query":
+        answer = plain(service.write_query(sql))
+    else:
+        answer = service.destructive_query(sql, "make sure it is there")
+    assert answer.startswith("ok: CREATE TABLE done")
+    assert rows_of(service, "SELECT name FROM sqlite_schema WHERE name = 'fresh one'") == [
+        "fresh one"
+    ]
+
+
+def test_create_if_not_exists_still_reports_sqlites_errors(service: Service) -> None:
+    service.write_query("CREATE TABLE t(a)")
+    service.write_query("CREATE INDEX i ON t(a)")
+    with pytest.raises(SqlError, match="there is already an index named i"):
+        service.write_query("CREATE TABLE IF NOT EXISTS i(x)")
+    with pytest.raises(SqlError, match=r"no such table: main\.nosuch"):
+        service.destructive_query("CREATE INDEX IF NOT EXISTS i ON nosuch(a)", "x")

@@ -33,8 +33,10 @@ else:  # sqlglot is imported when the first statement is read (engine.deferred)
 
 __all__ = [
     "DML_KINDS",
+    "CreateIfNotExists",
     "DropIfExists",
     "Statement",
+    "create_if_not_exists",
     "drop_if_exists",
     "emptied_table",
     "inspect_statement",
@@ -385,28 +387,64 @@ class DropIfExists:
     schema: str | None = None
 
 
+def _leading_tokens(sql: str) -> list[Token]:
+    """The tokens of `sql` with their real names, after any empty statements before it."""
+    tokens = _with_real_names(sql, sqlite_tokens(sql) or [])
+    while tokens and tokens[0].token_type == TokenType.SEMICOLON:
+        tokens = tokens[1:]
+    return tokens
+
+
+def _schema_and_name(tokens: list[Token], at: int) -> tuple[str | None, str | None]:
+    """`[schema.]name` at `at`: the schema (None when not given) and the name."""
+    if at + 2 < len(tokens) and tokens[at + 1].token_type == TokenType.DOT:
+        return tokens[at].text, _name_at(tokens, at)[0]
+    return None, _name_at(tokens, at)[0]
+
+
 def drop_if_exists(sql: str) -> DropIfExists | None:
     """The object a `DROP TABLE/VIEW/INDEX/TRIGGER IF EXISTS` names; None for anything else."""
     statement = inspect_statement(sql)
     if statement.kind not in ("DROP TABLE", "DROP VIEW", "DROP INDEX", "DROP TRIGGER"):
         return None
-    tokens = sqlite_tokens(sql)
-    if tokens is None:
-        return None
-    tokens = _with_real_names(sql, tokens)
-    while tokens and tokens[0].token_type == TokenType.SEMICOLON:
-        tokens = tokens[1:]
+    tokens = _leading_tokens(sql)
     if [word(token) for token in tokens[2:4]] != ["IF", "EXISTS"]:
         return None
-    at = 4
-    if at + 2 < len(tokens) and tokens[at + 1].token_type == TokenType.DOT:
-        schema: str | None = tokens[at].text
-        name, _ = _name_at(tokens, at)
-    else:
-        schema, (name, _) = None, _name_at(tokens, at)
+    schema, name = _schema_and_name(tokens, 4)
     if name is None:
         return None
     return DropIfExists(statement.kind.split(" ", 1)[1], name, schema)
+
+
+@dataclass(frozen=True)
+class CreateIfNotExists:
+    """`CREATE <kind> IF NOT EXISTS [schema.]name`: what it creates, unless it exists."""
+
+    kind: str  # TABLE, VIRTUAL TABLE, INDEX or TRIGGER
+    name: str
+    schema: str | None = None
+
+
+_CREATED_IF_NOT_EXISTS = ("CREATE TABLE", "CREATE VIRTUAL TABLE", "CREATE INDEX", "CREATE TRIGGER")
+_CREATED_WORDS = ("UNIQUE", "VIRTUAL", "TABLE", "INDEX", "TRIGGER")
+
+
+def create_if_not_exists(sql: str) -> CreateIfNotExists | None:
+    """The object a `CREATE TABLE/VIRTUAL TABLE/[UNIQUE] INDEX/TRIGGER IF NOT EXISTS`
+    names; None for anything else (TEMP objects, views: no tier runs those)."""
+    statement = inspect_statement(sql)
+    if statement.kind not in _CREATED_IF_NOT_EXISTS:
+        return None
+    tokens = _leading_tokens(sql)
+    at = 1
+    while at < len(tokens) and word(tokens[at]) in _CREATED_WORDS:
+        at += 1
+    if [word(token) for token in tokens[at : at + 3]] != ["IF", "NOT", "EXISTS"]:
+        return None
+    schema, name = _schema_and_name(tokens, at + 3)
+    if name is None:
+        return None
+    return CreateIfNotExists(statement.kind.split(" ", 1)[1], name, schema)
 
 
 def emptied_table(sql: str) -> str | None:
