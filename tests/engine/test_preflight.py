@@ -690,3 +690,38 @@ def test_an_explain_of_a_view_or_a_change_is_refused_as_no_tool_will() -> None:
     for sql in ("EXPLAIN CREATE VIEW v AS SELECT 1", "EXPLAIN QUERY PLAN DELETE FROM t"):
         with pytest.raises(PolicyDenied, match=r"EXPLAIN of .* is not allowed: no tool will"):
             check_tier(inspect_statement(sql), R, frozenset())
+
+
+@pytest.mark.parametrize(
+    ("sql", "column"),
+    [
+        pytest.param("CREATE TABLE c(id SERIAL PRIMARY KEY)", "id", id="create-table"),
+        pytest.param("create table if not exists c(k INT PRIMARY KEY)", "k", id="if-not-exists"),
+        pytest.param("CREATE TABLE c(id INTEGER PRIMARY KEY)", None, id="rowid-key"),
+        pytest.param("CREATE TEMP TABLE c(id SERIAL PRIMARY KEY)", None, id="temp"),
+        pytest.param("CREATE VIRTUAL TABLE c USING fts5(id)", None, id="virtual"),
+        pytest.param("INSERT INTO c(id) VALUES ('CREATE TABLE c(id SERIAL PRIMARY KEY)')", None,
+                     id="not-a-create"),
+    ],
+)  # fmt: skip
+def test_preflight_reads_a_key_sqlite_would_leave_null(sql: str, column: str | None) -> None:
+    found = inspect_statement(sql).auto_id
+    assert (found.column if found else None) == column
+
+
+@pytest.mark.parametrize("tier", [Tier.WRITE, Tier.DESTRUCTIVE])
+def test_the_tiers_that_create_tables_refuse_such_a_key_with_the_fix(tier: Tier) -> None:
+    statement = inspect_statement("CREATE TABLE c(id SERIAL PRIMARY KEY, v TEXT)")
+    with pytest.raises(InvalidArgument) as refused:
+        check_tier(statement, tier)
+    assert str(refused.value).endswith(
+        "Send instead: CREATE TABLE c(id INTEGER PRIMARY KEY, v TEXT)"
+    )
+    check_tier(inspect_statement("CREATE TABLE c(id INTEGER PRIMARY KEY, v TEXT)"), tier)
+
+
+@pytest.mark.parametrize("tier", [Tier.READ, Tier.VIEW])
+def test_the_tiers_that_create_no_table_name_the_one_that_does(tier: Tier) -> None:
+    statement = inspect_statement("CREATE TABLE c(id SERIAL PRIMARY KEY, v TEXT)")
+    with pytest.raises(PolicyDenied, match="use write_query"):
+        check_tier(statement, tier)

@@ -17,6 +17,7 @@ import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sqlgate.engine.auto_ids import AutoIdKey, auto_id_key
 from sqlgate.engine.deferred import deferred
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.sqltext import (
@@ -86,6 +87,8 @@ class Statement:
     pragma: tuple[str, str | None] | None = None
     explained: str | None = None  # the kind of statement an EXPLAIN [QUERY PLAN] explains
     on_table: str | None = None  # the table a CREATE INDEX or CREATE TRIGGER is ON
+    # a CREATE TABLE's key spelled as another dialect's auto-generated id (engine.auto_ids)
+    auto_id: AutoIdKey | None = None
 
 
 def _after_parens(tokens: list[Token], at: int) -> int:
@@ -372,9 +375,10 @@ def inspect_statement(sql: str) -> Statement:
         writes += _trigger_writes(tokens, verb_at)
     elif kind == "ALTER TABLE":
         writes = _renamed_to(tokens, verb_at)
+    auto_id = auto_id_key(sql) if kind == "CREATE TABLE" else None
     return Statement(
         kind, has_where, fts_delete, writes, target, pragma=pragma, explained=explained,
-        on_table=on_table,
+        on_table=on_table, auto_id=auto_id,
     )  # fmt: skip
 
 
