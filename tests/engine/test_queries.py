@@ -15,7 +15,7 @@ from sqlgate.errors import InvalidArgument, PolicyDenied, SqlError, SqlgateError
 from sqlgate.service import Service
 from tests.undo_hint import plain
 
-SNAPSHOT = re.compile(r"; snapshot: (?P<path>.+?)$", re.MULTILINE)
+SNAPSHOT = re.compile(r"; snapshot: (?P<path>.+?); restore: sqlgate snapshots restore ", re.M)
 
 
 def rows_of(service: Service, sql: str) -> list[str]:

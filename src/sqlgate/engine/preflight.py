@@ -392,11 +392,13 @@ class DropIfExists:
 
 
 def _leading_tokens(sql: str) -> list[Token]:
-    """The tokens of `sql` with their real names, after any empty statements before it."""
-    tokens = _with_real_names(sql, sqlite_tokens(sql) or [])
-    while tokens and tokens[0].token_type == TokenType.SEMICOLON:
+    """The tokens of a statement preflight read as a DROP or CREATE (so it has them), with
+    their real names, after any empty statements before it."""
+    tokens = sqlite_tokens(sql)
+    assert tokens is not None, "a statement of a known kind is made of tokens"
+    while tokens[0].token_type == TokenType.SEMICOLON:  # its verb comes after them
         tokens = tokens[1:]
-    return tokens
+    return _with_real_names(sql, tokens)
 
 
 def _schema_and_name(tokens: list[Token], at: int) -> tuple[str | None, str | None]:
@@ -417,7 +419,7 @@ def drop_if_exists(sql: str) -> DropIfExists | None:
     schema, name = _schema_and_name(tokens, 4)
     if name is None:
         return None
-    return DropIfExists(statement.kind.split(" ", 1)[1], name, schema)
+    return DropIfExists(statement.kind.partition(" ")[2], name, schema)
 
 
 @dataclass(frozen=True)
@@ -430,7 +432,6 @@ class CreateIfNotExists:
 
 
 _CREATED_IF_NOT_EXISTS = ("CREATE TABLE", "CREATE VIRTUAL TABLE", "CREATE INDEX", "CREATE TRIGGER")
-_CREATED_WORDS = ("UNIQUE", "VIRTUAL", "TABLE", "INDEX", "TRIGGER")
 
 
 def create_if_not_exists(sql: str) -> CreateIfNotExists | None:
@@ -440,15 +441,13 @@ def create_if_not_exists(sql: str) -> CreateIfNotExists | None:
     if statement.kind not in _CREATED_IF_NOT_EXISTS:
         return None
     tokens = _leading_tokens(sql)
-    at = 1
-    while at < len(tokens) and word(tokens[at]) in _CREATED_WORDS:
-        at += 1
+    at = len(statement.kind.split()) + (word(tokens[1]) == "UNIQUE")  # after the kind's words
     if [word(token) for token in tokens[at : at + 3]] != ["IF", "NOT", "EXISTS"]:
         return None
     schema, name = _schema_and_name(tokens, at + 3)
     if name is None:
         return None
-    return CreateIfNotExists(statement.kind.split(" ", 1)[1], name, schema)
+    return CreateIfNotExists(statement.kind.partition(" ")[2], name, schema)
 
 
 def emptied_table(sql: str) -> str | None:

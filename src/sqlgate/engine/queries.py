@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -13,6 +12,7 @@ import apsw
 
 from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.authorizer import check_references
+from sqlgate.engine.commands import db_option, shell_word
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.csvout import CsvResult, render_csv
 from sqlgate.engine.database import Database
@@ -117,7 +117,7 @@ class SqlTiers:
         self.wall_clock = wall_clock
         self.shapes = ShapeCache()
         self.writes = UndoingWrites(self)
-        self._quoted_db: str | None = None  # the database's absolute path, for the shell
+        self._quoted_db: str | None = None  # `--db PATH`, the path absolute, for the shell
 
     @property
     def caps(self) -> ResultCaps:
@@ -389,7 +389,7 @@ class SqlTiers:
         why: str | None,
     ) -> Outcome:
         # one spare place, so a failed call (whose copy is dropped) evicts no older snapshot
-        snapshot = self.snapshot(spare=1, progress=progress)
+        snapshot = self.snapshot(spare=1, progress=progress).absolute()
         ctx = self.context(conn, Tier.DESTRUCTIVE, control)
         try:
             returned, changes, rowid = self._apply(conn, text, bindings, ctx)
@@ -400,7 +400,10 @@ class SqlTiers:
         rows = changes if statement.kind in DML_KINDS else 0
         summary = self.summary(statement, returned, changes, rowid)
         first, _, rest = summary.partition("\n")
-        text_out = f"{first}; snapshot: {snapshot}" + (f"\n{rest}" if rest else "")
+        restore = f"sqlgate snapshots restore {shell_word(snapshot.name)} {self.db_option}"
+        text_out = f"{first}; snapshot: {snapshot}; restore: {restore}" + (
+            f"\n{rest}" if rest else ""
+        )
         detail = {
             "kind": statement.kind,
             "changes": rows,
@@ -432,12 +435,17 @@ class SqlTiers:
             tool=tool,
         )
 
+    @property
+    def db_option(self) -> str:
+        """`--db PATH` naming this database, for the commands an answer gives a person."""
+        if self._quoted_db is None:
+            self._quoted_db = db_option(self.db.path)
+        return self._quoted_db
+
     def undo_command(self, ref: str) -> str:
         """The command that undoes call (or, with `--changeset`, changeset) `ref`, naming
         this database so that it works as written from any folder."""
-        if self._quoted_db is None:
-            self._quoted_db = shlex.quote(str(self.db.path.absolute()))
-        return f"sqlgate undo {ref} --db {self._quoted_db}"
+        return f"sqlgate undo {ref} {self.db_option}"
 
     def call_ref(self, number: int) -> str:
         """`15@3f9a1c07`: a call (or changeset) id that only this database accepts."""
