@@ -235,3 +235,6 @@ def test_an_undo_that_would_break_a_deferred_key_is_refused_as_a_conflict(
     with pytest.raises(UndoConflict, match="FOREIGN_KEY"):
         service.undo_call(call, "take the order back")
     assert user_rows(service) == before
+    with pytest.raises(UndoConflict, match="FOREIGN_KEY"):  # `sqlgate undo`, the person's
+        service.undo(call)
+    assert user_rows(service) == before
