@@ -386,3 +386,17 @@ def test_the_rule_refuses_exactly_the_ids_sqlite_leaves_null(
     assert an_id, f"{sql} is no id, yet was refused"
     assert null is not False, f"{sql} numbers its ids, yet was refused"
     assert _null_ids(key.rewrite, name) is False, key.rewrite
+
+
+FRAGMENTS = ["CREATE", "TABLE", "t", "(", ")", ",", "id", "INT", "SERIAL", "PRIMARY", "KEY",
+             "PRIMARY KEY", "NOT", "NULL", "AUTO_INCREMENT", "IDENTITY", "GENERATED", "AS",
+             "ALWAYS", "DESC", "CONSTRAINT", "WITHOUT", "ROWID", "STRICT", "'x'", '"q"', "[b]",
+             "1", ";", "--c\n", "/*", "*/", "CHECK", "DEFAULT", "AUTOINCREMENT"]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS), max_size=30), st.text(max_size=40))
+def test_any_text_is_read_without_an_error(words: list[str], noise: str) -> None:
+    for sql in (" ".join(["CREATE", "TABLE", "t", "(", *words]), noise, " ".join(words)):
+        key = auto_id_key(sql)
+        assert key is None or key.declared in sql
