@@ -108,7 +108,7 @@ def test_destructive_query_needs_a_reason_and_names_its_undo(ready: Service) -> 
 def test_destructive_ddl_snapshots(ready: Service) -> None:
     out = ready.destructive_query("DROP TABLE t", reason="remove the table")
     assert out.startswith("ok: DROP TABLE done; snapshot: ")
-    assert Path(out.split("snapshot: ", 1)[1]).is_file()
+    assert Path(out.split("snapshot: ", 1)[1].split("; restore: ")[0]).is_file()
 
 
 def test_destructive_query_confirm_can_veto(ready: Service) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 
 from sqlgate.engine.textsearch import SearchRequest
-from sqlgate.errors import PolicyDenied, SqlgateError
+from sqlgate.errors import InvalidArgument, PolicyDenied, SqlgateError
 from sqlgate.service import Service
 
 SQL_TOOLS = ("read_query", "write_query", "destructive_query")
@@ -253,3 +253,75 @@ def test_a_guard_says_what_destructive_query_keeps_under_the_undo_setting(
     assert KEEPS[other] not in message
     answer = service.destructive_query(sql, "the guard test")
     assert ("snapshot" in answer) is (undo == "file")
+
+
+# -- a key another dialect spells as an auto-generated id: refused with the fix -----------
+AUTO_IDS = [
+    pytest.param("CREATE TABLE c(id SERIAL PRIMARY KEY, v TEXT)",
+                 "CREATE TABLE c(id INTEGER PRIMARY KEY, v TEXT)", id="serial"),
+    pytest.param("CREATE TABLE c(id INT AUTO_INCREMENT PRIMARY KEY, v TEXT)",
+                 "CREATE TABLE c(id INTEGER PRIMARY KEY, v TEXT)", id="auto-increment"),
+    pytest.param("CREATE TABLE c(id BIGSERIAL PRIMARY KEY, v TEXT)",
+                 "CREATE TABLE c(id INTEGER PRIMARY KEY, v TEXT)", id="bigserial"),
+    pytest.param('CREATE TABLE "Order Lines"(\n  `id` INT(11) NOT NULL AUTO_INCREMENT, -- pk\n'
+                 "  qty INT,\n  PRIMARY KEY (`id`)\n)",
+                 'CREATE TABLE "Order Lines"(\n  `id` INTEGER NOT NULL, -- pk\n'
+                 "  qty INT,\n  PRIMARY KEY (`id`)\n)", id="mysql-quoted-multiline"),
+    pytest.param("CREATE TABLE IF NOT EXISTS c(id BIGINT PRIMARY KEY, v)",
+                 "CREATE TABLE IF NOT EXISTS c(id INTEGER PRIMARY KEY, v)", id="bigint"),
+    pytest.param("CREATE TABLE c([Id] INT IDENTITY(1,1) PRIMARY KEY, v)",
+                 "CREATE TABLE c([Id] INTEGER PRIMARY KEY, v)", id="identity"),
+]  # fmt: skip
+
+
+def _tables(service: Service) -> list[str]:
+    return service.read_query("SELECT name FROM sqlite_schema ORDER BY name").splitlines()
+
+
+@pytest.mark.parametrize("tool", ["write_query", "destructive_query"])
+@pytest.mark.parametrize(("sql", "rewrite"), AUTO_IDS)
+def test_a_key_sqlite_would_leave_null_is_refused_with_the_statement_to_send(
+    make_service: Callable[..., Service], tool: str, sql: str, rewrite: str
+) -> None:
+    service = make_service()
+    before = _tables(service)
+    with pytest.raises(InvalidArgument) as refused:
+        call(service, tool, sql)
+    message = str(refused.value)
+    assert message.startswith("refused: the primary key declared as ")
+    assert message.endswith(f"Nothing was run. Send instead: {rewrite}")
+    assert _tables(service) == before
+    assert not service.settings.snapshot_dir.exists() or not any(
+        service.settings.snapshot_dir.iterdir()
+    )
+    assert call(service, tool, rewrite).startswith("ok: CREATE TABLE done")  # as sent back
+    table = '"Order Lines"' if "Order" in sql else "c"
+    key = "[Id]" if "[Id]" in sql else "`id`"
+    service.write_query(f"INSERT INTO {table} DEFAULT VALUES")
+    numbered = f"SELECT count(*) FROM {table} WHERE rowid = 1 AND {key} = 1"
+    assert service.read_query(numbered).splitlines()[1] == "1"  # SQLite numbered the key
+
+
+@pytest.mark.parametrize(("sql", "rewrite"), AUTO_IDS)
+def test_read_query_sends_such_a_create_to_write_query(
+    app: Service, sql: str, rewrite: str
+) -> None:
+    assert "use write_query" in refusal(app, "read_query", sql)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        pytest.param("CREATE TABLE k(id INTEGER PRIMARY KEY, v TEXT)", id="integer-primary-key"),
+        pytest.param("CREATE TABLE k(code TEXT PRIMARY KEY, v TEXT)", id="text-key"),
+        pytest.param("CREATE TABLE k(id BIGINT NOT NULL PRIMARY KEY)", id="explicit-ids"),
+        pytest.param("CREATE TABLE k(a INT, b INT, PRIMARY KEY (a, b))", id="composite"),
+        pytest.param("CREATE TABLE k(id INT PRIMARY KEY) WITHOUT ROWID", id="without-rowid"),
+        pytest.param("CREATE TABLE k(id INTEGER PRIMARY KEY AUTOINCREMENT)", id="autoincrement"),
+    ],
+)
+@pytest.mark.parametrize("tool", ["write_query", "destructive_query"])
+def test_keys_sqlite_numbers_or_that_are_always_given_are_created(
+    service: Service, tool: str, sql: str
+) -> None:
+    assert call(service, tool, sql).startswith("ok: CREATE TABLE done")

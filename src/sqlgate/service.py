@@ -23,8 +23,9 @@ from sqlgate.config import Settings
 from sqlgate.engine.actors import Caller, Identity, current_caller
 from sqlgate.engine.audit import AuditEntry, AuditLog
 from sqlgate.engine.audit_queue import AuditQueue, queue_path
+from sqlgate.engine.commands import list_calls
 from sqlgate.engine.database import Database
-from sqlgate.engine.identity import AGENT_FINDS_CALLS, parse_call_ref
+from sqlgate.engine.identity import AGENT_FINDS_CALLS, LIST_CALLS, parse_call_ref
 from sqlgate.engine.limits import CallControl, Clock
 from sqlgate.engine.outcome import Outcome
 from sqlgate.engine.sqltext import fingerprint
@@ -62,9 +63,14 @@ def _safe_fingerprint(query: str) -> str:
 
 
 def undo_target(
-    audit_id: int | str | None, changeset: int | str | None, *, by_agent: bool = False
+    audit_id: int | str | None,
+    changeset: int | str | None,
+    *,
+    by_agent: bool = False,
+    listing: str = LIST_CALLS,
 ) -> UndoTarget:
-    """What `undo` was asked for: numbers as given, texts as `15` or `15@3f9a1c07`."""
+    """What `undo` was asked for: numbers as given, texts as `15` or `15@3f9a1c07`
+    (`listing`: the command that lists the ids, for a person's malformed one)."""
     from sqlgate.engine.undo_restore import UndoTarget
 
     if (audit_id is None) == (changeset is None):
@@ -74,7 +80,7 @@ def undo_target(
         )
     given = audit_id if audit_id is not None else changeset
     if isinstance(given, str):
-        ref = parse_call_ref(given, AGENT_FINDS_CALLS) if by_agent else parse_call_ref(given)
+        ref = parse_call_ref(given, AGENT_FINDS_CALLS if by_agent else listing)
         number, database = ref.audit_id, ref.database
     else:
         number, database = given, None  # type: ignore[assignment]
@@ -396,7 +402,9 @@ class Service:
         """Restore the rows one earlier call changed, named by its audit id or its changeset
         id, either as a number (of this database) or as `15@3f9a1c07` (refused when the id
         after `@` is another database's). `tool` is how the audit log names this undo."""
-        target = undo_target(audit_id, changeset, by_agent=tool == "undo_call")
+        target = undo_target(
+            audit_id, changeset, by_agent=tool == "undo_call", listing=list_calls(self.db.path)
+        )
 
         def work(_: _Call) -> Outcome:
             if confirm is not None:

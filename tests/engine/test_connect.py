@@ -17,7 +17,7 @@ from sqlgate.engine.connect import (
     immediate_transaction,
 )
 from sqlgate.engine.database import Database
-from sqlgate.errors import StartupError
+from sqlgate.errors import SqlError, StartupError
 
 
 @pytest.fixture
@@ -218,9 +218,19 @@ def test_immediate_transaction_rolls_back_a_commit_that_fails(tmp_path: Path) ->
         "PRAGMA foreign_keys = ON; CREATE TABLE p (id INTEGER PRIMARY KEY);"
         "CREATE TABLE c (p REFERENCES p (id) DEFERRABLE INITIALLY DEFERRED)"
     )
-    with pytest.raises(apsw.ConstraintError), immediate_transaction(conn):
-        conn.execute("INSERT INTO c VALUES (42)")  # only the COMMIT sees the broken reference
+    refused = pytest.raises(SqlError, match=r"^SQLite error: FOREIGN KEY constraint failed at COM")
+    with refused, immediate_transaction(conn):  # only the COMMIT sees the broken reference
+        conn.execute("INSERT INTO c VALUES (42)")
     assert not conn.in_transaction
     with immediate_transaction(conn):  # the next call's BEGIN works
         conn.execute("INSERT INTO p VALUES (1)")
     assert conn.execute("SELECT count(*) FROM c").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("which", AGENT)
+def test_both_agent_connections_enforce_foreign_keys_so_reading_the_pragma_tells_the_truth(
+    db: Database, which: str
+) -> None:
+    conn: apsw.Connection = getattr(db, which)
+    assert conn.pragma("foreign_keys") == 1
+    assert conn.execute("SELECT foreign_keys FROM pragma_foreign_keys").fetchall() == [(1,)]

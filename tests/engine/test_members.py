@@ -180,7 +180,8 @@ def test_a_name_taken_is_refused_ignoring_case(members: Members, taken: str) -> 
     members.add("alice", "read")
     with pytest.raises(InvalidArgument, match="a member named 'alice' exists already") as caught:
         members.add(taken, "write")
-    assert "`sqlgate members rotate alice`" in str(caught.value)
+    db = members.conn.filename  # the command names the file, so it runs from any folder
+    assert f"`sqlgate members rotate alice --db {db}`" in str(caught.value)
     assert [m.name for m in members.listed()] == ["alice"]
 
 
@@ -291,7 +292,8 @@ def test_remove_frees_the_name_and_the_old_token_says_removed(members: Members) 
 def test_changing_an_unknown_member_is_not_found(members: Members, change: str) -> None:
     members.add("alice", "read")
     members.remove("alice")
-    with pytest.raises(NotFound, match="no member named 'alice'; `sqlgate members list`"):
+    listing = r"no member named 'alice'; `sqlgate members list --db /\S*team\.db` shows them"
+    with pytest.raises(NotFound, match=listing):
         getattr(members, change)("alice")
 
 

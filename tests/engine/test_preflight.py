@@ -8,8 +8,10 @@ from hypothesis import strategies as st
 
 from sqlgate.engine.policy import Tier
 from sqlgate.engine.preflight import (
+    CreateIfNotExists,
     DropIfExists,
     Statement,
+    create_if_not_exists,
     drop_if_exists,
     emptied_table,
     inspect_statement,
@@ -421,6 +423,9 @@ def test_a_temp_object_is_refused_with_what_to_use_instead(sql: str, instead: st
                      id="bracketed"),
         pytest.param("DROP TRIGGER IF EXISTS aux . g", DropIfExists("TRIGGER", "g", "aux"),
                      id="other-schema"),
+        pytest.param("; DROP VIEW IF EXISTS v", DropIfExists("VIEW", "v"), id="after-a-semicolon"),
+        pytest.param("DROP TABLE IF EXISTS main.", DropIfExists("TABLE", "main"),
+                     id="a-dot-and-nothing-after"),
         pytest.param("DROP TABLE t", None, id="no-if-exists"),
         pytest.param("DROP TABLE IF EXISTS", None, id="no-name"),
         pytest.param("DELETE FROM t", None, id="not-a-drop"),
@@ -429,6 +434,45 @@ def test_a_temp_object_is_refused_with_what_to_use_instead(sql: str, instead: st
 )  # fmt: skip
 def test_drop_if_exists_reads_what_would_be_dropped(sql: str, dropped: DropIfExists | None) -> None:
     assert drop_if_exists(sql) == dropped
+
+
+@pytest.mark.parametrize(
+    ("sql", "created"),
+    [
+        pytest.param("CREATE TABLE IF NOT EXISTS t(a)", CreateIfNotExists("TABLE", "t"),
+                     id="table"),
+        pytest.param('create table if not exists main."My T"(a)',
+                     CreateIfNotExists("TABLE", "My T", "main"), id="quoted-qualified"),
+        pytest.param(";; /* c */ CREATE TABLE IF NOT EXISTS [t x] AS SELECT 1",
+                     CreateIfNotExists("TABLE", "t x"), id="after-empty-statements"),
+        pytest.param("CREATE TABLE IF NOT EXISTS café(a)", CreateIfNotExists("TABLE", "café"),
+                     id="non-ascii"),
+        pytest.param("CREATE VIRTUAL TABLE IF NOT EXISTS d USING fts5(b)",
+                     CreateIfNotExists("VIRTUAL TABLE", "d"), id="virtual"),
+        pytest.param("CREATE UNIQUE INDEX IF NOT EXISTS i ON t(a)", CreateIfNotExists("INDEX", "i"),
+                     id="unique-index"),
+        pytest.param("CREATE INDEX IF NOT EXISTS aux.i ON t(a)",
+                     CreateIfNotExists("INDEX", "i", "aux"), id="index-other-schema"),
+        pytest.param("CREATE TRIGGER IF NOT EXISTS g AFTER INSERT ON t BEGIN SELECT 1; END",
+                     CreateIfNotExists("TRIGGER", "g"), id="trigger"),
+        pytest.param("; CREATE INDEX IF NOT EXISTS i ON t(a)", CreateIfNotExists("INDEX", "i"),
+                     id="after-a-semicolon"),
+        pytest.param("CREATE TABLE IF NOT EXISTS main.", CreateIfNotExists("TABLE", "main"),
+                     id="a-dot-and-nothing-after"),
+        pytest.param("CREATE TABLE t(a)", None, id="no-if-not-exists"),
+        pytest.param("CREATE TABLE IF EXISTS t(a)", None, id="if-exists"),
+        pytest.param("CREATE TABLE IF NOT EXISTS", None, id="no-name"),
+        pytest.param("CREATE TABLE", None, id="nothing-after"),
+        pytest.param("CREATE TEMP TABLE IF NOT EXISTS t(a)", None, id="temp"),
+        pytest.param("CREATE VIEW IF NOT EXISTS v AS SELECT 1", None, id="view"),
+        pytest.param("DROP TABLE IF EXISTS t", None, id="a-drop"),
+        pytest.param("SELECT 'CREATE TABLE IF NOT EXISTS t(a)'", None, id="in-a-string"),
+    ],
+)  # fmt: skip
+def test_create_if_not_exists_reads_what_it_would_create(
+    sql: str, created: CreateIfNotExists | None
+) -> None:
+    assert create_if_not_exists(sql) == created
 
 
 def test_check_tier_leaves_unknown_kinds_to_sqlite() -> None:
@@ -653,3 +697,38 @@ def test_an_explain_of_a_view_or_a_change_is_refused_as_no_tool_will() -> None:
     for sql in ("EXPLAIN CREATE VIEW v AS SELECT 1", "EXPLAIN QUERY PLAN DELETE FROM t"):
         with pytest.raises(PolicyDenied, match=r"EXPLAIN of .* is not allowed: no tool will"):
             check_tier(inspect_statement(sql), R, frozenset())
+
+
+@pytest.mark.parametrize(
+    ("sql", "column"),
+    [
+        pytest.param("CREATE TABLE c(id SERIAL PRIMARY KEY)", "id", id="create-table"),
+        pytest.param("create table if not exists c(k INT PRIMARY KEY)", "k", id="if-not-exists"),
+        pytest.param("CREATE TABLE c(id INTEGER PRIMARY KEY)", None, id="rowid-key"),
+        pytest.param("CREATE TEMP TABLE c(id SERIAL PRIMARY KEY)", None, id="temp"),
+        pytest.param("CREATE VIRTUAL TABLE c USING fts5(id)", None, id="virtual"),
+        pytest.param("INSERT INTO c(id) VALUES ('CREATE TABLE c(id SERIAL PRIMARY KEY)')", None,
+                     id="not-a-create"),
+    ],
+)  # fmt: skip
+def test_preflight_reads_a_key_sqlite_would_leave_null(sql: str, column: str | None) -> None:
+    found = inspect_statement(sql).auto_id
+    assert (found.column if found else None) == column
+
+
+@pytest.mark.parametrize("tier", [Tier.WRITE, Tier.DESTRUCTIVE])
+def test_the_tiers_that_create_tables_refuse_such_a_key_with_the_fix(tier: Tier) -> None:
+    statement = inspect_statement("CREATE TABLE c(id SERIAL PRIMARY KEY, v TEXT)")
+    with pytest.raises(InvalidArgument) as refused:
+        check_tier(statement, tier)
+    assert str(refused.value).endswith(
+        "Send instead: CREATE TABLE c(id INTEGER PRIMARY KEY, v TEXT)"
+    )
+    check_tier(inspect_statement("CREATE TABLE c(id INTEGER PRIMARY KEY, v TEXT)"), tier)
+
+
+@pytest.mark.parametrize("tier", [Tier.READ, Tier.VIEW])
+def test_the_tiers_that_create_no_table_name_the_one_that_does(tier: Tier) -> None:
+    statement = inspect_statement("CREATE TABLE c(id SERIAL PRIMARY KEY, v TEXT)")
+    with pytest.raises(PolicyDenied, match="use write_query"):
+        check_tier(statement, tier)

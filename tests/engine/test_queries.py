@@ -15,7 +15,7 @@ from sqlgate.errors import InvalidArgument, PolicyDenied, SqlError, SqlgateError
 from sqlgate.service import Service
 from tests.undo_hint import plain
 
-SNAPSHOT = re.compile(r"; snapshot: (?P<path>.+?)$", re.MULTILINE)
+SNAPSHOT = re.compile(r"; snapshot: (?P<path>.+?); restore: sqlgate snapshots restore ", re.M)
 
 
 def rows_of(service: Service, sql: str) -> list[str]:
@@ -61,6 +61,95 @@ def test_insert_reports_rows_and_last_rowid(service: Service) -> None:
     )
 
 
+ROWID_SCHEMA = (
+    "CREATE TABLE a(id INTEGER PRIMARY KEY, v TEXT UNIQUE)",
+    'CREATE TABLE "odd ""name"""(k INTEGER PRIMARY KEY, n INT)',
+    "CREATE TABLE w(code TEXT NOT NULL PRIMARY KEY, n INT) WITHOUT ROWID",
+    "CREATE TABLE log(id INTEGER PRIMARY KEY, what TEXT)",
+    "CREATE TABLE plain(v TEXT)",
+    "CREATE TABLE far(id INTEGER PRIMARY KEY)",
+    "INSERT INTO a(id, v) VALUES (1, 'one'), (2, 'two'), (3, 'three')",
+)
+ROWID_TRIGGERS = (
+    "CREATE TRIGGER a_logged AFTER UPDATE ON a BEGIN INSERT INTO log(what) VALUES ('u'); END",
+    "CREATE TRIGGER w_logged AFTER INSERT ON w BEGIN INSERT INTO log(what) VALUES ('w'); END",
+)
+STALE = 5000  # the rowid the connection's last insert (another table's) left behind
+ROWID_CASES = [
+    pytest.param(
+        "INSERT INTO a(id, v) VALUES (3, 'x') ON CONFLICT(id) DO UPDATE SET v = 'y'",
+        1,
+        None,
+        id="upsert-updated",
+    ),
+    pytest.param(
+        "INSERT INTO a(id, v) VALUES (2, 'x') ON CONFLICT DO NOTHING", 0, None, id="upsert-nothing"
+    ),
+    pytest.param(
+        "INSERT INTO a(v) VALUES ('one') ON CONFLICT(v) DO UPDATE SET v = 'uno'",
+        1,
+        None,
+        id="upsert-on-unique-updated",
+    ),
+    pytest.param(
+        "INSERT INTO a(id, v) VALUES (10, 'x') ON CONFLICT(id) DO UPDATE SET v = 'y'",
+        1,
+        10,
+        id="upsert-inserted",
+    ),
+    pytest.param(
+        "INSERT INTO a(id, v) VALUES (11, 'p'), (1, 'q') ON CONFLICT(id) DO UPDATE SET v = 'r'",
+        2,
+        11,
+        id="upsert-inserted-then-updated",
+    ),
+    pytest.param("INSERT OR IGNORE INTO a(id, v) VALUES (1, 'dup')", 0, None, id="ignored"),
+    pytest.param("REPLACE INTO a(id, v) VALUES (2, 'r')", 1, 2, id="replace"),
+    pytest.param("INSERT OR REPLACE INTO a(v) VALUES ('two')", 1, 4, id="replace-on-unique"),
+    pytest.param("INSERT INTO w(code, n) VALUES ('k', 1)", 1, None, id="without-rowid"),
+    pytest.param(
+        "INSERT INTO w(code, n) VALUES ('k', 1) RETURNING n", 1, None, id="without-rowid-returning"
+    ),
+    pytest.param('INSERT INTO "odd ""name"""(n) VALUES (7)', 1, 1, id="quoted-name"),
+    pytest.param("INSERT INTO plain(v) VALUES ('x'), ('y')", 2, 2, id="implicit-rowid"),
+    pytest.param("INSERT INTO a(id, v) VALUES (0, 'zero')", 1, 0, id="rowid-zero"),
+    pytest.param("INSERT INTO a(id, v) VALUES (-7, 'neg')", 1, -7, id="negative-rowid"),
+    pytest.param("INSERT INTO a(v) SELECT v FROM a WHERE 0", 0, None, id="insert-select-nothing"),
+]
+
+
+def _rowids(service: Service) -> Service:
+    for sql in ROWID_SCHEMA:
+        service.write_query(sql)
+    for sql in ROWID_TRIGGERS:
+        service.destructive_query(sql, "log changes")
+    return service
+
+
+@pytest.mark.parametrize("overrides", [{}, {"write_undo_keep": 0}], ids=["undo", "no-undo"])
+@pytest.mark.parametrize("tool", ["write_query", "destructive_query"])
+@pytest.mark.parametrize(("sql", "rows", "rowid"), ROWID_CASES)  # fmt: skip
+def test_last_insert_rowid_is_named_only_when_the_statement_inserted_that_row(
+    make_service: Callable[..., Service],
+    overrides: dict[str, object],
+    tool: str,
+    sql: str,
+    rows: int,
+    rowid: int | None,
+) -> None:
+    service = _rowids(make_service(**overrides))
+    service.write_query("INSERT INTO far(id) VALUES (?)", [STALE])  # a stale rowid on the conn
+    if tool == "write_query":
+        answer = service.write_query(sql)
+    else:
+        answer = service.destructive_query(sql, "test")
+    first = plain(answer).splitlines()[0].split("; ", 1)[0]
+    expected = f"ok: {rows} rows affected"
+    if rowid is not None:
+        expected += f" (last_insert_rowid={rowid})"
+    assert first == expected
+
+
 def test_insert_of_nothing_reports_zero_rows(service: Service) -> None:
     service.write_query("CREATE TABLE t (id INTEGER PRIMARY KEY)")
     assert service.write_query("INSERT INTO t SELECT 1 WHERE 0") == "ok: 0 rows affected"
@@ -93,7 +182,7 @@ def test_returning_rows_are_capped_at_max_rows(make_service: Callable[..., Servi
     [
         pytest.param("CREATE TABLE u (x)", "ok: CREATE TABLE done", id="create-table"),
         pytest.param(
-            "CREATE TABLE IF NOT EXISTS t (x)", "ok: CREATE TABLE done", id="create-if-not-exists"
+            "CREATE TABLE IF NOT EXISTS new (x)", "ok: CREATE TABLE done", id="create-if-not-exists"
         ),
         pytest.param(
             "CREATE VIRTUAL TABLE docs USING fts5(body)",
@@ -451,3 +540,118 @@ def test_double_quotes_name_columns_never_strings(service: Service) -> None:
     service.write_query("CREATE TABLE t (name TEXT)")
     with pytest.raises(SqlError, match="single quotes"):
         service.read_query('SELECT "nosuchcol" FROM t')
+
+
+# -- CREATE ... IF NOT EXISTS of what exists --------------------------------------------
+EXISTING = (
+    "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)",
+    'CREATE TABLE "my table"(a, b)',
+    "CREATE INDEX t_v ON t(v)",
+    "CREATE VIRTUAL TABLE docs USING fts5(body)",
+)
+IF_NOT_EXISTS = [
+    pytest.param(
+        "CREATE TABLE IF NOT EXISTS t(x, y, z)", "table `t`", "describe_table t", id="table"
+    ),
+    pytest.param(
+        'CREATE TABLE IF NOT EXISTS "my table"(q)',
+        "table `my table`",
+        "describe_table my table",
+        id="quoted-name",
+    ),
+    pytest.param(
+        "create table if not exists T(x) STRICT", "table `t`", "describe_table t", id="other-case"
+    ),
+    pytest.param(
+        "CREATE TABLE IF NOT EXISTS main.t(x)", "table `t`", "describe_table t", id="main-qualified"
+    ),
+    pytest.param(
+        "CREATE TABLE IF NOT EXISTS t AS SELECT 1 AS one",
+        "table `t`",
+        "describe_table t",
+        id="as-select",
+    ),
+    pytest.param(
+        "CREATE TABLE IF NOT EXISTS v(x)", "view `v`", "describe_table v", id="over-a-view"
+    ),
+    pytest.param(
+        "CREATE INDEX IF NOT EXISTS t_v ON t(id, v)", "index `t_v`", "get_schema", id="index"
+    ),
+    pytest.param(
+        "CREATE UNIQUE INDEX IF NOT EXISTS T_V ON t(id)", "index `t_v`", "get_schema", id="unique"
+    ),
+    pytest.param(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(title, body)",
+        "table `docs`",
+        "describe_table docs",
+        id="virtual-table",
+    ),
+    pytest.param(
+        "CREATE TRIGGER IF NOT EXISTS t_seen AFTER DELETE ON t BEGIN SELECT 1; END",
+        "trigger `t_seen`",
+        "get_schema",
+        id="trigger",
+    ),
+]
+
+
+def _schema_rows(service: Service) -> list[str]:
+    return rows_of(service, "SELECT type, name, sql FROM sqlite_schema ORDER BY name")
+
+
+@pytest.mark.parametrize(
+    "undo", [{}, {"write_undo_keep": 0, "undo": "file"}], ids=["undo", "no-undo"]
+)
+@pytest.mark.parametrize("tool", ["write_query", "destructive_query"])
+@pytest.mark.parametrize(("sql", "what", "see"), IF_NOT_EXISTS)
+def test_create_if_not_exists_of_an_existing_object_says_nothing_was_created(
+    make_service: Callable[..., Service],
+    settings: Settings,
+    undo: dict[str, object],
+    tool: str,
+    sql: str,
+    what: str,
+    see: str,
+) -> None:
+    service = make_service(**undo)
+    for ddl in EXISTING:
+        service.write_query(ddl)
+    service.create_view("v", "SELECT v FROM t", "", False)
+    service.destructive_query("CREATE TRIGGER t_seen AFTER INSERT ON t BEGIN SELECT 0; END", "x")
+    schema, kept = _schema_rows(service), snapshots(settings)
+    if tool == "write_query":
+        if "TRIGGER" in sql:
+            return  # write_query takes no CREATE TRIGGER (test_service_refusals)
+        answer = service.write_query(sql)
+        tail = "nothing was changed"
+    else:
+        answer = service.destructive_query(sql, "make sure it is there")
+        tail = "nothing was run and no snapshot was taken"
+    assert answer == (
+        f"ok: nothing created: {what} already exists and IF NOT EXISTS left it as it is, "
+        f"whatever its definition ({see} shows it); {tail}"
+    )
+    assert _schema_rows(service) == schema
+    assert snapshots(settings) == kept
+
+
+@pytest.mark.parametrize("tool", ["write_query", "destructive_query"])
+def test_create_if_not_exists_of_a_new_name_creates_it(service: Service, tool: str) -> None:
+    sql = 'CREATE TABLE IF NOT EXISTS "fresh one"(x)'
+    if tool == "write_query":
+        answer = plain(service.write_query(sql))
+    else:
+        answer = service.destructive_query(sql, "make sure it is there")
+    assert answer.startswith("ok: CREATE TABLE done")
+    assert rows_of(service, "SELECT name FROM sqlite_schema WHERE name = 'fresh one'") == [
+        "fresh one"
+    ]
+
+
+def test_create_if_not_exists_still_reports_sqlites_errors(service: Service) -> None:
+    service.write_query("CREATE TABLE t(a)")
+    service.write_query("CREATE INDEX i ON t(a)")
+    with pytest.raises(SqlError, match="there is already an index named i"):
+        service.write_query("CREATE TABLE IF NOT EXISTS i(x)")
+    with pytest.raises(SqlError, match=r"no such table: main\.nosuch"):
+        service.destructive_query("CREATE INDEX IF NOT EXISTS i ON nosuch(a)", "x")

@@ -239,7 +239,7 @@ def test_restore_in_wal_mode_is_seen_by_a_fresh_connection(
     service.write_query("CREATE TABLE notes(body TEXT)")
     service.write_query("INSERT INTO notes VALUES ('kept')")
     out = service.destructive_query("DELETE FROM notes", reason="test the restore")
-    snapshot = Path(out.split("snapshot: ", 1)[1].splitlines()[0])
+    snapshot = Path(out.split("snapshot: ", 1)[1].split("; restore: ")[0])
     service.write_query("INSERT INTO notes VALUES ('after'), ('more')")
     settings = service.settings
     service.close()

@@ -7,6 +7,7 @@ run a command as if it could.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -90,7 +91,8 @@ def test_an_undo_target_speaks_to_a_person_unless_told_it_is_the_agent(
     from sqlgate.errors import NotFound
 
     service = make_service()
-    with pytest.raises(NotFound, match="`sqlgate undo --list` shows them"):
+    listing = f"`sqlgate undo --list --db {service.db.path.absolute()}` shows them"
+    with pytest.raises(NotFound, match=re.escape(listing)):
         service.undoing.undo(UndoTarget(audit_id=999))
     with pytest.raises(NotFound, match="read_query over query_log"):
         service.undoing.undo(UndoTarget(audit_id=999, by_agent=True))

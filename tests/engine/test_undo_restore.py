@@ -272,7 +272,8 @@ def test_a_snapshot_call_names_its_snapshot_file(world: Service, db_path: Path) 
     world.destructive_query("DROP TABLE log", reason="r")
     (call, detail) = rows(db_path, "SELECT id, detail FROM query_log ORDER BY id DESC LIMIT 1")[0]
     name = Path(json.loads(detail)["snapshot"]).name
-    with pytest.raises(UndoRefused, match=re.escape(f"sqlgate snapshots restore {name}`")):
+    restore = f"sqlgate snapshots restore {name} --db {db_path.absolute()}`"
+    with pytest.raises(UndoRefused, match=re.escape(restore)):
         world.undo(call)
 
 

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import apsw
@@ -27,6 +28,7 @@ from sqlgate.claims.model import (
 )
 from sqlgate.claims.rules import Finding, find_contradictions, parse_observed
 from sqlgate.engine.audit import utc_timestamp
+from sqlgate.engine.commands import db_option
 from sqlgate.engine.database import Database
 from sqlgate.errors import InvalidArgument, NotFound, PolicyDenied
 from sqlgate.memory.chain import ChainWriter, EventChain
@@ -156,7 +158,7 @@ class ClaimStore:
         if isinstance(claim_id, bool) or not isinstance(claim_id, int) or claim_id < 1:
             raise InvalidArgument(f"id {claim_id!r} is not a claim id (a whole number from 1)")
         if claim_id > MAX_ID:
-            raise _no_claim(claim_id)
+            raise _no_claim(claim_id, self.db.path)
         if conn is None:
             with self.db.reading() as reader:
                 row = reader.execute(
@@ -167,7 +169,7 @@ class ClaimStore:
                 f"SELECT {_COLUMNS} FROM claims WHERE id = ?", (claim_id,)
             ).fetchone()
         if row is None:
-            raise _no_claim(claim_id)
+            raise _no_claim(claim_id, self.db.path)
         return _claim(row)
 
     def listing(self, state: str | None = None, entity: str | None = None) -> list[Claim]:
@@ -188,7 +190,7 @@ class ClaimStore:
             raise InvalidArgument(
                 "query is empty: pass text found in the claim or its entity",
                 cli="the text is empty: pass text found in the claim or its entity, or list "
-                "every claim with `sqlgate claims list`",
+                f"every claim with `sqlgate claims list {db_option(self.db.path)}`",
             )
         needle = " ".join(query.split()).casefold()  # stored text has its whitespace folded
         return [
@@ -459,8 +461,9 @@ def _diff(old: Claim, new: Claim) -> dict[str, Any]:
     }
 
 
-def _no_claim(claim_id: int) -> NotFound:
+def _no_claim(claim_id: int, db: Path) -> NotFound:
     return NotFound(
         f"no claim {claim_id}; claim_search finds ids",
-        cli=f"no claim {claim_id}; `sqlgate claims list` shows every claim with its id",
+        cli=f"no claim {claim_id}; `sqlgate claims list {db_option(db)}` shows every claim with "
+        "its id",
     )

@@ -3,7 +3,8 @@
 Three kinds of connection, all on one file:
 - `server`: the server's own (migrations, audit rows, snapshots); never runs agent SQL;
 - `agent_write`: runs agent SQL of the write, destructive and view tiers;
-- `agent_read`: opened read-only with `query_only`, runs the read tier.
+- `agent_read`: opened read-only with `query_only`, runs the read tier (foreign keys on, as
+  on the writer, so `PRAGMA foreign_keys` reads what writes enforce).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 import apsw
 
 from sqlgate.config import Settings
-from sqlgate.errors import StartupError
+from sqlgate.errors import SqlError, StartupError
 
 __all__ = [
     "SQLITE_HEADER",
@@ -120,6 +121,7 @@ def normal_sync(conn: apsw.Connection, _: Settings) -> None:
 
 
 def foreign_keys(conn: apsw.Connection, _: Settings) -> None:
+    """Enforced on writes; on for reads too, so `PRAGMA foreign_keys` reads what is true."""
     conn.pragma("foreign_keys", True)
 
 
@@ -136,7 +138,7 @@ AGENT: tuple[Step, ...] = (*COMMON, no_attached_files, no_double_quoted_strings,
 SERVER_STEPS: tuple[Step, ...] = (*COMMON, no_double_quoted_ddl, wal)
 AUDIT_STEPS: tuple[Step, ...] = (*COMMON, normal_sync)
 WRITE_STEPS: tuple[Step, ...] = (*AGENT, no_double_quoted_ddl, foreign_keys)
-READ_STEPS: tuple[Step, ...] = (*AGENT, sorts_in_memory, query_only)
+READ_STEPS: tuple[Step, ...] = (*AGENT, sorts_in_memory, foreign_keys, query_only)
 
 
 def apply_process_limits(settings: Settings) -> None:
@@ -252,12 +254,21 @@ def immediate_transaction(conn: apsw.Connection) -> Iterator[None]:
     """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception (the write lock up front).
 
     A COMMIT that fails (disk full, I/O error) is rolled back too, so the connection never
-    stays inside a transaction that the next call's BEGIN would trip over.
+    stays inside a transaction that the next call's BEGIN would trip over. One refused on a
+    deferred foreign key is a `SqlError` (agent statements are answered before COMMIT, by
+    `engine.execute`, naming the key; this is the last word for any other writer).
     """
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield
-        conn.execute("COMMIT")
+        try:
+            conn.execute("COMMIT")
+        except apsw.ConstraintError as exc:
+            raise SqlError(
+                f"SQLite error: {exc.args[0] if exc.args else exc} at COMMIT (a deferred "
+                "foreign key); nothing was changed. Next: describe_table the tables the call "
+                "changes to see their foreign keys"
+            ) from None
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")

@@ -23,6 +23,7 @@ import apsw
 
 from sqlgate.config import Settings
 from sqlgate.engine.authorizer import shadow_tables
+from sqlgate.engine.commands import db_option
 from sqlgate.engine.connect import (
     apply_process_limits,
     check_database_file,
@@ -153,7 +154,7 @@ class Database:
             raise StartupError(
                 f"{settings.db} holds sqlgate schema {version}, older than this command reads "
                 f"(it reads {READABLE_FROM} to {MIGRATIONS[-1].version}); run `sqlgate serve "
-                "--db PATH` once, which upgrades the file, then retry"
+                f"{db_option(settings.db)}` once, which upgrades the file, then retry"
             )
         apply_process_limits(settings)
         opened: list[apsw.Connection] = []

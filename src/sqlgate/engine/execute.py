@@ -39,6 +39,7 @@ from sqlgate.errors import (
 )
 
 __all__ = [
+    "NO_ROWID",
     "Bindings",
     "RewriteCounter",
     "RunContext",
@@ -54,6 +55,11 @@ Bindings = Sequence[Any] | Mapping[str, Any] | None
 T = TypeVar("T")
 
 _SCALARS = (str, int, float, type(None))
+# last_insert_rowid before a statement that may insert: still this value afterwards, the
+# statement inserted no row of a rowid table itself (an upsert that updated, an ignored row,
+# a WITHOUT ROWID table; a trigger's insert is undone when it ends). A row the statement
+# gives this very rowid is not named: an answer leaves out what it cannot tell apart
+NO_ROWID = SQLITE_INT_MIN
 # the longest statement a double-quoted string is answered with, rewritten, ready to send
 REWRITE_MAX_CHARS = 2000
 # a lone UTF-16 surrogate is a valid Python str but no UTF-8: SQLite could not store it
@@ -334,6 +340,8 @@ def run_statement(
         return True
 
     cursor.exec_trace = only_one_statement
+    if ctx.tier is not Tier.READ:
+        ctx.conn.set_last_insert_rowid(NO_ROWID)  # what the statement inserts, or nothing
     try:
         if watch is not None:
             watch.check_plan(recorder, sql, bindings)
@@ -363,4 +371,18 @@ def run_statement(
         cursor.close(True)
     if ctx.rewrite is not None and ctx.rewrite.count > ctx.rewrite.limit:
         raise mass_rewrite(ctx.rewrite.limit, ctx.rewrite.undo)
+    if ctx.tier is not Tier.READ and ctx.conn.status(apsw.SQLITE_DBSTATUS_DEFERRED_FKS)[0]:
+        raise _deferred_keys(ctx)  # COMMIT would fail: answered now, and rolled back
     return result
+
+
+def _deferred_keys(ctx: RunContext) -> SqlError:
+    """A deferred foreign key the statement left broken, in the words of an immediate one."""
+    from sqlgate.engine.foreign_keys import deferred_key_advice
+
+    advice = deferred_key_advice(ctx.conn, ctx.recorder.operations)
+    failed, step = (one_line(part) for part in advice)  # names are stored text
+    return SqlError(
+        "SQLite error: FOREIGN KEY constraint failed (a deferred key, checked as the call "
+        f"commits): {failed}; nothing was changed. Next: {step}"
+    )

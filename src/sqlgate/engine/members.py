@@ -25,6 +25,7 @@ import apsw
 
 from sqlgate.engine.actors import TIERS, AuthRefusal, Identity, actor_name_problem
 from sqlgate.engine.audit import utc_timestamp
+from sqlgate.engine.commands import db_option, shell_word
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.errors import InvalidArgument, NotFound
 
@@ -93,13 +94,20 @@ class Members:
     def _now(self) -> str:
         return utc_timestamp(self.wall_clock())
 
+    @property
+    def _db(self) -> str:
+        """`--db PATH` of this file, for the commands a refusal names (they run anywhere)."""
+        return db_option(self.conn.filename)
+
     def _current(self, name: str) -> tuple[int, str, str]:
         row = self.conn.execute(
             "SELECT id, name, tier FROM members WHERE name = ? COLLATE NOCASE AND removed IS NULL",
             (name,),
         ).fetchone()
         if row is None:
-            raise NotFound(f"no member named {name!r}; `sqlgate members list` shows them")
+            raise NotFound(
+                f"no member named {name!r}; `sqlgate members list {self._db}` shows them"
+            )
         return int(row[0]), str(row[1]), str(row[2])
 
     def add(self, name: str, tier: str) -> tuple[Member, str]:
@@ -114,7 +122,7 @@ class Members:
             if taken is not None:
                 raise InvalidArgument(
                     f"a member named {taken[0]!r} exists already; choose another name, or "
-                    f"`sqlgate members rotate {taken[0]}` for a new token"
+                    f"`sqlgate members rotate {shell_word(taken[0])} {self._db}` for a new token"
                 )
             self.conn.execute(
                 "INSERT INTO members (name, tier, created) VALUES (?, ?, ?)", (name, tier, now)

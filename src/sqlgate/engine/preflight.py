@@ -17,6 +17,7 @@ import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sqlgate.engine.auto_ids import AutoIdKey, auto_id_key
 from sqlgate.engine.deferred import deferred
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.sqltext import (
@@ -33,8 +34,10 @@ else:  # sqlglot is imported when the first statement is read (engine.deferred)
 
 __all__ = [
     "DML_KINDS",
+    "CreateIfNotExists",
     "DropIfExists",
     "Statement",
+    "create_if_not_exists",
     "drop_if_exists",
     "emptied_table",
     "inspect_statement",
@@ -84,6 +87,8 @@ class Statement:
     pragma: tuple[str, str | None] | None = None
     explained: str | None = None  # the kind of statement an EXPLAIN [QUERY PLAN] explains
     on_table: str | None = None  # the table a CREATE INDEX or CREATE TRIGGER is ON
+    # a CREATE TABLE's key spelled as another dialect's auto-generated id (engine.auto_ids)
+    auto_id: AutoIdKey | None = None
 
 
 def _after_parens(tokens: list[Token], at: int) -> int:
@@ -370,9 +375,10 @@ def inspect_statement(sql: str) -> Statement:
         writes += _trigger_writes(tokens, verb_at)
     elif kind == "ALTER TABLE":
         writes = _renamed_to(tokens, verb_at)
+    auto_id = auto_id_key(sql) if kind == "CREATE TABLE" else None
     return Statement(
         kind, has_where, fts_delete, writes, target, pragma=pragma, explained=explained,
-        on_table=on_table,
+        on_table=on_table, auto_id=auto_id,
     )  # fmt: skip
 
 
@@ -385,28 +391,63 @@ class DropIfExists:
     schema: str | None = None
 
 
+def _leading_tokens(sql: str) -> list[Token]:
+    """The tokens of a statement preflight read as a DROP or CREATE (so it has them), with
+    their real names, after any empty statements before it."""
+    tokens = sqlite_tokens(sql)
+    assert tokens is not None, "a statement of a known kind is made of tokens"
+    while tokens[0].token_type == TokenType.SEMICOLON:  # its verb comes after them
+        tokens = tokens[1:]
+    return _with_real_names(sql, tokens)
+
+
+def _schema_and_name(tokens: list[Token], at: int) -> tuple[str | None, str | None]:
+    """`[schema.]name` at `at`: the schema (None when not given) and the name."""
+    if at + 2 < len(tokens) and tokens[at + 1].token_type == TokenType.DOT:
+        return tokens[at].text, _name_at(tokens, at)[0]
+    return None, _name_at(tokens, at)[0]
+
+
 def drop_if_exists(sql: str) -> DropIfExists | None:
     """The object a `DROP TABLE/VIEW/INDEX/TRIGGER IF EXISTS` names; None for anything else."""
     statement = inspect_statement(sql)
     if statement.kind not in ("DROP TABLE", "DROP VIEW", "DROP INDEX", "DROP TRIGGER"):
         return None
-    tokens = sqlite_tokens(sql)
-    if tokens is None:
-        return None
-    tokens = _with_real_names(sql, tokens)
-    while tokens and tokens[0].token_type == TokenType.SEMICOLON:
-        tokens = tokens[1:]
+    tokens = _leading_tokens(sql)
     if [word(token) for token in tokens[2:4]] != ["IF", "EXISTS"]:
         return None
-    at = 4
-    if at + 2 < len(tokens) and tokens[at + 1].token_type == TokenType.DOT:
-        schema: str | None = tokens[at].text
-        name, _ = _name_at(tokens, at)
-    else:
-        schema, (name, _) = None, _name_at(tokens, at)
+    schema, name = _schema_and_name(tokens, 4)
     if name is None:
         return None
-    return DropIfExists(statement.kind.split(" ", 1)[1], name, schema)
+    return DropIfExists(statement.kind.partition(" ")[2], name, schema)
+
+
+@dataclass(frozen=True)
+class CreateIfNotExists:
+    """`CREATE <kind> IF NOT EXISTS [schema.]name`: what it creates, unless it exists."""
+
+    kind: str  # TABLE, VIRTUAL TABLE, INDEX or TRIGGER
+    name: str
+    schema: str | None = None
+
+
+_CREATED_IF_NOT_EXISTS = ("CREATE TABLE", "CREATE VIRTUAL TABLE", "CREATE INDEX", "CREATE TRIGGER")
+
+
+def create_if_not_exists(sql: str) -> CreateIfNotExists | None:
+    """The object a `CREATE TABLE/VIRTUAL TABLE/[UNIQUE] INDEX/TRIGGER IF NOT EXISTS`
+    names; None for anything else (TEMP objects, views: no tier runs those)."""
+    statement = inspect_statement(sql)
+    if statement.kind not in _CREATED_IF_NOT_EXISTS:
+        return None
+    tokens = _leading_tokens(sql)
+    at = len(statement.kind.split()) + (word(tokens[1]) == "UNIQUE")  # after the kind's words
+    if [word(token) for token in tokens[at : at + 3]] != ["IF", "NOT", "EXISTS"]:
+        return None
+    schema, name = _schema_and_name(tokens, at + 3)
+    if name is None:
+        return None
+    return CreateIfNotExists(statement.kind.partition(" ")[2], name, schema)
 
 
 def emptied_table(sql: str) -> str | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -13,10 +12,12 @@ import apsw
 
 from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.authorizer import check_references
+from sqlgate.engine.commands import db_option, shell_word
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.csvout import CsvResult, render_csv
 from sqlgate.engine.database import Database
 from sqlgate.engine.execute import (
+    NO_ROWID,
     Bindings,
     RewriteCounter,
     RunContext,
@@ -29,7 +30,12 @@ from sqlgate.engine.limits import CallControl, Clock, Deadline, ResultCaps
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.outcome import Outcome, unchanged, with_note
 from sqlgate.engine.policy import Operation, Tier
-from sqlgate.engine.preflight import Statement, drop_if_exists, inspect_statement
+from sqlgate.engine.preflight import (
+    Statement,
+    create_if_not_exists,
+    drop_if_exists,
+    inspect_statement,
+)
 from sqlgate.engine.snapshots import rotate_snapshots, take_snapshot
 from sqlgate.engine.sqltext import has_more_statements
 from sqlgate.engine.tier_check import check_tier
@@ -62,6 +68,15 @@ MIB = 1024 * 1024
 _DROPPED_TYPES = {
     "TABLE": ("table", "view"),
     "VIEW": ("table", "view"),
+    "INDEX": ("index",),
+    "TRIGGER": ("trigger",),
+}
+_NO_NEW = {"nothing_created": True}  # the audit detail of a CREATE ... IF NOT EXISTS no-op
+# the catalog types whose object makes a CREATE <kind> IF NOT EXISTS a no-op (a table's
+# name taken by an index, or an index's by a table, is SQLite's error instead)
+_CREATED_TYPES = {
+    "TABLE": ("table", "view"),
+    "VIRTUAL TABLE": ("table", "view"),
     "INDEX": ("index",),
     "TRIGGER": ("trigger",),
 }
@@ -102,7 +117,7 @@ class SqlTiers:
         self.wall_clock = wall_clock
         self.shapes = ShapeCache()
         self.writes = UndoingWrites(self)
-        self._quoted_db: str | None = None  # the database's absolute path, for the shell
+        self._quoted_db: str | None = None  # `--db PATH`, the path absolute, for the shell
 
     @property
     def caps(self) -> ResultCaps:
@@ -220,8 +235,8 @@ class SqlTiers:
     ) -> str:
         if statement.kind in DML_KINDS:
             line = f"ok: {changes} rows affected"
-            if statement.kind in INSERT_KINDS and changes:
-                line += f" (last_insert_rowid={rowid})"
+            if statement.kind in INSERT_KINDS and changes and rowid != NO_ROWID:
+                line += f" (last_insert_rowid={rowid})"  # a row this statement inserted
         else:
             line = f"ok: {statement.kind} done"
         if returned is not None:
@@ -241,6 +256,11 @@ class SqlTiers:
                     bindings,
                     self.settings.undo,
                 )
+            existing = _already_there(conn, text)
+            if existing is not None:  # run for SQLite's own checks: it creates nothing
+                self._apply(conn, text, bindings, self.context(conn, Tier.WRITE, control))
+                answer = _nothing_created(existing, "nothing was changed")
+                return Outcome(answer, 0, {"kind": statement.kind, "changes": 0} | _NO_NEW)
             why = self.writes.off_reason(statement)
             if why is None:  # kept, or refused when it cannot be (engine.writes)
                 return self.writes.run(conn, text, statement, bindings, control)
@@ -272,9 +292,13 @@ class SqlTiers:
         with self.db.writing() as conn:
             text, statement, facts = self._check_destructive(conn, sql, reason, bindings, control)
             absent = _nothing_to_drop(conn, text)
+            detail = {"kind": statement.kind, "changes": 0, "reason": reason}
             if absent is not None:  # nothing runs, so nothing to confirm or to keep
-                detail = {"kind": statement.kind, "changes": 0, "reason": reason}
                 return Outcome(absent, 0, detail | {"nothing_to_drop": True})
+            existing = _already_there(conn, text)
+            if existing is not None:  # checked by the dry prepare; SQLite would create nothing
+                answer = _nothing_created(existing, "nothing was run and no snapshot was taken")
+                return Outcome(answer, 0, detail | _NO_NEW)
             if confirm is not None:
                 confirm()
             why = self._snapshot_reason(conn, statement, facts)
@@ -365,7 +389,7 @@ class SqlTiers:
         why: str | None,
     ) -> Outcome:
         # one spare place, so a failed call (whose copy is dropped) evicts no older snapshot
-        snapshot = self.snapshot(spare=1, progress=progress)
+        snapshot = self.snapshot(spare=1, progress=progress).absolute()
         ctx = self.context(conn, Tier.DESTRUCTIVE, control)
         try:
             returned, changes, rowid = self._apply(conn, text, bindings, ctx)
@@ -376,7 +400,10 @@ class SqlTiers:
         rows = changes if statement.kind in DML_KINDS else 0
         summary = self.summary(statement, returned, changes, rowid)
         first, _, rest = summary.partition("\n")
-        text_out = f"{first}; snapshot: {snapshot}" + (f"\n{rest}" if rest else "")
+        restore = f"sqlgate snapshots restore {shell_word(snapshot.name)} {self.db_option}"
+        text_out = f"{first}; snapshot: {snapshot}; restore: {restore}" + (
+            f"\n{rest}" if rest else ""
+        )
         detail = {
             "kind": statement.kind,
             "changes": rows,
@@ -408,12 +435,17 @@ class SqlTiers:
             tool=tool,
         )
 
+    @property
+    def db_option(self) -> str:
+        """`--db PATH` naming this database, for the commands an answer gives a person."""
+        if self._quoted_db is None:
+            self._quoted_db = db_option(self.db.path)
+        return self._quoted_db
+
     def undo_command(self, ref: str) -> str:
         """The command that undoes call (or, with `--changeset`, changeset) `ref`, naming
         this database so that it works as written from any folder."""
-        if self._quoted_db is None:
-            self._quoted_db = shlex.quote(str(self.db.path.absolute()))
-        return f"sqlgate undo {ref} --db {self._quoted_db}"
+        return f"sqlgate undo {ref} {self.db_option}"
 
     def call_ref(self, number: int) -> str:
         """`15@3f9a1c07`: a call (or changeset) id that only this database accepts."""
@@ -437,10 +469,11 @@ class SqlTiers:
         self, sql: object, reason: object, bindings: Bindings, control: CallControl
     ) -> bool:
         """Raise what `destructive` would raise before its snapshot; nothing runs. False
-        when the call would change nothing (a DROP ... IF EXISTS of nothing)."""
+        when the call would change nothing (a DROP ... IF EXISTS of nothing, a CREATE ...
+        IF NOT EXISTS of what exists)."""
         with self.db.writing() as conn:
             text, _, _ = self._check_destructive(conn, sql, reason, bindings, control)
-            return _nothing_to_drop(conn, text) is None
+            return _nothing_to_drop(conn, text) is None and _already_there(conn, text) is None
 
     def _check_destructive(
         self,
@@ -488,6 +521,39 @@ def _nothing_to_drop(conn: apsw.Connection, sql: str) -> str | None:
     ).fetchone()
     if found is not None:
         return None
-    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in drop.name)
     what = drop.kind.lower()
-    return f"ok: nothing to drop: no {what} `{shown}`; nothing was run and no snapshot was taken"
+    return (
+        f"ok: nothing to drop: no {what} `{_shown(drop.name)}`; nothing was run and no "
+        "snapshot was taken"
+    )
+
+
+def _shown(name: str) -> str:
+    """`name` with what would break the answer's line written as escapes."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
+
+
+def _already_there(conn: apsw.Connection, sql: str) -> tuple[str, str] | None:
+    """(type, name) of what the main schema holds under the name a `CREATE <kind> IF NOT
+    EXISTS` gives (compared as SQLite compares names); None when the CREATE would create."""
+    create = create_if_not_exists(sql)
+    if create is None or (create.schema is not None and fold_name(create.schema) != "main"):
+        return None
+    types = _CREATED_TYPES[create.kind]
+    marks = ", ".join("?" * len(types))
+    found = conn.execute(
+        f"SELECT type, name FROM main.sqlite_schema WHERE type IN ({marks}) "
+        "AND name = ? COLLATE NOCASE LIMIT 1",
+        (*types, create.name),
+    ).fetchone()
+    return None if found is None else (str(found[0]), str(found[1]))
+
+
+def _nothing_created(existing: tuple[str, str], tail: str) -> str:
+    """The answer to a CREATE ... IF NOT EXISTS of what `existing` (type, name) is."""
+    kind, name = existing
+    see = f"describe_table {_shown(name)}" if kind in ("table", "view") else "get_schema"
+    return (
+        f"ok: nothing created: {kind} `{_shown(name)}` already exists and IF NOT EXISTS left it "
+        f"as it is, whatever its definition ({see} shows it); {tail}"
+    )

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import apsw
 
+from sqlgate.engine.commands import db_option
 from sqlgate.engine.connect import SQLITE_HEADER
 from sqlgate.engine.identity import database_id
 from sqlgate.engine.names import fold_name
@@ -110,9 +111,10 @@ class RestorePlan:
         }
 
 
-def snapshot_path(folder: Path, name: str) -> Path:
-    """The snapshot file `name` names in `folder`; NotFound for anything else (a path that
-    leaves the folder, a name that is not a snapshot's, a missing file)."""
+def snapshot_path(folder: Path, name: str, db: Path) -> Path:
+    """The snapshot file `name` names in `folder`, of database `db`; NotFound for anything
+    else (a path that leaves the folder, a name that is not a snapshot's, a missing file)."""
+    listing = f"`sqlgate snapshots list {db_option(db)}` shows them"
     parts = name.split("/")
     if (
         not name.endswith(SNAPSHOT_SUFFIX)
@@ -120,10 +122,10 @@ def snapshot_path(folder: Path, name: str) -> Path:
         or (len(parts) == 2 and parts[0] != KEPT_FOLDER)
         or any(Path(part).name != part or part in ("", ".", "..") for part in parts)
     ):
-        raise NotFound(f"{name!r} is not a snapshot name; `sqlgate snapshots list` shows them")
+        raise NotFound(f"{name!r} is not a snapshot name; {listing}")
     path = folder.joinpath(*parts)
     if not path.is_file() or path.is_symlink():
-        raise NotFound(f"no snapshot {name} in {folder}; `sqlgate snapshots list` shows them")
+        raise NotFound(f"no snapshot {name} in {folder}; {listing}")
     with path.open("rb") as handle:
         if handle.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
             raise SnapshotError(f"{path} is not a SQLite database; nothing was restored")
@@ -257,7 +259,7 @@ def plan_restore(db: Path, folder: Path, name: str) -> RestorePlan:
     """What restoring `name` onto `db` takes away and carries forward; SnapshotError when
     the snapshot must not be restored onto it (see `refusal`), NotFound when either is
     missing. Reads only."""
-    source = snapshot_path(folder, name)
+    source = snapshot_path(folder, name, db)
     if not db.is_file():
         raise NotFound(f"database {db} does not exist")
     with open_read_only(db) as live:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -34,6 +33,7 @@ from pathlib import Path
 
 import apsw
 
+from sqlgate.engine.commands import db_option, shell_word
 from sqlgate.engine.holders import holders_of
 from sqlgate.engine.restore_carry import RestoreFacts, RestoreRecorder, stage_restore
 from sqlgate.engine.restore_plan import (
@@ -223,7 +223,7 @@ def _in_use(db: Path, name: str) -> SnapshotError:
         who = f"open in another process ({named}{more})"
     else:
         who = "open in another process or connection (a running sqlgate server or a client)"
-    command = f"sqlgate snapshots restore {shlex.quote(name)} --db {shlex.quote(str(db))} --yes"
+    command = f"sqlgate snapshots restore {shell_word(name)} {db_option(db)} --yes"
     return SnapshotError(
         f"{db} is {who}; nothing was restored. Stop it, then run: {command}",
     )
@@ -287,7 +287,7 @@ def restore_snapshot(
     row of sqlgate's own tables; see the module's docstring. `keep` is unused since the
     copy of before is kept outside the rotation (kept for the callers' signature)."""
     del keep
-    source = snapshot_path(folder, name)
+    source = snapshot_path(folder, name, db)
     if not db.is_file():
         raise NotFound(f"database {db} does not exist")
     db = db.absolute()

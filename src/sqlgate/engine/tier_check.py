@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import re
 
+from sqlgate.engine.auto_ids import auto_id_refusal
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import Operation, Tier, decide, server_object_message
 from sqlgate.engine.preflight import DML_KINDS, Statement
@@ -171,6 +172,8 @@ def check_tier(
         if home == "create_view":
             home = "create_view (the view's name in name, the SELECT alone in select_sql)"
         raise PolicyDenied(f"{kind} is not allowed in {tier.value}; use {home}")
+    if statement.auto_id is not None:  # a key SQLite would leave NULL: the fix, never run
+        raise InvalidArgument(auto_id_refusal(statement.auto_id))
 
 
 def _refuse_in_every_tier(statement: Statement, server_names: frozenset[str]) -> None:

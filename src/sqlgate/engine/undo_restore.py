@@ -23,9 +23,10 @@ from typing import Any
 import apsw
 
 from sqlgate.engine.audit import utc_timestamp
+from sqlgate.engine.commands import db_option, list_calls, shell_word
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.database import Database
-from sqlgate.engine.identity import AGENT_FINDS_CALLS, LIST_CALLS
+from sqlgate.engine.identity import AGENT_FINDS_CALLS
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.undo import Kept, load_changeset
 from sqlgate.engine.undo_checks import (
@@ -78,11 +79,12 @@ class UndoTarget:
         return f"changeset {self.changeset}"
 
 
-def _whole_number(value: object, what: str, target: UndoTarget) -> int:
+def _whole_number(value: object, what: str, target: UndoTarget, listing: str) -> int:
+    """`value`, when it is an id; `listing` is the command that lists the ids."""
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= _LARGEST_ID:
         raise InvalidArgument(
             f"{what} must be a whole number from 1 to {_LARGEST_ID}; "
-            + target.next_step(LIST_CALLS, AGENT_FINDS_CALLS)
+            + target.next_step(listing, AGENT_FINDS_CALLS)
         )
     return value
 
@@ -138,6 +140,11 @@ class UndoRestore:
         self.session = session
         self.wall_clock = wall_clock
 
+    @property
+    def _db(self) -> str:
+        """`--db PATH`: the commands a refusal names run as written from any folder."""
+        return db_option(self.db.path)
+
     def _changeset_of_call(self, conn: apsw.Connection, audit_id: int, target: UndoTarget) -> int:
         row = conn.execute(
             "SELECT tool, ok, detail FROM query_log WHERE id = ?", (audit_id,)
@@ -145,7 +152,9 @@ class UndoRestore:
         if row is None:
             raise NotFound(
                 f"no call {audit_id} in query_log; "
-                + target.next_step("`sqlgate undo --list` shows them", AGENT_FINDS_CALLS)
+                + target.next_step(
+                    f"`sqlgate undo --list {self._db}` shows them", AGENT_FINDS_CALLS
+                )
             )
         tool, ok, text = row
         detail = _detail(text)
@@ -160,7 +169,7 @@ class UndoRestore:
                 f"call {audit_id} is {what}, which changed nothing: there is nothing to undo. "
                 "Only successful write_query, destructive_query and create_view calls can be; "
                 + target.next_step(
-                    "`sqlgate undo --list` shows those that can",
+                    f"`sqlgate undo --list {self._db}` shows those that can",
                     "the undo hint in such a call's answer names the id to pass to undo_call",
                 )
             )
@@ -168,16 +177,15 @@ class UndoRestore:
             return int(detail["undo"])
         snapshot = detail.get("snapshot")
         if snapshot:
-            name = Path(str(snapshot)).name
+            restore = f"sqlgate snapshots restore {shell_word(Path(str(snapshot)).name)} {self._db}"
             raise UndoRefused(
                 f"call {audit_id} took a whole-file snapshot instead of row-level undo data. "
                 + target.next_step(
-                    f"To go back, run `sqlgate snapshots restore {name}` with the server "
-                    "stopped: that restores the WHOLE file (sqlgate lists what it would take "
-                    "away first)",
+                    f"To go back, run `{restore}` with the server stopped: that restores the "
+                    "WHOLE file (sqlgate lists what it would take away first)",
                     "No tool restores a whole file: ask the person who runs sqlgate to run "
-                    f"`sqlgate snapshots restore {name}` with the server stopped (it lists "
-                    "what the restore would take away first)",
+                    f"`{restore}` with the server stopped (it lists what the restore would take "
+                    "away first)",
                 )
             )
         if detail.get("undo_fallback"):
@@ -206,9 +214,9 @@ class UndoRestore:
         if (target.audit_id is None) == (target.changeset is None):
             raise InvalidArgument("name the call to undo: an audit id, or --changeset N")
         if target.audit_id is not None:
-            _whole_number(target.audit_id, "the audit id", target)
+            _whole_number(target.audit_id, "the audit id", target, list_calls(self.db.path))
         else:
-            _whole_number(target.changeset, "the changeset id", target)
+            _whole_number(target.changeset, "the changeset id", target, list_calls(self.db.path))
         self._check_database(target)
         with self.db.writing() as conn, immediate_transaction(conn):
             changeset_id = (
@@ -291,7 +299,8 @@ class UndoRestore:
                 f"undo of {target.label} refused: its changeset was kept by an older sqlgate, "
                 "without the table shapes and row states an undo checks, so it cannot be "
                 "undone safely. Nothing was undone. Next: restore the rows by hand, or the "
-                "whole file from a snapshot (the person who runs sqlgate: `sqlgate snapshots list`)"
+                f"whole file from a snapshot (the person who runs sqlgate: `sqlgate snapshots list "
+                f"{self._db}`)"
             )
         conflicts: list[Conflict] = []
         for name in dict.fromkeys(change.name for change in apsw.Changeset.iter(kept.data)):
@@ -312,7 +321,7 @@ class UndoRestore:
                 f"undo of {target.label} refused: the row states kept with changeset "
                 f"{changeset_id} are incomplete. Nothing was undone. Next: restore the rows by "
                 "hand, or the whole file from a snapshot (the person who runs sqlgate: "
-                "`sqlgate snapshots list`)"
+                f"`sqlgate snapshots list {self._db}`)"
             )
         return changed_rows(conn, kept.data, shapes, kept.digests, kept.format)
 
@@ -391,7 +400,7 @@ class UndoRestore:
         self._check_database(target)
         if target.audit_id is None:
             return target.label
-        _whole_number(target.audit_id, "the audit id", target)
+        _whole_number(target.audit_id, "the audit id", target, list_calls(self.db.path))
         with self.db.reading() as conn:
             row = conn.execute(
                 "SELECT tool, query, rows FROM query_log WHERE id = ?", (target.audit_id,)
@@ -399,7 +408,9 @@ class UndoRestore:
         if row is None:
             raise NotFound(
                 f"no call {target.audit_id} in query_log; "
-                + target.next_step("`sqlgate undo --list` shows them", AGENT_FINDS_CALLS)
+                + target.next_step(
+                    f"`sqlgate undo --list {self._db}` shows them", AGENT_FINDS_CALLS
+                )
             )
         tool, query, rows = row
         return f"{tool} ({rows} rows): {query or ''}"

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
+from sqlgate.engine.commands import db_option, shell_word
 from sqlgate.errors import SqlgateError
 from sqlgate.memory.chain import ChainWriter, next_witness
 from sqlgate.memory.witness import Witness, WitnessFile
@@ -62,8 +63,8 @@ def snapshot_restore_text(plan: RestorePlan, before_name: str, carried: dict[str
     return (
         f"rolled back to snapshot {plan.name} (taken {created}); user tables, rows before -> "
         f"after: {tables}; carried forward, nothing lost: {kept}{events}; the previous "
-        f"content is kept as {before_name} (sqlgate snapshots restore {before_name} puts it "
-        "back)"
+        f"content is kept as {before_name} (`sqlgate snapshots restore {shell_word(before_name)} "
+        f"{db_option(plan.db)}` puts it back)"
     )
 
 

@@ -186,7 +186,7 @@ def test_search_for_nothing_exits_2(db_path: Path) -> None:
     add(db_path, "acme", "fact", "acme ships weekly")
     line = error_line(run(db_path, "search", " "), 2)
     assert "the text is empty" in line
-    assert "`sqlgate claims list`" in line  # the CLI's next step, not the tool's
+    assert f"`sqlgate claims list --db {db_path.absolute()}`" in line  # the CLI's, not the tool's
     assert "claim_search" not in line
 
 

@@ -46,7 +46,8 @@ def test_user_install_warns_of_the_project_s_entry(home: Path) -> None:
     (home / "project" / ".mcp.json").write_text(json.dumps({"mcpServers": {"sqlgate": OTHER}}))
     result = invoke("install", "claude-code", "--db", str(home / "agent.db"))
     assert result.exit_code == 0, result.output
-    assert "`sqlgate uninstall claude-code --scope project`" in result.stderr
+    project = home / "project"  # the command runs there, wherever it is pasted
+    assert f"`cd {project} && sqlgate uninstall claude-code --scope project`" in result.stderr
 
 
 def test_no_warning_without_another_scope(home: Path) -> None:

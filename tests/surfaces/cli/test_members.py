@@ -184,7 +184,7 @@ def test_add_refuses_a_name_taken_ignoring_case(db: Path) -> None:
     add(db, "bob")
     line = error_line(run(db, "add", "BOB", "--tier", "write"), 2)
     assert "a member named 'bob' exists already" in line
-    assert "`sqlgate members rotate bob`" in line
+    assert f"`sqlgate members rotate bob --db {db.absolute()}`" in line
     assert [m["tier"] for m in json_lines(succeeded(run(db, "list", "--json")))] == ["read"]
 
 
@@ -280,7 +280,7 @@ def test_revoke_ends_the_token_and_keeps_the_member(db: Path) -> None:
     output = succeeded(run(db, "revoke", "bob"))
     assert "revoked" in output
     assert "bob" in output
-    assert "`sqlgate members rotate bob`" in output
+    assert f"`sqlgate members rotate bob --db {db.absolute()}`" in output
     assert refusal_code(db, token) == "token_revoked"
     (record,) = json_lines(succeeded(run(db, "list", "--json")))
     assert (record["name"], record["state"]) == ("bob", "revoked")
@@ -324,7 +324,8 @@ def test_rotate_prints_a_new_token_and_ends_the_old(db: Path) -> None:
 )  # fmt: skip
 def test_changing_an_unknown_member_is_not_found(db: Path, args: tuple[str, ...]) -> None:
     line = error_line(run(db, *args), 3)
-    assert "no member named 'zed'; `sqlgate members list` shows them" in line
+    listing = f"`sqlgate members list --db {db.resolve()}`"  # the file as SQLite names it
+    assert f"no member named 'zed'; {listing} shows them" in line
 
 
 @pytest.mark.parametrize(

@@ -132,14 +132,15 @@ WARNINGS = [
                   "`sqlgate uninstall claude-code --scope user`", "--name"],
                  id="project-over-user"),
     pytest.param("project", PROJECT, {"local": LOCAL}, False,
-                 ["local-scope", "`claude mcp remove sqlgate -s local`"], id="project-under-local"),
+                 ["local-scope", " && claude mcp remove sqlgate -s local`"],
+                 id="project-under-local"),
     pytest.param("user", USER, {"project": PROJECT}, False,
-                 ["project-scope", "hides", "`sqlgate uninstall claude-code --scope project`"],
+                 ["project-scope", "hides", " && sqlgate uninstall claude-code --scope project`"],
                  id="user-over-pending-project"),
     pytest.param("user", USER, {"project": PROJECT}, True,
                  ["project-scope", "connects the project-scope"], id="user-under-approved"),
     pytest.param("user", USER, {"local": LOCAL}, False,
-                 ["local-scope", "`claude mcp remove sqlgate -s local`"], id="user-under-local"),
+                 ["local-scope", " && claude mcp remove sqlgate -s local`"], id="user-under-local"),
 ]  # fmt: skip
 
 
@@ -155,6 +156,8 @@ def test_install_warns_of_an_entry_of_the_same_name_at_another_scope(
     assert warning.startswith("warning: ")
     for words in says:
         assert words in warning
+    if " && " in warning:  # a project's scope is its folder's: the command says which
+        assert f"`cd {where.cwd} && " in warning
 
 
 @pytest.mark.parametrize(

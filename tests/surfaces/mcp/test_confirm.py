@@ -219,6 +219,21 @@ async def test_a_drop_if_exists_of_nothing_is_answered_without_asking(
 
 
 @pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("person", [Person("accept", {"approve": True}), None], ids=["can", "not"])
+async def test_a_create_if_not_exists_of_what_exists_is_answered_without_asking(
+    make_service: Callable[..., Service], mode: str, person: Person | None
+) -> None:
+    service = make(make_service, "always")
+    sql = "CREATE TRIGGER IF NOT EXISTS seen AFTER DELETE ON notes BEGIN SELECT 1; END"
+    service.db.writer.execute(sql.replace("IF NOT EXISTS ", ""))  # there already
+    result = await call(service, mode, person, {"query": sql, "reason": "make sure"})
+    assert not result.is_error, text(result)
+    assert "ok: nothing created: trigger `seen` already exists" in text(result)
+    assert person is None or person.questions == []
+    assert snapshots(service) == []
+
+
+@pytest.mark.parametrize("mode", ERAS)
 async def test_statement_the_policy_refuses_after_approval_takes_no_snapshot(
     make_service: Callable[..., Service], mode: str
 ) -> None:

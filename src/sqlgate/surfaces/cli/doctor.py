@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import click
 
+from sqlgate.engine.commands import in_folder
 from sqlgate.errors import InvalidArgument, Unhealthy
 from sqlgate.surfaces.cli.options import reports_errors
 from sqlgate.surfaces.integrations.client_paths import CLIENTS, Where
@@ -45,7 +46,8 @@ def doctor(clients: tuple[str, ...], name: str | None, timeout: float, as_json: 
     """
     if not 0 < timeout <= 600:
         raise InvalidArgument(f"--timeout {timeout:g}: give seconds above 0, at most 600")
-    checks = examine(Doctor(Where.here(), timeout=timeout), clients, name)
+    where = Where.here()
+    checks = examine(Doctor(where, timeout=timeout), clients, name)
     if as_json and not checks:
         click.echo(json_dumps(_nothing_installed(clients, name).record()))
     elif as_json:
@@ -57,7 +59,7 @@ def doctor(clients: tuple[str, ...], name: str | None, timeout: float, as_json: 
     if failed:
         raise Unhealthy(
             f"doctor found {len(failed)} problem(s) ({', '.join(_kinds(failed))}); apply each "
-            "fix printed after FAIL, then run `sqlgate doctor` again"
+            f"fix printed after FAIL, then run `{in_folder(where.cwd, 'sqlgate doctor')}` again"
         )
 
 

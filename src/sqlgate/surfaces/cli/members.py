@@ -14,11 +14,13 @@ token alone (or one JSON object), so `TOKEN=$(sqlgate members add bob --tier wri
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from sqlgate.engine.actors import TIERS
+from sqlgate.engine.commands import db_option, shell_word
 from sqlgate.surfaces.cli.listing import Column, is_terminal, print_listing
 from sqlgate.surfaces.cli.options import (
     JSON_OPTION,
@@ -74,7 +76,7 @@ def _named(store: Members, name: str) -> str:
     return next((m.name for m in store.listed() if m.name.lower() == name.lower()), name)
 
 
-def _print_token(member: Member, token: str, verb: str, url: str, as_json: bool) -> None:
+def _print_token(member: Member, token: str, verb: str, url: str, as_json: bool, db: Path) -> None:
     """The token, once: one JSON object, the token alone in a pipe (a reminder on stderr),
     or on a terminal how to send it and the line that connects Claude Code."""
     record = {"name": member.name, "tier": member.tier, "state": member.state,
@@ -102,8 +104,14 @@ def _print_token(member: Member, token: str, verb: str, url: str, as_json: bool)
         "Its client sends it on every request as `Authorization: Bearer <token>`. "
         "For Claude Code (`--url` puts the server's own URL in this line):\n\n"
         f"    {claude}\n\n"
-        f"Lost or leaked: `sqlgate members rotate {name}` makes a new one and ends this one."
+        f"Lost or leaked: `{visible(_command('rotate', member.name, db))}` makes a new one and "
+        "ends this one."
     )
+
+
+def _command(verb: str, name: str, db: Path) -> str:
+    """`sqlgate members VERB NAME --db PATH`, as it runs from any folder."""
+    return f"sqlgate members {verb} {shell_word(name)} {db_option(db)}"
 
 
 @click.group()
@@ -141,7 +149,7 @@ def members_add(name: str, tier: str, url: str, as_json: bool, **values: Any) ->
             service, "add", name, lambda store: store.add(name, tier),
             lambda made: {"tier": made[0].tier},
         )  # fmt: skip
-    _print_token(member, token, "added", url, as_json)
+    _print_token(member, token, "added", url, as_json, service.db.path)
 
 
 _MEMBER_TABLE = (
@@ -175,7 +183,8 @@ def members_list(include_removed: bool, as_json: bool, **values: Any) -> None:
     print_listing(
         records, _MEMBER_TABLE, as_json=as_json,
         title="members" + (", removed ones too" if include_removed else ""),
-        empty="no members; `sqlgate members add NAME --tier read` adds one",
+        empty=f"no members; `sqlgate members add NAME --tier read {db_option(service.db.path)}` "
+        "adds one",
     )  # fmt: skip
 
 
@@ -199,8 +208,8 @@ def members_revoke(name: str, as_json: bool, **values: Any) -> None:
         return
     shown = visible(name)
     what = "its token no longer works" if ended else "it had no working token"
-    click.echo(f"revoked member {shown!r}: {what}; `sqlgate members rotate {shown}` gives it "
-               "a new one")  # fmt: skip
+    rotate = visible(_command("rotate", name, service.db.path))
+    click.echo(f"revoked member {shown!r}: {what}; `{rotate}` gives it a new one")
 
 
 @members.command("remove")
@@ -258,4 +267,4 @@ def members_rotate(name: str, url: str, as_json: bool, **values: Any) -> None:
     with existing_service(values) as service:
         member, token = _change(service, "rotate", name, lambda store: store.rotate(name),
                                 lambda made: {"tier": made[0].tier})  # fmt: skip
-    _print_token(member, token, "rotated", url, as_json)
+    _print_token(member, token, "rotated", url, as_json, service.db.path)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from sqlgate.engine.commands import db_option
 from sqlgate.errors import ChainBroken, InvalidArgument
 from sqlgate.surfaces import terminal
 from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
@@ -122,11 +123,11 @@ def _print_restored(restored: Restored) -> None:
         click.echo(terminal.visible(line))
     if restored.recorded is not None:
         click.echo(f"the memory chain records the restore as event {restored.recorded} "
-                   "(`sqlgate verify` names it)")  # fmt: skip
+                   f"(`sqlgate verify {db_option(restored.db)}` names it)")  # fmt: skip
     if restored.witness_written:
         click.echo(f"wrote {terminal.visible(str(restored.db))}.witness.json for the restored "
-                   "head; serve it with `sqlgate serve --db PATH` (add --replicate with a new URL "
-                   "to replicate it again)")  # fmt: skip
+                   f"head; serve it with `sqlgate serve {db_option(restored.db)}` (add --replicate "
+                   "with a new URL to replicate it again)")  # fmt: skip
 
 
 @click.command()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from sqlgate.engine.commands import db_option, shell_word
 from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces import terminal
 from sqlgate.surfaces.cli.options import (
@@ -99,12 +100,13 @@ def _print_result(result: RestoreResult) -> None:
             f"{result.carried.get(k, 0)} {w.split(' (')[0]}" for k, w in _SERVER_ROWS
         )
         click.echo(f"carried forward: {carried}")
+    where = db_option(result.db)
     if result.event_id is not None:
-        click.echo(f"the memory chain records it as event {result.event_id} (`sqlgate verify` "
-                   "names it)")  # fmt: skip
+        click.echo(f"the memory chain records it as event {result.event_id} (`"
+                   f"{show(f'sqlgate verify {where}')}` names it)")  # fmt: skip
+    again = f"sqlgate snapshots restore {shell_word(result.before_name)} {where} --yes"
     click.echo(f"the previous content is kept at {show(str(result.before))} (outside the "
-               "snapshot rotation); to undo this restore: sqlgate snapshots restore "
-               f"{show(result.before_name)} --db {db} --yes")  # fmt: skip
+               f"snapshot rotation); to undo this restore: {show(again)}")  # fmt: skip
 
 
 @click.command("restore")
@@ -136,7 +138,7 @@ def snapshots_restore(name: str, yes: bool, as_json: bool, **values: Any) -> Non
     else:
         print_plan(plan)
     if not yes:
-        again = f"sqlgate snapshots restore {name} --db {db} --yes"
+        again = f"sqlgate snapshots restore {shell_word(name)} {db_option(db)} --yes"
         if not on_terminal():
             raise InvalidArgument(f"nothing was restored: pass --yes to restore ({again})")
         if not click.confirm("restore?", default=False):

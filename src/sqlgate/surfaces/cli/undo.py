@@ -21,6 +21,7 @@ from sqlgate.surfaces.cli.listing import Column, print_listing
 from sqlgate.surfaces.cli.options import (
     existing_service,
     reports_errors,
+    settings_from,
     settings_options,
 )
 from sqlgate.surfaces.terminal import one_line, visible
@@ -60,6 +61,7 @@ def undo(
 ) -> None:
     """Put back what call CALL changed: its id as the agent's answer gave it
     (AUDIT_ID@DATABASE_ID, e.g. 15@3f9a1c07), or a plain audit id of the --db database."""
+    from sqlgate.engine.commands import list_calls
     from sqlgate.engine.identity import parse_call_ref
 
     chosen = sum((audit_id is not None, changeset is not None, listing))
@@ -68,9 +70,10 @@ def undo(
             "give one of: a CALL id (e.g. 15@3f9a1c07), --changeset N, or --list "
             "(see `sqlgate undo --help`)"
         )
+    listed = list_calls(settings_from(values).db)
     for given in (audit_id, changeset):
         if given is not None:
-            parse_call_ref(given)  # a malformed id is refused before the file is opened
+            parse_call_ref(given, listed)  # a malformed id is refused before the file is opened
     with existing_service(values, read_only=listing) as service:
         if listing:
             items = service.undoable()

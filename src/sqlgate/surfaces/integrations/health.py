@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sqlgate.engine.commands import db_option, in_folder
 from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces.integrations import installed as found
 from sqlgate.surfaces.integrations.client_paths import Where
@@ -90,13 +91,18 @@ def _one(inst: Installed, check: str, verdict: DbVerdict | tuple[str, str, str |
 
 
 def reinstall(
-    inst: Installed, db: DbChoice, *, capture: bool = False, db_arg: str | None = None
+    inst: Installed,
+    db: DbChoice,
+    folder: Path,
+    *,
+    capture: bool = False,
+    db_arg: str | None = None,
 ) -> str:
     """The install command that rewrites this entry (this installation's sqlgate, the
-    same database, or `db_arg`)."""
+    same database, or `db_arg`); a project's entry is the one of `folder`."""
     if inst.scope == "local":
-        return (f"`{removal_command(inst.name, 'local')}`, then `sqlgate install claude-code "
-                "--scope user`")  # fmt: skip
+        return (f"`{removal_command(inst.name, 'local', folder)}`, then `sqlgate install "
+                "claude-code --scope user`")  # fmt: skip
     words = ["sqlgate", "install", inst.client]
     if inst.scope is not None:
         words += ["--scope", inst.scope]
@@ -110,7 +116,8 @@ def reinstall(
         words += ["--db", inst.option("--db") or str(db.path)]
     if capture:
         words.append("--capture")
-    return f"`{shlex.join(words)}`"
+    command = shlex.join(words)
+    return f"`{in_folder(folder, command) if inst.scope == 'project' else command}`"
 
 
 def check_command(inst: Installed, db: DbChoice, doctor: Doctor) -> Check:
@@ -120,25 +127,27 @@ def check_command(inst: Installed, db: DbChoice, doctor: Doctor) -> Check:
         if found.is_executable(Path(command)):
             return _one(inst, "command", (OK, f"{command} exists and may be run", None))
         problem = "does not exist" if not Path(command).exists() else "may not be run"
-        return _one(inst, "command", (FAIL, f"{command} {problem}", _command_fix(inst, db)))
+        fix = _command_fix(inst, db, doctor.where.cwd)
+        return _one(inst, "command", (FAIL, f"{command} {problem}", fix))
     located = doctor.which(command, path=env.get("PATH"))
     if located:
         return _one(inst, "command", (OK, f"{command} is {located} (from PATH)", None))
-    return _one(inst, "command", (FAIL, f"{command!r} is not on PATH", _command_fix(inst, db)))
+    fix = _command_fix(inst, db, doctor.where.cwd)
+    return _one(inst, "command", (FAIL, f"{command!r} is not on PATH", fix))
 
 
-def _command_fix(inst: Installed, db: DbChoice) -> str:
+def _command_fix(inst: Installed, db: DbChoice, folder: Path) -> str:
     if inst.scope == "project":
         return ("put sqlgate on PATH: `pipx install sqlgate` (or `uv tool install sqlgate`); a "
                 "project's committed config runs `sqlgate` from PATH")  # fmt: skip
-    return f"reinstall with this sqlgate: {reinstall(inst, db)}"
+    return f"reinstall with this sqlgate: {reinstall(inst, db, folder)}"
 
 
 def check_database(inst: Installed, db: DbChoice, doctor: Doctor) -> tuple[Check, bool]:
     adopt = inst.flag("--adopt-db", "SQLGATE_ADOPT_DB", doctor.where.env)
     verdict = judge_db(db_facts(db.path, adopt=adopt),
                        "point the entry at a file of its own: "
-                       f"{reinstall(inst, db, db_arg='NEW.db')}")  # fmt: skip
+                       f"{reinstall(inst, db, doctor.where.cwd, db_arg='NEW.db')}")  # fmt: skip
     how = {"--project-db": " (--project-db, this project)", "env": " (SQLGATE_DB)",
            "default": " (the per-user default)"}.get(db.how, "")  # fmt: skip
     shown = DbVerdict(verdict.status, verdict.detail + how, verdict.fix, verdict.ready)
@@ -151,7 +160,7 @@ def check_initialize(inst: Installed, ready: bool, failed: bool, doctor: Doctor)
     if not ready:
         return _one(inst, "initialize", (WARN, "not tried: serve would create or upgrade the "
                     "database, and doctor writes nothing; start the client once, then run "
-                    "`sqlgate doctor` again", None))  # fmt: skip
+                    f"`{in_folder(doctor.where.cwd, 'sqlgate doctor')}` again", None))  # fmt: skip
     argv = [inst.command, *found.without_option(inst.args, "--replicate")]
     # without --replicate: a second replicating process would be refused while the client's
     # server replicates (the replication check looks at that instead)
@@ -190,7 +199,7 @@ def check_hooks(inst: Installed, db: DbChoice, doctor: Doctor) -> list[Check]:
         checks.append(_one(inst, "hooks", (FAIL, f"the server uses {db.path} but the capture "
                       f"hooks in {settings} write elsewhere: {said}",
                       f"reinstall both on one database: "
-                      f"{reinstall(inst, db, capture=True)}")))  # fmt: skip
+                      f"{reinstall(inst, db, doctor.where.cwd, capture=True)}")))  # fmt: skip
     else:
         checks.append(_one(inst, "hooks", (OK, f"{len(hooks)} capture hooks in {settings} name "
                       f"the server's database", None)))  # fmt: skip
@@ -226,7 +235,7 @@ def check_scopes(inst: Installed, doctor: Doctor) -> Check | None:
     winner = conflict.connected
     if winner is not None and winner.scope == inst.scope:
         verb = "has" if len(conflict.entries) == 2 else "have"
-        fixes = " or ".join(f"`{removal_command(inst.name, e.scope)}`"
+        fixes = " or ".join(f"`{removal_command(inst.name, e.scope, doctor.where.cwd)}`"
                             for e in conflict.entries if e.scope != inst.scope)  # fmt: skip
         return _one(inst, "scopes", (WARN, f'Claude Code reports "Conflicting scopes": {others} '
                     f"also {verb} {inst.name!r}; this entry is the one it connects here",
@@ -235,8 +244,8 @@ def check_scopes(inst: Installed, doctor: Doctor) -> Check | None:
     why = (" (a project entry waits for approval, and is not offered while another scope has "
            "its name)" if inst.scope == "project" and winner and winner.scope == "user"
            else "")  # fmt: skip
-    fix = (f"`{removal_command(inst.name, winner.scope)}`, or reinstall this one under "
-           f"another name (`--name {inst.name}-{inst.scope}`)" if winner
+    fix = (f"`{removal_command(inst.name, winner.scope, doctor.where.cwd)}`, or reinstall this "
+           f"one under another name (`--name {inst.name}-{inst.scope}`)" if winner
            else "approve it in Claude Code's /mcp")  # fmt: skip
     return _one(inst, "scopes", (FAIL, f"hidden: Claude Code connects {hider} for "
                 f"{inst.name!r} here{why}", fix))  # fmt: skip
@@ -255,7 +264,7 @@ def check_replication(inst: Installed, db: DbChoice, doctor: Doctor) -> Check | 
         return None
     report = replication_report(db.path)
     state = report.get("state")
-    stats = f"`sqlgate stats --db {shlex.quote(str(db.path))}`"
+    stats = f"`sqlgate stats {db_option(db.path)}`"
     problem = (report.get("witness_log") or {}).get("problem")
     if problem:
         return _one(inst, "replication", (FAIL, f"the witness log is stuck: {problem}", stats))

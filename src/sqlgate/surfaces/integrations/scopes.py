@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sqlgate.engine.commands import in_folder, shell_word
 from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces.integrations.client_paths import Where, settings_path
 from sqlgate.surfaces.integrations.config_files import Change, load_json, read_config, section
@@ -173,12 +174,15 @@ def scope_conflict(name: str, where: Where) -> ScopeConflict | None:
     return ScopeConflict(name, tuple(entries), connected_entry(name, entries, where))
 
 
-def removal_command(name: str, scope: str) -> str:
-    """The command that takes `name` out of `scope` (sqlgate writes no local scope)."""
+def removal_command(name: str, scope: str, folder: Path) -> str:
+    """The command that takes `name` out of `scope` (sqlgate writes no local scope); the
+    project's and local scopes are those of `folder`, the one it runs in, whatever folder
+    the person pastes it in."""
     if scope == "local":
-        return f"claude mcp remove {name} -s local"
-    named = "" if name == "sqlgate" else f" --name {name}"
-    return f"sqlgate uninstall claude-code --scope {scope}{named}"
+        return in_folder(folder, f"claude mcp remove {shell_word(name)} -s local")
+    named = "" if name == "sqlgate" else f" --name {shell_word(name)}"
+    command = f"sqlgate uninstall claude-code --scope {scope}{named}"
+    return in_folder(folder, command) if scope == "project" else command
 
 
 def install_warning(name: str, installed: ScopedEntry, where: Where) -> str | None:
@@ -209,8 +213,8 @@ def install_warning(name: str, installed: ScopedEntry, where: Where) -> str | No
     else:
         outcome = f" and connects the {_SHOWN[winner.scope]} one here"
     fix = (
-        f"; remove the {_SHOWN[other.scope]} one with `{removal_command(name, other.scope)}`, "
-        "or install this one "
+        f"; remove the {_SHOWN[other.scope]} one with "
+        f"`{removal_command(name, other.scope, where.cwd)}`, or install this one "
         f"under another name (`--name {name}-{installed.scope}`)"
     )
     return said + outcome + fix

@@ -122,7 +122,7 @@ class _Gate:
         """True when there is nothing to ask: the service refuses the call before its
         snapshot anyway (no reason, not one destructive statement, bad params, or the
         policy, checked on a dry prepare), or the call changes nothing (a DROP ... IF
-        EXISTS of an object that does not exist)."""
+        EXISTS of an object that does not exist, a CREATE ... IF NOT EXISTS of one that does)."""
         try:
             bindings = normalize_params(params)
             return not self.service.sql.check_destructive(query, reason, bindings, CallControl())

@@ -29,8 +29,10 @@ import socket
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sqlgate.engine.commands import db_option
 from sqlgate.errors import InvalidArgument, StartupError
 from sqlgate.surfaces.mcp.http_options import TOKENLESS_FLAG
 
@@ -178,25 +180,25 @@ def required_token(
     return token_for(host, given, generate=generate)
 
 
-def who_can_connect(token: Token | None, audience: Audience, db: object) -> list[str]:
+def who_can_connect(token: Token | None, audience: Audience, db: Path) -> list[str]:
     """The lines saying who can connect (before the URL line, which says it is ready)."""
-    lines = []
+    lines, where = [], db_option(db)
     if token is not None and not token.generated:
         lines.append("the --token connects as admin (every tool)")
     if audience.members:
         many = "members" if audience.members != 1 else "member"
         lines.append(
             f"{audience.members} {many} can connect, each with their own token and tier "
-            f"(`sqlgate members list --db {db}`)"
+            f"(`sqlgate members list {where}`)"
         )
     lines.append(
-        f"to give a teammate their own token: sqlgate members add NAME --tier read --db {db}"
+        f"to give a teammate their own token: sqlgate members add NAME --tier read {where}"
     )
     return [f"sqlgate: {line}\n" for line in lines]
 
 
 def announce_start(
-    url: str, token: Token | None, audience: Audience | None = None, db: object = "PATH"
+    url: str, token: Token | None, audience: Audience | None = None, db: Path = Path("PATH")
 ) -> None:
     """Say on stderr who can connect, then where the server listens (the line that says
     it is ready), then the generated token or the --insecure-no-token warning."""
