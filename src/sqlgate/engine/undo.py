@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import apsw
 
+from sqlgate.engine.changesets import outline
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import Operation
 from sqlgate.engine.undo_checks import TableShape, Updates, row_digests, table_shape
@@ -171,17 +172,9 @@ class Summary:
 
 
 def summarize(changeset: bytes) -> Summary:
-    tables: dict[str, None] = {}
-    updates: Updates = {}
-    count = rewrites = 0
-    for change in apsw.Changeset.iter(changeset):
-        tables.setdefault(change.name, None)
-        count += 1
-        if change.op != "INSERT":
-            rewrites += 1
-            if change.op == "UPDATE" and change.old is not None:
-                updates.setdefault(change.name, []).append(change.old)
-    return Summary(tuple(tables), count, rewrites, updates)
+    """Read `changeset` once (`engine.changesets.outline`: any TEXT, UTF-8 or not)."""
+    read = outline(changeset)
+    return Summary(read.tables, read.changes, read.rewrites, read.updates)
 
 
 def _shapes(
