@@ -65,15 +65,16 @@ class Change:
 
 
 def _varint(data: bytes, at: int) -> tuple[int, int]:
-    """SQLite's varint at `at`: (value, the offset after it). Seven bits a byte, high bit
-    set on all but the last; a ninth byte gives all eight of its bits."""
+    """SQLite's varint at `at`: (value, the offset after it); seven bits a byte, the high
+    bit set on all but the last. Its nine-byte form holds 57 bits and more: no length SQLite
+    stores (at most 2**31) or count of columns takes it, so it is refused as damage."""
     value = 0
     for used in range(8):
         byte = data[at + used]
         value = (value << 7) | (byte & 0x7F)
         if byte < 0x80:
             return value, at + used + 1
-    return (value << 8) | data[at + 8], at + 9
+    raise DamagedChangeset("a length of nine bytes or more: the changeset is damaged")
 
 
 def _record(data: bytes, at: int, width: int) -> tuple[tuple[Any, ...], int]:

@@ -139,7 +139,11 @@ def plain_rows(
 ) -> Iterator[tuple[Any, ...]]:
     """The rows of `sql` run once per set of `bindings`, as apsw reads them."""
     del width  # the plain read needs no width
-    return (tuple(row) for row in conn.cursor().executemany(sql, bindings))
+    cursor = conn.cursor()
+    try:
+        yield from cursor.executemany(sql, bindings)
+    finally:
+        cursor.close(True)  # also when a value was not UTF-8 and the read starts over
 
 
 def reread_rows(
@@ -147,7 +151,11 @@ def reread_rows(
 ) -> Iterator[tuple[Any, ...]]:
     """The rows of `sql` run once per set of `bindings`, TEXT that is not valid as `RawText`."""
     codec = text_codec(conn)
-    return raw_rows(conn.cursor().executemany(raw_select(sql, width), bindings), codec)
+    cursor = conn.cursor()
+    try:
+        yield from raw_rows(cursor.executemany(raw_select(sql, width), bindings), codec)
+    finally:
+        cursor.close(True)
 
 
 def with_raw_text(read: Callable[[RowReader], T]) -> T:
