@@ -223,6 +223,7 @@ def test_long_values_take_longer_lengths() -> None:
         pytest.param(header() + INSERT + b"\x01" + bytes(8) + b"\x03\x05ab", id="text-too-long"),
         pytest.param(header() + INSERT + b"\x06\x05", id="unknown-value-type"),
         pytest.param(GOOD + b"\x13\x00", id="unknown-operation"),
+        pytest.param(GOOD + b"\x13\x00\x05\x05\x05\x05", id="unknown-operation-then-values"),
         pytest.param(INSERT + b"\x05\x05", id="a-change-before-any-table"),
         pytest.param(b"T\x02\x01\x00tab", id="a-name-without-its-end"),
         pytest.param(header(b"\xff") + INSERT + b"\x05\x05", id="a-name-that-is-not-utf8"),

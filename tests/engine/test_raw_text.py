@@ -232,3 +232,14 @@ def test_a_digest_tells_raw_text_apart_from_any_other_value(value: bytes, other:
         assert digest((raw,)) != digest((value.decode("latin-1"),))
         assert digest((raw,)) != digest((raw.sql(),))  # the text of its spelling
         assert digest((raw, None)) != digest((None, raw))
+
+
+@pytest.mark.parametrize("reader", [plain_rows, reread_rows])
+def test_a_read_given_up_halfway_closes_its_cursor_quietly(reader: RowReader) -> None:
+    with memory() as conn:
+        conn.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v)")
+        conn.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+        rows = reader(conn, "SELECT v FROM t WHERE k = ?", 1, [(1,), (2,)])
+        assert next(rows) == ("a",)
+        rows.close()  # GeneratorExit: the statements left are dropped without an error
+        conn.execute("DROP TABLE t")

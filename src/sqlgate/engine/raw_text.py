@@ -141,7 +141,8 @@ def plain_rows(
     del width  # the plain read needs no width
     cursor = conn.cursor()
     try:
-        yield from cursor.executemany(sql, bindings)
+        for row in cursor.executemany(sql, bindings):  # not `yield from`: it would close
+            yield row  # the cursor unforced, which raises when bindings are left
     finally:
         cursor.close(True)  # also when a value was not UTF-8 and the read starts over
 
