@@ -68,6 +68,7 @@ _UNDO = (
     "tests/engine/test_undo_next_steps.py",
     "tests/engine/test_undo_keys.py",
     "tests/engine/test_undo_raw_text.py",
+    "tests/engine/test_raw_text.py",
 )
 _UNDO_DDL = (
     "tests/engine/test_undo_ddl.py",

@@ -232,6 +232,7 @@ def test_a_digest_tells_raw_text_apart_from_any_other_value(value: bytes, other:
         assert digest((raw,)) != digest((value.decode("latin-1"),))
         assert digest((raw,)) != digest((raw.sql(),))  # the text of its spelling
         assert digest((raw, None)) != digest((None, raw))
+        assert digest((RawText(value + b"s1:a"),)) != digest((raw, "a"))  # lengths part them
 
 
 @pytest.mark.parametrize("reader", [plain_rows, reread_rows])

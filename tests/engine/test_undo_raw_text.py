@@ -41,6 +41,11 @@ TABLES = [
         "CREATE TABLE t (id INT, v TEXT COLLATE NOCASE, n INT, PRIMARY KEY (v, id))",
         id="composite-key-nocase",
     ),
+    pytest.param(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, g AS (n * 2), v TEXT, n INT, "
+        "s TEXT AS (v || 'x') STORED)",
+        id="generated-columns",
+    ),
 ]
 WRITES = [
     pytest.param("UPDATE t SET n = 5 WHERE id = 1", id="update-another-column"),
@@ -260,3 +265,39 @@ def _round_trip(service: Service, db: Path, raw: bytes, other: bytes) -> None:
     assert rows() == before
     shown = service.read_query("SELECT v FROM t").splitlines()
     assert shown[-1] == "# 1 rows"
+
+
+def test_a_utf16_database_keeps_no_changeset_it_could_not_give_back(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """SQLite hands a UTF-16 database's text to the session as UTF-8, and a lone surrogate
+    comes back from the changeset as U+FFFD: such a call keeps no changeset (write_query
+    says so, destructive_query takes a snapshot); text without one is undone as always."""
+    db = tmp_path / "utf16.db"
+    with direct(db) as conn:
+        conn.execute("PRAGMA encoding = 'UTF-16le'")
+        conn.execute("CREATE TABLE k (v TEXT PRIMARY KEY, n INT) WITHOUT ROWID")
+        conn.execute("INSERT INTO k VALUES (CAST(x'00d8' AS TEXT), 0), ('a', 0), ('b', 0)")
+    service = Service.open(replace(settings, db=db, adopt_db=True), clock=lambda: 1.0)
+    try:
+
+        def rows() -> list[tuple[Any, ...]]:
+            with direct(db) as conn:
+                return list(conn.execute("SELECT hex(v), n FROM k ORDER BY hex(v)"))
+
+        assert service.read_query("SELECT v FROM k ORDER BY n, v LIMIT 1").splitlines()[1] == (
+            "CAST(x'00d8' AS TEXT)"
+        )
+        answer = service.write_query("UPDATE k SET n = 1 WHERE n = 0")
+        assert "undo: none kept (a changed row holds text that is not valid UTF-16" in answer
+        assert rows() == [("00D8", 1), ("6100", 1), ("6200", 1)]
+        answer = service.destructive_query("DELETE FROM k WHERE n = 1", "clear")
+        assert "; snapshot: " in answer
+        with direct(db) as conn:
+            conn.execute("INSERT INTO k VALUES ('c', 2)")
+        before = rows()
+        answer = service.write_query("UPDATE k SET n = 3 WHERE v = 'c'")
+        service.undo(undo_ref(answer))
+        assert rows() == before
+    finally:
+        service.close()

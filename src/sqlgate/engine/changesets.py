@@ -30,12 +30,13 @@ from typing import Any
 
 import apsw
 
-from sqlgate.engine.raw_text import decode_text
+from sqlgate.engine.raw_text import RawText, decode_text
 
 __all__ = [
     "Change",
     "DamagedChangeset",
     "Outline",
+    "holds_raw_text",
     "outline",
     "parsed_rows",
     "read_changeset",
@@ -189,6 +190,17 @@ def parsed_rows(data: bytes) -> Iterator[Row]:
     """`outline`'s rows as this module's reader reads them (any TEXT, any bytes)."""
     for change in read_changeset(data):
         yield change.name, change.op, change.old if change.op == "UPDATE" else None
+
+
+def holds_raw_text(data: bytes) -> bool:
+    """Whether a TEXT value of changeset `data` is not UTF-8 (this reader reads them all)."""
+    return any(
+        isinstance(value, RawText)
+        for change in read_changeset(data)
+        for row in (change.old, change.new)
+        if row is not None
+        for value in row
+    )
 
 
 def outline(data: bytes) -> Outline:

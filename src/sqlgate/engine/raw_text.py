@@ -141,8 +141,10 @@ def plain_rows(
     del width  # the plain read needs no width
     cursor = conn.cursor()
     try:
-        for row in cursor.executemany(sql, bindings):  # not `yield from`: it would close
-            yield row  # the cursor unforced, which raises when bindings are left
+        # not `yield from`: closing this generator would close the cursor unforced, which
+        # raises when bindings are left
+        for row in cursor.executemany(sql, bindings):  # noqa: UP028
+            yield row
     finally:
         cursor.close(True)  # also when a value was not UTF-8 and the read starts over
 

@@ -214,8 +214,8 @@ class _Lookup:
         head = f"{', '.join(self.names)}, " if keyed else ""
         for casts, run in groupby(keys, key=lambda key: tuple(isinstance(v, RawText) for v in key)):
             test = " AND ".join(
-                f"{name} = CAST(? AS TEXT)" if cast else f"{name} = ?"
-                for name, cast in zip(self.names, casts, strict=True)
+                f"{name} = CAST(? AS TEXT)" if casts[at] else f"{name} = ?"
+                for at, name in enumerate(self.names)
             )
             bound = [tuple(v.data if isinstance(v, RawText) else v for v in key) for key in run]
             yield from rows(conn, f"SELECT {head}* FROM {self.table} WHERE {test}", width, bound)
