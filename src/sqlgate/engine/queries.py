@@ -185,8 +185,8 @@ class SqlTiers:
             try:
                 result = with_hidden(run_statement(ctx, text, bindings, consume), ctx)
             except UnreadableText:
-                if statement.kind not in REREAD_KINDS:
-                    raise
+                if statement.kind not in REREAD_KINDS or not (ctx.statement and ctx.columns):
+                    raise  # an EXPLAIN, a PRAGMA, or a name (not a value) that is not UTF-8
                 result = self._reread(ctx, bindings, wanted)
         detail = {"kind": statement.kind}
         if result.truncated:
