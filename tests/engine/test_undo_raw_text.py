@@ -301,3 +301,22 @@ def test_a_utf16_database_keeps_no_changeset_it_could_not_give_back(
         assert rows() == before
     finally:
         service.close()
+
+
+def test_a_constraint_on_a_row_apsw_cannot_read_is_named_without_a_key(
+    make_service: Callable[..., Service], db_path: Path
+) -> None:
+    service = make_service()
+    with direct(db_path) as conn:
+        conn.execute("CREATE TABLE u (id INTEGER PRIMARY KEY, v TEXT, w TEXT UNIQUE)")
+        conn.execute("INSERT INTO u VALUES (1, CAST(x'ff61' AS TEXT), 'x'), (2, 'b', 'y')")
+    answer = service.destructive_query("DELETE FROM u", "clear")
+    with direct(db_path) as conn:
+        conn.execute("INSERT INTO u VALUES (3, 'c', 'x')")  # takes the UNIQUE w of row 1
+    with pytest.raises(UndoConflict) as caught:
+        service.undo(undo_ref(answer))
+    assert "u row (one that holds text that is not UTF-8): restoring it would break" in str(
+        caught.value
+    )
+    with direct(db_path) as conn:
+        assert conn.execute("SELECT id FROM u").fetchall() == [(3,)]

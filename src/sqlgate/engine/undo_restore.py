@@ -116,16 +116,14 @@ def _shown(conflicts: list[Conflict]) -> str:
 
 
 class _Unread:
-    """A key SQLite reported that holds TEXT that is not UTF-8, where the changeset cannot
-    tell which one it is (a constraint SQLite checks again after the other rows)."""
+    """A row SQLite reported that apsw cannot read (it holds TEXT that is not UTF-8), on a
+    constraint: SQLite checks those again after the other rows, when no position names it."""
 
     def __repr__(self) -> str:
-        return "a key holding text that is not UTF-8"
+        return "one that holds text that is not UTF-8"
 
 
-def _conflict(
-    kind: int, change: apsw.TableChange, offered: Callable[[], Change | None]
-) -> Conflict:
+def _conflict(kind: int, change: apsw.TableChange, offered: Callable[[], Change]) -> Conflict:
     """The conflict SQLite reported on `change`; `offered()`: the change of the inverse
     SQLite offered last, read when apsw cannot read the row (TEXT that is not UTF-8)."""
     name = _CONFLICT_NAMES.get(kind, f"UNKNOWN_{kind}")
@@ -135,9 +133,11 @@ def _conflict(
     try:
         row = change.old if before else change.new
     except UnicodeDecodeError:
-        found = None if name == "CONSTRAINT" else offered()  # retried after the others
-        if found is None or found.name != change.name:
+        # DATA, NOTFOUND and CONFLICT come as SQLite applies the change it offered last; a
+        # CONSTRAINT when it tries the rows it put aside again, after all the others
+        if name == "CONSTRAINT":
             return Conflict(name, change.name, (_Unread(),))
+        found = offered()
         row = found.old if before else found.new
     flags = change.pk_columns or set()
     key = tuple(row[i] for i in sorted(flags)) if row is not None else ()
@@ -151,10 +151,10 @@ class _Changes:
         self._data = data
         self._read: list[Change] | None = None
 
-    def at(self, position: int) -> Change | None:
+    def at(self, position: int) -> Change:
         if self._read is None:
             self._read = list(read_changeset(self._data))
-        return self._read[position] if 0 <= position < len(self._read) else None
+        return self._read[position]
 
 
 def _detail(text: object) -> dict[str, Any]:
