@@ -320,3 +320,22 @@ def test_a_constraint_on_a_row_apsw_cannot_read_is_named_without_a_key(
     )
     with direct(db_path) as conn:
         assert conn.execute("SELECT id FROM u").fetchall() == [(3,)]
+
+
+@pytest.mark.parametrize("taken", ["f1", "f2", "f3"])
+def test_each_conflict_names_its_own_bad_key(
+    make_service: Callable[..., Service], db_path: Path, taken: str
+) -> None:
+    service = make_service()
+    with direct(db_path) as conn:
+        conn.execute("CREATE TABLE k (name TEXT PRIMARY KEY, n INT) WITHOUT ROWID")
+        for raw in ("f1", "f2", "f3"):
+            conn.execute("INSERT INTO k VALUES (CAST(? AS TEXT), 0)", (bytes.fromhex(raw),))
+    answer = service.destructive_query("DELETE FROM k", "clear")
+    with direct(db_path) as conn:
+        conn.execute("INSERT INTO k VALUES (CAST(? AS TEXT), 9)", (bytes.fromhex(taken),))
+    with pytest.raises(UndoConflict) as caught:
+        service.undo(undo_ref(answer))
+    assert f"1 conflict(s) with changes made after it (k row (CAST(x'{taken}' AS TEXT)): a" in (
+        str(caught.value)
+    )
