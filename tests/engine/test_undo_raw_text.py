@@ -339,3 +339,19 @@ def test_each_conflict_names_its_own_bad_key(
     assert f"1 conflict(s) with changes made after it (k row (CAST(x'{taken}' AS TEXT)): a" in (
         str(caught.value)
     )
+
+
+def test_a_created_table_with_generated_columns_is_read_as_bytes_too(
+    make_service: Callable[..., Service], db_path: Path
+) -> None:
+    service = make_service()
+    made = service.write_query(
+        "CREATE TABLE g (id INTEGER PRIMARY KEY, v TEXT, w AS (v || 'x'), s AS (id * 2) STORED)"
+    )
+    with direct(db_path) as conn:
+        conn.execute("INSERT INTO g (v) VALUES (CAST(x'ff61' AS TEXT))")
+    with pytest.raises(UndoConflict, match=r"g: .*rows"):
+        service.undo(undo_ref(made))
+    with direct(db_path) as conn:
+        conn.execute("DELETE FROM g")
+    assert service.undo(undo_ref(made)).startswith("undone")
