@@ -355,3 +355,19 @@ def test_a_created_table_with_generated_columns_is_read_as_bytes_too(
     with direct(db_path) as conn:
         conn.execute("DELETE FROM g")
     assert service.undo(undo_ref(made)).startswith("undone")
+
+
+def test_returning_rows_past_those_shown_may_hold_bad_text(
+    make_service: Callable[..., Service], db_path: Path
+) -> None:
+    service = make_service(max_rows=1)
+    with direct(db_path) as conn:
+        conn.execute("CREATE TABLE r (id INTEGER PRIMARY KEY, v TEXT, n INT)")
+        conn.execute("INSERT INTO r VALUES (1, 'a', 0), (2, 'b', 0), (3, CAST(x'ff' AS TEXT), 0)")
+    answer = service.write_query("UPDATE r SET n = 1 WHERE id > 0 RETURNING id, v")
+    assert answer.splitlines()[1:] == ["id,v", "1,a", "# 1 rows (truncated: row limit 1)"]
+    with direct(db_path) as conn:
+        assert conn.execute("SELECT sum(n) FROM r").fetchall() == [(3,)]
+    service.undo(undo_ref(answer))
+    with direct(db_path) as conn:
+        assert conn.execute("SELECT sum(n) FROM r").fetchall() == [(0,)]
