@@ -250,5 +250,8 @@ def test_an_undo_conflict_on_a_bad_key_names_it_as_sql(
         conn.execute("UPDATE t SET n = 1 WHERE id = 4")
     found = UNDO.search(answer)
     assert found is not None
-    with pytest.raises(UndoConflict, match=re.escape("t row (CAST(x'80' AS TEXT)): changed")):
+    with pytest.raises(UndoConflict) as caught:
         service.undo(int(found["id"]))
+    assert "t row (CAST(x'80' AS TEXT)): changed" in caught.value.for_cli()
+    with pytest.raises(UndoConflict, match=re.escape("t row (CAST(x'80' AS TEXT)): changed")):
+        service.undo_call(int(found["id"]), "take it back")

@@ -96,28 +96,3 @@ def test_an_undo_target_speaks_to_a_person_unless_told_it_is_the_agent(
         service.undoing.undo(UndoTarget(audit_id=999))
     with pytest.raises(NotFound, match="read_query over query_log"):
         service.undoing.undo(UndoTarget(audit_id=999, by_agent=True))
-
-
-@pytest.mark.parametrize(
-    ("rule", "mode"),
-    [
-        pytest.param("protect_table", "protected", id="protected"),
-        pytest.param("append_only_table", "append-only", id="append-only"),
-    ],
-)
-def test_the_agent_may_not_undo_into_a_table_guarded_since(
-    make_service: Callable[..., Service], db_path: Path, rule: str, mode: str
-) -> None:
-    """A table guarded after the call: undo_call refuses and changes nothing, naming the
-    rule; the person who runs sqlgate may still undo it."""
-    first = make_service()
-    first.write_query("CREATE TABLE ledger (id INTEGER PRIMARY KEY, amount INT)")
-    call = ref(first.write_query("INSERT INTO ledger (amount) VALUES (5)"))
-    first.close()
-    guarded = make_service(**{rule: ("ledger",)})
-    with pytest.raises(SqlgateError) as caught:
-        guarded.undo_call(call, reason="take it back")
-    assert f"it would change ledger, which is {mode} by" in str(caught.value)
-    assert "nothing was undone" in str(caught.value)
-    assert guarded.read_query("SELECT amount FROM ledger").splitlines()[1] == "5"
-    assert guarded.undo(call).startswith("undone")

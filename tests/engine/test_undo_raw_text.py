@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqlgate.config import Settings
-from sqlgate.errors import SqlError, UndoConflict
+from sqlgate.errors import PolicyDenied, SqlError, UndoConflict
 from sqlgate.service import Service
 
 UNDO = re.compile(r"; undo: sqlgate undo (?P<id>\d+)@[0-9a-f]{8} --db \S+$", re.MULTILINE)
@@ -175,12 +175,17 @@ def test_a_conflict_names_a_bad_key_as_sql_that_makes_it(
     with direct(db_path) as conn:
         conn.execute("UPDATE k SET n = 2 WHERE name = CAST(x'ff61' AS TEXT)")
         conn.execute("INSERT INTO k VALUES (CAST(x'fe' AS TEXT), 5)")
-    with pytest.raises(UndoConflict, match=re.escape("k row (CAST(x'ff61' AS TEXT)): changed")):
-        service.undo(undo_ref(changed))
-    with pytest.raises(UndoConflict, match=re.escape("k row (CAST(x'fe' AS TEXT)): a row with")):
-        service.undo(undo_ref(deleted))
-    with pytest.raises(UndoConflict, match=re.escape("k row (CAST(x'fe' AS TEXT)): changed")):
-        service.undo(undo_ref(inserted))
+    for call, said in (
+        (changed, "k row (CAST(x'ff61' AS TEXT)): changed"),
+        (deleted, "k row (CAST(x'fe' AS TEXT)): a row with"),
+        (inserted, "k row (CAST(x'fe' AS TEXT)): changed"),
+    ):
+        with pytest.raises(UndoConflict) as caught:  # the person's terminal: every key
+            service.undo(undo_ref(call))
+        assert said in caught.value.for_cli()
+        with pytest.raises(UndoConflict) as caught:  # the agent: keys of no hidden column
+            service.undo_call(undo_ref(call), "take it back")
+        assert said in str(caught.value)
 
 
 def test_returning_bad_text_is_refused_and_rolled_back(world: Service, db_path: Path) -> None:
@@ -272,7 +277,7 @@ def test_a_utf16_database_keeps_no_changeset_it_could_not_give_back(
 ) -> None:
     """SQLite hands a UTF-16 database's text to the session as UTF-8, and a lone surrogate
     comes back from the changeset as U+FFFD: such a call keeps no changeset (write_query
-    says so, destructive_query takes a snapshot); text without one is undone as always."""
+    refuses it, destructive_query takes a snapshot); text without one is undone as always."""
     db = tmp_path / "utf16.db"
     with direct(db) as conn:
         conn.execute("PRAGMA encoding = 'UTF-16le'")
@@ -288,10 +293,11 @@ def test_a_utf16_database_keeps_no_changeset_it_could_not_give_back(
         assert service.read_query("SELECT v FROM k ORDER BY n, v LIMIT 1").splitlines()[1] == (
             "CAST(x'00d8' AS TEXT)"
         )
-        answer = service.write_query("UPDATE k SET n = 1 WHERE n = 0")
-        assert "undo: none kept (a changed row holds text that is not valid UTF-16" in answer
-        assert rows() == [("00D8", 1), ("6100", 1), ("6200", 1)]
-        answer = service.destructive_query("DELETE FROM k WHERE n = 1", "clear")
+        with pytest.raises(PolicyDenied, match="holds text that is not valid UTF-16") as caught:
+            service.write_query("UPDATE k SET n = 1 WHERE n = 0")
+        assert "destructive_query" in str(caught.value)
+        assert rows() == [("00D8", 0), ("6100", 0), ("6200", 0)]
+        answer = service.destructive_query("DELETE FROM k WHERE n = 0", "clear")
         assert "; snapshot: " in answer
         with direct(db) as conn:
             conn.execute("INSERT INTO k VALUES ('c', 2)")
@@ -315,8 +321,8 @@ def test_a_constraint_on_a_row_apsw_cannot_read_is_named_without_a_key(
         conn.execute("INSERT INTO u VALUES (3, 'c', 'x')")  # takes the UNIQUE w of row 1
     with pytest.raises(UndoConflict) as caught:
         service.undo(undo_ref(answer))
-    assert "u row (one that holds text that is not UTF-8): restoring it would break" in str(
-        caught.value
+    assert "u row (one that holds text that is not UTF-8): restoring it would break" in (
+        caught.value.for_cli()
     )
     with direct(db_path) as conn:
         assert conn.execute("SELECT id FROM u").fetchall() == [(3,)]
@@ -337,7 +343,7 @@ def test_each_conflict_names_its_own_bad_key(
     with pytest.raises(UndoConflict) as caught:
         service.undo(undo_ref(answer))
     assert f"1 conflict(s) with changes made after it (k row (CAST(x'{taken}' AS TEXT)): a" in (
-        str(caught.value)
+        caught.value.for_cli()
     )
 
 
