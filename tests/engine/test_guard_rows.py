@@ -449,3 +449,13 @@ def test_a_long_key_that_is_not_utf8_is_abridged(raw: apsw.Connection) -> None:
     said = raw_session_refusal(raw, f"INSERT INTO ev_raw VALUES (CAST(x'{'ff' * 400}' AS TEXT), 2)")
     assert "k = CAST(x'ffff" in said
     assert len(said) < 700
+
+
+def test_a_protected_rows_insert_that_is_not_utf8_is_named_by_its_key(
+    raw: apsw.Connection,
+) -> None:
+    changeset = changeset_of(raw, "INSERT INTO ev_raw VALUES (CAST(x'fe61' AS TEXT), 1)")
+    rules = LiveRules(protected=frozenset({"ev_raw"}))
+    with pytest.raises(PolicyDenied) as refused:
+        refuse_changed_rows(raw, changeset, rules, [Operation("INSERT", "ev_raw")])
+    assert "would add its row k = CAST(x'fe61' AS TEXT)" in str(refused.value)
