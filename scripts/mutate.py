@@ -67,11 +67,14 @@ _UNDO = (
     "tests/engine/test_undo_storage.py",
     "tests/engine/test_undo_next_steps.py",
     "tests/engine/test_undo_keys.py",
+    "tests/engine/test_undo_raw_text.py",
+    "tests/engine/test_raw_text.py",
 )
 _UNDO_DDL = (
     "tests/engine/test_undo_ddl.py",
     "tests/engine/test_undo_ddl_views.py",
     "tests/engine/test_undo_ddl_properties.py",
+    "tests/engine/test_undo_raw_text.py",
 )
 _CHAIN = (
     "tests/memory/test_chain.py",
@@ -143,6 +146,16 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "engine/undo_restore.py": _UNDO,
     "engine/undo_ddl.py": _UNDO_DDL,
     "engine/undo_ddl_checks.py": _UNDO_DDL,
+    # text that is not UTF-8 (issue 30): the changesets the undo reads, the rows it digests
+    "engine/changesets.py": (
+        "tests/engine/test_changesets.py",
+        "tests/engine/test_undo_raw_text.py",
+    ),
+    "engine/raw_text.py": (
+        "tests/engine/test_raw_text.py",
+        "tests/engine/test_undo_raw_text.py",
+        "tests/test_service_raw_text.py",
+    ),
     "memory/contract.py": _CHAIN,
     "memory/chain.py": _CHAIN,
     "memory/verification.py": _CHAIN,

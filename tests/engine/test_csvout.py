@@ -22,6 +22,7 @@ from sqlgate.engine.csvout import (
 )
 from sqlgate.engine.framing import fence, fence_token, needs_fence
 from sqlgate.engine.limits import ResultCaps
+from sqlgate.engine.raw_text import RawText
 from tests.security.framing import csv_rows, read_reply
 
 CELL = 2000
@@ -57,6 +58,8 @@ CAPS = ResultCaps(rows=1000, bytes=32768, cell_chars=CELL)
         pytest.param(b"", "x''", id="empty-blob"),
         pytest.param(b"\x00\xff\x10", "x'00ff10'", id="blob-hex"),
         pytest.param("x'00'", "x'00'", id="text-that-looks-like-a-blob"),
+        pytest.param(RawText(b"\xffa"), "CAST(x'ff61' AS TEXT)", id="text-not-utf8"),
+        pytest.param(RawText(b"a,\xff"), "CAST(x'612cff' AS TEXT)", id="not-utf8-never-quoted"),
     ],
 )
 def test_csv_cell(value: object, cell: str) -> None:
@@ -76,6 +79,8 @@ def test_csv_cell(value: object, cell: str) -> None:
         pytest.param(bytes(range(10)), 9, "x'000102'…[+7 bytes]", id="blob-truncated"),
         pytest.param(bytes(3), 9, "x'000000'", id="blob-fits"),
         pytest.param(b"\xff" * 5, 1, "x''…[+5 bytes]", id="blob-tiny-cap"),
+        pytest.param(RawText(b"\xff" * 5), 21, "CAST(x'ffff' AS TEXT)…[+3 bytes]", id="raw-cut"),
+        pytest.param(RawText(b"\xff" * 2), 21, "CAST(x'ffff' AS TEXT)", id="raw-fits"),
     ],
 )
 def test_long_cells_are_cut_with_a_marker(value: object, cell_chars: int, cell: str) -> None:
@@ -232,6 +237,7 @@ any_value = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     tricky_text,
     st.binary(max_size=8),
+    st.binary(min_size=1, max_size=8).map(RawText),
 )
 
 

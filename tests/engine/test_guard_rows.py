@@ -375,3 +375,87 @@ def test_the_watch_keeps_a_hundred_changes_and_a_hundred_thousand_new_rows(
         conn.execute("INSERT INTO ev_pair VALUES (100011, 'new', 2)")  # one past: unknown
     with pytest.raises(PolicyDenied, match="its existing row a = 100011, b = 'new'"):
         watch.refuse()
+
+
+@pytest.fixture
+def raw(conn: apsw.Connection) -> apsw.Connection:
+    """Guarded rows another program stored with text that is not UTF-8 (issue 30)."""
+    conn.execute("CREATE TABLE ev_raw(k TEXT PRIMARY KEY ON CONFLICT REPLACE, v)")
+    conn.execute("INSERT INTO ev_raw VALUES (CAST(x'ff61' AS TEXT), CAST(x'fe' AS TEXT))")
+    conn.execute("CREATE TABLE ev_raw_v(id INTEGER PRIMARY KEY ON CONFLICT REPLACE, v)")
+    conn.execute("INSERT INTO ev_raw_v VALUES (1, CAST(x'fe' AS TEXT))")
+    return conn
+
+
+RAW_RULES = LiveRules(append_only=frozenset({"ev_raw", "ev_raw_v", "ev_text"}))
+
+
+def raw_session_refusal(conn: apsw.Connection, sql: str) -> str:
+    session = apsw.Session(conn, "main")
+    session.config(apsw.SQLITE_SESSION_OBJCONFIG_ROWID, 1)
+    session.attach(None)
+    conn.execute(sql)
+    changeset = session.changeset()
+    session.close()
+    facts = [Operation("INSERT", table) for table in sorted(RAW_RULES.append_only)]
+    with pytest.raises(PolicyDenied) as refused:
+        refuse_changed_rows(conn, changeset, RAW_RULES, facts)
+    return str(refused.value)
+
+
+def raw_watch_refusal(conn: apsw.Connection, sql: str) -> str:
+    with watched(conn, RAW_RULES) as watch:
+        conn.execute(sql)
+    with pytest.raises(PolicyDenied) as refused:
+        watch.refuse()
+    return str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("sql", "session", "watch"),
+    [
+        pytest.param(
+            "INSERT INTO ev_raw VALUES (CAST(x'ff61' AS TEXT), 'new')",
+            "row k = CAST(x'ff61' AS TEXT) (REPLACE deletes it: the new row repeats its "
+            "k = CAST(x'ff61' AS TEXT))",
+            "row rowid = 1",
+            id="a-key-that-is-not-utf8",
+        ),
+        pytest.param(
+            "INSERT INTO ev_raw_v VALUES (1, 'new')",
+            "row id = 1 (REPLACE deletes it: the new row repeats its id = 1)",
+            "row rowid = 1",
+            id="a-value-that-is-not-utf8",
+        ),
+        pytest.param(
+            "INSERT INTO ev_text VALUES ('a', CAST(x'ff' AS TEXT))",
+            "row k = 'a' (REPLACE deletes it: the new row repeats its k = 'a')",
+            "row k = 'a' (REPLACE deletes it: the new row repeats its k = 'a')",
+            id="replaced-by-a-row-that-is-not-utf8",
+        ),
+    ],
+)
+def test_rows_holding_text_that_is_not_utf8_are_refused_by_both_witnesses(
+    raw: apsw.Connection, sql: str, session: str, watch: str
+) -> None:
+    raw.execute("SAVEPOINT one")
+    assert session in raw_session_refusal(raw, sql)
+    raw.execute("ROLLBACK TO one")
+    assert watch in raw_watch_refusal(raw, sql)
+
+
+def test_a_long_key_that_is_not_utf8_is_abridged(raw: apsw.Connection) -> None:
+    raw.execute("INSERT INTO ev_raw VALUES (CAST(? AS TEXT), 1)", (b"\xff" * 400,))
+    said = raw_session_refusal(raw, f"INSERT INTO ev_raw VALUES (CAST(x'{'ff' * 400}' AS TEXT), 2)")
+    assert "k = CAST(x'ffff" in said
+    assert len(said) < 700
+
+
+def test_a_protected_rows_insert_that_is_not_utf8_is_named_by_its_key(
+    raw: apsw.Connection,
+) -> None:
+    changeset = changeset_of(raw, "INSERT INTO ev_raw VALUES (CAST(x'fe61' AS TEXT), 1)")
+    rules = LiveRules(protected=frozenset({"ev_raw"}))
+    with pytest.raises(PolicyDenied) as refused:
+        refuse_changed_rows(raw, changeset, rules, [Operation("INSERT", "ev_raw")])
+    assert "would add its row k = CAST(x'fe61' AS TEXT)" in str(refused.value)

@@ -232,3 +232,33 @@ def test_a_snapshot_older_than_database_ids_is_restored_and_keeps_the_live_id(
     restore_snapshot(db_path, history["folder"], snap.name, keep=5)
     assert rows(db_path, "SELECT value FROM server_info") == [(live_id,)]
     assert rows(db_path, "PRAGMA user_version")[0][0] >= 8
+
+
+def test_an_event_whose_text_is_not_utf8_is_carried_byte_for_byte(
+    db_path: Path, history: dict[str, Any]
+) -> None:
+    """Another program appended an event whose content and tags are bytes, not UTF-8 (issue
+    30): the restore carries it as it is, with its full-text row."""
+    conn = apsw.Connection(str(db_path))
+    conn.execute(
+        "INSERT INTO memory_events (ts, session, kind, content, tags, prev_hash, hash) "
+        "VALUES ('2026-01-01', 'other', 'note', CAST(x'ff61' AS TEXT), CAST(x'5bff5d' AS TEXT), "
+        "'x', 'y')"
+    )
+    conn.close()
+    events = count(db_path, "memory_events")
+    snap: Path = history["snapshot"]
+    result = restore_snapshot(db_path, history["folder"], snap.name, keep=5)
+    assert result.carried["memory_events"] == events - count(snap, "memory_events")
+    stored = rows(
+        db_path,
+        "SELECT hex(content), typeof(content), hex(tags) FROM memory_events "
+        "WHERE session = 'other'",
+    )
+    assert stored == [("FF61", "text", "5BFF5D")]
+    indexed = rows(
+        db_path,
+        "SELECT hex(content) FROM memory_events_fts WHERE rowid = "
+        "(SELECT id FROM memory_events WHERE session = 'other')",
+    )
+    assert indexed == [("FF61",)]

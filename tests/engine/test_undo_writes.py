@@ -215,6 +215,9 @@ def test_write_undo_can_be_turned_off(make_service: Callable[..., Service], db_p
     )
     with direct(db_path) as conn:
         assert conn.execute("SELECT count(*) FROM undo_changesets").fetchone() == (0,)
+    call = int(service.read_query("SELECT max(id) FROM query_log").splitlines()[1])
+    with pytest.raises(UndoRefused, match=r"kept no undo data \(--write-undo-keep is 0\)"):
+        service.undo(call)
 
 
 def refused(service: Service, db_path: Path, sql: str, *words: str) -> str:

@@ -1,8 +1,9 @@
 """Results as CSV: the format agents read most cheaply.
 
 Header row, RFC 4180 quoting (only where needed), NULL as an empty cell and the empty
-string as `""`, blobs as `x'hex'`, long cells cut with `…[+K chars]`, then one trailer
-line: `# N rows`, or `# N rows (truncated: row limit L)` / `(truncated: B bytes)`.
+string as `""`, blobs as `x'hex'`, TEXT that is not UTF-8 as `CAST(x'hex' AS TEXT)`, long
+cells cut with `…[+K chars]` (`…[+K bytes]` for those two), then one trailer line:
+`# N rows`, or `# N rows (truncated: row limit L)` / `(truncated: B bytes)`.
 
 Framing (engine/framing.py): a row's first cell is quoted when it would start like a server
 line (`#`, `ok:`, a fence tag), so no row starts like one; when a line that starts inside a
@@ -31,6 +32,7 @@ from sqlgate.engine.framing import (
     needs_fence,
 )
 from sqlgate.engine.limits import ResultCaps
+from sqlgate.engine.raw_text import RawText
 
 __all__ = [
     "BATCH_ROWS",
@@ -84,6 +86,8 @@ def csv_cell(value: Any, cell_chars: int) -> str:
         head = value[:shown].hex()
         rest = len(value) - min(len(value), shown)
         return f"x'{head}'" + (f"…[+{rest} bytes]" if rest else "")
+    if isinstance(value, RawText):  # TEXT that is not UTF-8: the SQL that makes it
+        return value.cell(cell_chars)
     text = repr(value) if isinstance(value, float) else str(value)
     if text == "":
         return '""'

@@ -26,6 +26,7 @@ from sqlgate.engine.limits import SQLITE_INT_MAX, SQLITE_INT_MIN, CallControl, D
 from sqlgate.engine.live_rules import NO_RULES, LiveRules
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import Tier
+from sqlgate.engine.raw_text import UnreadableText
 from sqlgate.engine.sqltext import has_more_statements
 from sqlgate.engine.tier_check import destructive_keeps
 from sqlgate.errors import (
@@ -49,6 +50,7 @@ __all__ = [
     "params_mismatch",
     "row_shadow",
     "run_statement",
+    "unreadable_text",
 ]
 
 Bindings = Sequence[Any] | Mapping[str, Any] | None
@@ -190,6 +192,7 @@ class RunContext:
     rules: LiveRules = NO_RULES  # the user's table rules on this connection's schema now
     recorder: PolicyRecorder = field(init=False)
     columns: list[str] = field(default_factory=list)  # result columns, known once prepared
+    statement: str = ""  # the statement's own text as SQLite split it, once prepared
 
     def __post_init__(self) -> None:
         self.recorder = PolicyRecorder(self.tier, self.protected, self.rules)
@@ -297,6 +300,24 @@ def _rewrite_watch(ctx: RunContext) -> Iterator[None]:
         ctx.conn.preupdate_hook(None, id="sqlgate-rewrite-guard")
 
 
+def unreadable_text(tier: Tier) -> UnreadableText:
+    """A value of the statement's result is TEXT that is not UTF-8. A read is read again as
+    bytes by its caller where it can be (`engine.raw_text`); this is the answer otherwise."""
+    if tier is Tier.READ:
+        return UnreadableText(
+            "the result holds text that is not valid UTF-8, which read_query shows as "
+            "CAST(x'…' AS TEXT) only in the rows of a SELECT, WITH or VALUES (read again as "
+            "bytes). Next: run the statement without EXPLAIN, read a PRAGMA through its table "
+            "function (SELECT * FROM pragma_table_info('t')), or select hex() of the text"
+        )
+    return UnreadableText(
+        "refused and rolled back: a row the statement returns (RETURNING) holds text that is "
+        "not valid UTF-8, which the answer cannot carry; nothing was changed. Next: send the "
+        "statement without RETURNING (or returning other columns), then read those rows with "
+        "read_query, which shows such text as CAST(x'…' AS TEXT)"
+    )
+
+
 def mass_rewrite(limit: int, undo: str = "rows") -> MassRewrite:
     """The refusal of a write_query statement that changes more than `limit` existing rows;
     `undo` is the --undo setting, which says what destructive_query keeps."""
@@ -333,6 +354,7 @@ def run_statement(
         if watch is not None and not watch.prepared(recorder, sql):
             return False  # the recorder holds the refusal
         recorder.running = True
+        ctx.statement = text
         try:
             ctx.columns = [name for name, _ in cursor.get_description()]
         except apsw.ExecutionCompleteError:
@@ -367,6 +389,8 @@ def run_statement(
         if isinstance(exc, apsw.BindingsError):
             raise params_mismatch(cursor.bindings_names, bindings) from None
         raise _translate(exc, ctx, sql) from None
+    except UnicodeDecodeError:  # a value (or a name) is TEXT that is not UTF-8
+        raise unreadable_text(ctx.tier) from None
     finally:
         cursor.close(True)
     if ctx.rewrite is not None and ctx.rewrite.count > ctx.rewrite.limit:

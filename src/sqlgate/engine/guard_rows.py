@@ -29,10 +29,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 import apsw
 
+from sqlgate.engine.changesets import read_changeset
 from sqlgate.engine.execute import row_shadow
 from sqlgate.engine.framing import abridged
 from sqlgate.engine.guard_schema import SchemaGuard
@@ -40,6 +42,7 @@ from sqlgate.engine.guarded_policy import changed_row_refusal, row_change_refuse
 from sqlgate.engine.live_rules import LiveRules
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import ROW_ACTIONS, Operation
+from sqlgate.engine.raw_text import RawText
 from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.errors import PolicyDenied
 
@@ -72,9 +75,21 @@ def _literal(value: object) -> str:
     """A key's value as SQL writes it (a key shown is never NULL)."""
     if isinstance(value, bytes):
         return abridged(f"x'{value.hex()}'")
+    if isinstance(value, RawText):  # TEXT that is not UTF-8: the SQL that makes it
+        return abridged(value.sql())
     if isinstance(value, str):
         return abridged("'" + value.replace("'", "''") + "'")
     return repr(value)
+
+
+def _marker(value: object) -> str:
+    """The placeholder of a value bound as `_bound` binds it."""
+    return "CAST(? AS TEXT)" if isinstance(value, RawText) else "?"
+
+
+def _bound(value: object) -> object:
+    """A value as it is bound: TEXT that is not UTF-8 as its bytes (`_marker` casts them)."""
+    return value.data if isinstance(value, RawText) else value
 
 
 def _named(names: list[str], row: tuple[Any, ...] | None) -> dict[str, Any] | None:
@@ -147,9 +162,12 @@ class _Words:
         for key in _unique_keys(self.conn, self.change.table):
             if not self._known(key):
                 continue
-            test = " AND ".join(f"{quote_identifier(column)} IS ?" for column in key)
+            test = " AND ".join(
+                f"{quote_identifier(column)} IS {_marker(self.values[column])}" for column in key
+            )
             sql = f"SELECT 1 FROM main.{table} WHERE {test} LIMIT 1"
-            if self.conn.execute(sql, [self.values[c] for c in key]).fetchone() is not None:
+            values = [_bound(self.values[column]) for column in key]
+            if self.conn.execute(sql, values).fetchone() is not None:
                 return self._shown(key)
         return None
 
@@ -174,13 +192,17 @@ def refuse_changed_rows(
     if not any(fold_name(op.target or "") in guarded for op in named):
         return  # no fact names a guarded table: the changeset holds none of their rows
     updated = {fold_name(op.target or "") for op in named if op.action == "UPDATE"}
-    for change in apsw.Changeset.iter(changeset):
+    for at, change in enumerate(apsw.Changeset.iter(changeset)):
         if not row_change_refused(change.name, change.op, rules):
             continue
         action = change.op
         if action == "UPDATE" and fold_name(change.name) not in updated:
             action = "DELETE"  # no UPDATE of it: a REPLACE put a new row under the old key
-        row = change.new if change.op == "INSERT" else change.old
+        try:
+            row = change.new if change.op == "INSERT" else change.old
+        except UnicodeDecodeError:  # TEXT that is not UTF-8: the changeset's own reader
+            found = next(islice(read_changeset(changeset), at, None))
+            row = found.new if change.op == "INSERT" else found.old
         assert row is not None  # a changeset gives each change's row
         names = _columns(conn, change.name, (0,))
         by_rowid = len(row) == len(names) + 1  # a table without a PRIMARY KEY
@@ -291,7 +313,10 @@ class RowWatch:
         shown = ", ".join(quote_identifier(column) for column in values)
         table = quote_identifier(change.table)
         found = self.conn.execute(f"SELECT {shown} FROM main.{table} WHERE {where}", args)
-        row = found.fetchone()
+        try:
+            row = found.fetchone()
+        except UnicodeDecodeError:  # the row now holds TEXT that is not UTF-8: not as it was
+            return None  # (`values`, read by the hook, hold none: the hook reads no such row)
         return None if row is None else tuple(row)
 
     def _put_back(self, change: RowChange) -> bool:

@@ -36,6 +36,7 @@ from sqlgate.engine.preflight import (
     drop_if_exists,
     inspect_statement,
 )
+from sqlgate.engine.raw_text import UnreadableText, raw_rows, raw_select, text_codec
 from sqlgate.engine.snapshots import rotate_snapshots, take_snapshot
 from sqlgate.engine.sqltext import has_more_statements
 from sqlgate.engine.tier_check import check_tier
@@ -60,6 +61,8 @@ from sqlgate.errors import InvalidArgument, PolicyDenied, QueryTimeout
 __all__ = ["Outcome", "SqlTiers"]
 
 DML_KINDS = frozenset({"INSERT", "REPLACE", "UPDATE", "DELETE"})
+# the reads that can be read again with TEXT as bytes: a SELECT can wrap them
+REREAD_KINDS = frozenset({"SELECT", "WITH", "VALUES"})
 INSERT_KINDS = frozenset({"INSERT", "REPLACE"})
 Snapshotter = Callable[[], Path]
 MIB = 1024 * 1024
@@ -179,20 +182,47 @@ class SqlTiers:
                 rows: Iterator[Sequence[Any]] = iter(cursor)
                 return render_csv(ctx.columns, rows, self.caps, wanted)
 
-            result = with_hidden(run_statement(ctx, text, bindings, consume), ctx)
+            try:
+                result = with_hidden(run_statement(ctx, text, bindings, consume), ctx)
+            except UnreadableText:
+                if statement.kind not in REREAD_KINDS or not (ctx.statement and ctx.columns):
+                    raise  # an EXPLAIN, a PRAGMA, or a name (not a value) that is not UTF-8
+                result = self._reread(ctx, bindings, wanted)
         detail = {"kind": statement.kind}
         if result.truncated:
             detail["truncated"] = result.truncated
         return Outcome(result.text, result.rows, detail)
 
+    def _reread(self, first: RunContext, bindings: Bindings, wanted: int) -> CsvResult:
+        """The read again, when a value was TEXT that is not UTF-8: the same statement,
+        wrapped to hand TEXT over as bytes (`engine.raw_text.raw_select`), under the same
+        policy, deadline and caps; such text is shown as `CAST(x'…' AS TEXT)`."""
+        conn = first.conn
+        ctx = RunContext(
+            conn, Tier.READ, first.protected, first.deadline, first.control, rules=first.rules
+        )
+        columns, codec = first.columns, text_codec(conn)
+
+        def consume(cursor: apsw.Cursor) -> CsvResult:
+            return render_csv(columns, raw_rows(cursor, codec), self.caps, wanted)
+
+        sql = raw_select(first.statement, len(columns))
+        return with_hidden(run_statement(ctx, sql, bindings, consume), ctx)
+
     # -- write and destructive ----------------------------------------------------------
     def collect(self, ctx: RunContext, cursor: apsw.Cursor) -> CsvResult | None:
         """Run the statement to its end; RETURNING rows are rendered as they stream past,
-        so only what fits the caps is ever held, however many rows the statement returns."""
+        so only what fits the caps is ever held, however many rows the statement returns.
+        A row beyond them that holds TEXT that is not UTF-8 is passed over like the rest."""
         rows: Iterator[Sequence[Any]] = iter(cursor)
         result = render_csv(ctx.columns, rows, self.caps, self.caps.rows) if ctx.columns else None
-        for _ in rows:
-            pass  # the rest of a RETURNING statement's rows: run to the end, keep nothing
+        while True:
+            try:
+                for _ in rows:
+                    pass  # the rest of a RETURNING statement's rows: run to the end, keep nothing
+                break
+            except UnicodeDecodeError:
+                continue  # apsw moved past that row, and nothing of it is shown
         return None if result is None else with_hidden(result, ctx)
 
     def _apply(

@@ -31,6 +31,7 @@ from typing import Protocol
 
 import apsw
 
+from sqlgate.engine.raw_text import RawText, with_raw_text
 from sqlgate.engine.restore_members import carry_members
 from sqlgate.engine.restore_plan import CARRIED_TABLES, RestorePlan, has_table, scalar
 from sqlgate.engine.schema import migrate
@@ -76,10 +77,12 @@ def _carry_events(conn: apsw.Connection) -> int:
     """memory_events by id, and a full-text row for each (as the chain writes them)."""
     if not (has_table(conn, "memory_events") and has_table(conn, "memory_events", "before")):
         return 0
-    carried = conn.execute(
+    sql = (
         "SELECT id, content, tags FROM before.memory_events "
         "WHERE id NOT IN (SELECT id FROM main.memory_events) ORDER BY id"
-    ).fetchall()
+    )
+    # another program may have stored bytes that are not UTF-8 (`engine.raw_text`)
+    carried = with_raw_text(lambda rows: list(rows(conn, sql, 3, [()])))
     _carry_by_id(conn, "memory_events")
     for event_id, content, tags in carried:
         try:
@@ -87,9 +90,12 @@ def _carry_events(conn: apsw.Connection) -> int:
         except ValueError:
             words = []
         text = " ".join(str(word) for word in words) if isinstance(words, list) else ""
+        value, cast = (
+            (content.data, "CAST(? AS TEXT)") if isinstance(content, RawText) else (content, "?")
+        )
         conn.execute(
-            "INSERT INTO memory_events_fts (rowid, content, tags) VALUES (?, ?, ?)",
-            (event_id, content, text),
+            f"INSERT INTO memory_events_fts (rowid, content, tags) VALUES (?, {cast}, ?)",
+            (event_id, value, text),
         )
     return len(carried)
 

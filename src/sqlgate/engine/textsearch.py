@@ -20,7 +20,7 @@ missed or reported in part; shorter matches are found exactly as one pass would.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,7 @@ from sqlgate.engine.limits import CallControl, Deadline
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import Tier
 from sqlgate.engine.queries import Outcome, SqlTiers
+from sqlgate.engine.raw_text import RawText, UnreadableText, raw_rows, raw_select, text_codec
 from sqlgate.engine.sqltext import check_condition, quote_identifier
 from sqlgate.errors import InvalidArgument, PolicyDenied, QueryTimeout
 
@@ -173,6 +174,14 @@ def _snippet(data: bytes, start: int, end: int, context: int) -> str:
     return ("…" if more_left else "") + shown + ("…" if more_right else "")
 
 
+def _searched(value: object) -> str:
+    """A value that is not text, as the text searched: a number as Python spells it, TEXT
+    that is not UTF-8 with each byte that is not as U+FFFD (the snippet shows it so)."""
+    if isinstance(value, RawText):
+        return value.text()
+    return str(value)
+
+
 class TextSearch:
     def __init__(self, tiers: SqlTiers) -> None:
         self.tiers = tiers
@@ -286,20 +295,22 @@ class TextSearch:
         out_of_time = (
             f"the {deadline.seconds:g} s time limit (--query-timeout) {{where}}; more may match"
         )
+        # how rows are read: as apsw reads them, or again with TEXT as bytes (raw_rows)
+        reading: list[Callable[[apsw.Cursor], Iterator[Sequence[Any]]]] = [iter]
 
         def consume(cursor: apsw.Cursor) -> None:
             """Read rows until the result is full: at `limit` matches, or when the next
             match would not fit the byte cap. Nothing more could be shown, so the rest of
             the table is not read just to count (the totals then say so). The deadline
             stops it too, between rows and between windows of a cell."""
-            for row in cursor:
+            for row in reading[0](cursor):
                 state["scanned"] += 1
                 row_matched = False
                 for column, value in zip(columns, row[1:], strict=False):
                     if not isinstance(value, str):
                         if value is None or isinstance(value, bytes):
                             continue
-                        value = str(value)
+                        value = _searched(value)
                     data = value.encode("utf-8", "surrogatepass")
                     if len(data) <= window and search(data) is None:
                         continue  # one RE2 call settles a short cell without a match
@@ -345,7 +356,19 @@ class TextSearch:
             if request.where is not None:
                 ctx.sent = ("where", request.where)
             try:
-                run_statement(ctx, sql, bindings, consume)
+                try:
+                    run_statement(ctx, sql, bindings, consume)
+                except UnreadableText:  # TEXT that is not UTF-8: the scan again, such as bytes
+                    state.update(matches=0, rows=0, scanned=0, bytes=len(header.encode()))
+                    del lines[1:], stopped[:]
+                    codec = text_codec(conn)
+                    reading[0] = lambda cursor: raw_rows(cursor, codec)
+                    again = RunContext(
+                        conn, Tier.READ, self.db.protected, deadline, control, sent=ctx.sent,
+                        rules=ctx.rules,
+                    )  # fmt: skip
+                    raw = raw_select(ctx.statement, 1 + len(columns))
+                    run_statement(again, raw, bindings, consume)
             except QueryTimeout:
                 if control.cancelled or not state["scanned"]:
                     raise  # nothing to show: the statement itself is too slow, as in read_query

@@ -27,8 +27,10 @@ from dataclasses import dataclass
 
 import apsw
 
+from sqlgate.engine.changesets import holds_raw_text, outline
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.policy import Operation
+from sqlgate.engine.raw_text import text_codec
 from sqlgate.engine.undo_checks import TableShape, Updates, row_digests, table_shape
 
 __all__ = [
@@ -171,17 +173,9 @@ class Summary:
 
 
 def summarize(changeset: bytes) -> Summary:
-    tables: dict[str, None] = {}
-    updates: Updates = {}
-    count = rewrites = 0
-    for change in apsw.Changeset.iter(changeset):
-        tables.setdefault(change.name, None)
-        count += 1
-        if change.op != "INSERT":
-            rewrites += 1
-            if change.op == "UPDATE" and change.old is not None:
-                updates.setdefault(change.name, []).append(change.old)
-    return Summary(tuple(tables), count, rewrites, updates)
+    """Read `changeset` once (`engine.changesets.outline`: any TEXT, UTF-8 or not)."""
+    read = outline(changeset)
+    return Summary(read.tables, read.changes, read.rewrites, read.updates)
 
 
 def _shapes(
@@ -206,6 +200,14 @@ class ShapeCache:
         self._version: int | None = None
         self._shapes: dict[str, TableShape | None] = {}
         self._json: dict[tuple[str, ...], str] = {}
+        self._codec: str | None = None
+
+    def codec(self, conn: apsw.Connection) -> str:
+        """The codec of the database's text, read once (a file's encoding never changes
+        once it holds a table)."""
+        if self._codec is None:
+            self._codec = text_codec(conn)
+        return self._codec
 
     def rows_json(
         self, tables: tuple[str, ...], rows: Callable[[], list[tuple[str, int, int, str]]]
@@ -252,6 +254,13 @@ def store_changeset(
     Format 2: data, shapes and row states go in the changeset's own row when each fits in
     one chunk, else in undo_chunks, undo_table_shapes and undo_row_states."""
     read = summary
+    if shapes.codec(conn) != "utf-8" and holds_raw_text(changeset):
+        # the session hands a UTF-16 database's text over as UTF-8: a lone surrogate becomes
+        # bytes that SQLite turns into U+FFFD when the changeset is applied
+        raise UndoFallback(
+            "a changed row holds text that is not valid UTF-16 (a lone surrogate), which the "
+            "changeset of a UTF-16 database cannot give back exactly"
+        )
     shaped = _shapes(conn, read.tables, shapes)
     # a table without a declared key whose columns take all three of the rowid's names: the
     # session extension cannot read its rows by rowid either, and records an UPDATE there as

@@ -18,12 +18,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any
 
 import apsw
 
+from sqlgate.engine.changesets import outline
 from sqlgate.engine.names import fold_name
+from sqlgate.engine.raw_text import RawText, RowReader, with_raw_text
 from sqlgate.engine.sqltext import quote_identifier
 
 __all__ = [
@@ -176,6 +180,9 @@ class _Lookup:
     sql: str  # SELECT key columns, then *
     rows_sql: str  # SELECT *
     positions: tuple[int, ...]  # the key's columns in the changeset's order
+    width: int  # how many columns `SELECT *` gives
+    names: tuple[str, ...]  # the key columns as the SQL names them
+    table: str  # main."name"
 
     def key(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
         return tuple(values[at] for at in self.positions)
@@ -185,6 +192,33 @@ class _Lookup:
             (at,) = self.positions
             return [(old[at],) for old in olds]
         return [self.key(old) for old in olds]
+
+    def read(
+        self, conn: apsw.Connection, rows: RowReader, keys: list[tuple[Any, ...]], *, keyed: bool
+    ) -> Iterator[tuple[Any, ...]]:
+        """The rows of `keys`, in their order, the key first when `keyed`. A key value that
+        is TEXT but not UTF-8 (`RawText`) is bound as its bytes, cast to TEXT."""
+        width = self.width + (len(self.positions) if keyed else 0)
+        if not any(isinstance(value, RawText) for key in keys for value in key):
+            return rows(conn, self.sql if keyed else self.rows_sql, width, keys)
+        return self._read_raw(conn, rows, keys, keyed, width)
+
+    def _read_raw(
+        self,
+        conn: apsw.Connection,
+        rows: RowReader,
+        keys: list[tuple[Any, ...]],
+        keyed: bool,
+        width: int,
+    ) -> Iterator[tuple[Any, ...]]:
+        head = f"{', '.join(self.names)}, " if keyed else ""
+        for casts, run in groupby(keys, key=lambda key: tuple(isinstance(v, RawText) for v in key)):
+            test = " AND ".join(
+                f"{name} = CAST(? AS TEXT)" if casts[at] else f"{name} = ?"
+                for at, name in enumerate(self.names)
+            )
+            bound = [tuple(v.data if isinstance(v, RawText) else v for v in key) for key in run]
+            yield from rows(conn, f"SELECT {head}* FROM {self.table} WHERE {test}", width, bound)
 
 
 def _lookup(shape: TableShape) -> _Lookup | None:
@@ -199,15 +233,18 @@ def _lookup(shape: TableShape) -> _Lookup | None:
         plain = [column for column in shape.columns if not column[3]]
         positions = tuple(at for at, column in enumerate(plain) if column[2])
         keys = [quote_identifier(plain[at][0]) for at in positions]
-    rows = f"* FROM main.{quote_identifier(shape.name)} WHERE " + " AND ".join(
-        f"{key} = ?" for key in keys
+    table = f"main.{quote_identifier(shape.name)}"
+    rows = f"* FROM {table} WHERE " + " AND ".join(f"{key} = ?" for key in keys)
+    width = sum(1 for column in shape.columns if column[3] != 1)  # 1: a virtual table's hidden
+    return _Lookup(
+        f"SELECT {', '.join(keys)}, {rows}", f"SELECT {rows}", positions, width, tuple(keys), table
     )
-    return _Lookup(f"SELECT {', '.join(keys)}, {rows}", f"SELECT {rows}", positions)
 
 
 def _digest(row: tuple[Any, ...]) -> bytes:
     """Format 1: 16 bytes naming a row's values and their types: text and blobs by length
-    and bytes, numbers and NULL by their Python spelling (the same on every Python version)."""
+    and bytes, numbers and NULL by their Python spelling (the same on every Python version);
+    TEXT that is not UTF-8 (`RawText`) by length and bytes under a tag of its own."""
     digest = hashlib.blake2b(digest_size=DIGEST_BYTES)
     for value in row:
         if isinstance(value, bytes):
@@ -217,6 +254,9 @@ def _digest(row: tuple[Any, ...]) -> bytes:
             data = value.encode("utf-8", "surrogatepass")
             digest.update(b"s%d:" % len(data))
             digest.update(data)
+        elif isinstance(value, RawText):  # TEXT that is not UTF-8: its own tag
+            digest.update(b"t%d:" % len(value.data))
+            digest.update(value.data)
         else:  # int, float, None: "5", "5.0", "None", never holding ";"
             digest.update(repr(value).encode("ascii") + b";")
     return digest.digest()
@@ -226,7 +266,9 @@ def _digest_ascii(row: tuple[Any, ...]) -> bytes:
     """Format 2: 16 bytes of the row's `ascii()` text, one C call where format 1 makes a few
     per value. A tuple of text, bytes, int, float and None spells each value with its type
     (`'5'`, `b'5'`, `5`, `5.0`, `None`), floats exactly (shortest round-trip repr) and every
-    non-ASCII character as an escape, so no Unicode table of the running Python enters it."""
+    non-ASCII character as an escape, so no Unicode table of the running Python enters it.
+    TEXT that is not UTF-8 spells itself `CAST(x'ff61' AS TEXT)` (`RawText`'s repr), like no
+    other value."""
     return hashlib.blake2b(ascii(row).encode("ascii"), digest_size=DIGEST_BYTES).digest()
 
 
@@ -241,11 +283,7 @@ def row_digest(row: tuple[Any, ...]) -> bytes:
 
 def _updates(changeset: bytes) -> dict[str, list[tuple[Any, ...]]]:
     """The old values of each UPDATE in the changeset, by table, in changeset order."""
-    found: dict[str, list[tuple[Any, ...]]] = {}
-    for change in apsw.Changeset.iter(changeset):
-        if change.op == "UPDATE" and change.old is not None:
-            found.setdefault(change.name, []).append(change.old)
-    return found
+    return outline(changeset).updates
 
 
 def row_digests(
@@ -259,14 +297,24 @@ def row_digests(
     """The digest of every row an UPDATE in `changeset` left (call it right after the
     statement, in its transaction); None when a table's rows cannot be looked up.
     `updates`: the changeset's UPDATEs as `_updates` reads them, when already read."""
-    digest = DIGESTS[format]
+    found = _updates(changeset) if updates is None else updates
+    return with_raw_text(lambda rows: _row_digests(conn, found, shapes, DIGESTS[format], rows))
+
+
+def _row_digests(
+    conn: apsw.Connection,
+    updates: Updates,
+    shapes: dict[str, TableShape],
+    digest: Callable[[tuple[Any, ...]], bytes],
+    rows: RowReader,
+) -> bytes | None:
     out = bytearray()
-    for table, olds in (_updates(changeset) if updates is None else updates).items():
+    for table, olds in updates.items():
         lookup = _lookup(shapes[fold_name(table)])
         if lookup is None:
             return None
         before = len(out)
-        for row in conn.cursor().executemany(lookup.rows_sql, lookup.keys(olds)):
+        for row in lookup.read(conn, rows, lookup.keys(olds), keyed=False):
             out += digest(row)
         if len(out) - before != len(olds) * DIGEST_BYTES:
             return None  # never: an UPDATE's row exists at the end of the statement
@@ -282,19 +330,34 @@ def changed_rows(
 ) -> list[Conflict]:
     """Each row an UPDATE in `changeset` changed that is gone or differs, in any column,
     from the state the call left it in (`digests`, from `row_digests`, in the same order)."""
+    updates = _updates(changeset)
     digest_of = DIGESTS[format]
+    return with_raw_text(
+        lambda rows: _changed_rows(conn, updates, shapes, digests, digest_of, rows)
+    )
+
+
+def _changed_rows(
+    conn: apsw.Connection,
+    updates: Updates,
+    shapes: dict[str, TableShape],
+    digests: bytes,
+    digest_of: Callable[[tuple[Any, ...]], bytes],
+    rows: RowReader,
+) -> list[Conflict]:
     conflicts: list[Conflict] = []
     at = 0
-    for table, olds in _updates(changeset).items():
+    for table, olds in updates.items():
         lookup = _lookup(shapes[fold_name(table)])
         if lookup is None:
             return [Conflict("SCHEMA", table, (), "its rows have no key the undo can read")]
         width = len(lookup.positions)
+        keys = lookup.keys(olds)
         now = {
             tuple(row[:width]): digest_of(tuple(row[width:]))
-            for row in conn.cursor().executemany(lookup.sql, lookup.keys(olds))
+            for row in lookup.read(conn, rows, keys, keyed=True)
         }
-        for key in lookup.keys(olds):
+        for key in keys:
             # a key that reads back otherwise (another case under NOCASE, say) counts as gone
             digest = now.get(key)
             if digest is None:

@@ -32,6 +32,7 @@ import apsw
 
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.preflight import inspect_statement
+from sqlgate.engine.raw_text import RowReader, with_raw_text
 from sqlgate.engine.sqltext import has_more_statements, quote_identifier
 from sqlgate.engine.undo_checks import Conflict, TableShape, row_digest, table_shape
 from sqlgate.engine.undo_ddl_checks import (
@@ -94,34 +95,42 @@ def schema_facts(conn: apsw.Connection) -> SchemaFacts:
     return SchemaFacts(schema_rows(conn), keys)
 
 
-def _ordered(shape: TableShape) -> str:
+def _ordered(shape: TableShape) -> tuple[str, int]:
     """A SELECT of every row of the table in an order that its content alone decides: by
     rowid (read with the row), or by primary key under BINARY (unique under its own
     collation, so unique under BINARY too). When columns take all three of the rowid's names,
-    a scan of the table's own b-tree (NOT INDEXED) reads in rowid order all the same."""
+    a scan of the table's own b-tree (NOT INDEXED) reads in rowid order all the same.
+    With it, how many columns it gives."""
     table = f"main.{quote_identifier(shape.name)}"
+    width = sum(1 for column in shape.columns if column[3] != 1)  # 1: a virtual table's hidden
     if shape.without_rowid:
         keys = [column[0] for column in shape.columns if column[2]]
         order = ", ".join(f"{quote_identifier(name)} COLLATE BINARY" for name in keys)
-        return f"SELECT * FROM {table} ORDER BY {order}"
+        return f"SELECT * FROM {table} ORDER BY {order}", width
     rowid = shape.rowid_name()
     if rowid is None:
-        return f"SELECT * FROM {table} NOT INDEXED"
-    return f"SELECT {rowid}, * FROM {table} ORDER BY {rowid}"
+        return f"SELECT * FROM {table} NOT INDEXED", width
+    return f"SELECT {rowid}, * FROM {table} ORDER BY {rowid}", width + 1
 
 
 def table_digest(conn: apsw.Connection, name: str) -> tuple[int, str]:
     """How many rows table `name` of "main" holds, and a digest of them all: every column's
-    value and type (`undo_checks`' row digest), and the rowid where the table has one."""
+    value and type (`undo_checks`' row digest), and the rowid where the table has one. TEXT
+    that is not UTF-8 is read as its bytes (`engine.raw_text`), with a digest of its own."""
     shape = table_shape(conn, name)
     if shape is None:
         raise ValueError(f"no table {name}")
-    total = hashlib.sha256()
-    count = 0
-    for row in conn.execute(_ordered(shape)):
-        total.update(row_digest(tuple(row)))
-        count += 1
-    return count, total.hexdigest()
+    sql, width = _ordered(shape)
+
+    def digest(rows: RowReader) -> tuple[int, str]:
+        total = hashlib.sha256()
+        count = 0
+        for row in rows(conn, sql, width, [()]):
+            total.update(row_digest(row))
+            count += 1
+        return count, total.hexdigest()
+
+    return with_raw_text(digest)
 
 
 def _replaced(new: list[SchemaRow], gone: list[SchemaRow]) -> dict[str, str | None] | None:

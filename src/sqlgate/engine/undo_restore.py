@@ -23,6 +23,7 @@ from typing import Any
 import apsw
 
 from sqlgate.engine.audit import utc_timestamp
+from sqlgate.engine.changesets import Change, outline, read_changeset
 from sqlgate.engine.commands import db_option, list_calls, shell_word
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.database import Database
@@ -114,14 +115,46 @@ def _shown(conflicts: list[Conflict]) -> str:
     return shown + (f"; and {more} more" if more > 0 else "")
 
 
-def _conflict(kind: int, change: apsw.TableChange) -> Conflict:
+class _Unread:
+    """A row SQLite reported that apsw cannot read (it holds TEXT that is not UTF-8), on a
+    constraint: SQLite checks those again after the other rows, when no position names it."""
+
+    def __repr__(self) -> str:
+        return "one that holds text that is not UTF-8"
+
+
+def _conflict(kind: int, change: apsw.TableChange, offered: Callable[[], Change]) -> Conflict:
+    """The conflict SQLite reported on `change`; `offered()`: the change of the inverse
+    SQLite offered last, read when apsw cannot read the row (TEXT that is not UTF-8)."""
     name = _CONFLICT_NAMES.get(kind, f"UNKNOWN_{kind}")
     if name == "FOREIGN_KEY":
         return Conflict(name, "", (change.fk_conflicts,))
-    row = change.old if change.op in ("UPDATE", "DELETE") else change.new
+    before = change.op in ("UPDATE", "DELETE")
+    try:
+        row = change.old if before else change.new
+    except UnicodeDecodeError:
+        # DATA, NOTFOUND and CONFLICT come as SQLite applies the change it offered last; a
+        # CONSTRAINT when it tries the rows it put aside again, after all the others
+        if name == "CONSTRAINT":
+            return Conflict(name, change.name, (_Unread(),))
+        found = offered()
+        row = found.old if before else found.new
     flags = change.pk_columns or set()
     key = tuple(row[i] for i in sorted(flags)) if row is not None else ()
     return Conflict(name, change.name, key)
+
+
+class _Changes:
+    """A changeset's changes by position, read (`engine.changesets`) only when asked."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._read: list[Change] | None = None
+
+    def at(self, position: int) -> Change:
+        if self._read is None:
+            self._read = list(read_changeset(self._data))
+        return self._read[position]
 
 
 def _detail(text: object) -> dict[str, Any]:
@@ -303,7 +336,8 @@ class UndoRestore:
                 f"{self._db}`)"
             )
         conflicts: list[Conflict] = []
-        for name in dict.fromkeys(change.name for change in apsw.Changeset.iter(kept.data)):
+        read = outline(kept.data)
+        for name in read.tables:
             if fold_name(name) in self.db.protected:
                 continue  # server tables are never written by an undo
             recorded = shapes.get(fold_name(name))
@@ -315,8 +349,7 @@ class UndoRestore:
                 conflicts.append(Conflict("SCHEMA", name, (), reason))
         if conflicts:
             return conflicts
-        updates = sum(1 for change in apsw.Changeset.iter(kept.data) if change.op == "UPDATE")
-        if len(kept.digests) != updates * DIGEST_BYTES:
+        if len(kept.digests) != read.update_count * DIGEST_BYTES:
             raise UndoConflict(
                 f"undo of {target.label} refused: the row states kept with changeset "
                 f"{changeset_id} are incomplete. Nothing was undone. Next: restore the rows by "
@@ -329,17 +362,22 @@ class UndoRestore:
         conflicts: list[Conflict] = []
         inverse = apsw.Changeset.invert(data)
         expected: Counter[str] = Counter(
-            change.name
-            for change in apsw.Changeset.iter(inverse)
-            if fold_name(change.name) not in self.db.protected
+            {
+                name: rows
+                for name, rows in outline(inverse).rows.items()
+                if fold_name(name) not in self.db.protected
+            }
         )
         offered: Counter[str] = Counter()
+        position = [-1]  # which change of the inverse SQLite offered last
+        changes = _Changes(inverse)
 
         def record(kind: int, change: apsw.TableChange) -> int:
-            conflicts.append(_conflict(kind, change))
+            conflicts.append(_conflict(kind, change, lambda: changes.at(position[0])))
             return int(apsw.SQLITE_CHANGESET_OMIT)  # keep looking; all is rolled back after
 
         def agent_table(change: apsw.TableChange) -> bool:
+            position[0] += 1
             if fold_name(change.name) in self.db.protected:
                 return False  # server tables are never written by an undo
             offered[change.name] += 1

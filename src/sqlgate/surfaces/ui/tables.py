@@ -18,6 +18,7 @@ from sqlgate.engine.introspect import schema_objects
 from sqlgate.engine.limits import CallControl, Deadline, watched
 from sqlgate.engine.live_rules import LiveRules
 from sqlgate.engine.policy import Tier
+from sqlgate.engine.raw_text import raw_rows, raw_select, text_codec
 from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.errors import QueryTimeout
 from sqlgate.surfaces.ui.console import Console
@@ -78,20 +79,47 @@ def _read(
 ) -> tuple[list[str], list[tuple[Any, ...]], list[str]]:
     """(columns, rows, hidden columns) of the page's SELECT. With hidden columns in force it
     is read as the agent reads it: under the read tier's authorizer (prepared uncached, as
-    the authorizer is asked only when a statement is prepared), a hidden column as NULL."""
+    the authorizer is asked only when a statement is prepared), a hidden column as NULL.
+    When a value is TEXT that is not UTF-8 the page is read again with such text as bytes
+    (`engine.raw_text`): it shows as `CAST(x'…' AS TEXT)`, as read_query shows it."""
     settings = console.settings
+    described: list[str] = []
     with watched(conn, Deadline(settings.query_timeout), CallControl()):
-        if not (live.hidden or live.sealed):
-            cursor = conn.execute(sql, params)
-            return [d[0] for d in cursor.getdescription()][1:], list(cursor), []
-        recorder = PolicyRecorder(Tier.READ, console.service.db.protected, live)
-        with recording(conn, recorder):
-            cursor = conn.cursor()
-            cursor.execute(sql, params, can_cache=False)
-            columns = [d[0] for d in cursor.getdescription()][1:]
-            fetched = list(cursor)
-        hidden = [f"{live.name_of(table)}.{column}" for table, column in recorder.hidden_reads]
-        return columns, fetched, sorted(set(hidden))
+        try:
+            return _fetch(console, conn, live, (sql, params), described, None)
+        except UnicodeDecodeError:
+            again = (raw_select(sql, len(described)), params)
+            return _fetch(console, conn, live, again, described, text_codec(conn))
+
+
+def _fetch(
+    console: Console,
+    conn: apsw.Connection,
+    live: LiveRules,
+    statement: tuple[str, tuple[Any, ...]],
+    described: list[str],
+    codec: str | None,
+) -> tuple[list[str], list[tuple[Any, ...]], list[str]]:
+    """`_read`'s rows of one statement: as apsw reads them (`codec` None, and `described`
+    gets the columns), or those of a `raw_select` with its TEXT decoded with `codec`."""
+
+    def rows(cursor: apsw.Cursor) -> list[tuple[Any, ...]]:
+        if codec is not None:
+            return list(raw_rows(cursor, codec))
+        described[:] = [d[0] for d in cursor.getdescription()]
+        return list(cursor)
+
+    sql, params = statement
+    if not (live.hidden or live.sealed):
+        fetched = rows(conn.execute(sql, params))
+        return described[1:], fetched, []
+    recorder = PolicyRecorder(Tier.READ, console.service.db.protected, live)
+    with recording(conn, recorder):
+        cursor = conn.cursor()
+        cursor.execute(sql, params, can_cache=False)
+        fetched = rows(cursor)
+    hidden = [f"{live.name_of(table)}.{column}" for table, column in recorder.hidden_reads]
+    return described[1:], fetched, sorted(set(hidden))
 
 
 def rows_page(console: Console, query: Mapping[str, str]) -> Page | None:
