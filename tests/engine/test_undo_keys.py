@@ -230,6 +230,54 @@ def test_the_refusal_names_the_table_its_key_and_the_next_steps(keys: Service) -
     )
 
 
+@pytest.mark.parametrize(
+    ("sql", "made"),
+    [
+        pytest.param("INSERT INTO named (v) VALUES ('new')", True, id="insert-without-a-key"),
+        pytest.param("INSERT INTO paired (a, v) VALUES ('y', x'03')", True, id="insert-half-a-key"),
+        pytest.param("UPDATE counted SET n = NULL WHERE n = 1", True, id="a-key-set-to-null"),
+        pytest.param("INSERT INTO notes (body) VALUES (NULL)", True, id="a-trigger-inserts-one"),
+        pytest.param(
+            "UPDATE counted SET n = CASE WHEN n IS NULL THEN 5 END WHERE v > 0",
+            True,
+            id="keys-swapped-as-many-null-as-before",
+        ),
+        pytest.param(
+            "INSERT INTO unnamed (rowid, v) VALUES (NULL, 'second')",
+            True,
+            id="rows-no-rowid-names-one-more",
+        ),
+        pytest.param(
+            "UPDATE unnamed SET v = 'changed' WHERE rowid IS NULL",
+            False,
+            id="rows-no-rowid-names-one-changed",
+        ),
+        pytest.param(
+            "UPDATE counted SET v = 0 WHERE n IS NULL", False, id="update-an-existing-one"
+        ),
+        pytest.param("UPDATE named SET k = 'b' WHERE k IS NULL", False, id="give-one-a-key"),
+        pytest.param(
+            "INSERT OR REPLACE INTO named VALUES ('z', 2, 'r')", False, id="replace-deletes-one"
+        ),
+    ],
+)
+def test_a_statement_that_makes_a_null_key_is_told_to_give_it_a_value(
+    keys: Service, db_path: Path, sql: str, made: bool
+) -> None:
+    """A row the statement itself leaves with a NULL key: the statement can name the key
+    (and keep its undo); a row that already had one can only get a key through
+    destructive_query."""
+    with direct(db_path) as conn:  # its columns take every name of the rowid
+        conn.execute("CREATE TABLE unnamed (rowid TEXT PRIMARY KEY, _rowid_, oid, v)")
+        conn.execute("INSERT INTO unnamed (v) VALUES ('first')")
+    with pytest.raises(NotUndoable) as refused:
+        keys.write_query(sql)
+    text = str(refused.value)
+    assert ("a value in the statement itself" in text) is made
+    assert "Run it with destructive_query" in text or "run it with destructive_query" in text
+    assert "itself such a change, so through destructive_query" in text
+
+
 def test_the_issue_s_example_keeps_undo_for_every_other_table(
     make_service: Callable[..., Service], db_path: Path
 ) -> None:

@@ -73,15 +73,23 @@ class NullableKey:
     def rows(self, conn: apsw.Connection) -> Rows:
         return Counter(tuple(row) for row in conn.execute(self.probe))
 
-    def fallback(self) -> UndoFallback:
+    def fallback(self, made: bool) -> UndoFallback:
+        """Why the call cannot keep its undo; `made`: it left a row with a NULL key that
+        was not there before (its own statement can give the key a value instead)."""
         keys = ", ".join(self.keys)
         test = " OR ".join(f"{quote_identifier(key)} IS NULL" for key in self.keys)
+        first = (
+            f"Give {keys} a value in the statement itself (every row it writes needs one), "
+            "and write_query keeps its undo; or r"
+            if made
+            else "R"
+        )
         return UndoFallback(
             f"it changes a row of {self.table} whose PRIMARY KEY ({keys}) holds NULL, which a "
             "changeset skips (SQLite lets a key other than an INTEGER PRIMARY KEY hold NULL)",
-            f"{SNAPSHOT_ADVICE}. To make such rows undoable, give each a key (UPDATE "
-            f"{quote_identifier(self.table)} SET ... WHERE {test}: itself such a change, so "
-            "through destructive_query)",
+            f"{first}{SNAPSHOT_ADVICE[1:]}. To make such rows undoable, give each a key "
+            f"(UPDATE {quote_identifier(self.table)} SET ... WHERE {test}: itself such a "
+            "change, so through destructive_query)",
         )
 
 
@@ -114,5 +122,13 @@ class NullKeyWatch:
         """`UndoFallback` when the statement changed a row whose key holds NULL, before or
         after it ran."""
         for key, rows in self._before.items():
-            if key.rows(self._conn) != rows:
-                raise key.fallback()
+            after = key.rows(self._conn)
+            if after != rows:
+                raise key.fallback(made=_made(rows, after))
+
+
+def _made(before: Rows, after: Rows) -> bool:
+    """Whether `after` holds a row with a NULL key that `before` did not: a rowid new to
+    the set (inserted, or its key set to NULL), or more rows where rowids are not named."""
+    known = {row[0] for row in before}
+    return any(row[0] not in known for row in after) or after.total() > before.total()
