@@ -205,8 +205,7 @@ class ClaimStore:
         if isinstance(value, str) and len(value) > limit:  # a fixed limit, not --max-event-chars
             raise InvalidArgument(
                 f"{name} is {counted(len(value), 'character')}, over the limit of {limit} for "
-                "claims; "
-                "say it shorter and keep the detail in a memory event (evidence)"
+                "claims; say it shorter and keep the detail in a memory event (evidence)"
             )
         text = " ".join(text_field(value, name, limit).split())
         redacted = self.redactor.redact(text)

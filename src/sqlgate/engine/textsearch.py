@@ -323,8 +323,7 @@ class TextSearch:
                                 stopped.append(
                                     f"the {caps.bytes}-byte result cap after "
                                     f"{counted(state['scanned'], 'row')} scanned; the next "
-                                    "match did "
-                                    "not fit"
+                                    "match did not fit"
                                 )
                                 state["rows"] += int(row_matched)
                                 return
@@ -335,8 +334,7 @@ class TextSearch:
                             if state["matches"] >= limit:
                                 stopped.append(
                                     f"limit {limit} after {counted(state['scanned'], 'row')} "
-                                    "scanned; "
-                                    "more may match"
+                                    "scanned; more may match"
                                 )
                                 state["rows"] += 1
                                 return

@@ -425,8 +425,7 @@ class UndoRestore:
         def text(shown: list[Conflict]) -> str:
             return (
                 f"undo of {target.label} refused: {counted(len(conflicts), 'conflict')} with "
-                "changes "
-                f"made after it ({_shown(shown)}). Nothing was undone. Next: look at those "
+                f"changes made after it ({_shown(shown)}). Nothing was undone. Next: look at those "
                 "rows; put them back as they were right after the call and run the undo again, "
                 "or fix the rows by hand"
             )

@@ -185,8 +185,7 @@ class EventReader:
             if matched >= RANK_WINDOW:
                 trailer += (
                     f"\n# ranked the newest {counted(RANK_WINDOW, 'matching event')} only; older "
-                    "ones may "
-                    "match too: add words, filters or until= to reach them"
+                    "ones may match too: add words, filters or until= to reach them"
                 )
         else:
             trailer = "# 0 results; try other words, fewer filters, or a prefix like deploy*"

@@ -60,8 +60,8 @@ def doctor(clients: tuple[str, ...], name: str | None, timeout: float, as_json: 
     if failed:
         raise Unhealthy(
             f"doctor found {counted(len(failed), 'problem')} ({', '.join(_kinds(failed))}); "
-            "apply each "
-            f"fix printed after FAIL, then run `{in_folder(where.cwd, 'sqlgate doctor')}` again"
+            "apply each fix printed after FAIL, then run "
+            f"`{in_folder(where.cwd, 'sqlgate doctor')}` again"
         )
 
 

@@ -189,8 +189,7 @@ def who_can_connect(token: Token | None, audience: Audience, db: Path) -> list[s
     if audience.members:
         lines.append(
             f"{counted(audience.members, 'member')} can connect, each with their own token and "
-            "tier "
-            f"(`sqlgate members list {where}`)"
+            f"tier (`sqlgate members list {where}`)"
         )
     lines.append(
         f"to give a teammate their own token: sqlgate members add NAME --tier read {where}"

@@ -302,8 +302,8 @@ def screen(message: str | bytes) -> Rejection | None:
         return Rejection(
             INVALID_REQUEST,
             f"the message holds about {counted(values, 'JSON value', spec=',')}, over sqlgate's "
-            "limit of "
-            f"{MAX_JSON_VALUES:,} per message; nothing was run. Send fewer values per call",
+            f"limit of {MAX_JSON_VALUES:,} per message; nothing was run. Send fewer values per "
+            "call",
             _scanned(raw).request_id,
         )
     try:
@@ -328,8 +328,7 @@ def rejection_for(exc: ValidationError, raw: bytes) -> Rejection:
         if "recursion limit" in detail:
             message = (
                 f"the message nests JSON more than {counted(MAX_JSON_NESTING, 'level')} deep, "
-                "more than "
-                "sqlgate can read; nothing was run. Send flatter arguments"
+                "more than sqlgate can read; nothing was run. Send flatter arguments"
             )
         elif "surrogate" in detail or (
             "hex escape" in detail and _SURROGATE_ESCAPE.search(raw) is not None

@@ -106,9 +106,8 @@ def sql_text(name: str) -> BeforeValidator:
         if isinstance(value, str) and len(value) > MAX_SQL_CHARS:
             raise ValueError(
                 f"{name} is {counted(len(value), 'character', spec=',')}, over the limit of "
-                f"{MAX_SQL_CHARS:,} "
-                "for SQL text; bind values with params, or split the work into several "
-                "statements"
+                f"{MAX_SQL_CHARS:,} for SQL text; bind values with params, or split the work into "
+                "several statements"
             )
         return value
 

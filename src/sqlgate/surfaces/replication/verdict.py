@@ -86,9 +86,8 @@ class WitnessVerdict:
             at, after, reason = self.resets[-1]
             said.append(
                 f"note: the witness log was reset {counted(len(self.resets), 'time')}, last at "
-                f"{at} "
-                f"after event {after} ({reason}): a snapshot restore, or a rewrite of both the "
-                "database and its witness on the old host"
+                f"{at} after event {after} ({reason}): a snapshot restore, or a rewrite of both "
+                "the database and its witness on the old host"
             )
         return said
 
