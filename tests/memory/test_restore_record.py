@@ -78,9 +78,8 @@ def test_the_restore_event_counts_one_record_in_the_singular(
     service.close()
     event_id = restore(db_path, snapshot.name)
     (recorded,) = [row for row in table(db_path, "memory_events") if row[0] == event_id]
-    assert "carried forward, nothing lost: 1 memory event, 0 checkpoints, 0 claim changes, " in (
-        recorded[4]
-    )
+    carried = "carried forward, nothing lost: 1 memory event, 0 checkpoints, 0 claim changes, "
+    assert carried in recorded[4]
     assert "0 calls marked undone" in recorded[4]
 
 
