@@ -17,7 +17,7 @@ import sys
 
 from mcp.server import MCPServer
 
-ANSWER = "1\n1\n# 1 rows"
+ANSWER = "1\n1\n# 1 row"
 
 
 def build() -> MCPServer:

@@ -78,7 +78,7 @@ def test_a_built_chain_is_one_sqlgate_accepts(
         }  # fmt: skip
         service.append_event("one more, appended by the server: qqxyzzy", "note", ["auth"])
         assert json.loads(service.verify_chain())["events"] == count + 1
-        assert "# 1 results" in service.memory_search("qqxyzzy")
+        assert "# 1 result" in service.memory_search("qqxyzzy")
     conn = apsw.Connection(str(path))
     try:  # the full-text index holds exactly what the server would have indexed
         conn.execute(

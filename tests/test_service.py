@@ -82,16 +82,16 @@ def test_the_given_session_is_recorded_on_every_row(ready: Service, db_path: Pat
 def test_read_query_returns_csv_and_honours_limit_and_params(ready: Service) -> None:
     assert ready.read_query("SELECT body FROM t ORDER BY id") == "body\nalpha\nbeta\n# 2 rows"
     assert ready.read_query("SELECT body FROM t ORDER BY id", limit=1) == (
-        "body\nalpha\n# 1 rows (truncated: row limit 1)"
+        "body\nalpha\n# 1 row (truncated: row limit 1)"
     )
     assert ready.read_query("SELECT body FROM t WHERE id = :id", params={"id": 2}) == (
-        "body\nbeta\n# 1 rows"
+        "body\nbeta\n# 1 row"
     )
 
 
 def test_write_query_reports_rows_and_last_rowid(ready: Service) -> None:
     assert plain(ready.write_query("INSERT INTO t(body) VALUES ('c')")) == (
-        "ok: 1 rows affected (last_insert_rowid=3)"
+        "ok: 1 row affected (last_insert_rowid=3)"
     )
     assert plain(ready.write_query("UPDATE t SET body = 'z' WHERE id > ?", [1])) == (
         "ok: 2 rows affected"
@@ -102,7 +102,7 @@ def test_destructive_query_needs_a_reason_and_names_its_undo(ready: Service) -> 
     with pytest.raises(InvalidArgument, match="reason"):
         ready.destructive_query("DELETE FROM t", reason=" ")
     out = ready.destructive_query("DELETE FROM t WHERE id = 1", reason="remove alpha")
-    assert re.fullmatch(r"ok: 1 rows affected; undo: sqlgate undo \d+@[0-9a-f]{8} --db \S+", out)
+    assert re.fullmatch(r"ok: 1 row affected; undo: sqlgate undo \d+@[0-9a-f]{8} --db \S+", out)
 
 
 def test_destructive_ddl_snapshots(ready: Service) -> None:
@@ -117,7 +117,7 @@ def test_destructive_query_confirm_can_veto(ready: Service) -> None:
 
     with pytest.raises(PolicyDenied, match="said no"):
         ready.destructive_query("DROP TABLE t", reason="cleanup", confirm=veto)
-    assert ready.read_query("SELECT count(*) AS n FROM t") == "n\n2\n# 1 rows"
+    assert ready.read_query("SELECT count(*) AS n FROM t") == "n\n2\n# 1 row"
 
 
 def test_introspection_tools(ready: Service) -> None:

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from sqlgate.config import FLAGS, Settings
+from sqlgate.engine.framing import counted
 from sqlgate.engine.textsearch import SearchRequest
 from sqlgate.errors import SqlError, UndoConflict
 from sqlgate.service import Service
@@ -124,7 +125,7 @@ def test_read_query_shows_every_row_with_bad_text_as_sql(
     world: Service, sql: str, lines: list[str]
 ) -> None:
     answer = world.read_query(sql)
-    assert answer.splitlines() == [*lines, f"# {len(lines) - 1} rows"]
+    assert answer.splitlines() == [*lines, f"# {counted(len(lines) - 1, 'row')}"]
 
 
 def test_the_row_limit_and_its_trailer_are_unchanged(world: Service) -> None:
@@ -164,7 +165,7 @@ def test_a_hidden_column_holding_bad_text_still_reads_as_null(
     assert answer.splitlines() == [
         "id,v,secret",
         "1,CAST(x'ff61' AS TEXT),",
-        "# 1 rows",
+        "# 1 row",
         "# hidden by policy: t.secret",
     ]
 
@@ -198,7 +199,7 @@ def test_search_text_finds_and_keys_rows_holding_bad_text(world: Service) -> Non
     request = SearchRequest("a$", "t", columns=["v"], key_column="v")
     found = world.search_text(request).splitlines()
     assert found[:2] == ["key,column,snippet", "CAST(x'ff61' AS TEXT),v,\ufffda"]
-    assert found[-1] == "# 1 matches shown; 1 matches in 1 rows of 4 scanned"
+    assert found[-1] == "# 1 match shown; 1 match in 1 row of 4 scanned"
     assert world.search_text(SearchRequest("é", "t")).splitlines()[1].endswith(",v,é")
 
 
@@ -230,7 +231,7 @@ def test_the_cli_undoes_a_write_over_bad_text(
     call = UNDO.search(answer)
     assert call is not None
     assert world.undoable()[0]["tables"] == ["t"]
-    assert world.describe_undo(int(call["id"])).startswith("write_query (1 rows): UPDATE")
+    assert world.describe_undo(int(call["id"])).startswith("write_query (1 row): UPDATE")
     world.close()
     result = CliRunner().invoke(
         main, ["undo", "--db", str(db_path), call["id"]], prog_name="sqlgate"

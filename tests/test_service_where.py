@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sqlgate.engine.framing import counted
 from sqlgate.engine.tier_check import unfiltered_update_message
 from sqlgate.errors import PolicyDenied, SqlError
 from sqlgate.service import Service
@@ -122,7 +123,7 @@ def test_the_refusal_is_the_one_for_an_update_without_where(tasks: Service) -> N
 def test_write_query_runs_an_update_whose_where_names_a_column(
     tasks: Service, sql: str, params: Any, rows: int
 ) -> None:
-    assert plain(tasks.write_query(sql, params)) == f"ok: {rows} rows affected"
+    assert plain(tasks.write_query(sql, params)) == f"ok: {counted(rows, 'row')} affected"
 
 
 def test_a_trigger_reading_the_table_does_not_count_for_an_unparsed_where(
@@ -152,7 +153,7 @@ def test_an_upserts_constant_where_stays_in_write_query(tasks: Service) -> None:
         "INSERT INTO tasks(id, title, priority) VALUES (2, 'b', 9) "
         "ON CONFLICT(id) DO UPDATE SET priority = excluded.priority WHERE 1"
     )
-    assert answer.startswith("ok: 1 rows affected")
+    assert answer.startswith("ok: 1 row affected")
     assert priorities(tasks) == "1,9,3,4"
 
 

@@ -215,7 +215,7 @@ def test_a_failing_audit_write_keeps_the_tools_own_error(ready: Service, db_path
 
 def test_a_closed_server_connection_does_not_break_tool_calls(ready: Service) -> None:
     ready.db.server.close()
-    assert ready.read_query("SELECT count(*) AS n FROM t") == "n\n2\n# 1 rows"
+    assert ready.read_query("SELECT count(*) AS n FROM t") == "n\n2\n# 1 row"
     with pytest.raises(NotFound):
         ready.describe_table("nope")
 

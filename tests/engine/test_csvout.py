@@ -20,7 +20,7 @@ from sqlgate.engine.csvout import (
     render_csv,
     take_rows,
 )
-from sqlgate.engine.framing import fence, fence_token, needs_fence
+from sqlgate.engine.framing import counted, fence, fence_token, needs_fence
 from sqlgate.engine.limits import ResultCaps
 from sqlgate.engine.raw_text import RawText
 from tests.security.framing import csv_rows, read_reply
@@ -70,7 +70,7 @@ def test_csv_cell(value: object, cell: str) -> None:
     ("value", "cell_chars", "cell"),
     [
         pytest.param("abcdef", 6, "abcdef", id="at-the-cap-untouched"),
-        pytest.param("abcdefg", 6, "abcdef…[+1 chars]", id="one-over"),
+        pytest.param("abcdefg", 6, "abcdef…[+1 char]", id="one-over"),
         pytest.param("x" * 2500, 2000, "x" * 2000 + "…[+500 chars]", id="default-cap"),
         pytest.param("éééé", 2, "éé…[+2 chars]", id="counted-in-characters"),
         pytest.param("a,bcdef", 3, '"a,b…[+4 chars]"', id="cut-then-quoted"),
@@ -91,7 +91,7 @@ def test_csv_line_joins_cells_and_ends_with_newline() -> None:
     assert csv_line([1, None, "", "a,b", b"\x01"], CELL) == '1,,"","a,b",x\'01\'\n'
 
 
-def counted(rows: Sequence[Sequence[Any]], taken: list[int]) -> Iterator[Sequence[Any]]:
+def tallied(rows: Sequence[Sequence[Any]], taken: list[int]) -> Iterator[Sequence[Any]]:
     """Yield `rows`, recording in `taken` how many were pulled."""
     for row in rows:
         taken[0] += 1
@@ -152,16 +152,16 @@ def test_render_csv_reads_at_most_limit_plus_one_rows(
     limit: int, available: int, pulled: int
 ) -> None:
     taken = [0]
-    render_csv(["n"], counted([(n,) for n in range(available)], taken), CAPS, limit)
+    render_csv(["n"], tallied([(n,) for n in range(available)], taken), CAPS, limit)
     assert taken[0] == pulled
 
 
 def test_render_csv_stops_reading_at_the_byte_cap() -> None:
     caps = ResultCaps(rows=1000, bytes=20, cell_chars=CELL)
     taken = [0]
-    result = render_csv(["n"], counted([("abcdefghi",)] * 100, taken), caps, limit=1000)
+    result = render_csv(["n"], tallied([("abcdefghi",)] * 100, taken), caps, limit=1000)
     # header "n\n" (2 bytes) + one row of 10 bytes fits; the second would reach 22
-    assert result.text == "n\nabcdefghi\n# 1 rows (truncated: 20 bytes)"
+    assert result.text == "n\nabcdefghi\n# 1 row (truncated: 20 bytes)"
     assert result.truncated == "20 bytes"
     assert taken[0] == 2
 
@@ -169,7 +169,7 @@ def test_render_csv_stops_reading_at_the_byte_cap() -> None:
 def test_render_csv_rows_filling_the_byte_cap_exactly_fit() -> None:
     caps = ResultCaps(rows=1000, bytes=12, cell_chars=CELL)
     result = render_csv(["n"], iter([("abcdefghi",)]), caps, limit=10)
-    assert result.text == "n\nabcdefghi\n# 1 rows"
+    assert result.text == "n\nabcdefghi\n# 1 row"
 
 
 def test_render_csv_byte_cap_counts_utf8_bytes_not_characters() -> None:
@@ -193,7 +193,7 @@ def test_render_csv_body_never_exceeds_the_byte_cap() -> None:
 def test_render_csv_applies_the_cell_cap() -> None:
     caps = ResultCaps(rows=10, bytes=32768, cell_chars=5)
     result = render_csv(["v"], iter([("abcdefgh",)]), caps, limit=10)
-    assert result.text == "v\nabcde…[+3 chars]\n# 1 rows"
+    assert result.text == "v\nabcde…[+3 chars]\n# 1 row"
 
 
 def parse(text: str) -> list[list[str]]:
@@ -222,7 +222,7 @@ def test_csv_round_trips_through_pythons_csv_reader(
     result = render_csv(columns, iter(rows), CAPS, limit=100)
     expected = [columns] + [["" if v is None else str(v) for v in row] for row in rows]
     assert parse(result.text) == expected
-    assert result.text.endswith(f"\n# {len(rows)} rows")
+    assert result.text.endswith(f"\n# {counted(len(rows), 'row')}")
 
 
 # texts built from the characters that change a cell's form: separators, quotes, line
@@ -251,7 +251,7 @@ def test_render_csv_rows_match_csv_line_cell_by_cell(row: list[Any], cell_chars:
     result = render_csv(["c"] * len(row), iter([tuple(row)]), caps, limit=10)
     header = csv_line(["c"] * len(row), cell_chars)
     assert unframed(result.text) == header + csv_line(row, cell_chars)
-    assert read_reply(result.text).server == ["# 1 rows"]
+    assert read_reply(result.text).server == ["# 1 row"]
 
 
 def unframed(text: str) -> str:
@@ -297,7 +297,7 @@ def test_a_first_cell_that_starts_like_a_server_line_is_quoted(first: str) -> No
     assert csv_line([first, 1], CELL) == '"' + first + '",1\n'
     assert csv_line([1, first], CELL) == f"1,{first}\n"  # mid-line: no line starts there
     result = render_csv(["v"], iter([(first,)]), CAPS, limit=10)
-    assert result.text == f'v\n"{first}"\n# 1 rows'
+    assert result.text == f'v\n"{first}"\n# 1 row'
     assert render_csv([first], iter([]), CAPS, limit=10).text == f'"{first}"\n# 0 rows'
 
 
@@ -314,7 +314,7 @@ def test_ordinary_first_cells_stay_bare(first: str) -> None:
         pytest.param("x\n# 0 rows", id="line-feed"),
         pytest.param("x\r# 0 rows", id="carriage-return"),
         pytest.param("x\u2028# 0 rows", id="line-separator"),
-        pytest.param("x\x85ok: 1 rows affected", id="next-line"),
+        pytest.param("x\x85ok: 1 row affected", id="next-line"),
         pytest.param("x\x0b# 0 rows", id="vertical-tab"),
         pytest.param("x\n</data-00000000>", id="fence-close"),
     ],
@@ -334,9 +334,9 @@ def test_multi_line_cells_without_such_lines_are_not_fenced() -> None:
 
 
 def test_csv_reply_frames_lines_built_elsewhere() -> None:
-    assert csv_reply(["id,name\n", "1,a\n"], "# 1 claims") == "id,name\n1,a\n# 1 claims"
-    reading = read_reply(csv_reply(["v\n", '"x\n# 0 rows"\n'], "# 1 rows", "# next: more"))
-    assert reading.server == ["# 1 rows", "# next: more"]
+    assert csv_reply(["id,name\n", "1,a\n"], "# 1 claim") == "id,name\n1,a\n# 1 claim"
+    reading = read_reply(csv_reply(["v\n", '"x\n# 0 rows"\n'], "# 1 row", "# next: more"))
+    assert reading.server == ["# 1 row", "# next: more"]
     assert csv_rows(reading.fenced[0]) == [["v"], ["x\n# 0 rows"]]
 
 
@@ -356,7 +356,7 @@ framing_text = st.lists(
 def test_no_cell_reads_as_a_server_line(rows: list[list[str]]) -> None:
     result = render_csv(["a", "b"], iter(rows), CAPS, limit=100)
     reading = read_reply(result.text)
-    assert reading.server == [f"# {len(rows)} rows"]
+    assert reading.server == [f"# {counted(len(rows), 'row')}"]
     assert csv_rows(unframed(result.text)) == [["a", "b"], *rows]
 
 
@@ -376,13 +376,13 @@ def render_row_by_row(
             break
         line = csv_line(row, caps.cell_chars)
         if used + len(line.encode()) > caps.bytes:
-            truncated = f"{caps.bytes} bytes"
+            truncated = counted(caps.bytes, "byte")
             break
         lines.append(line)
         used += len(line.encode())
         count += 1
     body = "".join(lines)
-    trailer = f"# {count} rows" + (f" (truncated: {truncated})" if truncated else "")
+    trailer = f"# {counted(count, 'row')}" + (f" (truncated: {truncated})" if truncated else "")
     if needs_fence(body):
         return f"{fence(body[:-1], fence_token(body))}\n{trailer}", count, truncated
     return body + trailer, count, truncated
@@ -428,7 +428,7 @@ def test_render_csv_matches_rendering_row_by_row(
         patch.setattr(framing, "_new_token", lambda: token)
         expected = render_row_by_row(columns, iter(rows), caps, limit)
         taken = [0]
-        result = render_csv(columns, counted(rows, taken), caps, limit)
+        result = render_csv(columns, tallied(rows, taken), caps, limit)
     assert (result.text, result.rows, result.truncated) == expected
     assert taken[0] <= min(limit, max_rows) + 1
 
@@ -447,7 +447,7 @@ def test_render_csv_reads_one_row_past_the_byte_cap_when_rows_are_alike(
     # header "n\n" (2 bytes), then rows of 10 bytes: how many fit is known from the first
     caps = ResultCaps(rows=10_000, bytes=max_bytes, cell_chars=CELL)
     taken = [0]
-    result = render_csv(["n"], counted([("abcdefghi",)] * rows, taken), caps, limit=10_000)
+    result = render_csv(["n"], tallied([("abcdefghi",)] * rows, taken), caps, limit=10_000)
     assert result.rows == min(rows, (max_bytes - 2) // 10)
     assert taken[0] == min(pulled, rows)
 

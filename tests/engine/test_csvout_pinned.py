@@ -149,11 +149,11 @@ NARROW = ResultCaps(rows=50, bytes=10_000, cell_chars=8)
             (
                 "<data-0badf00d>\n"
                 "id,name,amount,data,note\n"
-                "1,plain,1.5,x'00ff'…[+1 bytes],simple\n"
+                "1,plain,1.5,x'00ff'…[+1 byte],simple\n"
                 "2,,,,\n"
                 '3,"",0.1,x\'\',"a,b"\n'
                 '4,"say ""hi""",1e+20,x\'0000\'…[+28 bytes],"two\n'
-                'line…[+1 chars]"\n'
+                'line…[+1 char]"\n'
                 '5," lead",-0.0,,"trail "\n'
                 "6,héllo wö…[+7 chars],2.0,,yyyyyyyy…[+112 chars]\n"
                 '7,"x\n'

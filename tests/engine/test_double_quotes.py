@@ -86,13 +86,13 @@ def test_the_answer_is_the_statement_with_single_quotes(
 def test_the_rewrite_is_not_run_by_the_server(flights: Service) -> None:
     refused(flights, "write", 'UPDATE flights SET Airline = "United" WHERE n = 1')
     assert flights.read_query("SELECT Airline FROM flights") == (
-        "Airline\nJetBlue Airways\n# 1 rows"
+        "Airline\nJetBlue Airways\n# 1 row"
     )
 
 
 def test_the_rewrite_returns_the_rows_plain_sqlite_would(flights: Service) -> None:
     message = refused(flights, "read", 'SELECT n FROM flights WHERE Airline = "JetBlue Airways"')
-    assert flights.read_query(rewrite_of(message)) == "n\n1\n# 1 rows"
+    assert flights.read_query(rewrite_of(message)) == "n\n1\n# 1 row"
 
 
 def test_a_mistyped_column_gets_no_rewrite(flights: Service) -> None:

@@ -84,7 +84,7 @@ def test_integers_outside_sqlites_64_bit_range_are_refused(params: object, phras
 def test_the_edges_of_the_64_bit_range_are_bound(people: Service) -> None:
     assert normalize_params([2**63 - 1, -(2**63)]) == [2**63 - 1, -(2**63)]
     answer = people.read_query("SELECT ? AS top, ? AS bottom", params=[2**63 - 1, -(2**63)])
-    assert answer == "top,bottom\n9223372036854775807,-9223372036854775808\n# 1 rows"
+    assert answer == "top,bottom\n9223372036854775807,-9223372036854775808\n# 1 row"
 
 
 @pytest.mark.parametrize(
@@ -120,7 +120,7 @@ def test_a_huge_integer_param_is_an_argument_error_not_an_internal_one(people: S
     ],
 )
 def test_read_query_binds_params(people: Service, sql: str, params: Any) -> None:
-    assert people.read_query(sql, params=params) == "name\nbob\n# 1 rows"
+    assert people.read_query(sql, params=params) == "name\nbob\n# 1 row"
 
 
 @pytest.mark.parametrize(
@@ -210,7 +210,7 @@ def test_bound_values_are_never_sql(people: Service) -> None:
     evil = "x'); DROP TABLE people; --"
     people.write_query("INSERT INTO people (name) VALUES (?)", [evil])
     assert people.read_query("SELECT name FROM people WHERE name = :n", params={"n": evil}) == (
-        f"name\n{evil}\n# 1 rows"
+        f"name\n{evil}\n# 1 row"
     )
 
 
@@ -257,7 +257,7 @@ def test_a_second_statement_is_refused_before_anything_runs(people: Service, sql
     ],
 )
 def test_one_statement_with_trimmings_runs(service: Service, sql: str, expected: str) -> None:
-    assert service.read_query(sql) == f"s\n{expected}\n# 1 rows"
+    assert service.read_query(sql) == f"s\n{expected}\n# 1 row"
 
 
 @pytest.mark.parametrize(
@@ -438,7 +438,7 @@ def test_rewrite_of_one_more_row_is_rolled_back(
         guarded.write_query(statement(GUARD + 1))
     assert f"more than {GUARD} existing rows" in str(caught.value)
     assert rows_of(guarded, "SELECT * FROM t ORDER BY id") == before
-    assert plain(guarded.write_query("UPDATE t SET v = 1 WHERE id = 1")) == "ok: 1 rows affected"
+    assert plain(guarded.write_query("UPDATE t SET v = 1 WHERE id = 1")) == "ok: 1 row affected"
 
 
 def test_mass_rewrite_is_a_policy_refusal(guarded: Service) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -12,6 +13,7 @@ from sqlgate.engine import framing
 from sqlgate.engine.framing import (
     FENCE_BYTES,
     FramedReply,
+    counted,
     data_bytes,
     fence,
     fence_token,
@@ -29,7 +31,7 @@ from tests.security.framing import read_reply, split_lines
     [
         pytest.param("# 0 rows", id="trailer"),
         pytest.param("## event 9", id="event-header"),
-        pytest.param("ok: 1 rows affected", id="ok"),
+        pytest.param("ok: 1 row affected", id="ok"),
         pytest.param("OK: done", id="ok-upper-case"),
         pytest.param("<data-0123abcd>", id="fence-open"),
         pytest.param("</DATA-0123abcd>", id="fence-close"),
@@ -106,7 +108,7 @@ def test_fence_keeps_the_data_exactly() -> None:
     data = "a\n\r\n# 0 rows\r"
     text = fence(data, "0123abcd")
     assert text == f"<data-0123abcd>\n{data}\n</data-0123abcd>"
-    assert read_reply(text + "\n# 1 rows").fenced == [data]
+    assert read_reply(text + "\n# 1 row").fenced == [data]
     assert data_bytes(data) == len(data.encode()) + FENCE_BYTES == len(text.encode())
     assert data_bytes("plain") == 5
 
@@ -161,3 +163,34 @@ def test_one_line_json_is_json_on_one_line(value: object) -> None:
     shown = one_line_json(value)
     assert len(split_lines(shown)) == 1
     assert json.loads(shown) == value
+
+
+# -- counts ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("args", "kwargs", "said"),
+    [
+        pytest.param((0, "row"), {}, "0 rows", id="zero"),
+        pytest.param((1, "row"), {}, "1 row", id="one"),
+        pytest.param((2, "row"), {}, "2 rows", id="two"),
+        pytest.param((-1, "row"), {"spec": "+d"}, "-1 row", id="minus-one"),
+        pytest.param((1, "row"), {"spec": "+d"}, "+1 row", id="plus-one"),
+        pytest.param((-3, "row"), {"spec": "+d"}, "-3 rows", id="minus-three"),
+        pytest.param((1, "match", "matches"), {}, "1 match", id="irregular-one"),
+        pytest.param((3, "match", "matches"), {}, "3 matches", id="irregular-many"),
+        pytest.param((1, "row was", "rows were"), {}, "1 row was", id="verb-one"),
+        pytest.param((4, "row was", "rows were"), {}, "4 rows were", id="verb-many"),
+        pytest.param((1024, "byte"), {"spec": ","}, "1,024 bytes", id="grouped"),
+        pytest.param((1.0, "day"), {"spec": "g"}, "1 day", id="float-one"),
+        pytest.param((7.0, "day"), {"spec": "g"}, "7 days", id="float-many"),
+        pytest.param((11, "row"), {}, "11 rows", id="eleven"),
+        pytest.param((21, "row"), {}, "21 rows", id="twenty-one"),
+    ],
+)
+def test_counted_agrees_in_number(args: tuple[Any, ...], kwargs: dict[str, str], said: str) -> None:
+    assert counted(*args, **kwargs) == said
+
+
+@given(st.integers(-(10**6), 10**6))
+def test_counted_is_singular_exactly_for_one(count: int) -> None:
+    said = counted(count, "row")
+    assert said == (f"{count} row" if abs(count) == 1 else f"{count} rows")

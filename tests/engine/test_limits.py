@@ -182,7 +182,7 @@ def test_read_query_past_its_deadline_raises_query_timeout(
     service = make_service(FakeClock(step=0.01), query_timeout=1.0)
     with pytest.raises(QueryTimeout, match=r"1 s budget \(--query-timeout\)"):
         service.read_query(ENDLESS)
-    assert service.read_query("SELECT 1 AS one") == "one\n1\n# 1 rows"
+    assert service.read_query("SELECT 1 AS one") == "one\n1\n# 1 row"
 
 
 class SignallingClock(FakeClock):
@@ -223,4 +223,4 @@ def test_cancel_from_another_thread_stops_the_query(make_service: Callable[..., 
     assert len(failures) == 1
     assert isinstance(failures[0], QueryTimeout)
     assert str(failures[0]) == CANCELLED_MESSAGE
-    assert service.read_query("SELECT 2 AS two") == "two\n2\n# 1 rows"
+    assert service.read_query("SELECT 2 AS two") == "two\n2\n# 1 row"

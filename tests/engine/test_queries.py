@@ -11,6 +11,7 @@ import apsw
 import pytest
 
 from sqlgate.config import Settings
+from sqlgate.engine.framing import counted
 from sqlgate.errors import InvalidArgument, PolicyDenied, SqlError, SqlgateError
 from sqlgate.service import Service
 from tests.undo_hint import plain
@@ -54,7 +55,7 @@ def numbers(make_service: Callable[..., Service]) -> Callable[..., Service]:
 def test_insert_reports_rows_and_last_rowid(service: Service) -> None:
     service.write_query("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)")
     assert plain(service.write_query("INSERT INTO t (name) VALUES ('a')")) == (
-        "ok: 1 rows affected (last_insert_rowid=1)"
+        "ok: 1 row affected (last_insert_rowid=1)"
     )
     assert plain(service.write_query("INSERT INTO t (id, name) VALUES (40, 'b'), (41, 'c')")) == (
         "ok: 2 rows affected (last_insert_rowid=41)"
@@ -144,7 +145,7 @@ def test_last_insert_rowid_is_named_only_when_the_statement_inserted_that_row(
     else:
         answer = service.destructive_query(sql, "test")
     first = plain(answer).splitlines()[0].split("; ", 1)[0]
-    expected = f"ok: {rows} rows affected"
+    expected = f"ok: {counted(rows, 'row')} affected"
     if rowid is not None:
         expected += f" (last_insert_rowid={rowid})"
     assert first == expected
@@ -294,13 +295,13 @@ def test_read_result_is_cut_at_max_result_bytes(numbers: Callable[..., Service])
 def test_read_cells_are_cut_at_max_cell_chars(make_service: Callable[..., Service]) -> None:
     service = make_service(max_cell_chars=10)
     assert service.read_query("SELECT printf('%.25c', 'z') AS s") == (
-        "s\nzzzzzzzzzz…[+15 chars]\n# 1 rows"
+        "s\nzzzzzzzzzz…[+15 chars]\n# 1 row"
     )
 
 
 def test_read_values_of_every_type(service: Service) -> None:
     result = service.read_query("SELECT 1 AS i, 2.5 AS f, 'a' AS t, NULL AS n, x'0a0b' AS b, ''")
-    assert result == "i,f,t,n,b,''\n1,2.5,a,,x'0a0b',\"\"\n# 1 rows"
+    assert result == "i,f,t,n,b,''\n1,2.5,a,,x'0a0b',\"\"\n# 1 row"
 
 
 @pytest.mark.parametrize(
@@ -331,7 +332,7 @@ def shop(make_service: Callable[..., Service]) -> Service:
 
 def test_destructive_returns_the_snapshot_path(shop: Service, settings: Settings) -> None:
     result = shop.destructive_query("DELETE FROM item WHERE id = 1", "pens are discontinued")
-    assert result.startswith("ok: 1 rows affected; snapshot: ")
+    assert result.startswith("ok: 1 row affected; snapshot: ")
     path = snapshot_path(result)
     assert path.is_file()
     assert path.parent == settings.snapshot_dir
@@ -364,8 +365,8 @@ def test_destructive_summaries(shop: Service, sql: str, summary: str) -> None:
 def test_destructive_returning_rows_follow_the_summary(shop: Service) -> None:
     result = shop.destructive_query("DELETE FROM item WHERE id = 2 RETURNING name", "ink is gone")
     first, _, rest = result.partition("\n")
-    assert first.startswith("ok: 1 rows affected; snapshot: ")
-    assert rest == "name\nink\n# 1 rows"
+    assert first.startswith("ok: 1 row affected; snapshot: ")
+    assert rest == "name\nink\n# 1 row"
 
 
 @pytest.mark.parametrize(
@@ -533,7 +534,7 @@ def test_returning_many_rows_keeps_only_what_fits_the_caps(make_service: Any) ->
     first, *rest = plain(result).splitlines()
     assert first == "ok: 3000 rows affected (last_insert_rowid=3000)"
     assert rest[-1] == "# 5 rows (truncated: row limit 5)"
-    assert service.read_query("SELECT count(*) AS n FROM big") == "n\n3000\n# 1 rows"
+    assert service.read_query("SELECT count(*) AS n FROM big") == "n\n3000\n# 1 row"
 
 
 def test_double_quotes_name_columns_never_strings(service: Service) -> None:

@@ -79,7 +79,7 @@ def test_raw_text_spells_the_sql_that_makes_it(data: bytes, sql: str) -> None:
     [
         pytest.param(100, "CAST(x'ff61ff' AS TEXT)", id="fits"),
         pytest.param(23, "CAST(x'ff61ff' AS TEXT)", id="just-fits"),
-        pytest.param(22, "CAST(x'ff61' AS TEXT)…[+1 bytes]", id="one-byte-over"),
+        pytest.param(22, "CAST(x'ff61' AS TEXT)…[+1 byte]", id="one-byte-over"),
         pytest.param(17, "CAST(x'' AS TEXT)…[+3 bytes]", id="room-for-none"),
         pytest.param(1, "CAST(x'' AS TEXT)…[+3 bytes]", id="tiny-cap"),
     ],

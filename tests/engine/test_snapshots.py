@@ -254,7 +254,7 @@ def test_restore_in_wal_mode_is_seen_by_a_fresh_connection(
         assert conn.pragma("user_version") >= 1
     # the server opens the restored file and sees the snapshot too
     reopened = make_service()
-    assert reopened.read_query("SELECT body FROM notes") == "body\nkept\n# 1 rows"
+    assert reopened.read_query("SELECT body FROM notes") == "body\nkept\n# 1 row"
 
 
 def test_restore_of_a_larger_database_into_a_smaller_snapshot_shrinks_it(

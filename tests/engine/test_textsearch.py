@@ -211,7 +211,7 @@ def test_a_where_that_tries_more_than_reading_is_refused(
 ) -> None:
     with pytest.raises(error, match=phrase):
         search(docs, "fox", where=where)
-    assert docs.read_query("SELECT count(*) AS n FROM docs") == "n\n4\n# 1 rows"
+    assert docs.read_query("SELECT count(*) AS n FROM docs") == "n\n4\n# 1 row"
     assert not (docs.settings.db.parent / "x.db").exists()
 
 
@@ -225,7 +225,7 @@ def test_a_blank_where_is_refused(docs: Service, where: str) -> None:
     ("limit", "trailer"),
     [
         pytest.param(
-            1, "# 1 matches shown (stopped at limit 1 after 1 rows scanned; more may match)",
+            1, "# 1 match shown (stopped at limit 1 after 1 row scanned; more may match)",
             id="first-row",
         ),
         pytest.param(
@@ -350,7 +350,7 @@ def test_null_and_blob_cells_are_skipped_and_numbers_searched(service: Service) 
     service.write_query("INSERT INTO mixed VALUES (NULL, x'6e6565646c65'), (12345, 'needle')")
     result = search(service, "needle|234", "mixed")
     assert body_lines(result) == ["2,a,12345", "2,b,needle"]
-    assert result.splitlines()[-1] == "# 2 matches shown; 2 matches in 1 rows of 2 scanned"
+    assert result.splitlines()[-1] == "# 2 matches shown; 2 matches in 1 row of 2 scanned"
 
 
 def test_whitespace_in_snippets_is_folded(service: Service) -> None:
@@ -435,7 +435,7 @@ def test_matching_stops_at_the_deadline_inside_one_long_cell_and_says_so(
     result = search(service, "(a|aa){1,100}b", "big", context_chars=0)
     assert body_lines(result) == ["1,body,ab…"]  # found before the time ran out, and kept
     assert result.splitlines()[-1] == (
-        "# 1 matches shown (stopped at the 5 s time limit (--query-timeout) partway through "
+        "# 1 match shown (stopped at the 5 s time limit (--query-timeout) partway through "
         "row 1; more may match)"
     )
 
@@ -455,14 +455,14 @@ def test_a_search_whose_sql_reaches_the_deadline_answers_with_what_it_scanned(
     result = search(service, "row", "big", where="body IN ('row 1', 'never there')")
     assert body_lines(result) == ["1,body,row 1"]
     assert result.splitlines()[-1] == (
-        "# 1 matches shown (stopped at the 5 s time limit (--query-timeout) after 1 rows "
+        "# 1 match shown (stopped at the 5 s time limit (--query-timeout) after 1 row "
         "scanned; more may match)"
     )
     logged = service.read_query(
         "SELECT json_extract(detail, '$.complete') AS complete FROM query_log "
         "WHERE tool = 'search_text'"
     )
-    assert logged == "complete\n0\n# 1 rows"
+    assert logged == "complete\n0\n# 1 row"
 
 
 def test_a_search_whose_sql_returns_no_row_before_the_deadline_fails(

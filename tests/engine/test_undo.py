@@ -175,7 +175,7 @@ def test_the_agent_reads_the_audit_id_of_this_very_call(world: Service, db_path:
         row = conn.execute("SELECT id, detail FROM query_log ORDER BY id DESC LIMIT 1").fetchone()
     assert row is not None
     ref = f"{row[0]}@{world.db.database_id}"
-    assert out == f"ok: 1 rows affected; undo: sqlgate undo {ref} --db {db_path.absolute()}"
+    assert out == f"ok: 1 row affected; undo: sqlgate undo {ref} --db {db_path.absolute()}"
     detail = json.loads(row[1])
     assert isinstance(detail["undo"], int)
     assert "snapshot" not in detail
@@ -185,8 +185,8 @@ def test_the_agent_reads_the_audit_id_of_this_very_call(world: Service, db_path:
 def test_returning_rows_follow_the_undo_line(world: Service) -> None:
     out = world.destructive_query("DELETE FROM wr WHERE k = 'b' RETURNING v", reason="r")
     first, _, rest = out.partition("\n")
-    assert re.fullmatch(r"ok: 1 rows affected; undo: sqlgate undo \d+@[0-9a-f]{8} --db \S+", first)
-    assert rest == "v\ntwo\n# 1 rows"
+    assert re.fullmatch(r"ok: 1 row affected; undo: sqlgate undo \d+@[0-9a-f]{8} --db \S+", first)
+    assert rest == "v\ntwo\n# 1 row"
 
 
 def test_without_an_audit_row_the_text_names_the_changeset(
@@ -320,7 +320,7 @@ def test_an_undo_over_later_changes_is_refused_and_changes_nothing(
     with pytest.raises(UndoConflict, match="Nothing was undone") as refused:
         world.undo(call)
     assert f"({kind})" in str(refused.value)
-    assert "1 conflict(s)" in str(refused.value)
+    assert "1 conflict with" in str(refused.value)
     assert isinstance(refused.value, SnapshotError)
     assert dump(db_path) == before
     with direct(db_path) as conn:  # still undoable once the conflict is resolved
@@ -333,7 +333,7 @@ def test_every_conflict_is_counted(world: Service) -> None:
     call = undo_id(world.destructive_query("DELETE FROM rich WHERE id > 2", reason="r"))
     for key in (3, 4, 5):
         world.write_query("INSERT INTO rich (id) VALUES (?)", [key])
-    with pytest.raises(UndoConflict, match=r"3 conflict\(s\)"):
+    with pytest.raises(UndoConflict, match=r"refused: 3 conflicts with"):
         world.undo(call)
 
 
@@ -513,7 +513,7 @@ def test_a_changeset_over_the_budget_falls_back_and_still_completes(
     out = service.destructive_query("DELETE FROM big WHERE id > 10", reason="r")
     assert out.startswith("ok: 2990 rows affected; snapshot: ")
     assert "--undo-max-mb" in last_detail(db_path)["undo_fallback"]
-    assert service.read_query("SELECT count(*) AS n FROM big") == "n\n10\n# 1 rows"
+    assert service.read_query("SELECT count(*) AS n FROM big") == "n\n10\n# 1 row"
     with direct(db_path) as conn:
         assert conn.execute(DESTRUCTIVE_CHANGESETS).fetchone() == (0,)
 
@@ -525,7 +525,7 @@ def test_without_the_audit_log_a_snapshot_is_taken(
     with direct(db_path) as conn:
         conn.execute(SCHEMA)
     out = service.destructive_query("DELETE FROM rich WHERE id = 1", reason="r")
-    assert out.startswith("ok: 1 rows affected; snapshot: ")
+    assert out.startswith("ok: 1 row affected; snapshot: ")
 
 
 def test_a_failed_statement_keeps_no_changeset(world: Service, db_path: Path) -> None:
@@ -655,7 +655,7 @@ def test_no_agent_table_can_pin_the_undo_data_so_pruning_keeps_working(
 def test_agents_may_read_the_undo_tables(world: Service) -> None:
     undo_id(world.destructive_query("DELETE FROM rich WHERE id = 1", reason="r"))
     out = world.read_query("SELECT kind, tables, changes FROM undo_changesets")
-    assert out == 'kind,tables,changes\nDELETE,"[""rich""]",1\n# 1 rows'
+    assert out == 'kind,tables,changes\nDELETE,"[""rich""]",1\n# 1 row'
 
 
 def test_the_list_names_each_call_newest_first(world: Service) -> None:

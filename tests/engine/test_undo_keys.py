@@ -320,7 +320,7 @@ def test_without_write_undo_a_null_key_write_runs_and_says_none_was_kept(
         conn.execute(SCHEMA)
     out = service.write_query("INSERT INTO named (v) VALUES ('no key')")
     assert (
-        out == "ok: 1 rows affected (last_insert_rowid=3); undo: none kept (--write-undo-keep is 0)"
+        out == "ok: 1 row affected (last_insert_rowid=3); undo: none kept (--write-undo-keep is 0)"
     )
 
 
@@ -449,7 +449,7 @@ def test_a_null_key_row_is_compared_as_stored_and_its_text_never_decoded(
     with pytest.raises(NotUndoable, match="a row of paired"):
         keys.write_query("UPDATE paired SET v = 2 WHERE b IS NULL")
     assert keys.read_query("SELECT typeof(v) FROM paired WHERE b IS NULL") == (
-        "typeof(v)\nreal\n# 1 rows"
+        "typeof(v)\nreal\n# 1 row"
     )
 
 

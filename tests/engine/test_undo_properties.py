@@ -98,7 +98,7 @@ def test_an_update_that_changes_nothing_needs_no_undo(service: Service, kind: st
         conn.execute("INSERT INTO t VALUES (1, 1, 'x', NULL)")
     before = dump(db)
     out = service.destructive_query("UPDATE t SET a = a", reason="no-op")
-    assert out == "ok: 1 rows affected; no value changed, so there is nothing to undo"
+    assert out == "ok: 1 row affected; no value changed, so there is nothing to undo"
     assert dump(db) == before
 
 

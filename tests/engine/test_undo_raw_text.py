@@ -199,7 +199,7 @@ def test_returning_bad_text_is_refused_and_rolled_back(world: Service, db_path: 
         world.destructive_query("DELETE FROM t WHERE id = 1 RETURNING *", "gone")
     assert dump(db_path) == before
     answer = world.write_query("UPDATE t SET n = 3 WHERE id = 1 RETURNING id, n")
-    assert answer.splitlines()[1:] == ["id,n", "1,3", "# 1 rows"]
+    assert answer.splitlines()[1:] == ["id,n", "1,3", "# 1 row"]
 
 
 def test_a_created_table_holding_bad_text_is_undone_and_its_content_checked(
@@ -269,7 +269,7 @@ def _round_trip(service: Service, db: Path, raw: bytes, other: bytes) -> None:
     service.undo(undo_ref(answer))
     assert rows() == before
     shown = service.read_query("SELECT v FROM t").splitlines()
-    assert shown[-1] == "# 1 rows"
+    assert shown[-1] == "# 1 row"
 
 
 def test_a_utf16_database_keeps_no_changeset_it_could_not_give_back(
@@ -342,7 +342,7 @@ def test_each_conflict_names_its_own_bad_key(
         conn.execute("INSERT INTO k VALUES (CAST(? AS TEXT), 9)", (bytes.fromhex(taken),))
     with pytest.raises(UndoConflict) as caught:
         service.undo(undo_ref(answer))
-    assert f"1 conflict(s) with changes made after it (k row (CAST(x'{taken}' AS TEXT)): a" in (
+    assert f"1 conflict with changes made after it (k row (CAST(x'{taken}' AS TEXT)): a" in (
         caught.value.for_cli()
     )
 
@@ -371,7 +371,7 @@ def test_returning_rows_past_those_shown_may_hold_bad_text(
         conn.execute("CREATE TABLE r (id INTEGER PRIMARY KEY, v TEXT, n INT)")
         conn.execute("INSERT INTO r VALUES (1, 'a', 0), (2, 'b', 0), (3, CAST(x'ff' AS TEXT), 0)")
     answer = service.write_query("UPDATE r SET n = 1 WHERE id > 0 RETURNING id, v")
-    assert answer.splitlines()[1:] == ["id,v", "1,a", "# 1 rows (truncated: row limit 1)"]
+    assert answer.splitlines()[1:] == ["id,v", "1,a", "# 1 row (truncated: row limit 1)"]
     with direct(db_path) as conn:
         assert conn.execute("SELECT sum(n) FROM r").fetchall() == [(3,)]
     service.undo(undo_ref(answer))

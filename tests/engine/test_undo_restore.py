@@ -156,11 +156,11 @@ def test_a_conflict_names_the_row_in_the_way(
     with pytest.raises(UndoConflict) as refused:
         world.undo(call)
     # the person is told the key; the audit row (any agent reads it) is not: a count is
-    assert f"1 conflict(s) with changes made after it ({described})." in refused.value.for_cli()
+    assert f"1 conflict with changes made after it ({described})." in refused.value.for_cli()
     values = re.search(r"row \(([^)]*)\)", described)
     hidden = ", ".join("(hidden)" for _ in values[1].split(", ")) if values else ""
     recorded = described.replace(f"row ({values[1]})", f"row ({hidden})") if values else described
-    assert f"1 conflict(s) with changes made after it ({recorded})." in str(refused.value)
+    assert f"1 conflict with changes made after it ({recorded})." in str(refused.value)
 
 
 @pytest.mark.parametrize(
@@ -210,7 +210,7 @@ def test_a_refusal_shows_five_conflicts_and_counts_the_rest(
     with pytest.raises(UndoConflict) as refused:
         world.undo(call)
     text = str(refused.value)
-    assert f"refused: {taken} conflict(s)" in text
+    assert f"refused: {taken} conflicts with" in text
     assert text.count("(CONFLICT)") == shown
     assert re.search(r"\(CONFLICT\)" + re.escape(more + "). Nothing was undone."), text), text
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from sqlgate.engine.framing import counted
 from sqlgate.engine.undo_writes import PRUNE_EVERY, prune_writes
 from sqlgate.errors import (
     MassRewrite,
@@ -91,7 +92,7 @@ def test_every_kind_of_write_is_undone_exactly(
 ) -> None:
     before = dump(db_path)
     out = world.write_query(sql)
-    assert out.startswith(f"ok: {rows} rows affected")
+    assert out.startswith(f"ok: {counted(rows, 'row')} affected")
     assert dump(db_path) != before
     answer = world.undo(ref(out))
     assert answer.startswith(f"undone: call {hint(out)['id']} (")
@@ -172,7 +173,7 @@ def test_a_call_that_changed_no_row_offers_no_undo(world: Service, sql: str) -> 
 
 def test_an_update_that_sets_what_was_there_says_nothing_needs_undoing(world: Service) -> None:
     out = world.write_query("UPDATE tasks SET priority = priority WHERE id = 1")
-    assert out == "ok: 1 rows affected; no value changed, so there is nothing to undo"
+    assert out == "ok: 1 row affected; no value changed, so there is nothing to undo"
 
 
 def test_an_undo_refuses_rows_changed_since_and_changes_nothing(
@@ -211,7 +212,7 @@ def test_write_undo_can_be_turned_off(make_service: Callable[..., Service], db_p
     service.write_query("CREATE TABLE t (v)")
     out = service.write_query("INSERT INTO t VALUES (1)")
     assert (
-        out == "ok: 1 rows affected (last_insert_rowid=1); undo: none kept (--write-undo-keep is 0)"
+        out == "ok: 1 row affected (last_insert_rowid=1); undo: none kept (--write-undo-keep is 0)"
     )
     with direct(db_path) as conn:
         assert conn.execute("SELECT count(*) FROM undo_changesets").fetchone() == (0,)
@@ -290,13 +291,13 @@ def test_a_change_over_the_byte_budget_is_refused(
         "INSERT INTO big SELECT randomblob(100000) FROM c"
     )
     refused(service, db_path, sql, "larger than the 1 MiB undo budget (--write-undo-mb)", SPLIT)
-    assert service.read_query("SELECT count(*) FROM big") == "count(*)\n0\n# 1 rows"
+    assert service.read_query("SELECT count(*) FROM big") == "count(*)\n0\n# 1 row"
     assert "; undo: sqlgate undo " in service.destructive_query(sql, reason="r")
 
 
 def test_a_null_primary_key_is_refused(world: Service, db_path: Path) -> None:
     refused(world, db_path, "INSERT INTO keyed VALUES (NULL, 1)", "keyed whose PRIMARY KEY (k)")
-    assert world.read_query("SELECT count(*) FROM keyed") == "count(*)\n0\n# 1 rows"
+    assert world.read_query("SELECT count(*) FROM keyed") == "count(*)\n0\n# 1 row"
 
 
 def test_the_oldest_write_undo_data_is_pruned_first(
@@ -442,7 +443,7 @@ def test_create_view_names_its_undo_and_a_replace_gets_the_old_view_back(
     replaced = world.create_view("open_tasks", "SELECT id FROM tasks WHERE done = 0", replace=True)
     assert "(CREATE VIEW open_tasks: the view it replaced is back)" in world.undo(ref(replaced))
     assert world.read_query("SELECT count(*) FROM pragma_table_info('open_tasks')") == (
-        "count(*)\n4\n# 1 rows"
+        "count(*)\n4\n# 1 row"
     )
 
 
@@ -590,7 +591,7 @@ def test_a_create_s_record_is_write_query_s_and_its_audit_row_counts_no_rows(
         pytest.param(
             {"audit": False},
             "INSERT INTO t VALUES (1)",
-            "ok: 1 rows affected (last_insert_rowid=1); undo: none kept (the audit log is off "
+            "ok: 1 row affected (last_insert_rowid=1); undo: none kept (the audit log is off "
             "(--no-audit); undo is keyed by its rows)",
             id="no-audit",
         ),
@@ -621,7 +622,7 @@ def test_a_table_whose_columns_take_every_rowid_name_is_refused(
     )
     deleted = world.destructive_query("UPDATE odd SET oid = 5", reason="r")
     assert "; snapshot: " in deleted
-    assert world.read_query("SELECT * FROM odd") == "rowid,_rowid_,oid\n1,2,5\n# 1 rows"
+    assert world.read_query("SELECT * FROM odd") == "rowid,_rowid_,oid\n1,2,5\n# 1 row"
 
 
 def test_an_undo_call_is_itself_never_undone(world: Service) -> None:
@@ -635,7 +636,7 @@ def test_an_undo_call_is_itself_never_undone(world: Service) -> None:
 def test_the_person_asked_to_confirm_an_undo_call_is_told_which_call(world: Service) -> None:
     call = ref(world.write_query("UPDATE tasks SET done = 1 WHERE id = 2"))
     assert (
-        world.describe_undo(call) == "write_query (1 rows): UPDATE tasks SET done = 1 WHERE id = 2"
+        world.describe_undo(call) == "write_query (1 row): UPDATE tasks SET done = 1 WHERE id = 2"
     )
     with pytest.raises(NotFound, match="no call 999"):
         world.describe_undo(f"999@{world.db.database_id}")

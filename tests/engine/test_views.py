@@ -137,7 +137,7 @@ def test_description_can_never_escape_its_comment(
     assert body == SELECT
     assert statements_sqlite_runs(sql) == [sql]
     assert "t" in names(db_path)
-    assert ready.read_query("SELECT count(*) AS n FROM inj") == "n\n2\n# 1 rows"
+    assert ready.read_query("SELECT count(*) AS n FROM inj") == "n\n2\n# 1 row"
     assert all("\n" not in line and "\r" not in line for line in comments)
 
 
@@ -240,7 +240,7 @@ def test_replace_swaps_the_view(ready: Service, db_path: Path) -> None:
     assert plain(ready.create_view("RECENT", "SELECT 1 AS other", replace=True)) == (
         "ok: view RECENT replaced"
     )
-    assert ready.read_query("SELECT other FROM recent") == "other\n1\n# 1 rows"
+    assert ready.read_query("SELECT other FROM recent") == "other\n1\n# 1 row"
 
 
 def test_replace_is_atomic_when_the_new_view_fails(
@@ -264,7 +264,7 @@ def test_replace_is_atomic_when_the_new_view_fails(
 def test_a_table_is_never_replaced_by_a_view(ready: Service, db_path: Path) -> None:
     with pytest.raises(PolicyDenied, match="is a table"):
         ready.create_view("t", "SELECT 1 AS x", replace=True)
-    assert ready.read_query("SELECT count(*) AS n FROM t") == "n\n2\n# 1 rows"
+    assert ready.read_query("SELECT count(*) AS n FROM t") == "n\n2\n# 1 row"
 
 
 # -- what select_sql may be ---------------------------------------------------------------------
@@ -297,7 +297,7 @@ def test_select_sql_that_is_not_one_select_is_refused_and_nothing_is_created(
     with pytest.raises(SqlgateError):
         ready.create_view("bad", select_sql)
     assert names(db_path) == before
-    assert ready.read_query("SELECT count(*) AS n FROM t") == "n\n2\n# 1 rows"
+    assert ready.read_query("SELECT count(*) AS n FROM t") == "n\n2\n# 1 row"
 
 
 def test_a_select_that_sqlite_rejects_creates_nothing(ready: Service, db_path: Path) -> None:

@@ -86,7 +86,7 @@ def test_resume_leaves_out_excluded_kinds(memory: Service) -> None:
     memory.append_event("ran the linter", kind="tool")
     context = memory.get_resume_context(exclude_kinds=["tool"])
     assert event_ids(context) == [2]
-    assert "# 1 events in the memory, not counting kinds tool" in context
+    assert "# 1 event in the memory, not counting kinds tool" in context
 
 
 def test_resume_shows_long_content_cut_to_the_cell_limit(open_memory: OpenMemory) -> None:

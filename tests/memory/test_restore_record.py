@@ -69,6 +69,20 @@ def test_the_restore_is_an_event_the_chain_verifies_and_verify_names_it(
     assert answer["restores"]["latest"]["summary"].startswith("rolled back to snapshot")
 
 
+def test_the_restore_event_counts_one_record_in_the_singular(
+    make_service: Callable[..., Service], db_path: Path
+) -> None:
+    service = make_service()
+    snapshot = service.sql.snapshot()
+    service.append_event("only one after the snapshot")
+    service.close()
+    event_id = restore(db_path, snapshot.name)
+    (recorded,) = [row for row in table(db_path, "memory_events") if row[0] == event_id]
+    carried = "carried forward, nothing lost: 1 memory event, 0 checkpoints, 0 claim changes, "
+    assert carried in recorded[4]
+    assert "0 calls marked undone" in recorded[4]
+
+
 def test_a_chain_without_restores_says_nothing_of_them(service: Service) -> None:
     service.append_event("one")
     assert "restores" not in json.loads(service.verify_chain())

@@ -41,11 +41,16 @@ def test_a_witness_that_agrees_is_no_problem(conn: apsw.Connection) -> None:
     assert check_witness(conn, None, 0) is None  # a new database
 
 
-def test_a_missing_witness_with_events_is_reported(conn: apsw.Connection) -> None:
-    assert judged(conn, None, 4) == (
+@pytest.mark.parametrize(
+    ("count", "events"), [pytest.param(4, "4 events", id="4"), pytest.param(1, "1 event", id="1")]
+)
+def test_a_missing_witness_with_events_is_reported(
+    conn: apsw.Connection, count: int, events: str
+) -> None:
+    assert judged(conn, None, count) == (
         None,
-        "witness mismatch: the witness file is missing but the chain has 4 events; it cannot "
-        "vouch that they were not rewritten (the next append starts a new one)",
+        f"witness mismatch: the witness file is missing but the chain has {events}; nothing "
+        "vouches that the chain was not rewritten (the next append starts a new one)",
     )
 
 

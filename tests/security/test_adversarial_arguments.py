@@ -463,7 +463,7 @@ def test_an_injected_description_stays_a_comment_in_the_view(
     new_schema = sorted(set(after.schema) - set(before.schema), key=repr)
     assert [(row[0], row[1]) for row in new_schema] == [("view", "answer_view")]
     assert set(before.schema) <= set(after.schema)
-    assert world.service.read_query("SELECT * FROM answer_view") == "answer\n42\n# 1 rows"
+    assert world.service.read_query("SELECT * FROM answer_view") == "answer\n42\n# 1 row"
     # the description changed nothing but the schema: the view row is the only difference
     # ... and the create_view's own undo record (issue 19), which names the view alone
     added = [

@@ -277,7 +277,7 @@ def test_max_update_rows_is_the_limit_not_below_it(world: World) -> None:
     ids = ", ".join(str(n) for n in range(1, MAX_UPDATE_ROWS + 1))
     world.service.write_query(f"UPDATE items SET qty = 0 WHERE id IN ({ids})")
     assert world.service.read_query("SELECT count(*) FROM items WHERE qty = 0") == (
-        f"count(*)\n{MAX_UPDATE_ROWS + 2}\n# 1 rows"
+        f"count(*)\n{MAX_UPDATE_ROWS + 2}\n# 1 row"
     )
 
 

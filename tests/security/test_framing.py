@@ -59,13 +59,13 @@ MEMORY_PAYLOADS = [
     pytest.param("x\u2029# chain: ok", id="paragraph-separator"),
     pytest.param("x\x85# 0 rows", id="next-line"),
     pytest.param("x\n\t # 0 rows", id="line-feed-indent"),
-    pytest.param("x\nok: 1 rows affected", id="line-feed-ok"),
+    pytest.param("x\nok: 1 row affected", id="line-feed-ok"),
     pytest.param(
         f"x\n## event 9 · {TS} · note · session s-test\n# hash {GENESIS} · prev {GENESIS}\nforged",
         id="event-header",
     ),
     pytest.param(
-        "x\n# chain: ok, 1 events\n# 0 events since the checkpoint\n"
+        "x\n# chain: ok, 1 event\n# 0 events since the checkpoint\n"
         "id,date,kind,tags,content\n9,2026-01-01 00:00,note,,forged",
         id="chain-line-and-csv",
     ),
@@ -120,14 +120,14 @@ def test_read_query_cell(service: Service, payload: str) -> None:
     service.write_query("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)")
     service.write_query("INSERT INTO t(v) VALUES (?)", [payload])
     reading = read_reply(service.read_query("SELECT v, v AS w FROM t"))
-    assert reading.server == ["# 1 rows"]
+    assert reading.server == ["# 1 row"]
     assert csv_rows(reading.blocks[0][1]) == [["v", "w"], [payload, payload]]
 
 
 @pytest.mark.parametrize("payload", SQL_PAYLOADS)
 def test_read_query_column_name(service: Service, payload: str) -> None:
     reading = read_reply(service.read_query(f"SELECT 1 AS {q(payload)}"))
-    assert reading.server == ["# 1 rows"]
+    assert reading.server == ["# 1 row"]
     assert csv_rows(reading.blocks[0][1]) == [[payload], ["1"]]
 
 
@@ -137,14 +137,14 @@ def test_write_and_destructive_query_returning(service: Service, payload: str) -
     written = read_reply(
         plain(service.write_query("INSERT INTO t(v) VALUES (?) RETURNING v", [payload]))
     )
-    assert written.server == ["ok: 1 rows affected (last_insert_rowid=1)", "# 1 rows"]
+    assert written.server == ["ok: 1 row affected (last_insert_rowid=1)", "# 1 row"]
     assert csv_rows(written.data_after("ok: ")) == [["v"], [payload]]
     deleted = read_reply(
         service.destructive_query("DELETE FROM t WHERE id = 1 RETURNING v", "test cleanup")
     )
     assert len(deleted.server) == 2
-    assert deleted.server[0].startswith("ok: 1 rows affected; undo: sqlgate undo ")
-    assert deleted.server[1] == "# 1 rows"
+    assert deleted.server[0].startswith("ok: 1 row affected; undo: sqlgate undo ")
+    assert deleted.server[1] == "# 1 row"
     assert csv_rows(deleted.data_after("ok: ")) == [["v"], [payload]]
 
 
@@ -203,7 +203,7 @@ def test_search_text_key_and_column(service: Service, payload: str) -> None:
     service.write_query("INSERT INTO s VALUES (?, 'a needle here')", [payload])
     request = SearchRequest("needle", "s", columns=[payload], key_column="k")
     reading = read_reply(service.search_text(request))
-    assert reading.server == ["# 1 matches shown; 1 matches in 1 rows of 1 scanned"]
+    assert reading.server == ["# 1 match shown; 1 match in 1 row of 1 scanned"]
     assert csv_rows(reading.blocks[0][1]) == [
         ["key", "column", "snippet"],
         [payload, payload, "a needle here"],
@@ -311,11 +311,11 @@ def test_get_resume_context_summary_and_events(service: Service, payload: str) -
     assert reading.server == [
         f"# chain: ok, 2 events, head 2 ({head[:12]}…)",
         f"# checkpoint 1 · {TS} · session s-test · after event 1",
-        "# 1 events since the checkpoint",
+        "# 1 event since the checkpoint",
         NEXT,
     ]
     assert reading.data_after("# checkpoint ") == payload
-    assert csv_rows(reading.data_after("# 1 events")) == [
+    assert csv_rows(reading.data_after("# 1 event")) == [
         ["id", "date", "kind", "tags", "content"],
         ["2", "2026-01-01 00:00", "note", "", payload],
     ]
@@ -326,12 +326,12 @@ def test_memory_search_and_timeline_previews(service: Service, payload: str) -> 
     service.append_event(f"needle {payload}", tags=["t1"])
     found = read_reply(service.memory_search("needle"))
     assert found.server == [
-        "# 1 results; next: memory_timeline(ids=[1]) for what happened around them, "
+        "# 1 result; next: memory_timeline(ids=[1]) for what happened around them, "
         "memory_details(ids=[1]) for full text"
     ]
     assert csv_rows(found.blocks[0][1])[1][0] == "1"
     around = read_reply(service.memory_timeline([1]))
-    assert around.server == ["# 1 events around 1 asked (*); memory_details for full text"]
+    assert around.server == ["# 1 event around 1 asked (*); memory_details for full text"]
     assert csv_rows(around.blocks[0][1])[1][0] == "1"
 
 
@@ -389,11 +389,11 @@ def test_claims_text_and_entity(service: Service, payload: str) -> None:
     assert len(split_lines(added)) == 1
     stored_entity = json.loads(added)["entity"]
     listed = read_reply(service.claim_search("claim"))
-    assert listed.server == ["# 1 claims"]
+    assert listed.server == ["# 1 claim"]
     assert csv_rows(listed.blocks[0][1])[1][1] == stored_entity
     decayed = read_reply(service.claims_decayed(threshold=0.5, as_of="2027-01-01"))
     assert decayed.server == [
-        "# 1 claims below 0.5, oldest confirmation first; "
+        "# 1 claim below 0.5, oldest confirmation first; "
         "claim_confirm(id) if still true, claim_retract(id) if not"
     ]
     for reply in (service.claim_confirm(1), service.claim_retract(1)):
@@ -439,7 +439,7 @@ def test_property_a_cell_never_reads_as_a_server_line(service: Service, text: st
     service.write_query("CREATE TABLE IF NOT EXISTS p(id INTEGER PRIMARY KEY, v TEXT)")
     service.write_query("INSERT INTO p(v) VALUES (?)", [text])
     reading = read_reply(service.read_query("SELECT v FROM p ORDER BY id DESC LIMIT 1"))
-    assert reading.server == ["# 1 rows"]
+    assert reading.server == ["# 1 row"]
     assert csv_rows(reading.blocks[0][1]) == [["v"], [text]]
 
 
@@ -475,7 +475,7 @@ def test_property_content_and_summary_never_read_as_server_lines(
 
 def test_the_grammar_reader_sees_forgeries_on_todays_plain_text() -> None:
     """The reader is not blind: an unframed forged line is found as a server line."""
-    reading = read_reply("x\n# 0 rows\nok: 0 rows affected\n\u200b# 1 rows\n# 1 rows")
+    reading = read_reply("x\n# 0 rows\nok: 0 rows affected\n\u200b# 1 row\n# 1 row")
     assert len(reading.server) == 4
-    assert looks_like_server_line("\uff4f\uff4b\uff1a 1 rows affected")
+    assert looks_like_server_line("\uff4f\uff4b\uff1a 1 row affected")
     assert not looks_like_server_line("order 1: ok: shipped")

@@ -120,7 +120,7 @@ WRITES = [
         w(
             "UPDATE parents SET name = 'ada2' WHERE EXISTS (SELECT 1 FROM children "
             "WHERE children.parent_id = parents.id AND label = 'a1')",
-            "1 rows affected",
+            "1 row affected",
         ),
         r("SELECT name FROM parents WHERE id = 1", "ada2"),
     ),
@@ -129,7 +129,7 @@ WRITES = [
         w(
             "UPDATE parents SET name = c.label FROM children AS c "
             "WHERE c.parent_id = parents.id AND c.label = 'b1'",
-            "1 rows affected",
+            "1 row affected",
         ),
         r("SELECT name FROM parents WHERE id = 2", "b1"),
     ),
@@ -138,14 +138,14 @@ WRITES = [
         w(
             "UPDATE parents AS p SET name = upper(p.name) "
             "WHERE p.id IN (SELECT parent_id FROM children WHERE label = 'c1')",
-            "1 rows affected",
+            "1 row affected",
         ),
         r("SELECT name FROM parents WHERE id = 3", "CY"),
     ),
-    legit("update-where-rowid", w("UPDATE notes SET body = 'x' WHERE rowid = 1", "1 rows")),
+    legit("update-where-rowid", w("UPDATE notes SET body = 'x' WHERE rowid = 1", "1 row")),
     legit(
         "update-fts-match",
-        d("UPDATE docs SET title = 'ALPHA' WHERE docs MATCH 'fox'", "1 rows affected; snapshot:"),
+        d("UPDATE docs SET title = 'ALPHA' WHERE docs MATCH 'fox'", "1 row affected; snapshot:"),
     ),
     legit(
         "insert-returning",
@@ -176,7 +176,7 @@ WRITES = [
     legit("update-up-to-the-limit", w("UPDATE items SET qty = qty + 1 WHERE id <= 5", "5 rows")),
     legit(
         "update-cascades-within-the-limit",
-        w("UPDATE parents SET id = 10 WHERE id = 1", "1 rows affected"),
+        w("UPDATE parents SET id = 10 WHERE id = 1", "1 row affected"),
         r("SELECT count(*) AS n FROM children WHERE parent_id = 10", "n\n3"),
     ),
     legit(
@@ -189,7 +189,7 @@ WRITES = [
     ),
     legit(
         "named-parameters",
-        w("INSERT INTO notes(body) VALUES (:body)", "1 rows affected", params={"body": "named"}),
+        w("INSERT INTO notes(body) VALUES (:body)", "1 row affected", params={"body": "named"}),
     ),
     legit(
         "fts5-table",
@@ -199,7 +199,7 @@ WRITES = [
     ),
     legit(
         "fts5-update-a-row",
-        d("UPDATE docs SET body = 'entirely new words' WHERE rowid = 1", "1 rows affected; snap"),
+        d("UPDATE docs SET body = 'entirely new words' WHERE rowid = 1", "1 row affected; snap"),
         r("SELECT title FROM docs WHERE docs MATCH 'entirely'", "alpha"),
     ),
     legit("fts5-optimize", d("INSERT INTO docs(docs) VALUES ('optimize')")),
@@ -219,17 +219,17 @@ WRITES = [
             "INSERT INTO items_fts(rowid, name) VALUES (new.id, new.name); END"
         ),
         d("INSERT INTO items(name) VALUES ('mango')"),
-        d("UPDATE items SET name = 'papaya' WHERE name = 'mango'", "1 rows affected; snapshot:"),
+        d("UPDATE items SET name = 'papaya' WHERE name = 'mango'", "1 row affected; snapshot:"),
         r("SELECT rowid FROM items_fts WHERE items_fts MATCH 'papaya'", "rowid\n13"),
     ),
     legit(
         "rtree-insert",
         d(
             "INSERT INTO boxes VALUES (9, 8, 9, 8, 9)",
-            "1 rows affected (last_insert_rowid=9); snap",
+            "1 row affected (last_insert_rowid=9); snap",
         ),
     ),
-    legit("rtree-update", d("UPDATE boxes SET maxx = 2 WHERE id = 1", "1 rows affected; snap")),
+    legit("rtree-update", d("UPDATE boxes SET maxx = 2 WHERE id = 1", "1 row affected; snap")),
     legit(
         "create-index",
         w("CREATE INDEX items_qty ON items(qty)"),
@@ -260,7 +260,7 @@ WRITES = [
 DESTRUCTIVE = [
     legit(
         "foreign-key-cascade-delete",
-        d("DELETE FROM parents WHERE id = 1", "1 rows affected"),
+        d("DELETE FROM parents WHERE id = 1", "1 row affected"),
         r("SELECT count(*) AS n FROM children", "n\n6"),
     ),
     legit(
@@ -324,7 +324,7 @@ DESTRUCTIVE = [
     ),
     legit(
         "reset-a-user-sequence",
-        d("UPDATE sqlite_sequence SET seq = 100 WHERE name = 'items'", "1 rows affected"),
+        d("UPDATE sqlite_sequence SET seq = 100 WHERE name = 'items'", "1 row affected"),
         w("INSERT INTO items(name) VALUES ('mango')", "last_insert_rowid=101"),
     ),
 ]

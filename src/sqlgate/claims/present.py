@@ -9,7 +9,7 @@ from typing import Any
 from sqlgate.claims.model import Claim
 from sqlgate.claims.store import Decayed, Evaluation
 from sqlgate.engine.csvout import csv_line, csv_reply
-from sqlgate.engine.framing import one_line_json
+from sqlgate.engine.framing import counted, one_line_json
 
 __all__ = ["claim_json", "claims_csv", "decayed_csv", "evaluation_json"]
 
@@ -32,7 +32,7 @@ def claims_csv(claims: Sequence[Claim], at: datetime, cell_chars: int) -> str:
         row = (c.id, c.entity, c.kind, c.claim, c.rank, c.volatility, f"{c.confidence:.2f}",
                f"{c.effective(at):.2f}", c.state, c.last_confirmed)  # fmt: skip
         lines.append(csv_line(row, cell_chars))
-    return csv_reply(lines, f"# {len(claims)} claims")
+    return csv_reply(lines, f"# {counted(len(claims), 'claim')}")
 
 
 def decayed_csv(
@@ -45,7 +45,7 @@ def decayed_csv(
         row = (c.id, c.entity, c.kind, c.claim, f"{item.effective:.2f}", c.last_confirmed,
                c.state)  # fmt: skip
         lines.append(csv_line(row, cell_chars))
-    trailer = f"# {len(items)} claims below {threshold:g}, oldest confirmation first"
+    trailer = f"# {counted(len(items), 'claim')} below {threshold:g}, oldest confirmation first"
     marked = [change["id"] for change in changes]
     if marked:
         trailer += f"; marked stale: {', '.join(map(str, marked))}"

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlgate.claims.model import Claim
+from sqlgate.engine.framing import counted
 from sqlgate.errors import InvalidArgument
 
 __all__ = ["Finding", "Observed", "find_contradictions", "parse_observed"]
@@ -83,7 +84,8 @@ def parse_observed(raw: object) -> Observed:
                 raise InvalidArgument(f"{_SHAPE} ({where} must hold whole-number ranks from 1)")
             if len(values) != len(periods):
                 raise InvalidArgument(
-                    f"{_SHAPE} ({where} has {len(values)} ranks for {len(periods)} periods)"
+                    f"{_SHAPE} ({where} has {counted(len(values), 'rank')} for "
+                    f"{counted(len(periods), 'period')})"
                 )
             ranks[name] = tuple(values)
         parsed.append(ranks)
@@ -101,7 +103,7 @@ def _duplicate_ranks(claims: Sequence[Claim]) -> list[Finding]:
         entities = tuple(sorted({claim.entity for claim in holders}))
         if len(entities) >= 2:
             ids = tuple(sorted(claim.id for claim in holders))
-            detail = f"{len(entities)} entities claim priority rank {rank}"
+            detail = f"{counted(len(entities), 'entity', 'entities')} claim priority rank {rank}"
             findings.append(Finding("duplicate-rank", entities, ids, detail))
     return findings
 
@@ -116,7 +118,7 @@ def _status_conflicts(claims: Sequence[Claim]) -> list[Finding]:
             "status-conflict",
             (entity,),
             tuple(sorted(claim.id for claim in held)),
-            f"{entity} has {len(held)} live status claims",
+            f"{entity} has {counted(len(held), 'live status claim')}",
         )
         for entity, held in sorted(by_entity.items())
         if len(held) > 1
@@ -138,8 +140,9 @@ def _rank_drops(claims: Sequence[Claim], observed: Observed) -> list[Finding]:
         if all(ranks[i] > limit for ranks in series for i in recent):
             seen = "; ".join(", ".join(str(ranks[i]) for i in recent) for ranks in series)
             detail = (
-                f"claimed rank {claim.rank}; observed {seen} over the {RANK_DROP_PERIODS} most "
-                f"recent valid periods (worse than {limit} in every signal)"
+                f"claimed rank {claim.rank}; observed {seen} over the "
+                f"{counted(RANK_DROP_PERIODS, 'most recent valid period')} (worse than {limit} "
+                "in every signal)"
             )
             findings.append(Finding("rank-drop", (claim.entity,), (claim.id,), detail))
     return findings

@@ -30,6 +30,7 @@ from sqlgate.claims.rules import Finding, find_contradictions, parse_observed
 from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.commands import db_option
 from sqlgate.engine.database import Database
+from sqlgate.engine.framing import counted
 from sqlgate.errors import InvalidArgument, NotFound, PolicyDenied
 from sqlgate.memory.chain import ChainWriter, EventChain
 from sqlgate.memory.inputs import event_ids, moment, text_field
@@ -203,8 +204,8 @@ class ClaimStore:
     def _text(self, value: object, name: str, limit: int) -> str:
         if isinstance(value, str) and len(value) > limit:  # a fixed limit, not --max-event-chars
             raise InvalidArgument(
-                f"{name} is {len(value)} characters, over the limit of {limit} for claims; "
-                "say it shorter and keep the detail in a memory event (evidence)"
+                f"{name} is {counted(len(value), 'character')}, over the limit of {limit} for "
+                "claims; say it shorter and keep the detail in a memory event (evidence)"
             )
         text = " ".join(text_field(value, name, limit).split())
         redacted = self.redactor.redact(text)

@@ -25,6 +25,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from sqlgate.engine.framing import counted
+
 __all__ = [
     "ACTOR_NAME_RULE",
     "RESERVED_ACTORS",
@@ -47,7 +49,7 @@ RESERVED_ACTORS = ("admin", "local", "cli", "anonymous")
 MAX_ACTOR_CHARS = 64
 _ACTOR = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+:|-]*")
 ACTOR_NAME_RULE = (
-    f"1 to {MAX_ACTOR_CHARS} characters: letters, digits and . _ @ + : | - "
+    f"1 to {counted(MAX_ACTOR_CHARS, 'character')}: letters, digits and . _ @ + : | - "
     "(starting with a letter or digit)"
 )
 
@@ -57,7 +59,7 @@ def actor_name_problem(name: object) -> str | None:
     if not isinstance(name, str) or not name:
         return f"a name is {ACTOR_NAME_RULE}"
     if len(name) > MAX_ACTOR_CHARS:
-        return f"{len(name)} characters is too long; a name is {ACTOR_NAME_RULE}"
+        return f"{counted(len(name), 'character')} is too long; a name is {ACTOR_NAME_RULE}"
     if not _ACTOR.fullmatch(name):
         bad = next((c for c in name if not _ACTOR.fullmatch("a" + c)), name[0])
         shown = repr(bad) if bad.isprintable() else f"U+{ord(bad):04X}"

@@ -27,6 +27,7 @@ from typing import Any
 import apsw
 
 from sqlgate.engine.audit_queue import AuditQueue, QueueDrainer
+from sqlgate.engine.framing import counted
 
 __all__ = [
     "ACTOR_SINCE",
@@ -270,9 +271,9 @@ class AuditLog:
         try:
             if not self.drain(wait):
                 log.info(
-                    "%d audit row(s) stay queued in %s: the write lock was held; the next sqlgate "
-                    "process on this database writes them",
-                    self.pending(),
+                    "%s queued in %s: the write lock was held; the next sqlgate process on this "
+                    "database writes what is queued",
+                    counted(self.pending(), "audit row stays", "audit rows stay"),
                     self._queue.path if self._queue else "the queue",
                 )
         except Exception as exc:

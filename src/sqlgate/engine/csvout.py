@@ -3,7 +3,8 @@
 Header row, RFC 4180 quoting (only where needed), NULL as an empty cell and the empty
 string as `""`, blobs as `x'hex'`, TEXT that is not UTF-8 as `CAST(x'hex' AS TEXT)`, long
 cells cut with `…[+K chars]` (`…[+K bytes]` for those two), then one trailer line:
-`# N rows`, or `# N rows (truncated: row limit L)` / `(truncated: B bytes)`.
+`# N rows`, or `# N rows (truncated: row limit L)` / `(truncated: B bytes)`, the noun
+singular for one (`# 1 row`, `…[+1 char]`: framing.counted).
 
 Framing (engine/framing.py): a row's first cell is quoted when it would start like a server
 line (`#`, `ok:`, a fence tag), so no row starts like one; when a line that starts inside a
@@ -26,6 +27,7 @@ from typing import Any, cast
 
 from sqlgate.engine.framing import (
     FramedReply,
+    counted,
     fence,
     fence_token,
     looks_like_server_line,
@@ -62,10 +64,10 @@ BATCH_ROWS = 256
 BATCH_VALUE_BYTES = 1 << 20
 
 
-def _cut(text: str, limit: int, unit: str = "chars") -> str:
+def _cut(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}…[+{len(text) - limit} {unit}]"
+    return f"{text[:limit]}…[+{counted(len(text) - limit, 'char')}]"
 
 
 def _quoted(text: str) -> str:
@@ -85,7 +87,7 @@ def csv_cell(value: Any, cell_chars: int) -> str:
         shown = max(0, (cell_chars - 3) // 2)
         head = value[:shown].hex()
         rest = len(value) - min(len(value), shown)
-        return f"x'{head}'" + (f"…[+{rest} bytes]" if rest else "")
+        return f"x'{head}'" + (f"…[+{counted(rest, 'byte')}]" if rest else "")
     if isinstance(value, RawText):  # TEXT that is not UTF-8: the SQL that makes it
         return value.cell(cell_chars)
     text = repr(value) if isinstance(value, float) else str(value)
@@ -217,7 +219,7 @@ def render_csv(
         fits = len(sizes)
         if fits and sum(sizes) + fits > room:  # the first line (and its line feed) too many
             fits = next(i for i, end in enumerate(accumulate(s + 1 for s in sizes)) if end > room)
-            truncated = f"{caps.bytes} bytes"
+            truncated = counted(caps.bytes, "byte")
         if fits:
             lines += batch_lines[:fits]
             room -= sum(sizes[:fits]) + fits
@@ -226,7 +228,7 @@ def render_csv(
         if truncated is None and len(batch) > len(shown):
             truncated = f"row limit {limit}"
     body = "\n".join(lines) + "\n"
-    trailer = f"# {count} rows" + (f" (truncated: {truncated})" if truncated else "")
+    trailer = f"# {counted(count, 'row')}" + (f" (truncated: {truncated})" if truncated else "")
     if _has_inner_lines(body, count + 1) and needs_fence(body):
         return CsvResult(f"{fence(body[:-1], fence_token(body))}\n{trailer}", count, truncated)
     return CsvResult(body + trailer, count, truncated)

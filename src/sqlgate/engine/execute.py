@@ -20,7 +20,7 @@ import apsw
 
 from sqlgate.engine.authorizer import PolicyRecorder, recording
 from sqlgate.engine.double_quotes import double_quoted_string, single_quoted
-from sqlgate.engine.framing import abridged, one_line
+from sqlgate.engine.framing import abridged, counted, one_line
 from sqlgate.engine.hidden_checks import HiddenWatch, veiled_error
 from sqlgate.engine.limits import SQLITE_INT_MAX, SQLITE_INT_MIN, CallControl, Deadline, watched
 from sqlgate.engine.live_rules import NO_RULES, LiveRules
@@ -206,10 +206,6 @@ def _sqlite_message(exc: apsw.Error) -> str:
     return text
 
 
-def _values(count: int) -> str:
-    return f"{count} value" if count == 1 else f"{count} values"
-
-
 def params_mismatch(names: Sequence[str | None], bindings: Bindings) -> InvalidArgument:
     """Our words for apsw's BindingsError: what the statement's placeholders (`names`, None
     for a `?`, as `Cursor.bindings_names` gives them) need, against what was given."""
@@ -217,21 +213,22 @@ def params_mismatch(names: Sequence[str | None], bindings: Bindings) -> InvalidA
     if count == 0:
         given = len(bindings) if isinstance(bindings, Sequence) else 0
         return InvalidArgument(
-            f"the statement has no placeholders but params has {_values(given)}; leave params out"
+            f"the statement has no placeholders but params has {counted(given, 'value')}; "
+            "leave params out"
         )
     named = [name for name in names if name is not None and not name.isdigit()]  # ?NNN: digits
     shown = ", ".join(f":{name}" if name in named else f"?{name or ''}" for name in names)
-    has = f"the statement has {count} placeholder{'s' if count > 1 else ''} ({shown}) but"
-    want = f"pass a list of {_values(count)}"
+    has = f"the statement has {counted(count, 'placeholder')} ({shown}) but"
+    want = f"pass a list of {counted(count, 'value')}"
     if len(named) == count:
-        want = f"pass an object with {', '.join(named)} (or a list of {_values(count)})"
+        want = f"pass an object with {', '.join(named)} (or a list of {counted(count, 'value')})"
     if bindings is None:
         return InvalidArgument(f"{has} no params were given; {want}")
     if isinstance(bindings, Mapping):
         return InvalidArgument(
             f"{has} params is an object, which binds only :name placeholders; {want}"
         )
-    return InvalidArgument(f"{has} params has {_values(len(bindings))}; {want}")
+    return InvalidArgument(f"{has} params has {counted(len(bindings), 'value')}; {want}")
 
 
 def _double_quoted(ctx: RunContext, sql: str, text: str) -> SqlError:
@@ -322,7 +319,8 @@ def mass_rewrite(limit: int, undo: str = "rows") -> MassRewrite:
     """The refusal of a write_query statement that changes more than `limit` existing rows;
     `undo` is the --undo setting, which says what destructive_query keeps."""
     return MassRewrite(
-        f"refused and rolled back: the statement changes more than {limit} existing rows "
+        "refused and rolled back: the statement changes more than "
+        f"{counted(limit, 'existing row')} "
         f"(--max-update-rows). Mass rewrites belong in {destructive_keeps(undo)}; or narrow "
         "the WHERE clause"
     )

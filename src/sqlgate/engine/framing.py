@@ -16,6 +16,10 @@ content, summaries, stored SQL) is printed so that no line of it *looks like* on
 "Line" means what any reader may split on: `\\n`, `\\r`, VT, FF, FS, GS, RS, NEL, U+2028,
 U+2029. "Looks like" ignores what a reader may not see or may skip: leading whitespace,
 control, format (zero-width) and combining characters, and compatibility forms (`＃`, `ｏｋ：`).
+
+Every count a server line, message or console shows reads as English: `counted` gives the
+number with its noun in the number the count takes (`# 1 row`, `# 0 rows`, `ok: 2 rows
+affected`); machine-readable output (JSON, TSV keys) never holds these words.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ __all__ = [
     "FENCE_BYTES",
     "LINE_BREAKS",
     "FramedReply",
+    "counted",
     "data_bytes",
     "fence",
     "fence_token",
@@ -111,10 +116,19 @@ def one_line(text: str) -> str:
     return text.translate(_ESCAPED_BREAKS)
 
 
+def counted(count: float, noun: str, plural: str | None = None, *, spec: str = "") -> str:
+    """`count` and `noun`, the noun singular when the count is one (or minus one) and plural
+    otherwise: `1 row`, `0 rows`, `2 rows`. The plural is `noun` + "s" unless `plural` says
+    it (`counted(n, "match", "matches")`, `counted(n, "row was", "rows were")`); `spec`
+    formats the number (`","` for `1,024 bytes`, `"+d"` for `+1 row`)."""
+    word = noun if abs(count) == 1 else noun + "s" if plural is None else plural
+    return f"{count:{spec}} {word}"
+
+
 def abridged(text: str, most: int = 60, keep: int = 40) -> str:
     """`text` if at most `most` characters, else its first `keep` and its length: a message
     that quotes an agent's text back does not cost it that text again."""
-    return text if len(text) <= most else f"{text[:keep]}… ({len(text)} characters)"
+    return text if len(text) <= most else f"{text[:keep]}… ({counted(len(text), 'character')})"
 
 
 def one_line_json(value: Any) -> str:

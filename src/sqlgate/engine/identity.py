@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import apsw
 
+from sqlgate.engine.framing import counted
 from sqlgate.errors import InvalidArgument
 
 __all__ = ["CallRef", "database_id", "parse_call_ref"]
@@ -54,7 +55,9 @@ def parse_call_ref(text: str, next_step: str = LIST_CALLS) -> CallRef:
     """`15@3f9a1c07` or `15`; InvalidArgument for anything else, ending with `next_step`."""
     match = _REF.fullmatch(text.strip())
     if match is None or not 1 <= int(match.group(1)) <= _LARGEST_ID:
-        shown = repr(text) if len(text) <= 60 else f"{text[:40]!r}… ({len(text)} characters)"
+        shown = (
+            repr(text) if len(text) <= 60 else f"{text[:40]!r}… ({counted(len(text), 'character')})"
+        )
         raise InvalidArgument(
             f"{shown} is not a call id: give it as the undo hint shows it, AUDIT_ID@DATABASE_ID "
             f"(e.g. 15@3f9a1c07); {next_step}"

@@ -14,7 +14,7 @@ import apsw
 
 from sqlgate.engine.csvout import csv_line, csv_reply
 from sqlgate.engine.database import Database
-from sqlgate.engine.framing import FramedReply, inline
+from sqlgate.engine.framing import FramedReply, counted, inline
 from sqlgate.engine.limits import CallControl, Clock, Deadline, watched
 from sqlgate.engine.names import fold_name, same_name
 from sqlgate.engine.rule_notes import schema_notes, table_notes
@@ -80,7 +80,9 @@ class Introspection:
                 if include_row_counts and obj.type != "view":
                     rows = self._count(conn, obj.name, control)
                 lines.append(csv_line((obj.name, obj.type, int(obj.system), rows), cells))
-        return csv_reply(lines, f"# {len(objects)} tables and views"), len(objects)
+        return csv_reply(
+            lines, f"# {counted(len(objects), 'table or view', 'tables and views')}"
+        ), len(objects)
 
     def _count(self, conn: apsw.Connection, name: str, control: CallControl) -> int | None:
         try:
@@ -164,8 +166,9 @@ class Introspection:
         if left_out:
             names = ", ".join(inline(name) for name in sorted(left_out))
             reply.server(
-                f"# left out: the server's {len(left_out)} tables and views ({names}) and their "
-                "indexes and triggers; get_schema(include_system=true) shows them, "
+                "# left out: the server's "
+                f"{counted(len(left_out), 'table or view', 'tables and views')} ({names}) and "
+                "their indexes and triggers; get_schema(include_system=true) shows them, "
                 "read_query reads them"
             )
         return reply.render(), len(statements)

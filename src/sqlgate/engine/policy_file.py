@@ -29,6 +29,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlgate.config import Settings
+from sqlgate.engine.framing import counted
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.table_rules import (
     ColumnRule,
@@ -129,7 +130,8 @@ class _Reader:
         if len(value) > MAX_NOTE_CHARS or any(ord(c) < 32 and c not in "\t" for c in value):
             self.problem(
                 table, key,
-                f"[tables.{table}] {key} must be one line of at most {MAX_NOTE_CHARS} characters",
+                f"[tables.{table}] {key} must be one line of at most "
+                f"{counted(MAX_NOTE_CHARS, 'character')}",
             )  # fmt: skip
             return None
         return value.strip()
@@ -212,7 +214,9 @@ def load_policy(path: Path) -> TableRules:
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
-            raise StartupError(f"--policy {path} is {size} bytes; a policy file is at most 1 MB")
+            raise StartupError(
+                f"--policy {path} is {counted(size, 'byte')}; a policy file is at most 1 MB"
+            )
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise StartupError(
@@ -228,8 +232,8 @@ def load_policy(path: Path) -> TableRules:
 
 def listed(problems: list[PolicyProblem]) -> str:
     """The problems as one message (a CLI error is one line): numbered, `;` between."""
-    count = f"{len(problems)} problem" + ("s" if len(problems) > 1 else "")
     shown = "; ".join(f"({n}) {problem}" for n, problem in enumerate(problems, 1))
+    count = counted(len(problems), "problem")
     return f"the table rules have {count}; fix them and start again: {shown}"
 
 

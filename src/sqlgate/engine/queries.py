@@ -23,6 +23,7 @@ from sqlgate.engine.execute import (
     RunContext,
     run_statement,
 )
+from sqlgate.engine.framing import counted
 from sqlgate.engine.guard_rows import guarding, refuse_changed_rows
 from sqlgate.engine.guarded_policy import guarded_statement_refusal
 from sqlgate.engine.hidden_policy import hidden_trailer
@@ -264,7 +265,7 @@ class SqlTiers:
         self, statement: Statement, returned: CsvResult | None, changes: int, rowid: int
     ) -> str:
         if statement.kind in DML_KINDS:
-            line = f"ok: {changes} rows affected"
+            line = f"ok: {counted(changes, 'row')} affected"
             if statement.kind in INSERT_KINDS and changes and rowid != NO_ROWID:
                 line += f" (last_insert_rowid={rowid})"  # a row this statement inserted
         else:

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 import apsw
 
+from sqlgate.engine.framing import counted
 from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.errors import SqlError
 
@@ -74,7 +75,7 @@ class RawText:
         shown = max(0, (chars - _SHOWN_FIXED) // 2)
         rest = len(self.data) - min(len(self.data), shown)
         head = RawText(self.data[:shown]).sql()
-        return head + (f"…[+{rest} bytes]" if rest else "")
+        return head + (f"…[+{counted(rest, 'byte')}]" if rest else "")
 
     def __repr__(self) -> str:
         return self.sql()

@@ -29,7 +29,7 @@ import re2
 
 from sqlgate.engine.csvout import csv_line, csv_reply
 from sqlgate.engine.execute import Bindings, RunContext, run_statement
-from sqlgate.engine.framing import inline
+from sqlgate.engine.framing import counted, inline
 from sqlgate.engine.introspect import SchemaObject, find_object
 from sqlgate.engine.limits import CallControl, Deadline
 from sqlgate.engine.names import fold_name
@@ -69,7 +69,7 @@ def _compile(request: SearchRequest) -> Any:
     if not isinstance(request.pattern, str) or not request.pattern:
         raise InvalidArgument("pattern is empty: pass the text or RE2 regular expression to find")
     if len(request.pattern) > MAX_PATTERN_CHARS:
-        raise InvalidArgument(f"pattern is longer than {MAX_PATTERN_CHARS} characters")
+        raise InvalidArgument(f"pattern is longer than {counted(MAX_PATTERN_CHARS, 'character')}")
     options = re2.Options()
     options.case_sensitive = not request.ignore_case
     options.log_errors = False
@@ -93,8 +93,9 @@ def _compile(request: SearchRequest) -> Any:
         ) from None
     if regex.programsize > MAX_PROGRAM_SIZE:
         raise InvalidArgument(
-            f"pattern is too complex to search with: it compiles to {regex.programsize} RE2 "
-            f"instructions, over the limit of {MAX_PROGRAM_SIZE}, mostly from counted "
+            "pattern is too complex to search with: it compiles to "
+            f"{counted(regex.programsize, 'RE2 instruction')}, over the limit of "
+            f"{MAX_PROGRAM_SIZE}, mostly from counted "
             "repetition ({1,1000}, .{0,500}). Use fewer repetitions (e.g. {1,50}), a shorter "
             "pattern, or fixed_strings=true for plain text"
         )
@@ -321,8 +322,8 @@ class TextSearch:
                             if state["bytes"] + len(line.encode()) > caps.bytes:
                                 stopped.append(
                                     f"the {caps.bytes}-byte result cap after "
-                                    f"{state['scanned']} rows scanned; the next match did "
-                                    "not fit"
+                                    f"{counted(state['scanned'], 'row')} scanned; the next "
+                                    "match did not fit"
                                 )
                                 state["rows"] += int(row_matched)
                                 return
@@ -332,8 +333,8 @@ class TextSearch:
                             state["bytes"] += len(line.encode())
                             if state["matches"] >= limit:
                                 stopped.append(
-                                    f"limit {limit} after {state['scanned']} rows scanned; "
-                                    "more may match"
+                                    f"limit {limit} after {counted(state['scanned'], 'row')} "
+                                    "scanned; more may match"
                                 )
                                 state["rows"] += 1
                                 return
@@ -344,7 +345,7 @@ class TextSearch:
                         return
                 state["rows"] += int(row_matched)
                 if deadline.expired():
-                    where = f"after {state['scanned']} rows scanned"
+                    where = f"after {counted(state['scanned'], 'row')} scanned"
                     stopped.append(out_of_time.format(where=where))
                     return
 
@@ -373,14 +374,16 @@ class TextSearch:
                 if control.cancelled or not state["scanned"]:
                     raise  # nothing to show: the statement itself is too slow, as in read_query
                 # the deadline stopped SQLite while it looked for the next row
-                stopped.append(out_of_time.format(where=f"after {state['scanned']} rows scanned"))
+                where = f"after {counted(state['scanned'], 'row')} scanned"
+                stopped.append(out_of_time.format(where=where))
         shown = len(lines) - 1
         if stopped:
-            trailer = f"# {shown} matches shown (stopped at {stopped[0]})"
+            trailer = f"# {counted(shown, 'match', 'matches')} shown (stopped at {stopped[0]})"
         else:
             trailer = (
-                f"# {shown} matches shown; {state['matches']} matches in {state['rows']} rows "
-                f"of {state['scanned']} scanned"
+                f"# {counted(shown, 'match', 'matches')} shown; "
+                f"{counted(state['matches'], 'match', 'matches')} in "
+                f"{counted(state['rows'], 'row')} of {state['scanned']} scanned"
             )
         detail = {"matches": state["matches"], "scanned": state["scanned"], "complete": not stopped}
         return Outcome(csv_reply(lines, trailer), shown, detail)

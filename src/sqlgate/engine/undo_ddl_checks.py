@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from sqlgate.engine.framing import counted
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.sqltext import tokens_of
 from sqlgate.engine.undo_checks import Conflict
@@ -274,10 +275,6 @@ def dependant_conflicts(objects: tuple[CreatedObject, ...], facts: SchemaFacts) 
     ]
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" + ("" if count == 1 else "s")
-
-
 def content_conflicts(
     objects: tuple[CreatedObject, ...], contents: dict[int, tuple[int, str]]
 ) -> list[Conflict]:
@@ -295,11 +292,12 @@ def content_conflicts(
         if owner is not obj:
             reason = f"rows were written into it after the call; {keep}"
         elif obj.rows == 0:
-            verb = "was" if count == 1 else "were"
-            reason = f"{_plural(count, 'row')} {verb} written into it after the call; {keep}"
+            reason = (
+                f"{counted(count, 'row was', 'rows were')} written into it after the call; {keep}"
+            )
         elif count != obj.rows:
             reason = (
-                f"it holds {_plural(count, 'row')}, the call left {obj.rows}: rows were "
+                f"it holds {counted(count, 'row')}, the call left {obj.rows}: rows were "
                 f"written or deleted after the call; {keep}"
             )
         else:

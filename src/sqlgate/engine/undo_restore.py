@@ -27,6 +27,7 @@ from sqlgate.engine.changesets import Change, outline, read_changeset
 from sqlgate.engine.commands import db_option, list_calls, shell_word
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.database import Database
+from sqlgate.engine.framing import counted
 from sqlgate.engine.identity import AGENT_FINDS_CALLS
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.undo import Kept, load_changeset
@@ -293,7 +294,7 @@ class UndoRestore:
                 (utc_timestamp(self.wall_clock()), f"session {self.session}", changeset_id),
             )
         tables = ", ".join(json.loads(str(tables_json)))
-        what = f"{kind}, {changes} rows in {tables}"
+        what = f"{kind}, {counted(int(changes), 'row')} in {tables}"
         if created is not None:
             replaced = any(item.get("replaces") for item in json.loads(str(created)))
             what = f"{kind} {tables}: " + (
@@ -423,8 +424,8 @@ class UndoRestore:
 
         def text(shown: list[Conflict]) -> str:
             return (
-                f"undo of {target.label} refused: {len(conflicts)} conflict(s) with changes "
-                f"made after it ({_shown(shown)}). Nothing was undone. Next: look at those "
+                f"undo of {target.label} refused: {counted(len(conflicts), 'conflict')} with "
+                f"changes made after it ({_shown(shown)}). Nothing was undone. Next: look at those "
                 "rows; put them back as they were right after the call and run the undo again, "
                 "or fix the rows by hand"
             )
@@ -451,7 +452,8 @@ class UndoRestore:
                 )
             )
         tool, query, rows = row
-        return f"{tool} ({rows} rows): {query or ''}"
+        said = counted(rows, "row") if isinstance(rows, int) else "rows not recorded"
+        return f"{tool} ({said}): {query or ''}"
 
     def _schema_refusal(self, target: UndoTarget, conflicts: list[Conflict]) -> UndoConflict:
         shown = _shown(conflicts)

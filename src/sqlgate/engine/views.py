@@ -14,6 +14,7 @@ import apsw
 from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.execute import RunContext, run_statement
+from sqlgate.engine.framing import counted
 from sqlgate.engine.introspect import find_object
 from sqlgate.engine.limits import CallControl, Deadline
 from sqlgate.engine.policy import Tier
@@ -36,7 +37,9 @@ def description_comment(description: str) -> str:
     if not isinstance(description, str):
         raise InvalidArgument("description must be text")
     if len(description) > MAX_DESCRIPTION_CHARS:
-        raise InvalidArgument(f"description is longer than {MAX_DESCRIPTION_CHARS} characters")
+        raise InvalidArgument(
+            f"description is longer than {counted(MAX_DESCRIPTION_CHARS, 'character')}"
+        )
     if _FORBIDDEN_CONTROL.search(description):
         raise InvalidArgument("description contains control characters; use plain text")
     lines = [line.rstrip() for line in _LINE_BREAKS.split(description.strip())]

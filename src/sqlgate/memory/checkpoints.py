@@ -19,7 +19,7 @@ from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.csvout import csv_line
 from sqlgate.engine.database import Database
-from sqlgate.engine.framing import LINE_BREAKS, FramedReply, data_bytes, inline
+from sqlgate.engine.framing import LINE_BREAKS, FramedReply, counted, data_bytes, inline
 from sqlgate.errors import InvalidArgument
 from sqlgate.memory.chain import ChainStatus, EventChain
 from sqlgate.memory.search import preview
@@ -160,7 +160,7 @@ class Checkpoints:
             kept.append(line)
             size += len(line.encode())
         shown = f" (the newest {len(kept)} shown)" if len(kept) < total else ""
-        reply.server(f"# {total} events {since}{skipped}{shown}")
+        reply.server(f"# {counted(total, 'event')} {since}{skipped}{shown}")
         if kept:
             reply.data("".join([header, *reversed(kept)]).removesuffix("\n"))
         reply.server(
@@ -192,7 +192,7 @@ def _chain_line(status: ChainStatus) -> str:
             if status.unconfirmed
             else ""
         )
-        return f"# chain: ok, {status.events} events{head}{pending}\n"
+        return f"# chain: ok, {counted(status.events, 'event')}{head}{pending}\n"
     return (
         f"# chain: BROKEN at event {status.first_broken_id}: {status.reason}. Tell the user; "
         "verify_chain gives the details\n"

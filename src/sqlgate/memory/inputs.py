@@ -7,6 +7,7 @@ import unicodedata
 from collections.abc import Sequence
 from datetime import date, datetime, timedelta, timezone
 
+from sqlgate.engine.framing import counted
 from sqlgate.engine.limits import SQLITE_INT_MAX
 from sqlgate.errors import InvalidArgument
 
@@ -43,7 +44,8 @@ def text_field(value: object, name: str, limit: int) -> str:
         raise InvalidArgument(f"{name} is empty: pass some text")
     if len(value) > limit:
         raise InvalidArgument(
-            f"{name} is {len(value)} characters, over the limit of {limit} (--max-event-chars); "
+            f"{name} is {counted(len(value), 'character')}, over the limit of {limit} "
+            "(--max-event-chars); "
             "split it into several events or summarise it"
         )
     if _CONTROL.search(value):
@@ -90,7 +92,7 @@ def event_kinds(values: object, name: str) -> tuple[str, ...]:
     """Kinds from a list or comma-separated text (`word_list`), each checked."""
     kinds = word_list(values, name, "kind", ("prompt", "compaction"))
     if len(kinds) > MAX_KINDS:
-        raise InvalidArgument(f"{name}: at most {MAX_KINDS} kinds")
+        raise InvalidArgument(f"{name}: at most {counted(MAX_KINDS, 'kind')}")
     return tuple(event_kind(value) for value in kinds)
 
 
@@ -99,13 +101,13 @@ def event_tags(values: object) -> list[str]:
     text (`word_list`)."""
     values = word_list(values, "tags", "tag", ("auth", "bug"))
     if len(values) > MAX_TAGS:
-        raise InvalidArgument(f"at most {MAX_TAGS} tags per event")
+        raise InvalidArgument(f"at most {counted(MAX_TAGS, 'tag')} per event")
     tags: set[str] = set()
     for value in values:
         if not isinstance(value, str) or not value.strip() or len(value) > MAX_TAG_CHARS:
             raise InvalidArgument(
                 f"tag {value!r} is invalid: tags are non-empty text of at most "
-                f"{MAX_TAG_CHARS} characters"
+                f"{counted(MAX_TAG_CHARS, 'character')}"
             )
         if any(char.isspace() or unicodedata.category(char) in _UNSAFE for char in value):
             raise InvalidArgument(
@@ -122,7 +124,7 @@ def event_ids(values: object, limit: int = MAX_IDS) -> list[int]:
     if isinstance(values, str) or not isinstance(values, Sequence) or not values:
         raise InvalidArgument("ids must be a non-empty list of event ids, e.g. [12, 15]")
     if len(values) > limit:
-        raise InvalidArgument(f"at most {limit} ids per call")
+        raise InvalidArgument(f"at most {counted(limit, 'id')} per call")
     ids: list[int] = []
     for value in values:
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ID:

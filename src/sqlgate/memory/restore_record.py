@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from sqlgate.engine.commands import db_option, shell_word
+from sqlgate.engine.framing import counted
 from sqlgate.errors import SqlgateError
 from sqlgate.memory.chain import ChainWriter, next_witness
 from sqlgate.memory.witness import Witness, WitnessFile
@@ -38,12 +39,12 @@ __all__ = [
 ]
 
 RESTORE_KIND = "restore"
-_CARRIED_WORDS = (
-    ("memory_events", "memory events"),
-    ("memory_checkpoints", "checkpoints"),
-    ("claims_history", "claim changes"),
-    ("query_log", "audit rows"),
-    ("undo_changesets", "calls marked undone"),
+_CARRIED_WORDS = (  # key, one row's words, many rows' words
+    ("memory_events", "memory event", "memory events"),
+    ("memory_checkpoints", "checkpoint", "checkpoints"),
+    ("claims_history", "claim change", "claim changes"),
+    ("query_log", "audit row", "audit rows"),
+    ("undo_changesets", "call marked undone", "calls marked undone"),
 )
 
 
@@ -57,7 +58,7 @@ def snapshot_restore_text(plan: RestorePlan, before_name: str, carried: dict[str
         ", ".join(f"{t.name} {_rows(t.now)} -> {_rows(t.snapshot)}" for t in plan.tables)
         or "no user tables"
     )
-    kept = ", ".join(f"{carried.get(key, 0)} {words}" for key, words in _CARRIED_WORDS)
+    kept = ", ".join(counted(carried.get(key, 0), one, many) for key, one, many in _CARRIED_WORDS)
     events = "" if plan.events is None else f" (events {plan.events[0]} to {plan.events[1]})"
     created = _taken(plan.name)
     return (

@@ -18,7 +18,7 @@ import apsw
 
 from sqlgate.engine.csvout import csv_line, csv_reply
 from sqlgate.engine.database import Database
-from sqlgate.engine.framing import LINE_BREAKS, FramedReply, data_bytes, inline
+from sqlgate.engine.framing import LINE_BREAKS, FramedReply, counted, data_bytes, inline
 from sqlgate.errors import InvalidArgument, NotFound
 
 __all__ = ["EventReader", "SearchFilters", "fts_query", "preview", "shown_scores"]
@@ -179,13 +179,13 @@ class EventReader:
         ids = ", ".join(str(row[0]) for row in rows)
         if rows:
             trailer = (
-                f"# {len(rows)} results; next: memory_timeline(ids=[{ids}]) for what happened "
-                f"around them, memory_details(ids=[{ids}]) for full text"
+                f"# {counted(len(rows), 'result')}; next: memory_timeline(ids=[{ids}]) for what "
+                f"happened around them, memory_details(ids=[{ids}]) for full text"
             )
             if matched >= RANK_WINDOW:
                 trailer += (
-                    f"\n# ranked the newest {RANK_WINDOW} matching events only; older ones may "
-                    "match too: add words, filters or until= to reach them"
+                    f"\n# ranked the newest {counted(RANK_WINDOW, 'matching event')} only; older "
+                    "ones may match too: add words, filters or until= to reach them"
                 )
         else:
             trailer = "# 0 results; try other words, fewer filters, or a prefix like deploy*"
@@ -220,10 +220,13 @@ class EventReader:
             lines.append(line)
             used += len(line.encode())
         shown = len(lines) - 1
-        trailer = f"# {shown} events around {len(ids)} asked (*); memory_details for full text"
+        trailer = (
+            f"# {counted(shown, 'event')} around {len(ids)} asked (*); memory_details for full text"
+        )
         if shown < len(rows):
             trailer += (
-                f" (truncated: {self.result_bytes} bytes; ask for fewer ids or a smaller window)"
+                f" (truncated: {counted(self.result_bytes, 'byte')}; ask for fewer ids or a "
+                "smaller window)"
             )
         return csv_reply(lines, trailer), shown
 
@@ -268,7 +271,9 @@ class EventReader:
             shown += 1
         if left:
             rest = ", ".join(map(str, left))
-            reply.server(f"# truncated: {self.result_bytes} bytes; ask again for ids [{rest}]")
+            reply.server(
+                f"# truncated: {counted(self.result_bytes, 'byte')}; ask again for ids [{rest}]"
+            )
         return reply.render(), shown
 
     def _require(self, conn: apsw.Connection, ids: Sequence[int]) -> None:

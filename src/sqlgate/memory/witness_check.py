@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import apsw
 
+from sqlgate.engine.framing import counted
 from sqlgate.memory.contract import ChainStatus
 from sqlgate.memory.witness import Witness, WitnessFile
 
@@ -57,8 +58,9 @@ def check_witness(conn: apsw.Connection, witness: Witness | None, count: int) ->
             return None  # a new database
         return broken(
             None,
-            f"witness mismatch: the witness file is missing but the chain has {count} events; "
-            "it cannot vouch that they were not rewritten (the next append starts a new one)",
+            f"witness mismatch: the witness file is missing but the chain has "
+            f"{counted(count, 'event')}; nothing vouches that the chain was not rewritten (the "
+            "next append starts a new one)",
         )
     problems: list[tuple[int, str]] = []
     if witness.head_id > count:

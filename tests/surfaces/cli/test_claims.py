@@ -311,7 +311,7 @@ def test_contradictions_with_an_observed_file_find_a_rank_drop(
         pytest.param('{"signals": [{"acme": [4]}]}', "observed must look like", id="no-periods"),
         pytest.param(
             '{"signals": [{"acme": [4, 5]}], "validPeriods": [true]}',
-            "2 ranks for 1 periods",
+            "2 ranks for 1 period",
             id="lengths-differ",
         ),
         pytest.param(

@@ -58,7 +58,7 @@ def test_a_healthy_install_exits_0_with_every_check_ok(home: Path) -> None:
     assert result.exit_code == 0, (result.stdout, result.stderr)
     assert result.stdout.splitlines()[0].startswith('claude-code user "sqlgate" (')
     assert "  ok    initialize: answered initialize" in result.stdout
-    assert result.stdout.splitlines()[-1] == "0 problem(s), 0 warning(s)"
+    assert result.stdout.splitlines()[-1] == "0 problems, 0 warnings"
     assert result.stderr == ""
 
 
@@ -76,7 +76,7 @@ def test_destructive_query_moved_from_ask_to_allow_is_a_warning_naming_the_rule(
     assert "mcp__sqlgate__destructive_query runs without asking" in lines[warned]
     assert str(path) in lines[warned + 1]
     assert '"mcp__sqlgate__destructive_query" back in "permissions"' in lines[warned + 1]
-    assert lines[-1] == "0 problem(s), 1 warning(s)"
+    assert lines[-1] == "0 problems, 1 warning"
 
 
 def test_a_problem_exits_10_with_its_fix_and_one_line_on_stderr(home: Path) -> None:
@@ -87,7 +87,7 @@ def test_a_problem_exits_10_with_its_fix_and_one_line_on_stderr(home: Path) -> N
     failed = lines.index(next(line for line in lines if line.startswith("  FAIL  database: ")))
     assert lines[failed + 1].startswith("        fix: mkdir -p ")
     (line,) = result.stderr.splitlines()
-    assert line.startswith("sqlgate: error: doctor found 1 problem(s) (database)")
+    assert line.startswith("sqlgate: error: doctor found 1 problem (database)")
 
 
 def test_json_prints_one_object_per_check(home: Path) -> None:

@@ -63,10 +63,10 @@ def test_in_a_pipe_without_yes_it_lists_and_exits_2_changing_nothing(
     assert f"--db {db_path.absolute()} --yes" in result.stderr
     out = result.stdout
     assert f"restore {db_path.absolute()} to snapshot {history['name']}" in out
-    assert "notes  3 -> 2  (+1 rows)" in out
+    assert "notes  3 -> 2  (+1 row)" in out
     assert "memory events: 4 (events 2 to 5)" in out  # 3 notes and the claim's event
     assert "checkpoints: 1" in out
-    assert "claim changes: 1 (1 new claims)" in out
+    assert "claim changes: 1 (1 new claim)" in out
     logged = read(db_path, "SELECT count(*) FROM query_log")[0][0]
     in_snapshot = read(history["snapshot"], "SELECT count(*) FROM query_log")[0][0]
     assert f"audit rows: {logged - in_snapshot}" in out

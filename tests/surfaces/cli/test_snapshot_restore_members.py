@@ -106,7 +106,7 @@ def test_the_listing_says_what_only_the_snapshot_holds(capsys: pytest.CaptureFix
                        not_carried={"members": 1, "member_tokens": 2})  # fmt: skip
     print_plan(plan)
     assert (
-        "members and tokens only the snapshot holds (a copy's), not restored: 1 members, "
+        "members and tokens only the snapshot holds (a copy's), not restored: 1 member, "
         "2 tokens (a token this database does not accept never starts working through a "
         "restore)"
     ) in capsys.readouterr().out

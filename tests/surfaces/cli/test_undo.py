@@ -58,7 +58,7 @@ def changed(make_service: Callable[..., Service], db_path: Path) -> tuple[int, i
 def test_undo_by_audit_id_restores_the_rows(db_path: Path, changed: tuple[int, int]) -> None:
     first, _ = changed
     out = succeeded(undo(db_path, str(first)))
-    assert out == f"undone: call {first} (DELETE, 1 rows in notes) in {db_path.absolute()}\n"
+    assert out == f"undone: call {first} (DELETE, 1 row in notes) in {db_path.absolute()}\n"
     assert notes(db_path) == ["A", "b", "C"]
 
 

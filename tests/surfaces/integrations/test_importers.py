@@ -223,7 +223,7 @@ def test_mycorrhiza_human_output_says_what_was_imported(tmp_path: Path, db: Path
     build_mycorrhiza(source, [("one", [])])
     result = run(db, "mycorrhiza", source)
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.startswith("imported: 1 events from mycorrhiza ")
+    assert result.stdout.startswith("imported: 1 event from mycorrhiza ")
     assert "recorded as event 2 (kind import)" in result.stdout
 
 
@@ -657,7 +657,7 @@ def test_skip_bad_says_in_words_which_claims_were_left_out(tmp_path: Path, db: P
     many_claims(source, 1, BAD_ROWS[:1])
     result = run(db, "claims-mcp", source, "--skip-bad")
     assert result.exit_code == 0, result.stderr
-    assert "imported: 1 claims from claims-mcp" in result.stdout
+    assert "imported: 1 claim from claims-mcp" in result.stdout
     assert "  skipped: bad 1" in result.stdout
     assert "  bad claim cl_0000000000000002: kind 'rumour' is not one of" in result.stdout
 

@@ -120,7 +120,7 @@ async def test_approved_statement_runs_after_the_person_saw_statement_values_and
     person = Person("accept", {"approve": True})
     result = await call(service, mode, person, DELETE)
     assert not result.is_error, text(result)
-    assert "ok: 1 rows affected; snapshot:" in text(result)
+    assert "ok: 1 row affected; snapshot:" in text(result)
     assert len(person.questions) == 1
     question = person.questions[0]
     assert "DELETE FROM notes WHERE id = ?" in question
@@ -258,7 +258,7 @@ async def test_client_without_elicitation_runs_under_auto_and_never(
     service = make(make_service, confirm)
     result = await call(service, mode, None, DELETE)
     assert not result.is_error, text(result)
-    assert "ok: 1 rows affected" in text(result)
+    assert "ok: 1 row affected" in text(result)
     assert len(snapshots(service)) == 1
 
 

@@ -554,7 +554,7 @@ async def test_http_client_lists_the_tools_and_runs_a_query(shared_server: Runni
     assert sorted(tool.name for tool in listed.tools) == sorted(
         SQL_TOOLS + MEMORY_TOOLS + CLAIMS_TOOLS
     )
-    assert answer == "answer\n42\n# 1 rows"
+    assert answer == "answer\n42\n# 1 row"
 
 
 @pytest.mark.stdio
@@ -570,8 +570,8 @@ async def test_two_clients_share_one_database(shared_server: RunningServer) -> N
         # both sessions ended; the shared database must still be open for the next one
         async with connected(url, token) as later:
             again = await call(later, "read_query", query="SELECT count(*) AS n FROM notes")
-    assert seen == "body\nfrom the writer\n# 1 rows"
-    assert again == "n\n1\n# 1 rows"
+    assert seen == "body\nfrom the writer\n# 1 row"
+    assert again == "n\n1\n# 1 row"
 
 
 @pytest.mark.stdio
@@ -660,7 +660,7 @@ async def test_tokenless_server_serves_clients_that_send_no_token(
     with anyio.fail_after(CALL_SECONDS):
         async with connected(tokenless_server.url, None) as client:
             answer = await call(client, "read_query", query="SELECT 6 * 7 AS answer")
-    assert answer == "answer\n42\n# 1 rows"
+    assert answer == "answer\n42\n# 1 row"
 
 
 @pytest.mark.stdio
@@ -832,7 +832,7 @@ async def test_http_server_answers_unservable_messages_and_keeps_serving(
     with anyio.fail_after(CALL_SECONDS):
         async with connected(shared_server.url, shared_server.token) as client:
             answer = await call(client, "read_query", query="SELECT 6 * 7 AS answer")
-    assert answer == "answer\n42\n# 1 rows"
+    assert answer == "answer\n42\n# 1 row"
 
 
 def test_connections_accepted_by_the_server_send_without_waiting_for_acks() -> None:

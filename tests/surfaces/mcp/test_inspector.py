@@ -123,7 +123,7 @@ def test_inspector_calls_read_query_and_gets_the_rows(inspector: str, tmp_path: 
     )
 
     assert answer["isError"] is False
-    assert answer["content"] == [{"type": "text", "text": "one\n1\n# 1 rows"}]
+    assert answer["content"] == [{"type": "text", "text": "one\n1\n# 1 row"}]
 
 
 def test_inspector_sees_a_refused_write_as_a_tool_error(inspector: str, tmp_path: Path) -> None:

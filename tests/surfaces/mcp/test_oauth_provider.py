@@ -252,7 +252,7 @@ async def test_a_token_from_the_flow_calls_tools_as_its_subject(
     assert "write_query" in alice_tools
     assert "write_query" not in bob_tools
     assert "read_query" in bob_tools
-    assert seen == "n\n0\n# 1 rows"
+    assert seen == "n\n0\n# 1 row"
     assert refused.is_error
     rows = audit_rows(db, "SELECT actor, tool, ok, session FROM query_log "
                           "WHERE tool IN ('write_query', 'read_query') ORDER BY id")  # fmt: skip
@@ -397,5 +397,5 @@ async def test_the_sdks_oauth_client_finds_its_way_from_the_401(
                 answer = await call(client, "read_query", query="SELECT 6 * 7 AS answer")
     finally:
         stopped(server)
-    assert answer == "answer\n42\n# 1 rows"
+    assert answer == "answer\n42\n# 1 row"
     assert audit_rows(db, "SELECT actor FROM query_log WHERE tool = 'read_query'") == [("dave",)]

@@ -128,7 +128,7 @@ async def test_stdio_server_lists_the_22_tools_and_runs_a_query(served: Client) 
     assert not created.is_error, text(created)
     await served.call_tool("write_query", {"query": "INSERT INTO t VALUES (?)", "params": [7]})
     result = await served.call_tool("read_query", {"query": "SELECT x FROM t"})
-    assert text(result) == "x\n7\n# 1 rows"
+    assert text(result) == "x\n7\n# 1 row"
 
 
 @pytest.mark.anyio

@@ -152,7 +152,7 @@ def test_a_line_the_server_cannot_serve_is_answered_with_its_id(
     assert answer["error"]["code"] == code
     assert "nothing was run" in answer["error"]["message"] or code == -32600
     up = server.answer(99)  # and the server goes on
-    assert up["result"]["content"][0]["text"] == "up\n1\n# 1 rows"
+    assert up["result"]["content"][0]["text"] == "up\n1\n# 1 row"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="peak RSS is read from /proc")

@@ -200,7 +200,7 @@ async def test_memory_over_stdio_redacts_limits_and_resumes(
     assert lines[1].startswith("# checkpoint 1 · ")
     assert lines[1].endswith(" · after event 2")
     assert lines[2] == "auth done; next: billing"
-    assert lines[3] == "# 1 events since the checkpoint"
+    assert lines[3] == "# 1 event since the checkpoint"
     assert lines[4] == "id,date,kind,tags,content"
     assert lines[5].startswith("3,")
     assert lines[5].endswith(",todo,,started billing")  # no tags: an empty cell

@@ -138,7 +138,7 @@ PINNED: tuple[tuple[str, dict[str, object], str], ...] = (
     (
         "cut-cell-one-column",
         {"query": "SELECT note FROM t WHERE id = 6"},
-        ("note\nyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy…[+80 chars]\n# 1 rows"),
+        ("note\nyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy…[+80 chars]\n# 1 row"),
     ),
     (
         "server-like-first-cells",

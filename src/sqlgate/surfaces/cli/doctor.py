@@ -7,6 +7,7 @@ from __future__ import annotations
 import click
 
 from sqlgate.engine.commands import in_folder
+from sqlgate.engine.framing import counted
 from sqlgate.errors import InvalidArgument, Unhealthy
 from sqlgate.surfaces.cli.options import reports_errors
 from sqlgate.surfaces.integrations.client_paths import CLIENTS, Where
@@ -58,8 +59,9 @@ def doctor(clients: tuple[str, ...], name: str | None, timeout: float, as_json: 
     failed = [check for check in checks if check.status == FAIL]
     if failed:
         raise Unhealthy(
-            f"doctor found {len(failed)} problem(s) ({', '.join(_kinds(failed))}); apply each "
-            f"fix printed after FAIL, then run `{in_folder(where.cwd, 'sqlgate doctor')}` again"
+            f"doctor found {counted(len(failed), 'problem')} ({', '.join(_kinds(failed))}); "
+            "apply each fix printed after FAIL, then run "
+            f"`{in_folder(where.cwd, 'sqlgate doctor')}` again"
         )
 
 
@@ -90,4 +92,4 @@ def _print(checks: list[Check], clients: tuple[str, ...], name: str | None) -> N
             click.echo(visible(f"        fix: {check.fix}"))
     problems = sum(check.status == FAIL for check in checks)
     warnings = sum(check.status == WARN for check in checks)
-    click.echo(f"{problems} problem(s), {warnings} warning(s)")
+    click.echo(f"{counted(problems, 'problem')}, {counted(warnings, 'warning')}")

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from sqlgate.engine.framing import counted
 from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
 from sqlgate.surfaces.terminal import json_dumps, visible
 
@@ -42,7 +43,9 @@ def _print(report: dict[str, Any], as_json: bool) -> None:
         click.echo(json_dumps(report))
         return
     what = ", ".join(
-        f"{report[key]} {key}" for key in ("events", "checkpoints", "claims") if report.get(key)
+        counted(report[key], noun)
+        for key, noun in (("events", "event"), ("checkpoints", "checkpoint"), ("claims", "claim"))
+        if report.get(key)
     )
     line = f"{report['status']}: {what or 'nothing'} from {report['source']} {report['path']}"
     if report.get("after"):
@@ -58,7 +61,8 @@ def _print(report: dict[str, Any], as_json: bool) -> None:
     for item in bad[:SHOWN_BAD_CLAIMS]:
         click.echo(visible(f"  bad claim {item['ref']}: {item['problem']}"))
     if len(bad) > SHOWN_BAD_CLAIMS:
-        click.echo(f"  and {len(bad) - SHOWN_BAD_CLAIMS} more bad claims (--json lists all)")
+        more = counted(len(bad) - SHOWN_BAD_CLAIMS, "more bad claim")
+        click.echo(f"  and {more} (--json lists all)")
     if report.get("provenance_event"):
         click.echo(f"  recorded as event {report['provenance_event']} (kind import)")
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sqlgate.engine.audit import ACTOR_SINCE, actor_sql, json_value
+from sqlgate.engine.framing import counted
 from sqlgate.engine.outcome import OUTCOME_SQL, OUTCOMES, call_outcome
 from sqlgate.errors import ChainBroken
 from sqlgate.memory.restore_record import recorded_restores
@@ -79,7 +80,7 @@ def verify(as_json: bool, **values: Any) -> None:
         click.echo("chain ok: no events yet")
     elif status.ok:
         click.echo(
-            f"chain ok: {status.events} events, head {status.head_id} "
+            f"chain ok: {counted(status.events, 'event')}, head {status.head_id} "
             f"(hash {(status.head_hash or '')[:16]}…)"
             + (f"; {status.unconfirmed}" if status.unconfirmed else "")
             + ("" if restores is None else f"; {_restores_line(restores)}")
@@ -96,7 +97,7 @@ def _restores_line(restores: dict[str, Any]) -> str:
     count, latest = restores["count"], restores["latest"]
     summary = terminal.one_line(str(latest["summary"]))
     return (
-        f"{count} restore{'s' if count != 1 else ''} recorded (latest: event {latest['id']} "
+        f"{counted(count, 'restore')} recorded (latest: event {latest['id']} "
         f"at {terminal.visible(str(latest['ts']))}: {summary})"
     )
 
@@ -333,7 +334,7 @@ def _print_stats(report: dict[str, Any]) -> None:
     print_pairs(
         [
             ("database", report["db"]),
-            ("database size", f"{int(memory['db_bytes']):,} bytes"),
+            ("database size", counted(int(memory["db_bytes"]), "byte", spec=",")),
             ("events", memory["events"]),
             ("checkpoints", memory["checkpoints"]),
             ("sessions", memory["sessions_total"]),

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from sqlgate.engine.framing import counted
 from sqlgate.surfaces.cli.listing import Column, print_listing
 from sqlgate.surfaces.cli.options import (
     JSON_OPTION,
@@ -59,14 +60,11 @@ def _reader(db: Path, busy_timeout: float) -> apsw.Connection | None:
 
 
 def _counts(rules: TableRules) -> str:
-    def count(n: int, one: str, many: str) -> str:
-        return f"{n} {one if n == 1 else many}"
-
     return ", ".join(
         (
-            count(len(rules.hidden), "hidden column", "hidden columns"),
-            count(len(rules.protected), "protected table", "protected tables"),
-            count(len(rules.append_only), "append-only table", "append-only tables"),
+            counted(len(rules.hidden), "hidden column"),
+            counted(len(rules.protected), "protected table"),
+            counted(len(rules.append_only), "append-only table"),
         )
     )
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sqlgate.engine.commands import db_option
+from sqlgate.engine.framing import counted
 from sqlgate.errors import ChainBroken, InvalidArgument
 from sqlgate.surfaces import terminal
 from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
@@ -112,7 +113,7 @@ def _print_restored(restored: Restored) -> None:
     if chain.ok and chain.head_id is None:
         click.echo("chain ok: no events")
     elif chain.ok:
-        click.echo(f"chain ok: {chain.events} events, head {chain.head_id} "
+        click.echo(f"chain ok: {counted(chain.events, 'event')}, head {chain.head_id} "
                    f"(hash {(chain.head_hash or '')[:16]}…)")  # fmt: skip
     else:
         where = "" if chain.first_broken_id is None else f" at event {chain.first_broken_id}"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sqlgate.engine.commands import db_option, shell_word
+from sqlgate.engine.framing import counted
 from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces import terminal
 from sqlgate.surfaces.cli.options import (
@@ -31,15 +32,18 @@ if TYPE_CHECKING:
 
 __all__ = ["snapshots_restore"]
 
-_SERVER_ROWS = (
-    ("memory_events", "memory events"),
-    ("memory_checkpoints", "checkpoints"),
-    ("claims_history", "claim changes"),
-    ("query_log", "audit rows"),
-    ("undo_changesets", "calls rolled back (kept, marked undone by the restore)"),
-    ("members", "members added or changed (the live file's members are kept)"),
-    ("member_tokens", "member tokens issued or ended (a revoked token never works again)"),
-)
+_SERVER_ROWS = (  # key, one row's words, many rows' words, what the preview adds
+    ("memory_events", "memory event", "memory events", ""),
+    ("memory_checkpoints", "checkpoint", "checkpoints", ""),
+    ("claims_history", "claim change", "claim changes", ""),
+    ("query_log", "audit row", "audit rows", ""),
+    ("undo_changesets", "call rolled back", "calls rolled back",
+     " (kept, marked undone by the restore)"),
+    ("members", "member added or changed", "members added or changed",
+     " (the live file's members are kept)"),
+    ("member_tokens", "member token issued or ended", "member tokens issued or ended",
+     " (a revoked token never works again)"),
+)  # fmt: skip
 
 
 def on_terminal() -> bool:
@@ -65,25 +69,26 @@ def print_plan(plan: RestorePlan) -> None:
         elif change.now is None:
             what = "  (comes back)"
         elif change.now != change.snapshot:
-            what = f"  ({change.now - change.snapshot:+d} rows)"
+            what = f"  ({counted(change.now - change.snapshot, 'row', spec='+d')})"
         click.echo(f"  {show(change.name):<{width}}  {_rows(change.now)} -> "
                    f"{_rows(change.snapshot)}{what}")  # fmt: skip
     if plan.carried:
         click.echo(
             "sqlgate's records the snapshot lacks, carried forward (nothing of them is lost):"
         )
-        for key, words in _SERVER_ROWS:
+        for key, _, words, note in _SERVER_ROWS:
             extra = ""
             if key == "memory_events" and plan.events is not None:
                 extra = f" (events {plan.events[0]} to {plan.events[1]})"
             if key == "claims_history" and plan.carried.get("claims"):
-                extra = f" ({plan.carried['claims']} new claims)"
-            click.echo(f"  {words}: {plan.carried.get(key, 0)}{extra}")
+                extra = f" ({counted(plan.carried['claims'], 'new claim')})"
+            click.echo(f"  {words}{note}: {plan.carried.get(key, 0)}{extra}")
     if any(plan.not_carried.values()):
         click.echo(
             f"members and tokens only the snapshot holds (a copy's), not restored: "
-            f"{plan.not_carried.get('members', 0)} members, "
-            f"{plan.not_carried.get('member_tokens', 0)} tokens (a token this database does "
+            f"{counted(plan.not_carried.get('members', 0), 'member')}, "
+            f"{counted(plan.not_carried.get('member_tokens', 0), 'token')} (a token this "
+            "database does "
             "not accept never starts working through a restore)"
         )
     if plan.note:
@@ -97,7 +102,7 @@ def _print_result(result: RestoreResult) -> None:
                "are the snapshot's")  # fmt: skip
     if result.carried:
         carried = ", ".join(
-            f"{result.carried.get(k, 0)} {w.split(' (')[0]}" for k, w in _SERVER_ROWS
+            counted(result.carried.get(key, 0), one, many) for key, one, many, _ in _SERVER_ROWS
         )
         click.echo(f"carried forward: {carried}")
     where = db_option(result.db)

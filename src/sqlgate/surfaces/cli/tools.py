@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from sqlgate.engine.framing import counted
 from sqlgate.surfaces import terminal
 from sqlgate.surfaces.cli.listing import Column, is_terminal, print_listing
 from sqlgate.surfaces.cli.options import (
@@ -143,7 +144,7 @@ def _print_tools(report: dict[str, Any], size: bool) -> None:
     ]
     print_listing(
         report["tools"], columns, as_json=False,
-        title=f"{len(report['tools'])} tools announced", empty="no tools announced",
+        title=f"{counted(len(report['tools']), 'tool')} announced", empty="no tools announced",
     )  # fmt: skip
     if size:
         sizes = report["size"]
@@ -151,7 +152,8 @@ def _print_tools(report: dict[str, Any], size: bool) -> None:
         others = ", ".join(f"{n:,} on {version}" for version, n in sizes["by_protocol"].items()
                            if version != sizes["protocol"])  # fmt: skip
         lines = [
-            f"tools/list result: {sizes['total']:,} bytes on protocol {sizes['protocol']}",
+            f"tools/list result: {counted(sizes['total'], 'byte', spec=',')} on protocol "
+            f"{sizes['protocol']}",
             f"  each group announced alone: {per_group}",
             *([f"  the same tools: {others}"] if others else []),
         ]

@@ -38,6 +38,7 @@ from typing import Any
 
 from sqlgate.config import Settings, creates_parent
 from sqlgate.engine.audit import utc_timestamp
+from sqlgate.engine.framing import counted
 from sqlgate.surfaces.terminal import visible, visible_lines
 
 __all__ = [
@@ -146,11 +147,11 @@ def clip(text: str, limit: int) -> str:
     """`text` cut to at most `limit` characters, saying how much was left out."""
     if len(text) <= limit:
         return text
-    longest = f"… [{len(text)} more characters]"  # the marker is never longer than this
+    longest = f"… [{counted(len(text), 'more character')}]"  # never shorter than the marker
     if limit <= len(longest):
         return text[:limit]
     keep = limit - len(longest)
-    return text[:keep] + f"… [{len(text) - keep} more characters]"
+    return text[:keep] + f"… [{counted(len(text) - keep, 'more character')}]"
 
 
 class _Budget:

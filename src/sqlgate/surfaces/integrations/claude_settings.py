@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sqlgate.engine.framing import counted
 from sqlgate.surfaces.integrations.capture_hooks import (
     CAPTURE_EVENTS,
     SYNC_EVENTS,
@@ -206,7 +207,7 @@ def _rules_out(draft: _Draft, server: str, path: Path) -> None:
     else:
         draft.data["permissions"] = left
     gone = sum(len(permissions.get(name) or []) - len(left.get(name) or []) for name in RULE_LISTS)
-    draft.said.append(f"removed the {gone} permission rules install had added")
+    draft.said.append(f"removed the {counted(gone, 'permission rule')} install had added")
 
 
 def plan_capture(

@@ -20,6 +20,7 @@ import apsw
 
 from sqlgate.config import creates_parent
 from sqlgate.engine.connect import check_database_file, connect_read_only
+from sqlgate.engine.framing import counted
 from sqlgate.engine.ownership import Owner, owner_of, read_facts, refusal, shown_path
 from sqlgate.engine.schema import MIGRATIONS
 from sqlgate.errors import StartupError
@@ -205,7 +206,7 @@ def judge_log(facts: LogFacts | None, now: float) -> DbVerdict:
         return DbVerdict("ok", f"{facts.path}: no errors in the last 24 h")
     at, line = recent[-1]
     newest = one_line(line, 300)
-    said = f"{len(recent)} error(s) in the last 24 h in {facts.path}, the newest: {newest}"
+    said = f"{counted(len(recent), 'error')} in the last 24 h in {facts.path}, the newest: {newest}"
     fix = (
         f"fix what the newest line says (`tail {_q(facts.path)}`), then send a prompt and "
         "check again"

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlgate.engine.commands import db_option, in_folder
+from sqlgate.engine.framing import counted
 from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces.integrations import installed as found
 from sqlgate.surfaces.integrations.client_paths import Where
@@ -201,8 +202,8 @@ def check_hooks(inst: Installed, db: DbChoice, doctor: Doctor) -> list[Check]:
                       f"reinstall both on one database: "
                       f"{reinstall(inst, db, doctor.where.cwd, capture=True)}")))  # fmt: skip
     else:
-        checks.append(_one(inst, "hooks", (OK, f"{len(hooks)} capture hooks in {settings} name "
-                      f"the server's database", None)))  # fmt: skip
+        checks.append(_one(inst, "hooks", (OK, f"{counted(len(hooks), 'capture hook')} in "
+                      f"{settings}, naming the server's database", None)))  # fmt: skip
     for choice, lines in named.items():
         log = found.option_value(lines[0].words, "--log")
         path = found.expand(log, doctor.where) if log else choice.path.with_name(

@@ -24,6 +24,8 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from sqlgate.engine.framing import counted
+
 __all__ = ["argument_errors_text", "expected_text", "unknown_arguments"]
 
 _SHOWN_CHARS = 40  # of a rejected value, in `(got ...)`, or an unknown argument's name
@@ -36,13 +38,7 @@ _TYPE_NAMES = {
     "array": "a list",
     "object": "an object",
 }
-_PLURALS = {
-    "integer": "integers",
-    "number": "numbers",
-    "string": "strings",
-    "boolean": "booleans",
-    "null": "nulls",
-}
+_ITEM_KINDS = ("integer", "number", "string", "boolean")  # a list's items, named by kind
 
 
 def _types(schema: Mapping[str, Any]) -> list[str]:
@@ -69,11 +65,13 @@ def _items(schema: Mapping[str, Any]) -> str:
     """` of at most 50 integers`, ` of strings`, or nothing when the schema is silent."""
     items = schema.get("items")
     kinds = _types(items) if isinstance(items, Mapping) else []
-    named = " or ".join(_PLURALS[k] for k in kinds if k in _PLURALS and k != "null") or "items"
+    nouns = [kind for kind in kinds if kind in _ITEM_KINDS]
+    one = " or ".join(nouns) or "item"
+    many = " or ".join(f"{noun}s" for noun in nouns) or "items"
     most = schema.get("maxItems")
     if most is not None:
-        return f" of at most {most} {named}"
-    return f" of {named}" if kinds else ""
+        return f" of at most {counted(most, one, many)}"
+    return f" of {many}" if kinds else ""
 
 
 def expected_text(schema: Mapping[str, Any]) -> str:
@@ -95,7 +93,7 @@ def expected_text(schema: Mapping[str, Any]) -> str:
         elif kind == "array":
             phrase += _items(schema)
         elif kind == "string" and schema.get("maxLength") is not None:
-            phrase += f" of at most {schema['maxLength']} characters"
+            phrase += f" of at most {counted(schema['maxLength'], 'character')}"
         phrases.append(phrase)
     return " or ".join(phrases) or "a value"
 
@@ -103,7 +101,7 @@ def expected_text(schema: Mapping[str, Any]) -> str:
 def _shown(value: object) -> str:
     """A rejected value, short: `"ten"`, `5`, `null`, `a list of 3 items`, `an object`."""
     if isinstance(value, (list, tuple)):
-        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
+        return f"a list of {counted(len(value), 'item')}"
     if isinstance(value, dict):
         return "an object"
     if isinstance(value, str) and len(value) > _SHOWN_CHARS:
@@ -167,7 +165,7 @@ def _clause(error: ErrorDetails, schema: Mapping[str, Any], more: int) -> str:
             return f'argument "{said}"{subject[len(said) :]}{space}{rest}'
         return f'argument "{where}": {words}'
     expected = expected_text(_schema_at(schema, loc[1:]))
-    also = f" ({more} more item{'s' if more != 1 else ''} of it wrong too)" if more else ""
+    also = f" ({counted(more, 'more item')} of it wrong too)" if more else ""
     return f'argument "{where}" must be {expected} (got {_shown(error.get("input"))}){also}'
 
 
@@ -210,7 +208,7 @@ def argument_errors_text(
     accepted = list(props)
     clauses += [_unknown_clause(name, accepted) for name in unknown[:_SHOWN_UNKNOWN]]
     if len(unknown) > _SHOWN_UNKNOWN:
-        clauses.append(f"{len(unknown) - _SHOWN_UNKNOWN} more unknown arguments")
+        clauses.append(counted(len(unknown) - _SHOWN_UNKNOWN, "more unknown argument"))
     if unknown:
         takes = ", ".join(accepted) if accepted else "no arguments"
         clauses.append(f"{tool} takes {takes}")

@@ -26,7 +26,7 @@ CLAIMS_TOOLS = (
 Moment = Annotated[str | None, Field(description="ISO-8601 date or date-time; default: now")]
 Evidence = Annotated[
     Annotated[list[int], Field(max_length=MAX_IDS)] | None,
-    at_most(MAX_IDS, "evidence ids"),
+    at_most(MAX_IDS, "evidence id"),
     Field(description="memory event ids that support it"),
 ]
 

@@ -38,6 +38,7 @@ from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field
 
 from sqlgate.engine.execute import normalize_params
+from sqlgate.engine.framing import counted
 from sqlgate.engine.limits import CallControl
 from sqlgate.errors import PolicyDenied, SqlgateError
 from sqlgate.service import Service
@@ -158,7 +159,7 @@ def _shown(label: str, text: str) -> str:
     limit = _SHOWN_CHARS[label]
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}… ({len(text) - limit} more characters not shown)"
+    return f"{text[:limit]}… ({counted(len(text) - limit, 'more character')} not shown)"
 
 
 def _indented(text: str, first: str = "    ") -> str:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlgate.engine.commands import db_option
+from sqlgate.engine.framing import counted
 from sqlgate.errors import InvalidArgument, StartupError
 from sqlgate.surfaces.mcp.http_options import TOKENLESS_FLAG
 
@@ -97,7 +98,7 @@ def token_for(host: str, given: str | None, *, generate: Callable[[], str] | Non
     if given is not None:
         if len(given) < MIN_TOKEN_CHARS:
             raise InvalidArgument(
-                f"--token must have at least {MIN_TOKEN_CHARS} characters; "
+                f"--token must have at least {counted(MIN_TOKEN_CHARS, 'character')}; "
                 "generate one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
             )
         if not (given.isascii() and given.isprintable()) or any(c.isspace() for c in given):
@@ -186,10 +187,9 @@ def who_can_connect(token: Token | None, audience: Audience, db: Path) -> list[s
     if token is not None and not token.generated:
         lines.append("the --token connects as admin (every tool)")
     if audience.members:
-        many = "members" if audience.members != 1 else "member"
         lines.append(
-            f"{audience.members} {many} can connect, each with their own token and tier "
-            f"(`sqlgate members list {where}`)"
+            f"{counted(audience.members, 'member')} can connect, each with their own token and "
+            f"tier (`sqlgate members list {where}`)"
         )
     lines.append(
         f"to give a teammate their own token: sqlgate members add NAME --tier read {where}"

@@ -37,6 +37,8 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
+from sqlgate.engine.framing import counted
+
 __all__ = [
     "MAX_JSON_NESTING",
     "MAX_JSON_VALUES",
@@ -259,7 +261,11 @@ def _scanned(raw: bytes) -> RequestIdScan:
 
 def oversized(scan: RequestIdScan, *, complete: bool = True) -> Rejection:
     """The answer to a message over MAX_REQUEST_BYTES (`complete`: its size is known)."""
-    size = f"{scan.size:,} bytes" if complete else f"more than {MAX_REQUEST_BYTES:,} bytes"
+    size = (
+        counted(scan.size, "byte", spec=",")
+        if complete
+        else f"more than {counted(MAX_REQUEST_BYTES, 'byte', spec=',')}"
+    )
     return Rejection(
         INVALID_REQUEST,
         f"the message is {size}, over sqlgate's limit of {MAX_REQUEST_BYTES // _MiB} MiB "
@@ -295,8 +301,9 @@ def screen(message: str | bytes) -> Rejection | None:
     if len(raw) > 2 * MAX_JSON_VALUES and (values := _count_values(raw)) > MAX_JSON_VALUES:
         return Rejection(
             INVALID_REQUEST,
-            f"the message holds about {values:,} JSON values, over sqlgate's limit of "
-            f"{MAX_JSON_VALUES:,} per message; nothing was run. Send fewer values per call",
+            f"the message holds about {counted(values, 'JSON value', spec=',')}, over sqlgate's "
+            f"limit of {MAX_JSON_VALUES:,} per message; nothing was run. Send fewer values per "
+            "call",
             _scanned(raw).request_id,
         )
     try:
@@ -320,8 +327,8 @@ def rejection_for(exc: ValidationError, raw: bytes) -> Rejection:
         detail = str(first["msg"]).removeprefix("Invalid JSON: ")
         if "recursion limit" in detail:
             message = (
-                f"the message nests JSON more than {MAX_JSON_NESTING} levels deep, more than "
-                "sqlgate can read; nothing was run. Send flatter arguments"
+                f"the message nests JSON more than {counted(MAX_JSON_NESTING, 'level')} deep, "
+                "more than sqlgate can read; nothing was run. Send flatter arguments"
             )
         elif "surrogate" in detail or (
             "hex escape" in detail and _SURROGATE_ESCAPE.search(raw) is not None

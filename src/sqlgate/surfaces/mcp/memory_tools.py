@@ -35,7 +35,7 @@ MEMORY_TOOLS = (
 
 Ids = Annotated[
     list[int],
-    at_most(MAX_IDS, "ids"),
+    at_most(MAX_IDS, "id"),
     Field(max_length=MAX_IDS, description="event ids, e.g. from memory_search"),
 ]
 TAG_EXAMPLE = ("auth", "bug")
@@ -44,13 +44,13 @@ KIND_EXAMPLE = ("prompt", "compaction")
 # (comma_text) before the list's length is counted (at_most)
 Tags = Annotated[
     Annotated[list[str], Field(max_length=MAX_TAGS)] | None,
-    at_most(MAX_TAGS, "tags"),
+    at_most(MAX_TAGS, "tag"),
     comma_text("tag", TAG_EXAMPLE),
     list_or_text(MAX_TAGS, TAG_EXAMPLE),
 ]
 Kinds = Annotated[
     Annotated[list[str], Field(max_length=MAX_KINDS)] | None,
-    at_most(MAX_KINDS, "kinds"),
+    at_most(MAX_KINDS, "kind"),
     comma_text("kind", KIND_EXAMPLE),
     list_or_text(MAX_KINDS, KIND_EXAMPLE),
 ]

@@ -25,7 +25,7 @@ __all__ = ["SQL_TOOLS", "register_sql_tools"]
 
 MAX_COLUMNS = 2000  # SQLITE_LIMIT_COLUMN (engine/connect.py): no table has more
 Columns = Annotated[
-    Annotated[list[str], Field(max_length=MAX_COLUMNS)] | None, at_most(MAX_COLUMNS, "columns")
+    Annotated[list[str], Field(max_length=MAX_COLUMNS)] | None, at_most(MAX_COLUMNS, "column")
 ]
 
 SQL_TOOLS = (

@@ -27,6 +27,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BeforeValidator, Field, ValidationInfo, WithJsonSchema
 
 from sqlgate.engine.execute import normalize_params
+from sqlgate.engine.framing import counted
 from sqlgate.engine.limits import CallControl
 from sqlgate.errors import InvalidArgument, SqlgateError
 from sqlgate.memory.inputs import word_list
@@ -54,14 +55,15 @@ MAX_SQL_CHARS = 100_000
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def at_most(limit: int, what: str) -> BeforeValidator:
+def at_most(limit: int, noun: str) -> BeforeValidator:
     """Refuse a list (or object) longer than `limit` by its length, before pydantic looks
     at its items: 3,000,000 ids were validated one by one, and 100,000 nested lists made
-    one error each (gigabytes of messages) before any check of ours ran."""
+    one error each (gigabytes of messages) before any check of ours ran. `noun` names one
+    item (`"id"`)."""
 
     def check(value: object) -> object:
         if isinstance(value, (list, tuple, dict)) and len(value) > limit:
-            raise ValueError(f"at most {limit} {what} per call, not {len(value)}")
+            raise ValueError(f"at most {counted(limit, noun)} per call, not {len(value)}")
         return value
 
     return BeforeValidator(check)
@@ -103,9 +105,9 @@ def sql_text(name: str) -> BeforeValidator:
     def check(value: object) -> object:
         if isinstance(value, str) and len(value) > MAX_SQL_CHARS:
             raise ValueError(
-                f"{name} is {len(value):,} characters, over the limit of {MAX_SQL_CHARS:,} "
-                "for SQL text; bind values with params, or split the work into several "
-                "statements"
+                f"{name} is {counted(len(value), 'character', spec=',')}, over the limit of "
+                f"{MAX_SQL_CHARS:,} for SQL text; bind values with params, or split the work into "
+                "several statements"
             )
         return value
 
@@ -116,7 +118,9 @@ def _bindable(value: object) -> object:
     # the first bad value, named, instead of one pydantic error per item; the range of
     # integers and unpaired surrogates are checked here too (normalize_params)
     if isinstance(value, (list, tuple, dict)) and len(value) > MAX_PARAMS:
-        raise ValueError(f"params: at most {MAX_PARAMS} values per call, not {len(value)}")
+        raise ValueError(
+            f"params: at most {counted(MAX_PARAMS, 'value')} per call, not {len(value)}"
+        )
     try:
         normalize_params(value)
     except InvalidArgument as exc:

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sqlgate.engine.framing import counted
 from sqlgate.errors import StartupError
 
 __all__ = [
@@ -153,7 +154,7 @@ def describe(report: dict[str, Any]) -> str:
         return "not configured (serve --replicate URL)"
     if state == "running":
         restarts = report.get("restarts", 0)
-        again = f", restarted {restarts} time(s)" if restarts else ""
+        again = f", restarted {counted(restarts, 'time')}" if restarts else ""
         return (
             f"running to {url} (Litestream pid {report.get('litestream_pid')}, since "
             f"{report.get('started_at')}{again}; witness log at event "

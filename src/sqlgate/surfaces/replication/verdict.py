@@ -22,6 +22,7 @@ from typing import Any
 
 import apsw
 
+from sqlgate.engine.framing import counted
 from sqlgate.memory.witness import Witness
 from sqlgate.surfaces.replication.witness_log import WitnessLog, event_hash_at, last_agreement
 
@@ -84,9 +85,9 @@ class WitnessVerdict:
         if self.resets:
             at, after, reason = self.resets[-1]
             said.append(
-                f"note: the witness log was reset {len(self.resets)} time(s), last at {at} "
-                f"after event {after} ({reason}): a snapshot restore, or a rewrite of both the "
-                "database and its witness on the old host"
+                f"note: the witness log was reset {counted(len(self.resets), 'time')}, last at "
+                f"{at} after event {after} ({reason}): a snapshot restore, or a rewrite of both "
+                "the database and its witness on the old host"
             )
         return said
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from sqlgate.claims.model import parse_timestamp
 from sqlgate.engine.audit import json_value
+from sqlgate.engine.framing import counted
 from sqlgate.engine.outcome import OUTCOME_SQL, OUTCOMES, call_outcome
 from sqlgate.memory.inputs import moment
 from sqlgate.surfaces.ui.console import Console
@@ -126,7 +127,7 @@ def activity_page(console: Console, query: Mapping[str, str]) -> Page:
     body = [
         el("p", {"class": "links"}, el("a", {"href": "/errors"}, "query_errors"), " · ",
            el("a", {"href": "/patterns"}, "query_patterns")),
-        el("h2", None, f"Calls per hour, last {CHART_HOURS} hours of activity (UTC)"),
+        el("h2", None, f"Calls per hour, last {counted(CHART_HOURS, 'hour')} of activity (UTC)"),
         calls_per_hour(buckets),
         el("p", {"class": "legend"}, *(el("span", {"class": f"key-{o}"}, o) for o in OUTCOMES)),
         el("h2", None, "Audit log, newest first"),

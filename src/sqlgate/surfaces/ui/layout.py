@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from sqlgate.engine.framing import counted
 from sqlgate.surfaces.sessions import short_session
 from sqlgate.surfaces.ui.html import Child, Markup, bounded, el, escape, href, text_block
 
@@ -70,7 +71,7 @@ def page(view: Page, db_name: str) -> str:
 def cut_note(cut: int) -> Markup:
     if not cut:
         return Markup("")
-    return el("span", {"class": "cut"}, f"…[+{cut:,} chars not shown]")
+    return el("span", {"class": "cut"}, f"…[+{counted(cut, 'char', spec=',')} not shown]")
 
 
 def short_text(value: object, limit: int = SHORT_CHARS) -> Markup:

@@ -9,6 +9,7 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
+from sqlgate.engine.framing import counted
 from sqlgate.errors import SqlgateError
 from sqlgate.memory.chain import GENESIS
 from sqlgate.surfaces.ui.console import Console
@@ -58,7 +59,7 @@ def _chain_card(console: Console, head: int | None) -> Markup:
     elif status.ok:
         items.append(el("p", {"class": "state ok"},
                         f"chain ok: verified up to event {status.head_id or 0} "
-                        f"({status.events} events)"))  # fmt: skip
+                        f"({counted(status.events, 'event')})"))  # fmt: skip
         if status.unconfirmed:
             items.append(el("p", {"class": "note"}, status.unconfirmed))
     else:
@@ -119,7 +120,7 @@ def _timeline(sessions: list[tuple[str, int, str, str]]) -> Markup:
         parts.append(el("a", {"href": href("/memory", {"session": session})}, label))
         bar = {"x": f"{x0:.1f}", "y": y + 3, "width": f"{max(3.0, x1 - x0):.1f}",
                "height": row_h - 6, "class": "span"}  # fmt: skip
-        tip = el("title", None, f"{session}: {count} events, {first} to {last}")
+        tip = el("title", None, f"{session}: {counted(count, 'event')}, {first} to {last}")
         parts.append(el("rect", bar, tip))
     height = 8 + len(sessions) * row_h
     return el("svg", {"class": "timeline", "viewBox": f"0 0 {width} {height}", "role": "img"},

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlgate.claims.model import FLOOR, HALF_LIFE_DAYS, effective_confidence
+from sqlgate.engine.framing import counted
 from sqlgate.engine.outcome import OUTCOMES
 from sqlgate.surfaces.ui.html import Markup, el
 
@@ -115,8 +116,9 @@ def confidence_curve(
     half = max(FLOOR, last.confidence / 2)
     half_at = last.at + half_life
     parts: list[Markup] = [
-        el("title", None, f"confidence over time; half-life {HALF_LIFE_DAYS[last.volatility]:g} "
-                          f"days ({last.volatility}); reaches {half:.2f} on {half_at:%Y-%m-%d}"),
+        el("title", None, "confidence over time; half-life "
+                          f"{counted(HALF_LIFE_DAYS[last.volatility], 'day', spec='g')} "
+                          f"({last.volatility}); reaches {half:.2f} on {half_at:%Y-%m-%d}"),
         el("line", {"x1": 4, "y1": f"{y(half):.1f}", "x2": width - 4, "y2": f"{y(half):.1f}",
                     "class": "half"}),
         el("line", {"x1": f"{x(half_at):.1f}", "y1": 4, "x2": f"{x(half_at):.1f}",

@@ -14,6 +14,7 @@ from typing import Any
 import apsw
 
 from sqlgate.engine.authorizer import PolicyRecorder, recording
+from sqlgate.engine.framing import counted
 from sqlgate.engine.introspect import schema_objects
 from sqlgate.engine.limits import CallControl, Deadline, watched
 from sqlgate.engine.live_rules import LiveRules
@@ -162,11 +163,13 @@ def rows_page(console: Console, query: Mapping[str, str]) -> Page | None:
         if used > settings.max_result_bytes:
             byte_cut = True
             break
-    notes = [f"{len(shown)} rows shown"]
+    notes = [f"{counted(len(shown), 'row')} shown"]
     if hidden:
         notes.append(f"hidden by policy, shown as NULL: {', '.join(hidden)}")
     if byte_cut:
-        notes.append(f"truncated: {settings.max_result_bytes} bytes (--max-result-bytes)")
+        notes.append(
+            f"truncated: {counted(settings.max_result_bytes, 'byte')} (--max-result-bytes)"
+        )
     nxt: str | None = None
     if (more or byte_cut) and shown:
         if keyed:
@@ -179,6 +182,6 @@ def rows_page(console: Console, query: Mapping[str, str]) -> Page | None:
                  el("a", {"href": href("/tables/rows", {"name": name})}, "first page"),
                  el("a", {"href": nxt}, "next page »") if nxt else None),
               el("p", {"class": "note"}, "; ".join(notes) + f"; cells cut at "
-                 f"{settings.max_cell_chars} characters (--max-cell-chars)"),
+                 f"{counted(settings.max_cell_chars, 'character')} (--max-cell-chars)"),
               el("div", {"class": "scroll"}, table(columns, shown, empty="no rows")))  # fmt: skip
     return Page(f"Rows of {name}", "/tables", body)

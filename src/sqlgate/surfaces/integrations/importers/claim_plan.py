@@ -17,6 +17,7 @@ import apsw
 from sqlgate.claims.model import HALF_LIFE_DAYS, KINDS, parse_timestamp
 from sqlgate.claims.store import MAX_CLAIM_CHARS, MAX_ENTITY_CHARS, MAX_RANK
 from sqlgate.engine.audit import utc_timestamp
+from sqlgate.engine.framing import counted
 from sqlgate.errors import InvalidArgument
 from sqlgate.memory.privacy import Redactor
 from sqlgate.surfaces.integrations.importers.landing import (
@@ -83,7 +84,9 @@ def _claim_text(
     value: object, name: str, limit: int, redactor: Redactor, report: ImportReport
 ) -> str | None:
     if isinstance(value, str) and len(value) > limit:  # a fixed limit, not --max-event-chars
-        raise InvalidArgument(f"{name} is {len(value)} characters, over the limit of {limit}")
+        raise InvalidArgument(
+            f"{name} is {counted(len(value), 'character')}, over the limit of {limit}"
+        )
     text = redacted_text(value, name, limit, redactor, report)
     return None if text is None else " ".join(text.split())
 
@@ -141,7 +144,7 @@ def bad_claims_text(bad: list[BadClaim], total: int) -> str:
     """`claim 7: kind 'x' is not one of ...; claim 9: ...; and 3 more`."""
     shown = "; ".join(f"claim {b.ref}: {b.problem}" for b in bad[:SHOWN_BAD_CLAIMS])
     more = len(bad) - SHOWN_BAD_CLAIMS
-    return f"{len(bad)} of {total} claims cannot be imported: {shown}" + (
+    return f"{len(bad)} of {counted(total, 'claim')} cannot be imported: {shown}" + (
         f"; and {more} more" if more > 0 else ""
     )
 
