@@ -543,14 +543,7 @@ def _nothing_to_drop(conn: apsw.Connection, sql: str) -> str | None:
     drop = drop_if_exists(sql)
     if drop is None or (drop.schema is not None and fold_name(drop.schema) != "main"):
         return None
-    types = _DROPPED_TYPES[drop.kind]
-    marks = ", ".join("?" * len(types))
-    found = conn.execute(
-        f"SELECT 1 FROM main.sqlite_schema WHERE type IN ({marks}) "
-        "AND name = ? COLLATE NOCASE LIMIT 1",
-        (*types, drop.name),
-    ).fetchone()
-    if found is not None:
+    if _in_main(conn, _DROPPED_TYPES[drop.kind], drop.name) is not None:
         return None
     what = drop.kind.lower()
     return (
@@ -570,12 +563,17 @@ def _already_there(conn: apsw.Connection, sql: str) -> tuple[str, str] | None:
     create = create_if_not_exists(sql)
     if create is None or (create.schema is not None and fold_name(create.schema) != "main"):
         return None
-    types = _CREATED_TYPES[create.kind]
+    return _in_main(conn, _CREATED_TYPES[create.kind], create.name)
+
+
+def _in_main(conn: apsw.Connection, types: tuple[str, ...], name: str) -> tuple[str, str] | None:
+    """(type, name) of the object of one of `types` the main schema holds under `name`
+    (compared as SQLite compares names), or None."""
     marks = ", ".join("?" * len(types))
     found = conn.execute(
         f"SELECT type, name FROM main.sqlite_schema WHERE type IN ({marks}) "
         "AND name = ? COLLATE NOCASE LIMIT 1",
-        (*types, create.name),
+        (*types, name),
     ).fetchone()
     return None if found is None else (str(found[0]), str(found[1]))
 
