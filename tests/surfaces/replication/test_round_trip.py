@@ -161,6 +161,16 @@ def replicated_head(db: Path, scratch: Path, *, log: bool) -> int:
             Path(str(scratch) + suffix).unlink(missing_ok=True)
 
 
+def what_happened(db: Path, replica: Path) -> str:
+    """For a failure message: Litestream's log (and its keeper's lines) and the replica's files."""
+    log = replication_dir(db) / "litestream.log"
+    said = log.read_text(encoding="utf-8", errors="replace") if log.exists() else "(no log)"
+    files = (
+        sorted(str(p.relative_to(replica)) for p in replica.rglob("*")) if replica.exists() else []
+    )
+    return f"\n--- litestream.log\n{said}\n--- replica files: {files}"
+
+
 def count(db: Path, sql: str) -> int:
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
     try:
@@ -189,7 +199,7 @@ def test_replicate_kill_restore_verify(served: Served, tmp_path: Path) -> None:
 
     restored = tmp_path / "elsewhere" / "agent.db"
     done = sqlgate("restore", (tmp_path / "replica").as_uri(), "--to", str(restored), "--json")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, done.stderr + what_happened(served.db, tmp_path / "replica")
     report = json.loads(done.stdout)
     witness = report["witness"]
     head = witness["head_id"]
@@ -256,7 +266,7 @@ def test_a_killed_server_loses_nothing_and_leaves_no_litestream_behind(
 
     restored = tmp_path / "elsewhere" / "agent.db"
     done = sqlgate("restore", (tmp_path / "replica").as_uri(), "--to", str(restored), "--json")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, done.stderr + what_happened(served.db, tmp_path / "replica")
     witness = json.loads(done.stdout)["witness"]
     assert (witness["head_id"], witness["witnessed"], witness["lost"]) == (40, True, None)
     assert count(restored, "SELECT count(*) FROM items") == 40
