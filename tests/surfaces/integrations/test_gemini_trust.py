@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sqlgate.surfaces.integrations.client_paths import Where
 from sqlgate.surfaces.integrations.gemini_trust import (
@@ -209,3 +211,23 @@ def test_install_warns_only_when_the_folder_is_not_trusted(
         assert said is not None
         assert phrase in said
         assert str(root / "work" / "project") in said
+
+
+_SEGMENTS = st.lists(st.text("abcxyz", min_size=1, max_size=3), min_size=1, max_size=4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(folder=_SEGMENTS, rule=_SEGMENTS, level=st.sampled_from(["TRUST_FOLDER", "TRUST_PARENT"]))
+def test_a_trusting_rule_trusts_exactly_the_folders_under_what_it_covers(
+    tmp_path_factory: pytest.TempPathFactory, folder: list[str], rule: list[str], level: str
+) -> None:
+    """Invariant: one trusting rule trusts a folder iff the folder is the rule's folder (its
+    parent for TRUST_PARENT) or under it, segment by segment (never by a name's prefix)."""
+    root = tmp_path_factory.getbasetemp() / "nowhere"  # nothing exists: no symlinks to follow
+    rules = root / "rules.json"
+    rules.parent.mkdir(exist_ok=True)
+    rules.write_text(json.dumps({str(root.joinpath(*rule)): level}))
+    env = {"GEMINI_CLI_TRUSTED_FOLDERS_PATH": str(rules), "GEMINI_CLI_SYSTEM_SETTINGS_PATH": "/-"}
+    where = Where("linux", root / "home", root.joinpath(*folder), env)
+    covered = rule[:-1] if level == "TRUST_PARENT" else rule
+    assert folder_trust(where).trusted is (folder[: len(covered)] == covered)
