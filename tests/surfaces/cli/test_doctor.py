@@ -137,3 +137,52 @@ def test_a_timeout_out_of_range_is_a_usage_error(home: Path, value: str) -> None
     result = invoke("--timeout", value)
     assert result.exit_code == 2
     assert "--timeout" in result.stderr
+
+
+# -- Gemini CLI: folder trust (issue 31 §2) ------------------------------------------------------
+def gemini_entry(home: Path, scope: str, db: Path) -> None:
+    base = home / "project" if scope == "project" else home / "home"
+    path = base / ".gemini" / "settings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    args = ["-m", "sqlgate", "serve", "--db", str(db)]
+    path.write_text(json.dumps({"mcpServers": {"sqlgate": {"command": sys.executable,
+                                                           "args": args}}}))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("scope", "rules", "status", "code"),
+    [
+        pytest.param("project", None, "FAIL", 10, id="project-no-trust-file"),
+        pytest.param("project", {"": "DO_NOT_TRUST"}, "FAIL", 10, id="project-distrusted"),
+        pytest.param("project", {"": "TRUST_FOLDER"}, "ok  ", 0, id="project-trusted"),
+        pytest.param("user", None, "warn", 0, id="user-from-an-untrusted-folder"),
+        pytest.param("user", {"/..": "TRUST_FOLDER"}, "ok  ", 0, id="user-parent-trusted"),
+        pytest.param("user", "{broken", "FAIL", 10, id="trust-file-gemini-refuses"),
+    ],
+)  # fmt: skip
+def test_gemini_entries_get_a_trust_check_with_the_fix(
+    home: Path, scope: str, rules: dict[str, str] | str | None, status: str, code: int
+) -> None:
+    db = home / "agent.db"
+    Service.open(Settings(db=db)).close()
+    gemini_entry(home, scope, db)
+    trust_file = home / "home" / ".gemini" / "trustedFolders.json"
+    if rules is not None:
+        trust_file.parent.mkdir(parents=True, exist_ok=True)
+        project = str(home / "project")
+        text = (
+            rules
+            if isinstance(rules, str)
+            else json.dumps(
+                {str(Path(project + suffix).resolve()): level for suffix, level in rules.items()}
+            )
+        )
+        trust_file.write_text(text)  # fmt: skip
+    result = invoke("--client", "gemini")
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f'gemini {scope} "sqlgate" (')
+    (at,) = [n for n, line in enumerate(lines) if line.startswith(f"  {status}  trust: ")]
+    if status != "ok  ":
+        assert str(trust_file) in lines[at + 1]
+        assert lines[at + 1].startswith("        fix: ")

@@ -22,7 +22,7 @@ from tests.surfaces.integrations.fake_home import fake_home
 TARGETS = [
     ("claude-code", "user"), ("claude-code", "project"), ("claude-desktop", None),
     ("cursor", "user"), ("cursor", "project"), ("vscode", "user"), ("vscode", "project"),
-    ("codex", "user"), ("codex", "project"),
+    ("codex", "user"), ("codex", "project"), ("gemini", "user"), ("gemini", "project"),
 ]  # fmt: skip
 
 
@@ -76,7 +76,7 @@ def seed(client: str) -> str:
         )
     data = {"theme": "dark", spec.servers_key: {"other": {"command": "other", "args": ["x"]}}}
     text = json.dumps(data, indent=2) + "\n"
-    if client in ("vscode", "cursor"):  # JSONC: comments too
+    if client in ("vscode", "cursor", "gemini"):  # JSONC: comments too
         text = "// my settings\n" + text.replace('"theme"', '/* mine */ "theme"')
     return text
 

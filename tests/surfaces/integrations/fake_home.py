@@ -11,6 +11,14 @@ import pytest
 from sqlgate.config import FLAGS
 from sqlgate.surfaces.integrations import install_records
 
+# what moves Gemini CLI's files or decides its folder trust (gemini_trust.py)
+GEMINI_VARIABLES = (
+    "GEMINI_CLI_HOME",
+    "GEMINI_CLI_TRUSTED_FOLDERS_PATH",
+    "GEMINI_CLI_TRUST_WORKSPACE",
+    "GEMINI_RESTRICTED_MODE",
+)
+
 
 def fake_home(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, extra: tuple[str, ...] = ()
@@ -21,6 +29,9 @@ def fake_home(
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("CODEX_HOME", raising=False)
+    for name in GEMINI_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GEMINI_CLI_SYSTEM_SETTINGS_PATH", str(tmp_path / "no-system-settings"))
     for flag in FLAGS:
         monkeypatch.delenv(flag.env_var, raising=False)
     monkeypatch.chdir(tmp_path / "project")

@@ -52,7 +52,7 @@ TARGETS = [
     for client, scope in [
         ("claude-code", "user"), ("claude-code", "project"), ("claude-desktop", None),
         ("cursor", "user"), ("cursor", "project"), ("vscode", "user"), ("vscode", "project"),
-        ("codex", "user"), ("codex", "project"),
+        ("codex", "user"), ("codex", "project"), ("gemini", "user"), ("gemini", "project"),
     ]
 ]  # fmt: skip
 LAUNCHER = Launcher("/opt/tools/bin/sqlgate")
@@ -71,6 +71,7 @@ def fake_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("APPDATA", str(tmp_path / "appdata"))
     monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.delenv("GEMINI_CLI_HOME", raising=False)
     monkeypatch.chdir(tmp_path / "project")
     # sqlgate's own data folder (backups, the install record): never the real one
     monkeypatch.setattr(install_records, "data_dir", lambda: tmp_path / "sqlgate-data")
@@ -167,6 +168,9 @@ LOCATIONS = [
     pytest.param("vscode", "project", "darwin", "project/.vscode/mcp.json", id="vscode-project"),
     pytest.param("codex", "user", "win32", "home/.codex/config.toml", id="codex-user"),
     pytest.param("codex", "project", "linux", "project/.codex/config.toml", id="codex-project"),
+    pytest.param("gemini", "user", "win32", "home/.gemini/settings.json", id="gemini-user"),
+    pytest.param("gemini", "project", "darwin", "project/.gemini/settings.json",
+                 id="gemini-project"),
 ]  # fmt: skip
 
 
@@ -198,6 +202,19 @@ def test_codex_home_variable_moves_codexs_config(fake_home: Path) -> None:
     where = Where("linux", fake_home / "home", fake_home / "project",
                   {"CODEX_HOME": str(fake_home / "codex")})  # fmt: skip
     assert CLIENTS["codex"].path("user", where) == fake_home / "codex" / "config.toml"
+
+
+def test_gemini_cli_home_variable_moves_geminis_user_settings_not_the_projects(
+    fake_home: Path,
+) -> None:
+    """Gemini CLI 0.61's homedir() is $GEMINI_CLI_HOME when set (packages/core/src/utils/
+    paths.ts); a project's settings stay in the project."""
+    where = Where("linux", fake_home / "home", fake_home / "project",
+                  {"GEMINI_CLI_HOME": str(fake_home / "gh")})  # fmt: skip
+    assert CLIENTS["gemini"].path("user", where) == fake_home / "gh" / ".gemini" / "settings.json"
+    assert CLIENTS["gemini"].path("project", where) == (
+        fake_home / "project" / ".gemini" / "settings.json"
+    )
 
 
 def test_claude_code_settings_file_per_scope(where: MakeWhere, fake_home: Path) -> None:
@@ -607,6 +624,8 @@ def test_windows_paths_are_escaped_in_toml() -> None:
         pytest.param("cursor", "global", "user", id="cursor-global-alias"),
         pytest.param("vscode", "workspace", "project", id="vscode-workspace-alias"),
         pytest.param("codex", "project", "project", id="codex-project"),
+        pytest.param("gemini", None, "user", id="gemini-default-user"),
+        pytest.param("gemini", "workspace", "project", id="gemini-workspace-alias"),
         pytest.param("claude-desktop", None, None, id="desktop-no-scope"),
     ],
 )
@@ -627,7 +646,9 @@ def test_bad_scope_is_refused(client: str, given: str, phrase: str) -> None:
 
 
 def test_unknown_client_names_the_known_ones() -> None:
-    with pytest.raises(InvalidArgument, match="claude-code, claude-desktop, cursor, vscode, codex"):
+    with pytest.raises(
+        InvalidArgument, match="claude-code, claude-desktop, cursor, vscode, codex, gemini"
+    ):
         client_named("windsurf")
 
 

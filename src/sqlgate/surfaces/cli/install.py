@@ -19,6 +19,7 @@ from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
 from sqlgate.surfaces.integrations import install as setup
 from sqlgate.surfaces.integrations import scopes
+from sqlgate.surfaces.integrations.gemini_trust import trust_warning
 from sqlgate.surfaces.terminal import json_dumps, visible
 
 __all__ = ["install", "uninstall"]
@@ -58,17 +59,23 @@ def install(
     capture: bool | None,
     **values: Any,
 ) -> None:
-    """Add sqlgate to CLIENT's MCP config (claude-code, claude-desktop, cursor, vscode, codex).
+    """Add sqlgate to CLIENT's MCP config (claude-code, claude-desktop, cursor, vscode, codex,
+    gemini).
 
     \b
     --scope user (the default): this installation's `sqlgate serve --db DB`,
       absolute paths (DB: --db, else SQLGATE_DB, else the per-user database).
-      Claude Code without either gets `serve --project-db`: each project its
-      own PROJECT/.sqlgate/agent.db, for the server and the hooks alike.
+      Claude Code and Gemini CLI without either get `serve --project-db`: each
+      project its own PROJECT/.sqlgate/agent.db (Claude Code: for the server
+      and the hooks alike).
     --scope project: a file to commit, so nothing of this machine: `sqlgate`
       from PATH and a database inside the project (--db, default
       .sqlgate/agent.db; `serve` creates the folder: add `.sqlgate/` to
       .gitignore). VS Code and Cursor get ${workspaceFolder}/.sqlgate/agent.db.
+
+    For gemini it says when Gemini CLI does not trust this folder (it then
+    starts no MCP server here) and how to trust it; it never writes Gemini's
+    trustedFolders.json.
 
     For claude-code it also writes permissions into Claude Code's settings:
     allow for the read and write tools, ask before destructive_query and
@@ -106,6 +113,8 @@ def install(
     _carry_out(changes, dry_run, as_json, spec.name, name)
     if warning := scopes.planned_warning(spec.name, name, chosen, changes[0], where):
         click.echo(visible(warning), err=True)
+    if spec.name == "gemini" and (untrusted := trust_warning(chosen, where)):
+        click.echo(visible(untrusted), err=True)
     if as_json or dry_run or not any(change.needed for change in changes):
         return
     if chosen == "project":
@@ -120,7 +129,7 @@ def install(
                        "(pipx or `uv tool install`)")  # fmt: skip
     elif db is None:
         click.echo(f"each project gets its own database, PROJECT/{PROJECT_DB.as_posix()} "
-                   "(PROJECT: the folder Claude Code runs in); add .sqlgate/ to each "
+                   f"(PROJECT: the folder {spec.title} runs in); add .sqlgate/ to each "
                    "project's .gitignore")  # fmt: skip
     old = _old_db(changes[0])
     if old is not None and old != setup.PER_PROJECT and db is None:

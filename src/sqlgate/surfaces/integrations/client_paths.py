@@ -13,10 +13,15 @@ The key that holds the servers, then the file per scope:
     codex           [mcp_servers.NAME] tables
                                 user: $CODEX_HOME/config.toml (default ~/.codex/config.toml)
                                 project: ./.codex/config.toml (read in trusted projects)
+    gemini          mcpServers  user: $GEMINI_CLI_HOME/.gemini/settings.json (default
+                                ~/.gemini/settings.json)
+                                project: ./.gemini/settings.json (read in trusted folders:
+                                gemini_trust.py)
 
 Project scope writes a file meant to be committed, so its entry names no path of this machine:
-the `sqlgate` command on PATH and a database inside the project. Claude Code and Codex start
-a project's servers in the project folder, so the path is relative (`.sqlgate/agent.db`); VS
+the `sqlgate` command on PATH and a database inside the project. Claude Code, Codex and Gemini
+CLI start a project's servers in the project folder, so the path is relative (`.sqlgate/
+agent.db`); VS
 Code and Cursor expand `${workspaceFolder}` (code.visualstudio.com/docs/reference/
 variables-reference, cursor.com/docs/context/mcp), so theirs is `${workspaceFolder}/...`.
 
@@ -41,6 +46,7 @@ __all__ = [
     "Where",
     "client_named",
     "current_platform",
+    "gemini_home",
     "resolve_scope",
     "settings_path",
 ]
@@ -91,6 +97,10 @@ def _config_home(where: Where) -> Path:
 #   .vscode/mcp.json or the user profile's mcp.json, i.e. <appData>/Code/User/mcp.json).
 # - Codex: developers.openai.com/codex/mcp and openai/codex docs/config.md
 #   ([mcp_servers.NAME] with command/args in $CODEX_HOME/config.toml, default ~/.codex).
+# - Gemini CLI: geminicli.com/docs/tools/mcp-server ("mcpServers" with command/args in
+#   ~/.gemini/settings.json or .gemini/settings.json, comments allowed); Gemini CLI 0.61's
+#   own code (packages/core/src/utils/paths.ts homedir(): $GEMINI_CLI_HOME, else the home;
+#   config/storage.ts) and what `gemini mcp add` writes: {"command", "args"}.
 def _claude_code(scope: str | None, where: Where) -> Path:
     return where.cwd / ".mcp.json" if scope == "project" else where.home / ".claude.json"
 
@@ -117,6 +127,18 @@ def _codex(scope: str | None, where: Where) -> Path:
     return (Path(codex_home) if codex_home else where.home / ".codex") / "config.toml"
 
 
+def _gemini(scope: str | None, where: Where) -> Path:
+    if scope == "project":
+        return where.cwd / ".gemini" / "settings.json"
+    return gemini_home(where) / ".gemini" / "settings.json"
+
+
+def gemini_home(where: Where) -> Path:
+    """The folder Gemini CLI keeps .gemini/ in: $GEMINI_CLI_HOME when set, else the home."""
+    moved = where.env.get("GEMINI_CLI_HOME", "")
+    return Path(moved) if moved else where.home
+
+
 def _stdio_entry(command: str, args: list[str]) -> dict[str, Any]:
     return {"type": "stdio", "command": command, "args": args}
 
@@ -139,6 +161,9 @@ class Client:
     # how a committed project config names the project folder: a variable the client
     # expands, or None where the server starts in the project folder (a relative path works)
     project_root: str | None = None
+    # whether it starts a user-scope server in the project folder it runs in, so that
+    # `serve --project-db` is each project's own database (the default at user scope)
+    starts_in_project: bool = False
 
     def path(self, scope: str | None, where: Where) -> Path:
         return self.locate(scope, where)
@@ -148,7 +173,7 @@ CLIENTS: dict[str, Client] = {
     client.name: client
     for client in (
         Client("claude-code", "Claude Code", ("user", "project"), "mcpServers",
-               _claude_code, _stdio_entry),
+               _claude_code, _stdio_entry, starts_in_project=True),
         Client("claude-desktop", "Claude Desktop", (), "mcpServers",
                _claude_desktop, _plain_entry),
         Client("cursor", "Cursor", ("user", "project"), "mcpServers", _cursor, _plain_entry,
@@ -157,6 +182,8 @@ CLIENTS: dict[str, Client] = {
                project_root="${workspaceFolder}"),
         Client("codex", "Codex", ("user", "project"), "mcp_servers", _codex, _plain_entry,
                toml=True),
+        Client("gemini", "Gemini CLI", ("user", "project"), "mcpServers", _gemini,
+               _plain_entry, starts_in_project=True),
     )
 }  # fmt: skip
 

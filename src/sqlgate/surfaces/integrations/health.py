@@ -11,6 +11,8 @@ verdicts (ok, warn, fail), each problem with its fix as a command or an exact ed
     hooks        Claude Code: the capture hooks of the entry's scope name its database
     capture-log  Claude Code with hooks: no capture error in the last 24 h
     scopes       Claude Code: no entry of the same name at another scope hides this one
+    trust        Gemini CLI: it trusts this folder, else it starts no MCP server here
+                 (gemini_trust.py); the fix is its trust step
     permissions  Claude Code: its permission rules still ask before each destructive tool
                  (the second lock; permission_health.py); a warning when one runs without
                  asking, naming the settings file and the rule to put back
@@ -44,6 +46,7 @@ from sqlgate.surfaces.integrations.db_health import (
     judge_log,
     log_facts,
 )
+from sqlgate.surfaces.integrations.gemini_trust import trust_verdict
 from sqlgate.surfaces.integrations.installed import DbChoice, Installed
 from sqlgate.surfaces.integrations.permission_health import judge_permissions, permission_facts
 from sqlgate.surfaces.integrations.scopes import removal_command, scope_conflict
@@ -252,6 +255,12 @@ def check_scopes(inst: Installed, doctor: Doctor) -> Check | None:
                 f"{inst.name!r} here{why}", fix))  # fmt: skip
 
 
+def check_trust(inst: Installed, doctor: Doctor) -> Check | None:
+    if inst.client != "gemini":
+        return None
+    return _one(inst, "trust", trust_verdict(inst.scope, doctor.where))
+
+
 def check_permissions(inst: Installed, doctor: Doctor) -> Check | None:
     if inst.client != "claude-code":
         return None
@@ -307,6 +316,7 @@ def examine(doctor: Doctor, clients: Sequence[str] = (), name: str | None = None
             c
             for c in (
                 check_scopes(inst, doctor),
+                check_trust(inst, doctor),
                 check_permissions(inst, doctor),
                 check_replication(inst, db, doctor),
             )

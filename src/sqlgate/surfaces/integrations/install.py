@@ -124,20 +124,21 @@ def database_for(
 
     `db` is the one the person chose (--db or SQLGATE_DB), `per_project` whether they chose
     --project-db (or SQLGATE_PROJECT_DB). Project scope: the project's database (.sqlgate/
-    agent.db unless --db names another). User scope: Claude Code defaults to each project's
-    own, since it starts servers and hooks in the project folder with CLAUDE_PROJECT_DIR set
-    (one database for every project fed project A's memory into project B's sessions); the
-    other clients to the per-user database (None of theirs is known to start a server in the
-    project), and --project-db is refused for them."""
+    agent.db unless --db names another). User scope: Claude Code and Gemini CLI default to
+    each project's own, since they start servers in the project folder they run in (Claude
+    Code with CLAUDE_PROJECT_DIR set; one database for every project fed project A's memory
+    into project B's sessions); the other clients to the per-user database (none of them is
+    known to start a server in the project), and --project-db is refused for them."""
     if scope == "project":
         return db if db is not None and not per_project else PROJECT_DB
-    if per_project and client.name != "claude-code":
+    if per_project and not client.starts_in_project:
+        chosen = " and ".join(c.name for c in CLIENTS.values() if c.starts_in_project)
         raise InvalidArgument(
-            "--project-db (or SQLGATE_PROJECT_DB) is for claude-code, which starts its servers "
+            f"--project-db (or SQLGATE_PROJECT_DB) is for {chosen}, which start their servers "
             f"in the project folder; {client.name} gets one database: give --db PATH, or "
             "neither for the per-user one"
         )
-    if per_project or (db is None and client.name == "claude-code"):
+    if per_project or (db is None and client.starts_in_project):
         return None
     return db if db is not None else default_db_path()
 
