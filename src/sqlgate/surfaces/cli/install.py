@@ -17,8 +17,8 @@ import click
 from sqlgate.config import PROJECT_DB, load_settings
 from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
+from sqlgate.surfaces.integrations import codex_scopes, scopes
 from sqlgate.surfaces.integrations import install as setup
-from sqlgate.surfaces.integrations import scopes
 from sqlgate.surfaces.terminal import json_dumps, visible
 
 __all__ = ["install", "uninstall"]
@@ -104,7 +104,11 @@ def install(
         edit = setup.SettingsEdit(hooks, command, permissions="add", server=name)
         changes.append(setup.plan_settings(edit, chosen, where))
     _carry_out(changes, dry_run, as_json, spec.name, name)
-    if warning := scopes.planned_warning(spec.name, name, chosen, changes[0], where):
+    if spec.name == "codex":
+        warning = codex_scopes.planned_codex_warning(name, chosen, changes[0], where)
+    else:
+        warning = scopes.planned_warning(spec.name, name, chosen, changes[0], where)
+    if warning:
         click.echo(visible(warning), err=True)
     if as_json or dry_run or not any(change.needed for change in changes):
         return
@@ -126,6 +130,10 @@ def install(
     if old is not None and old != setup.PER_PROJECT and db is None:
         click.echo(f"the database it used ({visible(old)}) stays where it is; to keep "
                    f"serving it to every project, install with --db {visible(old)}")  # fmt: skip
+    if spec.name == "codex" and chosen == "project" and warning and "Codex ignores" in warning:
+        click.echo(f"Codex uses {name!r} here once it trusts the project (see the warning); "
+                   "then restart it")  # fmt: skip
+        return
     click.echo(f"restart {spec.title} (or reload its MCP servers) to use {name!r}")
 
 

@@ -10,7 +10,11 @@ verdicts (ok, warn, fail), each problem with its fix as a command or an exact ed
                  create or upgrade the database (doctor writes nothing)
     hooks        Claude Code: the capture hooks of the entry's scope name its database
     capture-log  Claude Code with hooks: no capture error in the last 24 h
-    scopes       Claude Code: no entry of the same name at another scope hides this one
+    scopes       Claude Code and Codex: no entry of the same name at another scope hides
+                 this one (a warning when this one hides another; codex_scopes.py)
+    trust        Codex, a project-scope entry: Codex trusts the project, else it ignores
+                 the project's .codex/config.toml (codex_trust.py); the fix is the exact
+                 trust entry for the user's config
     permissions  Claude Code: its permission rules still ask before each destructive tool
                  (the second lock; permission_health.py); a warning when one runs without
                  asking, naming the settings file and the rule to put back
@@ -37,6 +41,7 @@ from sqlgate.engine.framing import counted
 from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces.integrations import installed as found
 from sqlgate.surfaces.integrations.client_paths import Where
+from sqlgate.surfaces.integrations.codex_scopes import judge_codex_scopes, judge_codex_trust
 from sqlgate.surfaces.integrations.db_health import (
     DbVerdict,
     db_facts,
@@ -223,7 +228,16 @@ def _real(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
+def check_trust(inst: Installed, doctor: Doctor) -> Check | None:
+    if inst.client != "codex" or inst.scope != "project":
+        return None
+    return _one(inst, "trust", judge_codex_trust(inst.name, doctor.where))
+
+
 def check_scopes(inst: Installed, doctor: Doctor) -> Check | None:
+    if inst.client == "codex":
+        verdict = judge_codex_scopes(inst.name, inst.scope, doctor.where)
+        return _one(inst, "scopes", verdict) if verdict else None
     if inst.client != "claude-code":
         return None
     try:
@@ -306,6 +320,7 @@ def examine(doctor: Doctor, clients: Sequence[str] = (), name: str | None = None
         checks += [
             c
             for c in (
+                check_trust(inst, doctor),
                 check_scopes(inst, doctor),
                 check_permissions(inst, doctor),
                 check_replication(inst, db, doctor),
