@@ -78,8 +78,16 @@ def _worktree(where: Where) -> Where:
     main.mkdir()
     git_repo(main)
     (main / ".git" / "worktrees" / "wt").mkdir(parents=True)
+    (main / ".git" / "worktrees" / "wt" / "gitdir").write_text(f"{where.cwd}/.git\n")
+    (main / ".git" / "worktrees" / "wt" / "commondir").write_text("../..\n")
     (where.cwd / ".git").write_text(f"gitdir: {main}/.git/worktrees/wt\n")
     user_config(where, trusts(main))
+    return where
+
+
+def _worktree_not_named_back(where: Where) -> Where:  # Codex checks the main one's record
+    _worktree(where)
+    (where.cwd.parent / "main" / ".git" / "worktrees" / "wt" / "gitdir").unlink()
     return where
 
 
@@ -141,6 +149,7 @@ CASES = [
     pytest.param(_parent_without_git, False, None, "cwd", id="trusted-parent-without-git"),
     pytest.param(_empty_git_folder, False, None, "cwd", id="empty-git-folder-is-no-root"),
     pytest.param(_worktree, True, "main", "main", id="worktree-main-checkout-trusted"),
+    pytest.param(_worktree_not_named_back, False, None, "cwd", id="worktree-not-named-back"),
     pytest.param(_untrusted, False, "cwd", "cwd", id="marked-untrusted"),
     pytest.param(_untrusted_folder_trusted_root, False, "cwd", "root",
                  id="untrusted-folder-beats-trusted-root"),

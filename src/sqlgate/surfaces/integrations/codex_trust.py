@@ -16,6 +16,7 @@ the first of these keys that [projects] holds, compared as written (no trailing 
                       (`project_root_markers`, default [".git"]: a `.git` file, or a `.git`
                       folder holding HEAD; an empty list: FOLDER), else FOLDER
     the repository root: the git root, or for a linked worktree the main checkout's root
+                      (when the main checkout's .git/worktrees/X names it back: gitdir, commondir)
 
 "trusted" loads it; "untrusted", or none of the keys, leaves it out silently (`codex mcp
 list` does not show its servers). A project folder whose .codex is $CODEX_HOME itself (the
@@ -76,8 +77,8 @@ def _project_root(folder: Path, markers: list[str]) -> Path:
 
 
 def _repository_root(folder: Path) -> Path | None:
-    """The git root; for a linked worktree (`.git` file: `gitdir: MAIN/.git/worktrees/X`),
-    the main checkout's root."""
+    """The git root; for a linked worktree (`.git` file: `gitdir: MAIN/.git/worktrees/X`,
+    whose record there names it back), the main checkout's root."""
     for candidate in (folder, *folder.parents):
         dot_git = candidate / ".git"
         if dot_git.is_dir():
@@ -90,10 +91,24 @@ def _repository_root(folder: Path) -> Path | None:
             if not text.startswith("gitdir:"):
                 return None
             git_dir = Path(os.path.realpath(candidate / text[len("gitdir:") :].strip()))
-            if git_dir.parent.name != "worktrees":
+            if git_dir.parent.name != "worktrees" or not _points_back(git_dir, dot_git):
                 return None
             return git_dir.parent.parent.parent
     return None
+
+
+def _points_back(git_dir: Path, dot_git: Path) -> bool:
+    """Whether the main checkout's record of the worktree (its folder under .git/worktrees)
+    names this `.git` file (`gitdir`) and the main .git folder (`commondir`), as Codex
+    checks before it lets the main checkout's trust count."""
+    try:
+        named = (git_dir / "gitdir").read_text(encoding="utf-8").strip()
+        common = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return os.path.realpath(git_dir / named) == os.path.realpath(dot_git) and (
+        os.path.realpath(git_dir / common) == os.path.realpath(git_dir.parent.parent)
+    )
 
 
 def _markers(data: dict[str, Any], path: Path) -> list[str]:
