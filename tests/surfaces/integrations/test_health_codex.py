@@ -109,7 +109,7 @@ SCOPES = [
     pytest.param({"user": USER, "project": PROJECT, "trust": "trusted"}, "project", "warn",
                  ["shadows the user-scope", "`sqlgate uninstall codex --scope user`"],
                  id="project-shadows-user"),
-    pytest.param({"user": USER, "project": PROJECT, "trust": "trusted"}, "user", "fail",
+    pytest.param({"user": USER, "project": PROJECT, "trust": "trusted"}, "user", "warn",
                  ["hidden", "project-scope", " && sqlgate uninstall codex --scope project`",
                   "--name sqlgate-user"], id="user-shadowed-by-project"),
     pytest.param({"user": USER, "project": PROJECT}, "user", "ok", ["not trusted"],

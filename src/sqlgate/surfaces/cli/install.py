@@ -104,11 +104,7 @@ def install(
         edit = setup.SettingsEdit(hooks, command, permissions="add", server=name)
         changes.append(setup.plan_settings(edit, chosen, where))
     _carry_out(changes, dry_run, as_json, spec.name, name)
-    if spec.name == "codex":
-        warning = codex_scopes.planned_codex_warning(name, chosen, changes[0], where)
-    else:
-        warning = scopes.planned_warning(spec.name, name, chosen, changes[0], where)
-    if warning:
+    if warning := _scope_warning(spec.name, name, chosen, changes[0], where):
         click.echo(visible(warning), err=True)
     if as_json or dry_run or not any(change.needed for change in changes):
         return
@@ -130,11 +126,23 @@ def install(
     if old is not None and old != setup.PER_PROJECT and db is None:
         click.echo(f"the database it used ({visible(old)}) stays where it is; to keep "
                    f"serving it to every project, install with --db {visible(old)}")  # fmt: skip
-    if spec.name == "codex" and chosen == "project" and warning and "Codex ignores" in warning:
-        click.echo(f"Codex uses {name!r} here once it trusts the project (see the warning); "
-                   "then restart it")  # fmt: skip
-        return
-    click.echo(f"restart {spec.title} (or reload its MCP servers) to use {name!r}")
+    click.echo(_restart_line(spec, name, warning))
+
+
+def _scope_warning(
+    client: str, name: str, scope: str | None, change: setup.Change, where: setup.Where
+) -> str | None:
+    """The warning when the client will not run the entry just written (another scope's
+    wins, or Codex ignores the project's file), or when it hides another scope's."""
+    if client == "codex":
+        return codex_scopes.planned_codex_warning(name, scope, change, where)
+    return scopes.planned_warning(client, name, scope, change, where)
+
+
+def _restart_line(spec: setup.Client, name: str, warning: str | None) -> str:
+    if spec.name == "codex" and warning and warning.startswith("warning: Codex ignores"):
+        return f"Codex uses {name!r} here once it trusts the project (see the warning)"
+    return f"restart {spec.title} (or reload its MCP servers) to use {name!r}"
 
 
 def _chosen_db(values: dict[str, Any], scope: str | None) -> tuple[Path | None, bool]:

@@ -175,9 +175,8 @@ def judge_codex_scopes(name: str, scope: str | None, where: Where) -> Verdict | 
                 f"Codex merges the two tables and runs this command and args"
                 f"{_merged_keys(mine.entry, other.entry)}",
                 f"remove the user-scope one: `{remove}`")  # fmt: skip
+    # a warning, not a failure: Codex itself reports nothing, and a project's own entry over
+    # the user's default may be what was meant; but this one's database is not used here
     said = f"hidden: Codex runs the project-scope entry ({other.path}) for {name!r} here"
-    return (
-        FAIL,
-        said,
-        f"`{remove}`, or reinstall this one under another name (`--name {name}-user`)",
-    )
+    fix = f"`{remove}`, or reinstall this one under another name (`--name {name}-user`)"
+    return WARN, said, fix
