@@ -239,3 +239,22 @@ def test_a_user_config_codex_cannot_read_is_a_clear_message(
         codex_trust(where)
     assert str(path) in str(caught.value)
     assert says in str(caught.value)
+
+
+def test_on_windows_keys_match_case_blind_and_the_fix_is_the_lines_by_hand(where: Where) -> None:
+    user_config(where, trusts(Path(str(where.cwd).upper())))
+    assert codex_trust(replace(where, platform="win32")).trusted
+    assert not codex_trust(where).trusted  # elsewhere, case counts
+    user_config(where, "")
+    fix = trust_fix(codex_trust(replace(where, platform="win32")))
+    assert fix is not None
+    assert fix.startswith(f'add the two lines `[projects."{where.cwd}"]` and ')
+    assert "printf" not in fix
+
+
+def test_a_file_the_printed_command_would_break_gets_the_lines_by_hand(where: Where) -> None:
+    user_config(where, 'projects = { "/elsewhere" = { trust_level = "trusted" } }\n')
+    fix = trust_fix(codex_trust(where))
+    assert fix is not None
+    assert "printf" not in fix
+    assert "add the two lines" in fix
