@@ -185,3 +185,34 @@ def test_damaged_rules_in_the_record_are_left_out(records: InstallRecords, confi
         )
     )
     assert records.of(config).rules == (("allow", "mcp__a__b"),)  # type: ignore[union-attr]
+
+
+# (folders an install made, per file; what else is there; the file removed; folders left)
+FOLDERS = [
+    pytest.param({"a/b/f": ["a", "a/b"]}, [], "a/b/f", [], id="its-own-folders"),
+    pytest.param({"a/f": ["a"], "a/c/g": ["a/c"]}, [], "a/c/g", [],
+                 id="a-folder-another-install-made"),
+    pytest.param({"a/b/f": ["a", "a/b"], "a/c/g": ["a/c"]}, ["a/b/f"], "a/c/g", ["a", "a/b"],
+                 id="a-shared-folder-in-use-stays"),
+    pytest.param({"a/b/f": ["a/b"]}, [], "a/b/f", ["a"], id="a-folder-there-before-stays"),
+    pytest.param({"a/b/f": ["a", "a/b"]}, ["a/b/mine"], "a/b/f", ["a", "a/b"],
+                 id="a-folder-holding-something-else-stays"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("made", "kept_files", "removed", "left"), FOLDERS)
+def test_an_uninstall_removes_the_empty_folders_any_install_made(
+    records: InstallRecords, tmp_path: Path, made: dict[str, list[str]],
+    kept_files: list[str], removed: str, left: list[str],
+) -> None:  # fmt: skip
+    home = tmp_path / "home"
+    for file, folders in made.items():
+        (home / file).parent.mkdir(parents=True, exist_ok=True)
+        records.note(home / file, created=True, folders=[home / f for f in folders], added=(),
+                     removed=())  # fmt: skip
+    for file in kept_files:
+        (home / file).parent.mkdir(parents=True, exist_ok=True)
+        (home / file).write_text("x")
+    records.remove_empty_folders(home / removed)
+    found = sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_dir())
+    assert found == sorted(left)

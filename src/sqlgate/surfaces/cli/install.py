@@ -17,8 +17,8 @@ import click
 from sqlgate.config import PROJECT_DB, load_settings
 from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
+from sqlgate.surfaces.integrations import codex_scopes, scopes
 from sqlgate.surfaces.integrations import install as setup
-from sqlgate.surfaces.integrations import scopes
 from sqlgate.surfaces.integrations.gemini_trust import trust_warning
 from sqlgate.surfaces.terminal import json_dumps, visible
 
@@ -111,7 +111,7 @@ def install(
         edit = setup.SettingsEdit(hooks, command, permissions="add", server=name)
         changes.append(setup.plan_settings(edit, chosen, where))
     _carry_out(changes, dry_run, as_json, spec.name, name)
-    if warning := scopes.planned_warning(spec.name, name, chosen, changes[0], where):
+    if warning := _scope_warning(spec.name, name, chosen, changes[0], where):
         click.echo(visible(warning), err=True)
     if spec.name == "gemini" and (untrusted := trust_warning(chosen, where)):
         click.echo(visible(untrusted), err=True)
@@ -135,7 +135,23 @@ def install(
     if old is not None and old != setup.PER_PROJECT and db is None:
         click.echo(f"the database it used ({visible(old)}) stays where it is; to keep "
                    f"serving it to every project, install with --db {visible(old)}")  # fmt: skip
-    click.echo(f"restart {spec.title} (or reload its MCP servers) to use {name!r}")
+    click.echo(_restart_line(spec, name, warning))
+
+
+def _scope_warning(
+    client: str, name: str, scope: str | None, change: setup.Change, where: setup.Where
+) -> str | None:
+    """The warning when the client will not run the entry just written (another scope's
+    wins, or Codex ignores the project's file), or when it hides another scope's."""
+    if client == "codex":
+        return codex_scopes.planned_codex_warning(name, scope, change, where)
+    return scopes.planned_warning(client, name, scope, change, where)
+
+
+def _restart_line(spec: setup.Client, name: str, warning: str | None) -> str:
+    if spec.name == "codex" and warning and warning.startswith("warning: Codex ignores"):
+        return f"Codex uses {name!r} here once it trusts the project (see the warning)"
+    return f"restart {spec.title} (or reload its MCP servers) to use {name!r}"
 
 
 def _chosen_db(values: dict[str, Any], scope: str | None) -> tuple[Path | None, bool]:

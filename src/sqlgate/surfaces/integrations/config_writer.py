@@ -6,7 +6,8 @@ backups of that client beyond the newest ten are removed (backups an older sqlga
 beside the config are moved there first). A config that is a symlink
 (dotfiles) is written through: the file at the end of the links is backed up and replaced,
 the links stay. A planned deletion (uninstall of a file sqlgate created) backs the file up,
-removes it, and removes the folders sqlgate made for it when they are empty.
+removes it, and removes the folders above it that an install made (for this file or
+another one) when they are empty.
 
 The file's byte shape stays: the editors keep its line endings, indentation and final
 newline (jsonc.py, toml_config.py), and the writer keeps a UTF-8 byte order mark it began
@@ -116,7 +117,6 @@ def apply(
 
 
 def _remove(change: Change, path: Path, stamp: datetime, records: InstallRecords) -> Path | None:
-    record = records.of(path)
     backup = records.back_up(path, change.group, stamp) if path.exists() else None
     try:
         path.unlink()
@@ -130,9 +130,7 @@ def _remove(change: Change, path: Path, stamp: datetime, records: InstallRecords
             f"cannot remove {path}: {exc.strerror or exc}; nothing was changed"
         ) from None
     records.adopt_old_backups(path, change.group)
-    for folder in reversed(record.folders if record else ()):
-        with contextlib.suppress(OSError):
-            os.rmdir(folder)  # only when empty: anything else in it stays
+    records.remove_empty_folders(path)  # those an install made, once empty
     records.forget(path)
     records.prune(change.group)
     return backup

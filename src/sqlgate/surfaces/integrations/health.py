@@ -10,9 +10,12 @@ verdicts (ok, warn, fail), each problem with its fix as a command or an exact ed
                  create or upgrade the database (doctor writes nothing)
     hooks        Claude Code: the capture hooks of the entry's scope name its database
     capture-log  Claude Code with hooks: no capture error in the last 24 h
-    scopes       Claude Code: no entry of the same name at another scope hides this one
-    trust        Gemini CLI: it trusts this folder, else it starts no MCP server here
-                 (gemini_trust.py); the fix is its trust step
+    scopes       Claude Code and Codex: no entry of the same name at another scope hides
+                 this one (a warning when this one hides another; codex_scopes.py)
+    trust        Codex, a project-scope entry: Codex trusts the project, else it ignores
+                 the project's .codex/config.toml (codex_trust.py); Gemini CLI: it trusts
+                 this folder, else it starts no MCP server here (gemini_trust.py); the fix
+                 is the client's own trust step
     permissions  Claude Code: its permission rules still ask before each destructive tool
                  (the second lock; permission_health.py); a warning when one runs without
                  asking, naming the settings file and the rule to put back
@@ -39,6 +42,7 @@ from sqlgate.engine.framing import counted
 from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces.integrations import installed as found
 from sqlgate.surfaces.integrations.client_paths import Where
+from sqlgate.surfaces.integrations.codex_scopes import judge_codex_scopes, judge_codex_trust
 from sqlgate.surfaces.integrations.db_health import (
     DbVerdict,
     db_facts,
@@ -226,7 +230,20 @@ def _real(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
+def check_trust(inst: Installed, doctor: Doctor) -> Check | None:
+    """Whether the client runs this entry here at all: Codex ignores a project's config
+    until it trusts the project; Gemini CLI starts no server in a folder it does not trust."""
+    if inst.client == "codex" and inst.scope == "project":
+        return _one(inst, "trust", judge_codex_trust(inst.name, doctor.where))
+    if inst.client == "gemini":
+        return _one(inst, "trust", trust_verdict(inst.scope, doctor.where))
+    return None
+
+
 def check_scopes(inst: Installed, doctor: Doctor) -> Check | None:
+    if inst.client == "codex":
+        verdict = judge_codex_scopes(inst.name, inst.scope, doctor.where)
+        return _one(inst, "scopes", verdict) if verdict else None
     if inst.client != "claude-code":
         return None
     try:
@@ -253,12 +270,6 @@ def check_scopes(inst: Installed, doctor: Doctor) -> Check | None:
            else "approve it in Claude Code's /mcp")  # fmt: skip
     return _one(inst, "scopes", (FAIL, f"hidden: Claude Code connects {hider} for "
                 f"{inst.name!r} here{why}", fix))  # fmt: skip
-
-
-def check_trust(inst: Installed, doctor: Doctor) -> Check | None:
-    if inst.client != "gemini":
-        return None
-    return _one(inst, "trust", trust_verdict(inst.scope, doctor.where))
 
 
 def check_permissions(inst: Installed, doctor: Doctor) -> Check | None:
@@ -315,8 +326,8 @@ def examine(doctor: Doctor, clients: Sequence[str] = (), name: str | None = None
         checks += [
             c
             for c in (
-                check_scopes(inst, doctor),
                 check_trust(inst, doctor),
+                check_scopes(inst, doctor),
                 check_permissions(inst, doctor),
                 check_replication(inst, db, doctor),
             )

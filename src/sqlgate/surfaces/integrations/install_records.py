@@ -6,10 +6,13 @@ of the default database): backups of the files it replaced, and a record of what
                                                        config are moved here on a write)
     <data>/installed.json                              {"files": {<file>: {"created": bool,
                                                          "folders": [...], "keys": [[...]],
-                                                         "rules": [[list, rule], ...]}}}
+                                                         "rules": [[list, rule], ...]}},
+                                                        "folders": [<folder>, ...]}
 
 The record is what lets `uninstall` remove exactly what `install` added: a config file that
-sqlgate created (and the folders it made for it), and the keys it added to a file
+sqlgate created (and the folders it made for it: "folders" lists every folder any install
+made, for whichever client, so that the last uninstall under a shared one, such as
+~/.config for Claude Desktop and VS Code, removes it once empty), and the keys it added to a file
 (`"mcpServers"`, `"hooks"`, `"hooks"."Stop"`, ...) once they are empty again, and the Claude
 Code permission rules it added (`["ask", "mcp__sqlgate__undo_call"]`: permissions.py), which
 uninstall takes out of that list again. Keys are never added to the client's own file for
@@ -141,9 +144,14 @@ class InstallRecords:
         try:
             data = json.loads(self.ledger.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return {"files": {}}
+            return {"files": {}, "folders": []}
         files = data.get("files") if isinstance(data, dict) else None
-        return {"files": files} if isinstance(files, dict) else {"files": {}}
+        folders = data.get("folders") if isinstance(data, dict) else None
+        return {
+            "files": files if isinstance(files, dict) else {},
+            "folders": [f for f in folders if isinstance(f, str)]
+            if isinstance(folders, list) else [],
+        }  # fmt: skip
 
     def of(self, path: Path) -> FileRecord | None:
         """What sqlgate created for `path` (the file itself, not a link to it); None when
@@ -187,7 +195,34 @@ class InstallRecords:
             "keys": [list(k) for k in keys],
             "rules": [list(r) for r in rules],
         }
+        data["folders"] += [str(f) for f in folders if str(f) not in data["folders"]]
         self._save(data)
+
+    def remove_empty_folders(self, removed: Path) -> list[Path]:
+        """After `removed` (a file sqlgate created) is gone: remove the folders above it that
+        an install made (for any file) and that are empty now, deepest first; which ones.
+        A folder that was there before, or that holds anything, stays."""
+        data = self._load()
+        made = set(data["folders"])
+        record = data["files"].get(str(removed))
+        if isinstance(record, dict) and isinstance(record.get("folders"), list):
+            made |= {f for f in record["folders"] if isinstance(f, str)}
+        gone = []
+        for folder in removed.parents:
+            if str(folder) not in made:
+                continue
+            try:
+                os.rmdir(folder)  # only when empty
+            except FileNotFoundError:
+                pass
+            except OSError:
+                break  # it holds something: so do the folders above it
+            gone.append(folder)
+        kept = [f for f in data["folders"] if os.path.isdir(f)]
+        if kept != data["folders"]:
+            data["folders"] = kept
+            self._save(data)
+        return gone
 
     def forget(self, path: Path) -> None:
         data = self._load()

@@ -174,14 +174,14 @@ def scope_conflict(name: str, where: Where) -> ScopeConflict | None:
     return ScopeConflict(name, tuple(entries), connected_entry(name, entries, where))
 
 
-def removal_command(name: str, scope: str, folder: Path) -> str:
-    """The command that takes `name` out of `scope` (sqlgate writes no local scope); the
-    project's and local scopes are those of `folder`, the one it runs in, whatever folder
-    the person pastes it in."""
+def removal_command(name: str, scope: str, folder: Path, client: str = "claude-code") -> str:
+    """The command that takes `name` out of `client`'s `scope` (sqlgate writes no local
+    scope); the project's and local scopes are those of `folder`, the one it runs in,
+    whatever folder the person pastes it in."""
     if scope == "local":
         return in_folder(folder, f"claude mcp remove {shell_word(name)} -s local")
     named = "" if name == "sqlgate" else f" --name {shell_word(name)}"
-    command = f"sqlgate uninstall claude-code --scope {scope}{named}"
+    command = f"sqlgate uninstall {client} --scope {scope}{named}"
     return in_folder(folder, command) if scope == "project" else command
 
 

@@ -18,7 +18,7 @@ from sqlgate.surfaces.integrations.config_files import (
     section,
 )
 
-__all__ = ["toml_remove", "toml_servers", "toml_set", "toml_table"]
+__all__ = ["toml_document", "toml_remove", "toml_servers", "toml_set", "toml_table"]
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n",
@@ -65,15 +65,17 @@ def _tomllib() -> ModuleType:
     return toml
 
 
-def _load_toml(path: Path, text: str | None) -> dict[str, Any]:
+_LEFT = "it was left untouched: fix it, or add the entry by hand"
+
+
+def toml_document(path: Path, text: str | None, then: str = _LEFT) -> dict[str, Any]:
+    """The whole TOML file, parsed; one that does not parse raises ConfigMalformed, whose
+    message ends in `then` (what happened, what to do)."""
     toml = _tomllib()
     try:
         data: dict[str, Any] = toml.loads(text or "")
     except toml.TOMLDecodeError as exc:
-        raise ConfigMalformed(
-            f"{path} is not valid TOML ({exc}); it was left untouched: fix it, "
-            "or add the entry by hand"
-        ) from None
+        raise ConfigMalformed(f"{path} is not valid TOML ({exc}); {then}") from None
     return data
 
 
@@ -146,7 +148,7 @@ def _servers_of(data: dict[str, Any], path: Path) -> dict[str, Any]:
 
 def toml_servers(path: Path, text: str | None) -> dict[str, Any]:
     """The `[mcp_servers]` tables of a Codex config, parsed."""
-    return _servers_of(_load_toml(path, text), path)
+    return _servers_of(toml_document(path, text), path)
 
 
 def _without_empty_servers(data: dict[str, Any]) -> dict[str, Any]:
@@ -156,7 +158,7 @@ def _without_empty_servers(data: dict[str, Any]) -> dict[str, Any]:
 def _checked(path: Path, new_text: str, expected: dict[str, Any], name: str) -> str:
     """Refuse a rewrite that parses to anything but the expected document."""
     try:
-        parsed: dict[str, Any] | None = _load_toml(path, new_text)
+        parsed: dict[str, Any] | None = toml_document(path, new_text)
     except ConfigMalformed:
         parsed = None
     if parsed is None or _without_empty_servers(parsed) != _without_empty_servers(expected):
@@ -168,7 +170,7 @@ def _checked(path: Path, new_text: str, expected: dict[str, Any], name: str) -> 
 
 
 def toml_set(path: Path, text: str | None, name: str, entry: dict[str, Any]) -> Change:
-    data = _load_toml(path, text)
+    data = toml_document(path, text)
     servers = _servers_of(data, path)
     if servers.get(name) == entry:
         return Change(path, text, None, f"{name} is already installed")
@@ -195,7 +197,7 @@ def toml_set(path: Path, text: str | None, name: str, entry: dict[str, Any]) -> 
 
 
 def toml_remove(path: Path, text: str | None, name: str) -> Change:
-    data = _load_toml(path, text)
+    data = toml_document(path, text)
     servers = _servers_of(data, path)
     if name not in servers:
         return Change(path, text, None, f"no server {name!r} to remove")
