@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -42,9 +43,19 @@ def codex() -> list[str]:
 
 @pytest.fixture
 def client_home(tmp_path_factory: pytest.TempPathFactory) -> ClientHome:
-    home = ClientHome.make(tmp_path_factory.mktemp("codex"))
-    home.install("codex")
-    return home
+    return ClientHome.make(tmp_path_factory.mktemp("codex"))
+
+
+def install(home: ClientHome, scope: str) -> None:
+    """`sqlgate install codex --scope SCOPE`; a project entry in a project the user trusted
+    (Codex reads a project's .codex/config.toml only then, and records the trust so)."""
+    if scope == "user":
+        home.install("codex")
+        return
+    home.sqlgate("install", "codex", "--scope", "project")
+    trusted = f'[projects."{home.project}"]\ntrust_level = "trusted"\n'
+    (home.home / ".codex").mkdir(exist_ok=True)
+    (home.home / ".codex" / "config.toml").write_text(trusted, encoding="utf-8")
 
 
 def provider(port: int) -> list[str]:
@@ -79,7 +90,7 @@ class AppServer:
     def _next(self) -> dict[str, Any]:
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
-        assert line, f"codex app-server ended ({self.process.poll()})"
+        assert line, f"codex app-server ended or was stopped after {RUN_TIMEOUT_S} s"
         message: dict[str, Any] = json.loads(line)
         return message
 
@@ -114,7 +125,8 @@ class AppServer:
 
 
 @pytest.fixture
-def app_server(codex: list[str], client_home: ClientHome) -> Iterator[AppServer]:
+def app_server(codex: list[str], client_home: ClientHome, scope: str) -> Iterator[AppServer]:
+    install(client_home, scope)
     with ResponsesModel(Call("read_query", {})) as model:
         process = subprocess.Popen(
             [*codex, "app-server", *provider(model.port)],
@@ -126,9 +138,12 @@ def app_server(codex: list[str], client_home: ClientHome) -> Iterator[AppServer]
             text=True,
             encoding="utf-8",
         )
+        watchdog = threading.Timer(RUN_TIMEOUT_S, process.kill)  # a read then ends, and fails
+        watchdog.start()
         try:
             yield AppServer(process)
         finally:
+            watchdog.cancel()
             if process.stdin is not None:
                 process.stdin.close()
             try:
@@ -139,8 +154,9 @@ def app_server(codex: list[str], client_home: ClientHome) -> Iterator[AppServer]
         assert model.requests == [], "starting a thread asked the model nothing"
 
 
+@pytest.mark.parametrize("scope", ["user", "project"])
 def test_app_server_reports_sqlgate_ready_with_every_tool(
-    app_server: AppServer, client_home: ClientHome
+    client_home: ClientHome, scope: str, app_server: AppServer
 ) -> None:
     app_server.request("initialize", {"clientInfo": {"name": "sqlgate-e2e", "version": "1"}})
     app_server.notify("initialized")
@@ -174,6 +190,7 @@ CALLS = [
 def test_exec_calls_a_tool_through_a_fake_model(
     codex: list[str], client_home: ClientHome, call: Call, result: str
 ) -> None:
+    install(client_home, "user")
     with ResponsesModel(call) as model:
         done = client_home.run(
             [*codex, "exec", "--skip-git-repo-check", *provider(model.port), "use sqlgate"],
