@@ -9,7 +9,11 @@
   authentication, HTTP allowed for 127.0.0.1) with a dummy `GEMINI_API_KEY`. Headless
   Gemini offers the model only tools that need no confirmation, so the call runs with
   `--approval-mode yolo`. Gemini adds `wait_for_previous` to every MCP tool's schema and
-  passes it on to the server when the model sets it; the call is made with and without it.
+  passes it on to the server when the model sets it; the call is made with and without it,
+  and Gemini's schema validator (ajv, strict) must not warn about the tool's schema.
+
+The entry is written the way a user writes it by hand (`add_sqlgate`), after the settings the
+test needs; `home.install("gemini")` replaces that line where `sqlgate install gemini` exists.
 """
 
 from __future__ import annotations
@@ -117,6 +121,7 @@ def test_a_tool_call_through_a_fake_model_gets_the_rows(
     assert answer is not None
     assert "error" not in answer, answer
     assert "answer\n42\n# 1 row" in answer["output"]
+    assert "strict mode" not in done.stderr  # Gemini's schema validator (ajv) had no warning
     assert json.loads(done.stdout)["response"] == "done"
     (logged,) = client_home.audit_log()
     assert (logged["tool"], logged["query"], logged["outcome"]) == ("read_query", QUERY, "ok")
