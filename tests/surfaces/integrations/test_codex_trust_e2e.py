@@ -1,7 +1,8 @@
-"""The real Codex CLI (npm, pinned in tests/e2e/codex-trust/) agrees with codex_trust.py and
-codex_scopes.py: for each layout of a fake HOME (trust in the user's config, git roots,
-worktrees, CODEX_HOME, an entry at each scope), the `sqlgate` entry `codex mcp list --json`
-shows is the one sqlgate says Codex runs, and none where sqlgate says Codex ignores it."""
+"""The real Codex CLI (npm, pinned in tests/e2e/codex/ for test_codex_client.py too) agrees
+with codex_trust.py and codex_scopes.py: for each layout of a fake HOME (trust in the user's
+config, git roots, worktrees, CODEX_HOME, an entry at each scope), the `sqlgate` entry
+`codex mcp list --json` shows is the one sqlgate says Codex runs, and none where sqlgate says
+Codex ignores it."""
 
 from __future__ import annotations
 
@@ -19,42 +20,18 @@ from sqlgate.surfaces.integrations.client_paths import Where, current_platform
 from sqlgate.surfaces.integrations.codex_scopes import codex_connected, codex_entries
 from sqlgate.surfaces.integrations.codex_trust import codex_trust
 from sqlgate.surfaces.integrations.toml_config import toml_table
+from tests.surfaces.integrations.real_clients import CODEX, install_client
 
 pytestmark = [pytest.mark.e2e]
 
-PACKAGE = "@openai/codex"
-CODEX_DIR = Path(__file__).resolve().parents[2] / "e2e" / "codex-trust"
 USER = {"command": "sqlgate-user", "args": ["serve"]}
 PROJECT = {"command": "sqlgate-project", "args": ["serve", "--db", ".sqlgate/agent.db"]}
 
 
-def _installed_version() -> str | None:
-    manifest = CODEX_DIR / "node_modules" / PACKAGE / "package.json"
-    if not manifest.is_file():
-        return None
-    version: str = json.loads(manifest.read_text(encoding="utf-8"))["version"]
-    return version
-
-
 @pytest.fixture(scope="session")
-def codex() -> str:
-    """The pinned Codex CLI, installed with `npm ci` when needed."""
-    npm = shutil.which("npm")
-    if npm is None or shutil.which("node") is None:
-        pytest.skip("npm/node not on PATH: the Codex end-to-end test needs Node.js")
-    pinned = json.loads((CODEX_DIR / "package.json").read_text())["dependencies"][PACKAGE]
-    if _installed_version() != pinned:
-        command = [npm, "ci", "--prefix", str(CODEX_DIR), "--no-audit", "--no-fund",
-                   "--ignore-scripts"]  # fmt: skip
-        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
-        if done.returncode != 0:
-            output = done.stdout + done.stderr
-            if any(code in output for code in ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED")):
-                pytest.skip(f"`npm ci` for {PACKAGE} could not reach the registry")
-            pytest.fail(f"`npm ci` for {PACKAGE} failed: {output[-2000:]}")
-    binary = shutil.which("codex", path=str(CODEX_DIR / "node_modules" / ".bin"))
-    assert binary is not None
-    return binary
+def codex() -> list[str]:
+    """The pinned Codex CLI (node and its script), installed with `npm ci` when needed."""
+    return install_client(CODEX)
 
 
 def write(path: Path, text: str) -> None:
@@ -172,11 +149,11 @@ LAYOUTS = [
 ENTRIES = {"both": (USER, PROJECT), "user-only": (USER, None), "project-only": (None, PROJECT)}
 
 
-def codex_runs(codex: str, home: Path, cwd: Path, env: dict[str, str]) -> str | None:
+def codex_runs(codex: list[str], home: Path, cwd: Path, env: dict[str, str]) -> str | None:
     """The command of the `sqlgate` entry `codex mcp list --json` shows, if any."""
     environment = {k: v for k, v in os.environ.items() if k != "CODEX_HOME"}
     environment.update({"HOME": str(home), **env})
-    done = subprocess.run([codex, "mcp", "list", "--json"], cwd=cwd, env=environment,
+    done = subprocess.run([*codex, "mcp", "list", "--json"], cwd=cwd, env=environment,
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     listed = {server["name"]: server for server in json.loads(done.stdout)}
@@ -187,7 +164,7 @@ def codex_runs(codex: str, home: Path, cwd: Path, env: dict[str, str]) -> str | 
 @pytest.mark.parametrize("entries", list(ENTRIES), ids=list(ENTRIES))
 @pytest.mark.parametrize("layout", LAYOUTS, ids=[f.__name__[1:] for f in LAYOUTS])
 def test_sqlgate_says_what_the_real_codex_runs(
-    codex: str, tmp_path: Path, layout: Layout, entries: str
+    codex: list[str], tmp_path: Path, layout: Layout, entries: str
 ) -> None:
     home = tmp_path / "home"
     project = home / "work" / "app"

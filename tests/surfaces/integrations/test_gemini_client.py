@@ -12,8 +12,8 @@
   passes it on to the server when the model sets it; the call is made with and without it,
   and Gemini's schema validator (ajv, strict) must not warn about the tool's schema.
 
-The entry is written the way a user writes it by hand (`add_sqlgate`), after the settings the
-test needs; `home.install("gemini")` replaces that line where `sqlgate install gemini` exists.
+The entry is written by `sqlgate install gemini`, after the settings the test needs (install
+keeps them).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from typing import Any
 
 import pytest
 
-from sqlgate.surfaces.integrations.launcher import find_launcher
 from tests.surfaces.integrations.fake_models import Call, GeminiModel
 from tests.surfaces.integrations.real_clients import GEMINI, ClientHome, install_client
 
@@ -47,16 +46,6 @@ def settings_file(home: ClientHome) -> str:
     return str(home.home / ".gemini" / "settings.json")
 
 
-def add_sqlgate(home: ClientHome) -> None:
-    """sqlgate's entry in Gemini's user settings, as a user writes it by hand."""
-    path = home.home / ".gemini" / "settings.json"
-    settings = json.loads(path.read_text(encoding="utf-8"))
-    launcher = find_launcher()
-    entry = {"command": launcher.command, "args": launcher.argv("serve", "--db", str(home.db))}
-    settings.setdefault("mcpServers", {})["sqlgate"] = entry
-    path.write_text(json.dumps(settings, indent=2), encoding="utf-8")
-
-
 def trust(home: ClientHome) -> None:
     """Trust the project folder, as Gemini's own trust prompt does."""
     trusted = {str(home.project): "TRUST_FOLDER"}
@@ -68,7 +57,7 @@ def client_home(tmp_path_factory: pytest.TempPathFactory) -> ClientHome:
     home = ClientHome.make(tmp_path_factory.mktemp("gemini"))
     (home.home / ".gemini").mkdir()
     (home.home / ".gemini" / "settings.json").write_text(json.dumps(SETTINGS), "utf-8")
-    add_sqlgate(home)
+    home.install("gemini")
     return home
 
 
