@@ -27,7 +27,11 @@ from pydantic import ValidationError
 from sqlgate import __version__
 from sqlgate.engine.actors import Caller, acting_as, tier_allows
 from sqlgate.service import Service
-from sqlgate.surfaces.mcp.arguments import argument_errors_text, unknown_arguments
+from sqlgate.surfaces.mcp.arguments import (
+    argument_errors_text,
+    unknown_arguments,
+    without_client_arguments,
+)
 from sqlgate.surfaces.mcp.claims_tools import CLAIMS_TOOLS, register_claims_tools
 from sqlgate.surfaces.mcp.client_logging import enable_client_logging
 from sqlgate.surfaces.mcp.memory_tools import MEMORY_TOOLS, register_memory_tools
@@ -214,6 +218,8 @@ class _SqlgateServer(MCPServer[Any]):
         if tool is None:
             return await super().call_tool(name, arguments, context)
         accepted = list(tool.fn_metadata.arg_model.model_fields)
+        # e.g. Gemini CLI's wait_for_previous: the client's, not the tool's
+        arguments = without_client_arguments(arguments, accepted)
         unknown = unknown_arguments(arguments, accepted)
         if unknown:  # refused with every other problem of the call, nothing run
             known = {key: value for key, value in arguments.items() if key not in unknown}
