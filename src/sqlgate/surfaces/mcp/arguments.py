@@ -66,11 +66,16 @@ _ITEM_KINDS = ("integer", "number", "string", "boolean")  # a list's items, name
 
 
 def _types(schema: Mapping[str, Any]) -> list[str]:
+    """The types a schema allows: its `type` (one name, or a list), else its `anyOf`
+    branches' (the announced schemas say a union that way: `schemas`)."""
     kind = schema.get("type")
     if isinstance(kind, str):
         return [kind]
     if isinstance(kind, list):
         return [k for k in kind if isinstance(k, str)]
+    options = schema.get("anyOf")
+    if isinstance(options, list):
+        return [k for o in options if isinstance(o, Mapping) for k in _types(o)]
     return []
 
 

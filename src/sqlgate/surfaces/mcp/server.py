@@ -36,7 +36,7 @@ from sqlgate.surfaces.mcp.claims_tools import CLAIMS_TOOLS, register_claims_tool
 from sqlgate.surfaces.mcp.client_logging import enable_client_logging
 from sqlgate.surfaces.mcp.memory_tools import MEMORY_TOOLS, register_memory_tools
 from sqlgate.surfaces.mcp.schemas import compact_tools, plain_descriptions
-from sqlgate.surfaces.mcp.sql_tools import SQL_TOOLS, register_sql_tools
+from sqlgate.surfaces.mcp.sql_tools import SQL_TOOLS, announce_limits, register_sql_tools
 from sqlgate.surfaces.mcp.stdio import serve_stdio
 from sqlgate.surfaces.mcp.tool_tiers import TOOL_TIERS
 from sqlgate.surfaces.mcp.tooling import refuse_unpaired_surrogates
@@ -298,6 +298,7 @@ def build_server(service: Service) -> _SqlgateServer:
             register_claims_tools(server, service)
         refuse_unpaired_surrogates(server)
         compact_tools(server)
+        announce_limits(server, service)  # the defaults it writes are not null
         plain_descriptions(server)
 
     server.register_tools(register)  # when a client first lists or calls them
