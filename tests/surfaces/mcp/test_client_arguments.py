@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -41,9 +41,9 @@ def prepared(service: Service) -> Service:
 
 
 @pytest.fixture
-def twins(make_service: Callable[..., Service], tmp_path: Path) -> Iterator[tuple[Service, ...]]:
+def twins(make_service: Callable[..., Service], tmp_path: Path) -> tuple[Service, ...]:
     """Two databases made the same way: one called plainly, one with the client's argument."""
-    yield tuple(prepared(make_service(db=tmp_path / f"{name}.db")) for name in ("plain", "with"))
+    return tuple(prepared(make_service(db=tmp_path / f"{name}.db")) for name in ("plain", "with"))
 
 
 async def called(service: Service, tool: str, arguments: dict[str, Any]) -> CallToolResult:

@@ -190,11 +190,12 @@ def strict_problems(schema: Any, at: str = "#") -> list[str]:
                  if name not in properties]  # fmt: skip
     if "items" in schema and not isinstance(schema["items"], (dict, bool)):
         problems.append(f"{at}: items as a list (a tuple)")
-    options = schema.get("anyOf", [])
-    problems += [f"{at}: anyOf/{n} has no single type" for n, option in enumerate(options)
-                 if not isinstance(option, dict) or not isinstance(option.get("type"), str)
-                 and "anyOf" not in option]  # fmt: skip
-    for n, option in enumerate(options):
+    for n, option in enumerate(schema.get("anyOf", [])):
+        typed = isinstance(option, dict) and (
+            isinstance(option.get("type"), str) or "anyOf" in option
+        )
+        if not typed:
+            problems.append(f"{at}: anyOf/{n} has no single type")
         problems += strict_problems(option, f"{at}/anyOf/{n}")
     for key in SUBSCHEMAS:
         if key in schema:

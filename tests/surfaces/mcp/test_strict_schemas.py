@@ -73,7 +73,8 @@ def node() -> str:
 
 
 def ajv_says(node: str, schemas: dict[str, Any]) -> dict[str, list[str]]:
-    """What ajv logged or threw compiling each schema, by `name (config)`; only those it spoke of."""
+    """What ajv logged or threw compiling each schema, by `name (config)`; only the schemas it
+    spoke of."""
     given = [{"name": name, "schema": schema} for name, schema in schemas.items()]
     done = subprocess.run(
         [node, str(AJV_DIR / "compile.js")], input=json.dumps(given), capture_output=True,
