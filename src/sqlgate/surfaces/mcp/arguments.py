@@ -254,4 +254,3 @@ def argument_errors_text(
         takes = ", ".join(accepted) if accepted else "no arguments"
         clauses.append(f"{tool} takes {takes}")
     return "; ".join(clauses) or f"the arguments of {tool} are not valid"
-
