@@ -12,14 +12,17 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from mcp import Client
 from mcp.types import CallToolResult
 
 from sqlgate.service import Service
 from sqlgate.surfaces.mcp.arguments import CLIENT_ARGUMENTS, without_client_arguments
 from sqlgate.surfaces.mcp.server import build_server
-from tests.surfaces.mcp.test_arguments import VALID, refused
+from tests.surfaces.mcp.test_arguments import JSON_VALUES, VALID, refused
 
 pytestmark = pytest.mark.anyio
 
@@ -157,3 +160,27 @@ async def test_a_client_arguments_value_is_not_looked_at(
     added = await called(with_it, "read_query", {**arguments, WAIT: value})
     assert not added.is_error
     assert alike(text(added)) == alike(text(without))
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_an_argument_error_reads_the_same_with_a_client_argument(
+    service: Service, data: st.DataObject
+) -> None:
+    tool = data.draw(st.sampled_from(sorted(VALID)))
+    names = [*VALID[tool], "limit", "ids", "query", "bogus", "wait_for_previus"]
+    arguments = data.draw(st.dictionaries(st.sampled_from(names), JSON_VALUES, max_size=4))
+    value = data.draw(JSON_VALUES)
+
+    async def call(given: dict[str, Any]) -> CallToolResult:
+        async with Client(build_server(service)) as connected:
+            return await connected.call_tool(tool, given)
+
+    added = anyio.run(call, {**VALID[tool], **arguments, WAIT: value})
+    assert WAIT not in text(added)
+    if added.is_error and "argument " in text(added):  # refused before anything ran
+        assert text(anyio.run(call, {**VALID[tool], **arguments})) == text(added)
