@@ -8,6 +8,8 @@
 //                other strict option at ajv's default (strictTypes "log": a union type is a
 //                logged warning), ajv-formats added; the draft-07 class by default, Ajv2020
 //                for a schema whose $schema is draft 2020-12.
+// The versions pinned in package.json are those gemini-cli's packages/core/package.json pins
+// (ajv 8.17.1, ajv-formats 3.0.1; read at gemini-cli commit 5411f113).
 "use strict";
 const Ajv = require("ajv").default;
 const Ajv2020 = require("ajv/dist/2020").default;
