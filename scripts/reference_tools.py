@@ -61,9 +61,13 @@ def type_text(schema: dict[str, Any], sep: str = " or ") -> tuple[str, bool]:
     """(the JSON type of a schema in words, whether null is accepted at the top): the kinds
     of a union joined by `sep`, those of an array's items or an object's values by `/`."""
     if "anyOf" in schema:
-        options = [type_text(option) for option in schema["anyOf"]]
-        named = [text for text, _ in options if text != "null"]
-        return ", or ".join(named), any(text == "null" or null for text, null in options)
+        options = [type_text(option, sep) for option in schema["anyOf"]]
+        null = any(text == "null" or null for text, null in options)
+        named = [text for text, _ in options if text != "null" or sep == "/"]
+        if sep == "/":  # inside an array or object: null is one of the kinds
+            return "/".join(named), False
+        joined = ", or " if any(" of " in text for text in named) else " or "
+        return joined.join(named), null
     given = schema.get("type", "any")
     kinds: list[str] = given if isinstance(given, list) else [given]
     words: list[str] = []
@@ -91,7 +95,9 @@ _BOUNDS = (
 
 
 def bounds_text(schema: dict[str, Any]) -> str:
-    words = [form.format(schema[key]) for key, form in _BOUNDS if key in schema]
+    """The bounds of a schema, and of the branches of its `anyOf`."""
+    branches = [schema, *[option for option in schema.get("anyOf", []) if isinstance(option, dict)]]
+    words = [form.format(one[key]) for one in branches for key, form in _BOUNDS if key in one]
     if "enum" in schema:
         words.append("one of " + ", ".join(code(json.dumps(value)) for value in schema["enum"]))
     return ", ".join(words) or "—"

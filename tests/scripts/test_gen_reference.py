@@ -220,7 +220,7 @@ def test_every_tool_and_argument_is_in_the_tools_page(listing: dict[str, dict[st
 def test_the_argument_table_shows_types_defaults_and_bounds() -> None:
     body = sections(page("tools.md"))["get_resume_context"]
     assert "| `max_events` | integer | no | `50` | ≥ 1, ≤ 1000 |" in body
-    row = "| `exclude_kinds` | array of string or string or null | no | — | at most 50 items |"
+    row = "| `exclude_kinds` | array of string, or string | no | — | at most 50 items |"
     assert row in body
 
 

@@ -238,10 +238,10 @@ async def test_claim_add_schema_shows_defaults_and_ranges(client: Client) -> Non
     assert properties["volatility"]["default"] == "slow"
     assert (properties["confidence"]["default"], properties["confidence"]["minimum"]) == (0.8, 0)
     assert properties["confidence"]["maximum"] == 1
-    assert "rank" not in input_required(properties)  # optional: announced compactly
-    assert properties["rank"]["type"] == ["integer", "null"]
+    assert "rank" not in input_required(properties)  # optional: announced without null
+    assert properties["rank"]["type"] == "integer"
     assert properties["rank"]["minimum"] == 1
-    assert properties["evidence"]["type"] == ["array", "null"]
+    assert properties["evidence"]["type"] == "array"
     assert properties["evidence"]["items"] == {"type": "integer"}
     for name in ("priority", "status", "fact", "relationship"):
         assert name in properties["kind"]["description"]
@@ -253,7 +253,7 @@ async def test_the_moment_and_observed_arguments_are_described(client: Client) -
     listed = {t.name: t for t in (await client.list_tools()).tools}
     contradictions = listed["claims_contradictions"].input_schema["properties"]
     assert "validPeriods" in contradictions["observed"]["description"]
-    assert contradictions["observed"]["type"] == ["object", "null"]
+    assert contradictions["observed"]["type"] == "object"
     decayed = listed["claims_decayed"].input_schema["properties"]
     assert (decayed["threshold"]["default"], decayed["threshold"]["maximum"]) == (0.5, 1)
     for tool in ("claims_contradictions", "claims_decayed"):

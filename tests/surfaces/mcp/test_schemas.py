@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +16,10 @@ from sqlgate.surfaces.mcp.server import build_server
 pytestmark = pytest.mark.anyio
 
 
+OPTIONAL_LIMIT = {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}], "default": None}
+ARGUMENTS = {"type": "object", "required": ["needed"]}
+
+
 @pytest.mark.parametrize(
     ("schema", "compact"),
     [
@@ -24,19 +29,40 @@ pytestmark = pytest.mark.anyio
             id="title-dropped",
         ),
         pytest.param(
-            {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}], "default": None},
-            {"type": ["integer", "null"], "minimum": 1},
-            id="optional-with-constraint",
+            {**ARGUMENTS, "properties": {"limit": OPTIONAL_LIMIT, "needed": {"type": "string"}}},
+            {**ARGUMENTS, "properties": {"limit": {"type": "integer", "minimum": 1},
+                                         "needed": {"type": "string"}}},
+            id="an-optional-argument-loses-its-null",
         ),
         pytest.param(
-            {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "null"}]},
-            {"type": ["string", "number", "null"]},
-            id="scalar-union",
+            {**ARGUMENTS, "properties": {"needed": OPTIONAL_LIMIT}},
+            {**ARGUMENTS, "properties": {"needed": {"anyOf": [{"type": "integer", "minimum": 1},
+                                                              {"type": "null"}]}}},
+            id="a-required-argument-keeps-its-null",
         ),
         pytest.param(
-            {"anyOf": [{"type": "string", "enum": ["a"]}, {"type": "null"}]},
-            {"anyOf": [{"type": "string", "enum": ["a"]}, {"type": "null"}]},
-            id="enum-kept-as-is",
+            {"type": "object", "properties": {"n": {**OPTIONAL_LIMIT, "default": 3}}},
+            {"type": "object", "properties": {"n": {**OPTIONAL_LIMIT, "default": 3}}},
+            id="null-kept-where-it-is-not-the-default",
+        ),
+        pytest.param(
+            {"type": "object", "properties": {"v": {"anyOf": [
+                {"type": "string"}, {"type": "integer"}, {"type": "null"}]}}},
+            {"type": "object", "properties": {"v": {"anyOf": [
+                {"type": "string"}, {"type": "integer"}]}}},
+            id="a-union-stays-an-anyOf-of-single-types",
+        ),
+        pytest.param(
+            {"type": "array", "items": {"anyOf": [
+                {"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "null"}]}},
+            {"type": "array", "items": {"anyOf": [
+                {"type": "string"}, {"type": "number"}, {"type": "null"}]}},
+            id="a-bound-null-stays-and-number-covers-integer",
+        ),
+        pytest.param(
+            {"type": "object", "additionalProperties": True},
+            {"type": "object"},
+            id="additional-properties-true-is-the-default",
         ),
         pytest.param(
             {"type": "object", "properties": {"title": {"title": "Title", "type": "string"}}},
@@ -47,9 +73,9 @@ pytestmark = pytest.mark.anyio
             {"type": "integer", "default": 3}, {"type": "integer", "default": 3}, id="real-default"
         ),
     ],
-)
+)  # fmt: skip
 def test_compact_schema(schema: dict[str, Any], compact: dict[str, Any]) -> None:
-    assert compact_schema(schema) == compact
+    assert compact_schema(copy.deepcopy(schema)) == compact
 
 
 async def _tools_list_bytes(service: Service) -> int:
@@ -126,3 +152,85 @@ async def test_each_limit_announces_this_servers_default_and_maximum(
     assert "larger is lowered" in search
     announced = listed["search_text"].input_schema["properties"]["limit"]["default"]
     assert f"default {announced}," in search_says
+
+
+# -- schemas strict validators take without a warning (ajv strict mode, which Gemini CLI uses) --
+
+# JSON Schema draft-07 keywords the announced schemas may use, and the type each one needs
+# alongside it (None: any), as ajv's strictTypes asks; anything else is an unknown keyword
+KEYWORD_TYPES: dict[str, str | None] = {
+    "type": None, "description": None, "default": None, "anyOf": None, "enum": None,
+    "properties": "object", "required": "object", "additionalProperties": "object",
+    "items": "array", "minItems": "array", "maxItems": "array",
+    "minimum": "number", "maximum": "number", "minLength": "string", "maxLength": "string",
+    "pattern": "string",
+}  # fmt: skip
+SUBSCHEMA_MAPS = ("properties",)
+SUBSCHEMAS = ("items", "additionalProperties")
+
+
+def strict_problems(schema: Any, at: str = "#") -> list[str]:
+    """What a strict validator would say of `schema` and every schema below it."""
+    if isinstance(schema, bool):
+        return []
+    if not isinstance(schema, dict):
+        return [f"{at}: not a schema"]
+    problems = [f"{at}: unknown keyword {key}" for key in schema if key not in KEYWORD_TYPES]
+    kind = schema.get("type")
+    if kind is not None and not isinstance(kind, str):
+        problems.append(f"{at}: type is {kind!r}, not one name (anyOf says a union)")
+    said = set(kind) if isinstance(kind, list) else {kind}
+    for key, needs in KEYWORD_TYPES.items():
+        if key in schema and needs is not None:
+            kinds = {"number", "integer"} if needs == "number" else {needs}
+            if not kinds & said:
+                problems.append(f"{at}: {key} without type {needs}")
+    required, properties = schema.get("required", []), schema.get("properties", {})
+    problems += [f"{at}: required {name} is not a property" for name in required
+                 if name not in properties]  # fmt: skip
+    if "items" in schema and not isinstance(schema["items"], (dict, bool)):
+        problems.append(f"{at}: items as a list (a tuple)")
+    for n, option in enumerate(schema.get("anyOf", [])):
+        typed = isinstance(option, dict) and (
+            isinstance(option.get("type"), str) or "anyOf" in option
+        )
+        if not typed:
+            problems.append(f"{at}: anyOf/{n} has no single type")
+        problems += strict_problems(option, f"{at}/anyOf/{n}")
+    for key in SUBSCHEMAS:
+        if key in schema:
+            problems += strict_problems(schema[key], f"{at}/{key}")
+    for name, child in properties.items():
+        problems += strict_problems(child, f"{at}/properties/{name}")
+    return problems
+
+
+@pytest.mark.parametrize(
+    ("schema", "problem"),
+    [
+        ({"type": ["string", "integer"]}, "#: type is ['string', 'integer'], not one name"),
+        ({"anyOf": [{"type": ["string", "null"]}]}, "#/anyOf/0: type is ['string', 'null']"),
+        ({"minimum": 1}, "#: minimum without type number"),
+        ({"type": "object", "required": ["a"]}, "#: required a is not a property"),
+        ({"type": "array", "items": [{"type": "string"}]}, "#: items as a list"),
+        ({"type": "string", "format": "date"}, "#: unknown keyword format"),
+        ({"anyOf": [{"minimum": 1}]}, "#: anyOf/0 has no single type"),
+    ],
+)  # fmt: skip
+def test_the_strict_check_can_fail(schema: dict[str, Any], problem: str) -> None:
+    assert any(said.startswith(problem) for said in strict_problems(schema))
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_every_announced_schema_is_strict_clean(
+    make_service: Callable[..., Service], mode: str
+) -> None:
+    async with Client(build_server(make_service()), mode=mode) as client:  # type: ignore[arg-type]
+        listed = (await client.list_tools()).tools
+    assert len(listed) == 23
+    problems = []
+    for tool in listed:
+        problems += [f"{tool.name} input {p}" for p in strict_problems(tool.input_schema)]
+        if tool.output_schema is not None:
+            problems += [f"{tool.name} output {p}" for p in strict_problems(tool.output_schema)]
+    assert problems == []

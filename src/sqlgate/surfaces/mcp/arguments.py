@@ -11,7 +11,9 @@ allowed from the schema the tool announces, so the two cannot disagree:
 
 Several problems are joined with "; " in argument order, one clause per argument.
 Arguments the tool does not take are refused too (pydantic would drop them silently, and
-the agent would believe a misspelt `limit` had applied).
+the agent would believe a misspelt `limit` had applied), except the few that a client adds
+to every call for itself (`CLIENT_ARGUMENTS`): those are dropped before the tool runs,
+whatever their value, since they tell the client something, never the server.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import ValidationError
@@ -26,7 +29,28 @@ from pydantic_core import ErrorDetails
 
 from sqlgate.engine.framing import counted
 
-__all__ = ["argument_errors_text", "expected_text", "unknown_arguments"]
+__all__ = [
+    "CLIENT_ARGUMENTS",
+    "argument_errors_text",
+    "expected_text",
+    "unknown_arguments",
+    "without_client_arguments",
+]
+
+# Arguments a client adds to every tool call for its own use, by name: which client, and where
+# that is written down. Only names seen in a client's source or a reported call belong here;
+# a tool that takes an argument of the same name gets it (`without_client_arguments`).
+CLIENT_ARGUMENTS: Mapping[str, str] = MappingProxyType(
+    {
+        # Gemini CLI adds a boolean to every tool's schema, tells the model to set it on a
+        # call that depends on an earlier one, and sends it on to the server
+        # (google-gemini/gemini-cli packages/core/src/tools/tools.ts,
+        # addWaitForPreviousParameter; read by packages/core/src/scheduler/scheduler.ts)
+        "wait_for_previous": "Gemini CLI: run this call after the earlier ones of its turn",
+        # n8n's MCP Client Tool sends its own call id with the arguments (n8n-io/n8n#21500)
+        "toolCallId": "n8n MCP Client Tool: the id of the model's tool call",
+    }
+)
 
 _SHOWN_CHARS = 40  # of a rejected value, in `(got ...)`, or an unknown argument's name
 _SHOWN_UNKNOWN = 10  # unknown arguments named one by one; the rest are counted
@@ -42,11 +66,16 @@ _ITEM_KINDS = ("integer", "number", "string", "boolean")  # a list's items, name
 
 
 def _types(schema: Mapping[str, Any]) -> list[str]:
+    """The types a schema allows: its `type` (one name, or a list), else its `anyOf`
+    branches' (the announced schemas say a union that way: `schemas`)."""
     kind = schema.get("type")
     if isinstance(kind, str):
         return [kind]
     if isinstance(kind, list):
         return [k for k in kind if isinstance(k, str)]
+    options = schema.get("anyOf")
+    if isinstance(options, list):
+        return [k for o in options if isinstance(o, Mapping) for k in _types(o)]
     return []
 
 
@@ -167,6 +196,18 @@ def _clause(error: ErrorDetails, schema: Mapping[str, Any], more: int) -> str:
     expected = expected_text(_schema_at(schema, loc[1:]))
     also = f" ({counted(more, 'more item')} of it wrong too)" if more else ""
     return f'argument "{where}" must be {expected} (got {_shown(error.get("input"))}){also}'
+
+
+def without_client_arguments(
+    arguments: Mapping[str, Any], accepted: Sequence[str]
+) -> dict[str, Any]:
+    """The call's arguments less those a client added for itself (`CLIENT_ARGUMENTS`) that
+    the tool does not take. Their values are not looked at: the server has no use for them."""
+    return {
+        name: value
+        for name, value in arguments.items()
+        if name in accepted or name not in CLIENT_ARGUMENTS
+    }
 
 
 def unknown_arguments(given: Iterable[str], accepted: Sequence[str]) -> list[str]:

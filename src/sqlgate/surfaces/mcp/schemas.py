@@ -1,9 +1,14 @@
-"""Compact tool input schemas: the agent pays for every byte of `tools/list` on every turn.
+"""Compact tool input schemas that strict validators take: the agent pays for every byte of
+`tools/list` on every turn, and some clients check each schema before they call.
 
 pydantic's schemas carry a `title` on every property (the parameter name again, capitalised)
 and spell `X | None` as `anyOf: [X, {"type": "null"}]`. Neither helps an agent call the tool,
-so the announced schema drops the titles and writes optional scalars as a type list. The
-arguments are still validated by the tool's own pydantic model, so nothing is loosened.
+so the announced schema drops the titles, and an optional argument whose default is null is
+announced without its `null`: leaving it out says the same. What stays a union (`str | int`,
+a list or a string) is an `anyOf` of branches of one type each, never a `type` list: ajv's
+strict mode, which Gemini CLI runs on every schema, warns about a `type` list of more than
+one non-null type (see docs/decisions.md). The arguments are still validated by the tool's
+own pydantic model, which accepts null as before, so nothing is loosened.
 """
 
 from __future__ import annotations
@@ -17,45 +22,42 @@ __all__ = ["compact_schema", "compact_tools", "plain_descriptions", "plain_text"
 _NULL = {"type": "null"}
 
 
-# keywords that only constrain values of their own type, so `null` still passes them
-_TYPE_SPECIFIC = frozenset(
-    {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
-     "pattern", "items", "additionalProperties", "properties", "required", "minItems",
-     "maxItems", "type"}
-)  # fmt: skip
-
-
-def _merge_any_of(schema: dict[str, Any]) -> None:
-    """Fold `anyOf` lists that a type list says as well.
-
-    `[{"type": "string"}, {"type": "integer"}]` -> `{"type": ["string", "integer"]}`, and
-    `[{"type": "integer", "minimum": 1}, {"type": "null"}]` ->
-    `{"type": ["integer", "null"], "minimum": 1}` (a minimum never applies to null).
-    """
+def _without_null(schema: dict[str, Any]) -> None:
+    """`{"anyOf": [X, {"type": "null"}], "description": d}` -> `{**X, "description": d}`."""
     options = schema.get("anyOf")
-    if not isinstance(options, list) or not options:
-        return
-    if not all(isinstance(o, dict) and isinstance(o.get("type"), str) for o in options):
-        return
-    if all(set(option) == {"type"} for option in options):
-        del schema["anyOf"]
-        schema["type"] = [option["type"] for option in options]
+    if not isinstance(options, list) or _NULL not in options:
         return
     others = [option for option in options if option != _NULL]
-    if len(options) == 2 and len(others) == 1 and set(others[0]) <= _TYPE_SPECIFIC:
-        del schema["anyOf"]
-        merged = dict(others[0])
-        merged["type"] = [others[0]["type"], "null"]
-        schema.update(merged)
+    if not others:
+        return
+    schema["anyOf"] = others
+    only = others[0]
+    if len(others) == 1 and isinstance(only, dict) and not set(only) & set(schema):
+        rest = {key: value for key, value in schema.items() if key != "anyOf"}
+        schema.clear()
+        schema.update({**only, **rest})
 
 
-def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Drop annotation-only titles and fold simple optionals, in place; returns `schema`."""
+def _number_for_integer(schema: dict[str, Any]) -> None:
+    """`anyOf` of bare `integer` and `number` branches: `number` says both (JSON Schema)."""
+    options = schema.get("anyOf")
+    if isinstance(options, list) and {"type": "number"} in options:
+        schema["anyOf"] = [option for option in options if option != {"type": "integer"}]
+
+
+def compact_schema(schema: dict[str, Any], optional: bool = False) -> dict[str, Any]:
+    """Drop annotation-only titles, keywords that say the default, and `null` from an
+    `optional` argument (one left out of `required` whose default is null), in place, here
+    and below; returns `schema`."""
     if isinstance(schema.get("title"), str):
         del schema["title"]
     if "default" in schema and schema["default"] is None:
         del schema["default"]  # a property left out of `required` is already optional
-    _merge_any_of(schema)
+    if optional and "default" not in schema:
+        _without_null(schema)
+    if schema.get("additionalProperties") is True:
+        del schema["additionalProperties"]  # what JSON Schema assumes without it
+    _number_for_integer(schema)
     for key in ("items", "additionalProperties", "not"):  # after merging: they may be new
         if isinstance(schema.get(key), dict):
             compact_schema(schema[key])
@@ -63,9 +65,16 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
         for option in schema.get(key, []) if isinstance(schema.get(key), list) else []:
             if isinstance(option, dict):
                 compact_schema(option)
-    for key in ("properties", "$defs", "definitions"):
+    required = schema.get("required")
+    needed = set(required) if isinstance(required, list) else set()
+    properties = schema.get("properties")
+    if isinstance(properties, dict):  # names of properties are kept; their schemas compacted
+        for name, child in properties.items():
+            if isinstance(child, dict):
+                compact_schema(child, optional=name not in needed)
+    for key in ("$defs", "definitions"):
         children = schema.get(key)
-        if isinstance(children, dict):  # names of properties are kept; their schemas compacted
+        if isinstance(children, dict):
             for child in children.values():
                 if isinstance(child, dict):
                     compact_schema(child)

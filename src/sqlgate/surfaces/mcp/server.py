@@ -27,12 +27,16 @@ from pydantic import ValidationError
 from sqlgate import __version__
 from sqlgate.engine.actors import Caller, acting_as, tier_allows
 from sqlgate.service import Service
-from sqlgate.surfaces.mcp.arguments import argument_errors_text, unknown_arguments
+from sqlgate.surfaces.mcp.arguments import (
+    argument_errors_text,
+    unknown_arguments,
+    without_client_arguments,
+)
 from sqlgate.surfaces.mcp.claims_tools import CLAIMS_TOOLS, register_claims_tools
 from sqlgate.surfaces.mcp.client_logging import enable_client_logging
 from sqlgate.surfaces.mcp.memory_tools import MEMORY_TOOLS, register_memory_tools
 from sqlgate.surfaces.mcp.schemas import compact_tools, plain_descriptions
-from sqlgate.surfaces.mcp.sql_tools import SQL_TOOLS, register_sql_tools
+from sqlgate.surfaces.mcp.sql_tools import SQL_TOOLS, announce_limits, register_sql_tools
 from sqlgate.surfaces.mcp.stdio import serve_stdio
 from sqlgate.surfaces.mcp.tool_tiers import TOOL_TIERS
 from sqlgate.surfaces.mcp.tooling import refuse_unpaired_surrogates
@@ -214,6 +218,8 @@ class _SqlgateServer(MCPServer[Any]):
         if tool is None:
             return await super().call_tool(name, arguments, context)
         accepted = list(tool.fn_metadata.arg_model.model_fields)
+        # e.g. Gemini CLI's wait_for_previous: the client's, not the tool's
+        arguments = without_client_arguments(arguments, accepted)
         unknown = unknown_arguments(arguments, accepted)
         if unknown:  # refused with every other problem of the call, nothing run
             known = {key: value for key, value in arguments.items() if key not in unknown}
@@ -292,6 +298,7 @@ def build_server(service: Service) -> _SqlgateServer:
             register_claims_tools(server, service)
         refuse_unpaired_surrogates(server)
         compact_tools(server)
+        announce_limits(server, service)  # the defaults it writes are not null
         plain_descriptions(server)
 
     server.register_tools(register)  # when a client first lists or calls them

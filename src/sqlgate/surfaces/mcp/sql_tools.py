@@ -21,7 +21,7 @@ from sqlgate.surfaces.mcp.tooling import (
     sql_text,
 )
 
-__all__ = ["SQL_TOOLS", "register_sql_tools"]
+__all__ = ["SQL_TOOLS", "announce_limits", "register_sql_tools"]
 
 MAX_COLUMNS = 2000  # SQLITE_LIMIT_COLUMN (engine/connect.py): no table has more
 Columns = Annotated[
@@ -50,7 +50,8 @@ def announce_limits(server: MCPServer, service: Service) -> None:
     The agent cannot read `--max-rows` or `--default-limit`, so the schema says them: the
     default a call without `limit` gets, and the most a call gets (a larger one is lowered).
     Like `compact_tools`, this edits the announced schema the SDK keeps on each tool
-    (`Tool.parameters`); validation stays with the tool's pydantic model.
+    (`Tool.parameters`); validation stays with the tool's pydantic model. It runs after
+    `compact_tools`, which reads a default of null as "optional".
     """
     max_rows = service.settings.max_rows
     defaults = {
@@ -63,8 +64,7 @@ def announce_limits(server: MCPServer, service: Service) -> None:
             what, default = defaults[tool.name]
             limit = tool.parameters["properties"]["limit"]
             limit["description"] = f"{what}: default {default}, max {max_rows} (larger is lowered)"
-            if "default" in limit:
-                limit["default"] = default
+            limit["default"] = default
 
 
 def register_sql_tools(server: MCPServer, service: Service) -> None:
@@ -207,5 +207,3 @@ def register_sql_tools(server: MCPServer, service: Service) -> None:
             context_chars,
         )  # fmt: skip
         return await run_tool(lambda c: service.search_text(request, None, c))
-
-    announce_limits(server, service)

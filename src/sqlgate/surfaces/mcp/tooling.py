@@ -86,14 +86,16 @@ def comma_text(what: str, example: tuple[str, str]) -> BeforeValidator:
 
 
 def list_or_text(most: int, example: tuple[str, str], said: str = "") -> WithJsonSchema:
-    """The announced schema of a `comma_text` argument: a list of at most `most` strings,
-    or a string; `said` opens its description."""
+    """The announced schema of an optional `comma_text` argument: a list of at most `most`
+    strings, or a string (one type per branch, as strict validators want: `schemas`); `said`
+    opens its description."""
     first, second = example
     return WithJsonSchema(
         {
-            "type": ["array", "string", "null"],
-            "items": {"type": "string"},
-            "maxItems": most,
+            "anyOf": [
+                {"type": "array", "items": {"type": "string"}, "maxItems": most},
+                {"type": "string"},
+            ],
             "description": f'{said}a list or "{first}, {second}"',
         }
     )
