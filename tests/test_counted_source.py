@@ -35,6 +35,7 @@ NOT_NOUNS = frozenset(
         *("is", "has", "was", "does", "says", "holds", "lacks", "needs", "gets", "runs"),
         *("shows", "looks", "takes", "serves", "publishes", "belongs", "contains", "depends"),
         *("differs", "exists", "rewrites", "hides", "its", "as", "this", "us", "yes", "s", "ms"),
+        *("trusts", "distrusts", "shadows", "covers"),
     }
 )
 # words ending in "s" that may stand between a count and its noun

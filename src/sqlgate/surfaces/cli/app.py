@@ -59,7 +59,8 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "install": LazyCommand(
         f"{_CLI}.install:install",
-        "Add sqlgate to CLIENT's MCP config (claude-code, claude-desktop, cursor, vscode, codex).",
+        "Add sqlgate to CLIENT's MCP config "
+        "(claude-code, claude-desktop, cursor, vscode, codex, gemini).",
     ),
     "log": LazyCommand(
         f"{_CLI}.inspection:log", "The audit log (query_log): one row per tool call, newest first."
