@@ -201,3 +201,81 @@ def test_home_as_the_project_is_one_file(home: Path, monkeypatch: pytest.MonkeyP
     result = invoke("doctor", "--client", "gemini", "--json")
     targets = {json.loads(line)["target"] for line in result.stdout.splitlines()}
     assert targets == {'gemini user "sqlgate"'}
+
+
+# -- scope shadowing ---------------------------------------------------------------------------
+USER_ENTRY = {"command": "/opt/sqlgate", "args": ["serve", "--db", "/u.db"]}
+
+
+def user_settings(home: Path, servers: dict[str, Any]) -> None:
+    path = settings_file(home, "user")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"mcpServers": servers}))
+
+
+@pytest.mark.parametrize("mode", [[], ["--dry-run"], ["--json"]], ids=["write", "dry-run", "json"])
+def test_a_project_install_over_a_user_entry_says_it_shadows_it(
+    home: Path, mode: list[str]
+) -> None:
+    trust(home)
+    user_settings(home, {"sqlgate": USER_ENTRY})
+    result = ok(invoke("install", "gemini", "--scope", "project", *mode))
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("warning: this project-scope 'sqlgate' entry")
+    for words in ("`sqlgate serve --db .sqlgate/agent.db`", "`/opt/sqlgate serve --db /u.db`",
+                  str(settings_file(home, "user")), "`sqlgate uninstall gemini --scope user`",
+                  "`--name sqlgate-project`"):  # fmt: skip
+        assert words in line, line
+    if mode == ["--json"]:
+        assert json.loads(result.stdout)["file"] == str(settings_file(home, "project"))
+
+
+def test_a_user_install_under_a_project_entry_says_it_is_shadowed(home: Path) -> None:
+    trust(home)
+    ok(invoke("install", "gemini", "--scope", "project"))
+    result = ok(invoke("install", "gemini", "--db", str(home / "u.db")))
+    (line,) = result.stderr.splitlines()
+    assert "shadows this user-scope one" in line
+    assert f"`cd {home / 'project'} && sqlgate uninstall gemini --scope project`" in line
+    assert "`--name sqlgate-user`" in line
+
+
+@pytest.mark.parametrize(
+    ("servers", "scope"),
+    [
+        pytest.param({}, "project", id="project-only"),
+        pytest.param({"other": USER_ENTRY}, "project", id="another-name"),
+        pytest.param({"sqlgate": {"command": "sqlgate",
+                                  "args": ["serve", "--db", ".sqlgate/agent.db"]}},
+                     "project", id="same-command"),
+        pytest.param({}, "user", id="user-only"),
+    ],
+)  # fmt: skip
+def test_nothing_is_said_when_no_other_scope_competes(
+    home: Path, servers: dict[str, Any], scope: str
+) -> None:
+    trust(home)
+    if servers:
+        user_settings(home, servers)
+    assert ok(invoke("install", "gemini", "--scope", scope)).stderr == ""
+
+
+def test_in_an_untrusted_folder_the_shadow_is_said_with_the_trust_step(home: Path) -> None:
+    user_settings(home, {"sqlgate": USER_ENTRY})
+    result = ok(invoke("install", "gemini", "--scope", "project"))
+    shadow, untrusted = result.stderr.splitlines()
+    assert "shadows the user-scope one" in shadow
+    assert "once Gemini CLI trusts" in shadow
+    assert "not trusted" in untrusted
+
+
+def test_malformed_user_settings_are_named_and_the_install_still_happens(home: Path) -> None:
+    trust(home)
+    path = settings_file(home, "user")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{oops")
+    result = ok(invoke("install", "gemini", "--scope", "project"))
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("warning: cannot tell which 'sqlgate' entry Gemini CLI starts: ")
+    assert str(path) in line
+    assert settings_file(home, "project").is_file()

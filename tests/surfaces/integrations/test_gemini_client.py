@@ -2,7 +2,8 @@
 ~/.gemini/settings.json (`mcpServers.sqlgate`: command and args), in a fake HOME.
 
 - `gemini mcp list` shows the entry `Connected` once the project folder is trusted
-  (~/.gemini/trustedFolders.json) and `Disabled` while it is not.
+  (~/.gemini/trustedFolders.json) and `Disabled` while it is not; with a project entry of the
+  same name it lists the project's alone, the one `sqlgate install` and `doctor` say wins.
 - `gemini -p` makes a real tool call: its model is a fake Gemini API on loopback
   (fake_models.GeminiModel), reached through `GOOGLE_GEMINI_BASE_URL` (documented in the
   package's bundle/docs/reference/configuration.md: a base URL for `gemini-api-key`
@@ -19,6 +20,7 @@ keeps them).
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import pytest
@@ -77,6 +79,30 @@ def test_mcp_list_shows_sqlgate_connected_in_a_trusted_folder(
     (line,) = [line for line in output.splitlines() if "sqlgate:" in line]
     assert f"serve --db {client_home.db}" in line
     assert line.rstrip().endswith(f"- {status}"), output
+
+
+def test_mcp_list_shows_the_entry_sqlgate_says_wins(
+    gemini: list[str], client_home: ClientHome
+) -> None:
+    """A project entry over the user entry of its name (gemini_scopes.py): Gemini lists one
+    `sqlgate`, the project's, as install's warning and doctor's `scopes` check say."""
+    trust(client_home)
+
+    said = client_home.sqlgate("install", "gemini", "--scope", "project").stderr
+    done = client_home.run([*gemini, "mcp", "list"])
+
+    assert said.startswith("warning: this project-scope 'sqlgate' entry"), said
+    assert "shadows the user-scope one" in said
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    (line,) = [line for line in output.splitlines() if "sqlgate:" in line]
+    assert "sqlgate serve --db .sqlgate/agent.db" in line, output
+    assert str(client_home.db) not in line
+    doctor = client_home.run([sys.executable, "-m", "sqlgate", "doctor", "--client", "gemini",
+                              "--json"])  # fmt: skip
+    verdicts = {(c["target"], c["status"]) for c in map(json.loads, doctor.stdout.splitlines())
+                if c["check"] == "scopes"}  # fmt: skip
+    assert verdicts == {('gemini project "sqlgate"', "warn"), ('gemini user "sqlgate"', "warn")}
 
 
 QUERY = "SELECT 40 + 2 AS answer"

@@ -38,10 +38,10 @@ def doctor(clients: tuple[str, ...], name: str | None, timeout: float, as_json: 
     written (or serve creates it); the server answers MCP's initialize
     within --timeout; Claude Code's capture hooks name the same database and
     their log holds no error of the last 24 h; no entry of the same name at
-    another Claude Code or Codex scope hides it; Codex trusts the project of a
-    project-scope entry (else it ignores the project's config); Gemini CLI
-    trusts this folder (else it starts no MCP server here); replication
-    (--replicate) runs.
+    another Claude Code, Codex or Gemini CLI scope hides it (or is hidden by
+    it); Codex trusts the project of a project-scope entry (else it ignores
+    the project's config); Gemini CLI trusts this folder (else it starts no
+    MCP server here); replication (--replicate) runs.
 
     Each line is ok, warn or FAIL; each problem is followed by its fix. Nothing
     is written: a missing database is not created, and a server that would

@@ -17,7 +17,7 @@ import click
 from sqlgate.config import PROJECT_DB, load_settings
 from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
-from sqlgate.surfaces.integrations import codex_scopes, scopes
+from sqlgate.surfaces.integrations import codex_scopes, gemini_scopes, scopes
 from sqlgate.surfaces.integrations import install as setup
 from sqlgate.surfaces.integrations.gemini_trust import trust_warning
 from sqlgate.surfaces.terminal import json_dumps, visible
@@ -76,6 +76,9 @@ def install(
     For gemini it says when Gemini CLI does not trust this folder (it then
     starts no MCP server here) and how to trust it; it never writes Gemini's
     trustedFolders.json.
+
+    For claude-code, codex and gemini it warns when another scope has an entry
+    of NAME with another command, and which one the client runs.
 
     For claude-code it also writes permissions into Claude Code's settings:
     allow for the read and write tools, ask before destructive_query and
@@ -145,6 +148,8 @@ def _scope_warning(
     wins, or Codex ignores the project's file), or when it hides another scope's."""
     if client == "codex":
         return codex_scopes.planned_codex_warning(name, scope, change, where)
+    if client == "gemini":
+        return gemini_scopes.planned_gemini_warning(name, scope, change, where)
     return scopes.planned_warning(client, name, scope, change, where)
 
 

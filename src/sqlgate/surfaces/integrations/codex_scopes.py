@@ -14,7 +14,6 @@ conflict.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,7 +21,14 @@ from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces.integrations.client_paths import CLIENTS, Where
 from sqlgate.surfaces.integrations.codex_trust import CodexTrust, codex_trust, trust_fix
 from sqlgate.surfaces.integrations.config_files import Change, read_config
-from sqlgate.surfaces.integrations.scopes import ScopedEntry, removal_command, signature
+from sqlgate.surfaces.integrations.scope_shadows import (
+    Verdict,
+    shadow_verdict,
+    shadow_warning,
+    shown_entry,
+    winning_entry,
+)
+from sqlgate.surfaces.integrations.scopes import ScopedEntry, signature
 from sqlgate.surfaces.integrations.toml_config import toml_servers
 
 __all__ = [
@@ -34,8 +40,7 @@ __all__ = [
     "planned_codex_warning",
 ]
 
-OK, WARN, FAIL = "ok", "warn", "fail"
-Verdict = tuple[str, str, "str | None"]
+OK, FAIL = "ok", "fail"
 
 
 def codex_entries(name: str, where: Where) -> list[ScopedEntry]:
@@ -54,20 +59,7 @@ def codex_entries(name: str, where: Where) -> list[ScopedEntry]:
 
 def codex_connected(entries: Sequence[ScopedEntry], trust: CodexTrust) -> ScopedEntry | None:
     """The entry Codex runs in the project: the project's when it trusts the project."""
-    by_scope = {entry.scope: entry for entry in entries}
-    if "project" in by_scope and trust.trusted:
-        return by_scope["project"]
-    return by_scope.get("user")
-
-
-def _shown_entry(entry: Any) -> str:
-    """An entry's command line, as a person would type it."""
-    if isinstance(entry, dict) and isinstance(entry.get("url"), str):
-        return str(entry["url"])
-    command = entry.get("command") if isinstance(entry, dict) else None
-    args = entry.get("args") if isinstance(entry, dict) else None
-    words = [str(w) for w in args] if isinstance(args, list) else []
-    return shlex.join([str(command), *words])
+    return winning_entry(entries, ("project", "user"), () if trust.trusted else ("project",))
 
 
 def _ignored_because(name: str, trust: CodexTrust, entries: Sequence[ScopedEntry]) -> str:
@@ -79,7 +71,7 @@ def _ignored_because(name: str, trust: CodexTrust, entries: Sequence[ScopedEntry
                f"{trust.user_file}")  # fmt: skip
     user = next((e for e in entries if e.scope == "user"), None)
     instead = (f"; Codex runs the user-scope {name!r} here instead "
-               f"({_shown_entry(user.entry)})" if user else "")  # fmt: skip
+               f"({shown_entry(user.entry)})" if user else "")  # fmt: skip
     return why + instead
 
 
@@ -101,19 +93,19 @@ def codex_warning(name: str, installed: ScopedEntry, where: Where) -> str | None
         return (f"warning: Codex ignores {installed.path}: {_ignored_because(name, trust, entries)}"
                 f"; to use this entry: {trust_fix(trust)}")  # fmt: skip
     other = next((e for e in entries if signature(e.entry) != signature(installed.entry)), None)
-    if other is None or not trust.trusted:
+    winner = codex_connected([installed, *entries], trust)
+    if other is None or winner is None or not trust.trusted:
         return None
-    folder = where.cwd
-    remove = removal_command(name, other.scope, folder, "codex")
-    if installed.scope == "project":
-        return (f"warning: this project-scope {name!r} entry shadows the user-scope one in "
-                f"{other.path} when Codex runs in {folder} (Codex merges the two tables: "
-                f"this command and args win{_merged_keys(installed.entry, other.entry)}); "
-                f"remove the user-scope one with `{remove}`, or install this one under "
-                f"another name (`--name {name}-project`)")  # fmt: skip
-    return (f"warning: {other.path} has a project-scope {name!r} entry that shadows this "
-            f"user-scope one when Codex runs in {folder}; remove it with `{remove}`, or "
-            f"install this one under another name (`--name {name}-user`)")  # fmt: skip
+    return shadow_warning("codex", name, installed, other, winner, where,
+                          f"when Codex runs in {where.cwd}",
+                          _merge_note(installed, other))  # fmt: skip
+
+
+def _merge_note(mine: ScopedEntry, other: ScopedEntry) -> str:
+    """How Codex runs a project table over the user's: merged, key by key."""
+    project, user = (mine, other) if mine.scope == "project" else (other, mine)
+    return (f" (Codex merges the two tables: the project's command and args win"
+            f"{_merged_keys(project.entry, user.entry)})")  # fmt: skip
 
 
 def planned_codex_warning(name: str, scope: str | None, change: Change, where: Where) -> str | None:
@@ -169,14 +161,5 @@ def judge_codex_scopes(name: str, scope: str | None, where: Where) -> Verdict | 
             return None
         said = f"the project-scope one in {other.path} is ignored: the project is not trusted"
         return OK, said, None
-    remove = removal_command(name, other.scope, where.cwd, "codex")
-    if scope == "project":
-        return (WARN, f"shadows the user-scope {name!r} ({other.path}) when Codex runs here: "
-                f"Codex merges the two tables and runs this command and args"
-                f"{_merged_keys(mine.entry, other.entry)}",
-                f"remove the user-scope one: `{remove}`")  # fmt: skip
-    # a warning, not a failure: Codex itself reports nothing, and a project's own entry over
-    # the user's default may be what was meant; but this one's database is not used here
-    said = f"hidden: Codex runs the project-scope entry ({other.path}) for {name!r} here"
-    fix = f"`{remove}`, or reinstall this one under another name (`--name {name}-user`)"
-    return WARN, said, fix
+    winner = codex_connected(entries, trust) or mine
+    return shadow_verdict("codex", name, mine, other, winner, where, _merge_note(mine, other))

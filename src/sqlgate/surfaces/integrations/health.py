@@ -10,8 +10,9 @@ verdicts (ok, warn, fail), each problem with its fix as a command or an exact ed
                  create or upgrade the database (doctor writes nothing)
     hooks        Claude Code: the capture hooks of the entry's scope name its database
     capture-log  Claude Code with hooks: no capture error in the last 24 h
-    scopes       Claude Code and Codex: no entry of the same name at another scope hides
-                 this one (a warning when this one hides another; codex_scopes.py)
+    scopes       Claude Code, Codex and Gemini CLI: no entry of the same name at another
+                 scope hides this one (a warning when this one hides another, or is hidden
+                 by one; codex_scopes.py, gemini_scopes.py)
     trust        Codex, a project-scope entry: Codex trusts the project, else it ignores
                  the project's .codex/config.toml (codex_trust.py); Gemini CLI: it trusts
                  this folder, else it starts no MCP server here (gemini_trust.py); the fix
@@ -50,6 +51,7 @@ from sqlgate.surfaces.integrations.db_health import (
     judge_log,
     log_facts,
 )
+from sqlgate.surfaces.integrations.gemini_scopes import judge_gemini_scopes
 from sqlgate.surfaces.integrations.gemini_trust import trust_verdict
 from sqlgate.surfaces.integrations.installed import DbChoice, Installed
 from sqlgate.surfaces.integrations.permission_health import judge_permissions, permission_facts
@@ -241,8 +243,9 @@ def check_trust(inst: Installed, doctor: Doctor) -> Check | None:
 
 
 def check_scopes(inst: Installed, doctor: Doctor) -> Check | None:
-    if inst.client == "codex":
-        verdict = judge_codex_scopes(inst.name, inst.scope, doctor.where)
+    if inst.client in ("codex", "gemini"):
+        judge = judge_codex_scopes if inst.client == "codex" else judge_gemini_scopes
+        verdict = judge(inst.name, inst.scope, doctor.where)
         return _one(inst, "scopes", verdict) if verdict else None
     if inst.client != "claude-code":
         return None
