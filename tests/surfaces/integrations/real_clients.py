@@ -19,19 +19,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.surfaces.mcp.test_inspector import INSTALL_TIMEOUT_S, NETWORK_ERRORS, NPM_CI_FLAGS
+from tests.npm_pins import E2E_DIR, installed_version, npm_ci, pinned
 from tests.surfaces.mcp.test_stdio import child_env
 
-E2E_DIR = Path(__file__).resolve().parents[2] / "e2e"
 RUN_TIMEOUT_S = 90
 # Settings of the developer's shell a client would act on: where it keeps its files, which
 # account or endpoint it uses, and the proxies (the fake model is on loopback).
@@ -62,16 +58,10 @@ class NpmClient:
         return self.root / "node_modules" / self.package
 
     def pinned_version(self) -> str:
-        manifest = json.loads((self.root / "package.json").read_text(encoding="utf-8"))
-        version: str = manifest["dependencies"][self.package]
-        return version
+        return pinned(self.root)[self.package]
 
     def installed_version(self) -> str | None:
-        manifest = self.package_dir / "package.json"
-        if not manifest.is_file():
-            return None
-        version: str = json.loads(manifest.read_text(encoding="utf-8"))["version"]
-        return version
+        return installed_version(self.root, self.package)
 
 
 CODEX = NpmClient("codex", "@openai/codex", "bin/codex.js")
@@ -81,34 +71,8 @@ CLAUDE_CODE = NpmClient("claude-code", "@anthropic-ai/claude-code", "cli-wrapper
 
 def install_client(client: NpmClient) -> list[str]:
     """The argv that runs `client` (node and its script), installed with `npm ci` when needed."""
-    npm, node = shutil.which("npm"), shutil.which("node")
-    if npm is None or node is None:
-        pytest.skip(f"npm/node not on PATH: the {client.package} end-to-end test needs Node.js")
-    argv = [node, str(client.package_dir / client.script)]
-    if client.installed_version() == client.pinned_version():
-        return argv
-    command = [npm, "ci", "--prefix", str(client.root), *NPM_CI_FLAGS]
-    try:
-        done = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            timeout=INSTALL_TIMEOUT_S,
-        )
-    except subprocess.TimeoutExpired:
-        pytest.skip(f"`npm ci` for {client.package} took over {INSTALL_TIMEOUT_S} s (no registry?)")
-    if done.returncode != 0:
-        output = done.stdout + done.stderr
-        reasons = [code for code in NETWORK_ERRORS if code in output]
-        if reasons:
-            pytest.skip(
-                f"`npm ci` for {client.package} could not reach the registry ({reasons[0]})"
-            )
-        pytest.fail(f"`npm ci` for {client.package} failed ({done.returncode}): {output[-2000:]}")
-    assert client.installed_version() == client.pinned_version(), f"npm ci in {client.root}"
-    return argv
+    node = npm_ci(client.root)
+    return [node, str(client.package_dir / client.script)]
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.npm_pins import npm_ci
 from tests.surfaces.mcp.test_http import RunningServer, child_env, start_server
-from tests.surfaces.mcp.test_inspector import INSTALL_TIMEOUT_S, NETWORK_ERRORS, NPM_CI_FLAGS
 
 pytestmark = [pytest.mark.stdio, pytest.mark.e2e]
 
@@ -89,28 +89,7 @@ class Suite:
 @pytest.fixture(scope="session")
 def suite() -> Suite:
     """The pinned conformance suite, installed with `npm ci` when needed, and a Node to run it."""
-    npm = shutil.which("npm")
-    if npm is None or shutil.which("node") is None:
-        pytest.skip("npm/node not on PATH: the MCP conformance suite needs Node.js")
-    if installed_version() != pinned_version():
-        command = [npm, "ci", "--prefix", str(SUITE_DIR), *NPM_CI_FLAGS]
-        try:
-            done = subprocess.run(
-                command,
-                capture_output=True,
-                text=True,
-                encoding="utf-8",
-                errors="replace",
-                timeout=INSTALL_TIMEOUT_S,
-            )
-        except subprocess.TimeoutExpired:
-            pytest.skip(f"`npm ci` for {PACKAGE} took over {INSTALL_TIMEOUT_S} s (no registry?)")
-        if done.returncode != 0:
-            output = done.stdout + done.stderr
-            reasons = [code for code in NETWORK_ERRORS if code in output]
-            if reasons:
-                pytest.skip(f"`npm ci` for {PACKAGE} could not reach the registry ({reasons[0]})")
-            pytest.fail(f"`npm ci` for {PACKAGE} failed ({done.returncode}): {output[-2000:]}")
+    npm_ci(SUITE_DIR)
     script = SUITE_DIR / "node_modules" / PACKAGE / "dist" / "index.js"
     assert script.is_file(), f"npm ci did not install {PACKAGE} in {SUITE_DIR}"
     node = suitable_node()

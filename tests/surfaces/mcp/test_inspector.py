@@ -17,39 +17,14 @@ from typing import Any
 import pytest
 
 from sqlgate.surfaces.mcp.server import CLAIMS_TOOLS, MEMORY_TOOLS, SQL_TOOLS
+from tests.npm_pins import npm_ci
 from tests.surfaces.mcp.test_stdio import child_env
 
 pytestmark = [pytest.mark.stdio, pytest.mark.e2e]
 
 PACKAGE = "@modelcontextprotocol/inspector"
 INSPECTOR_DIR = Path(__file__).resolve().parents[2] / "e2e" / "inspector"
-INSTALL_TIMEOUT_S = 300
 RUN_TIMEOUT_S = 60
-NPM_CI_FLAGS = ("--no-audit", "--no-fund", "--ignore-scripts")
-NETWORK_ERRORS = (
-    "ENOTFOUND",
-    "EAI_AGAIN",
-    "ECONNREFUSED",
-    "ECONNRESET",
-    "ETIMEDOUT",
-    "ENETUNREACH",
-    "EHOSTUNREACH",
-    "network",
-)
-
-
-def pinned_version() -> str:
-    manifest = json.loads((INSPECTOR_DIR / "package.json").read_text(encoding="utf-8"))
-    version: str = manifest["dependencies"][PACKAGE]
-    return version
-
-
-def installed_version() -> str | None:
-    manifest = INSPECTOR_DIR / "node_modules" / PACKAGE / "package.json"
-    if not manifest.is_file():
-        return None
-    version: str = json.loads(manifest.read_text(encoding="utf-8"))["version"]
-    return version
 
 
 def inspector_binary() -> str | None:
@@ -59,30 +34,7 @@ def inspector_binary() -> str | None:
 @pytest.fixture(scope="session")
 def inspector() -> str:
     """Path of the pinned inspector's CLI binary, installed with `npm ci` when needed."""
-    npm = shutil.which("npm")
-    if npm is None or shutil.which("node") is None:
-        pytest.skip("npm/node not on PATH: the MCP Inspector end-to-end test needs Node.js")
-    binary = inspector_binary()
-    if binary is not None and installed_version() == pinned_version():
-        return binary
-    command = [npm, "ci", "--prefix", str(INSPECTOR_DIR), *NPM_CI_FLAGS]
-    try:
-        done = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            timeout=INSTALL_TIMEOUT_S,
-        )
-    except subprocess.TimeoutExpired:
-        pytest.skip(f"`npm ci` for {PACKAGE} took over {INSTALL_TIMEOUT_S} s (no registry?)")
-    if done.returncode != 0:
-        output = done.stdout + done.stderr
-        reasons = [code for code in NETWORK_ERRORS if code in output]
-        if reasons:
-            pytest.skip(f"`npm ci` for {PACKAGE} could not reach the registry ({reasons[0]})")
-        pytest.fail(f"`npm ci` for {PACKAGE} failed ({done.returncode}): {output[-2000:]}")
+    npm_ci(INSPECTOR_DIR)
     binary = inspector_binary()
     assert binary is not None, f"npm ci did not install the mcp-inspector binary in {INSPECTOR_DIR}"
     return binary

@@ -10,7 +10,6 @@ tests/e2e/ajv/compile.js compiles the schemas and reports what ajv logged or thr
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,55 +20,22 @@ from mcp import Client
 from mcp.client.stdio import stdio_client
 
 from sqlgate.surfaces.mcp.server import CLAIMS_TOOLS, MEMORY_TOOLS, SQL_TOOLS
-from tests.surfaces.mcp.test_inspector import NETWORK_ERRORS, NPM_CI_FLAGS
+from tests.npm_pins import npm_ci
 from tests.surfaces.mcp.test_stdio import serve_params
 
 pytestmark = [pytest.mark.stdio, pytest.mark.e2e, pytest.mark.anyio]
 
 AJV_DIR = Path(__file__).resolve().parents[2] / "e2e" / "ajv"
 PACKAGES = ("ajv", "ajv-formats")
-INSTALL_TIMEOUT_S = 300
 RUN_TIMEOUT_S = 60
 CONFIGS = {"strict", "strict-2020", "gemini", "gemini-2020"}  # as compile.js names them
 REVISIONS = ["legacy", "2026-07-28"]  # the handshake (2025-11-25 and before), and without it
 
 
-def _installed() -> bool:
-    manifest = json.loads((AJV_DIR / "package.json").read_text(encoding="utf-8"))
-    for package in PACKAGES:
-        installed = AJV_DIR / "node_modules" / package / "package.json"
-        if not installed.is_file():
-            return False
-        version = json.loads(installed.read_text(encoding="utf-8"))["version"]
-        if version != manifest["dependencies"][package]:
-            return False
-    return True
-
-
 @pytest.fixture(scope="session")
 def node() -> str:
     """The `node` binary, with the pinned ajv installed beside compile.js (`npm ci`)."""
-    npm, node = shutil.which("npm"), shutil.which("node")
-    if npm is None or node is None:
-        pytest.skip("npm/node not on PATH: the ajv end-to-end test needs Node.js")
-    if _installed():
-        return node
-    command = [npm, "ci", "--prefix", str(AJV_DIR), *NPM_CI_FLAGS]
-    try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, encoding="utf-8", errors="replace",
-            timeout=INSTALL_TIMEOUT_S,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        pytest.skip(f"`npm ci` for ajv took over {INSTALL_TIMEOUT_S} s (no registry?)")
-    if done.returncode != 0:
-        output = done.stdout + done.stderr
-        reasons = [code for code in NETWORK_ERRORS if code in output]
-        if reasons:
-            pytest.skip(f"`npm ci` for ajv could not reach the registry ({reasons[0]})")
-        pytest.fail(f"`npm ci` for ajv failed ({done.returncode}): {output[-2000:]}")
-    assert _installed(), f"npm ci did not install {', '.join(PACKAGES)} in {AJV_DIR}"
-    return node
+    return npm_ci(AJV_DIR)
 
 
 def ajv_says(node: str, schemas: dict[str, Any]) -> dict[str, list[str]]:
