@@ -28,10 +28,12 @@ from typing import Any
 
 import pytest
 
+from sqlgate.surfaces.mcp.server import CLAIMS_TOOLS, MEMORY_TOOLS, SQL_TOOLS
 from tests.surfaces.mcp.test_inspector import INSTALL_TIMEOUT_S, NETWORK_ERRORS, NPM_CI_FLAGS
 from tests.surfaces.mcp.test_stdio import child_env
 
 E2E_DIR = Path(__file__).resolve().parents[2] / "e2e"
+ALL_TOOLS = sorted(SQL_TOOLS + MEMORY_TOOLS + CLAIMS_TOOLS)  # what every client must list
 RUN_TIMEOUT_S = 90
 # Settings of the developer's shell a client would act on: where it keeps its files, which
 # account or endpoint it uses, and the proxies (the fake model is on loopback).
