@@ -14,6 +14,13 @@ tool's result as the model would have seen it.
 - `GeminiModel`: the Gemini API's `POST {base}/v1beta/models/{model}:streamGenerateContent
   ?alt=sse`, one `data:` event of `GenerateContentResponse` with a `functionCall` part; the
   output comes back as a `functionResponse` part of the last user content.
+- `MessagesModel`: the Anthropic Messages API, `POST {base}/v1/messages` with `stream: true`
+  answered with the named events of Anthropic's streaming docs: `message_start`,
+  `content_block_start` (a `tool_use` block: id, name, empty input), `content_block_delta`
+  (`input_json_delta`: the input as `partial_json`), `content_block_stop`, `message_delta`
+  (`stop_reason` `tool_use`, else `end_turn`) and `message_stop`. Claude Code names an MCP
+  tool `mcp__<server>__<tool>`; the output comes back as a `tool_result` block (its
+  `tool_use_id` the call's id) in the next user message. `count_tokens` gets a count.
 """
 
 from __future__ import annotations
@@ -86,6 +93,10 @@ class FakeModel:
 
             def do_GET(self) -> None:
                 self._send(404, "application/json", b"{}")
+
+            def do_HEAD(self) -> None:  # Claude Code starts with `HEAD /`
+                self.send_response(200)
+                self.end_headers()
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
@@ -211,3 +222,73 @@ class GeminiModel(FakeModel):
                     found: dict[str, Any] = declaration
                     return found
         raise KeyError(name)
+
+
+class MessagesModel(FakeModel):
+    """The Anthropic Messages API, as Claude Code calls it (`ANTHROPIC_BASE_URL`)."""
+
+    def answer(self, path: str, body: dict[str, Any]) -> tuple[int, str, bytes]:
+        route = path.split("?")[0]
+        if route == "/v1/messages/count_tokens":
+            return 200, "application/json", json.dumps({"input_tokens": 1}).encode("utf-8")
+        if route != "/v1/messages":
+            return 404, "application/json", b"{}"
+        block, stop = self._turn(body)
+        message = {
+            "id": f"msg-{len(self.requests)}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "fake"),
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        }
+        if not body.get("stream"):
+            whole = {**message, "content": [block], "stop_reason": stop}
+            return 200, "application/json", json.dumps(whole).encode("utf-8")
+        return 200, "text/event-stream", sse(self._events(message, block, stop), named=True)
+
+    def _turn(self, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """The answer's one content block and its stop reason: the scripted call while the
+        request offers tools and carries no result of the call, else the final text (so a
+        side request without tools, a title or a summary, gets text)."""
+        if body.get("tools") and self.tool_result(body) is None:
+            call = {"type": "tool_use", "id": self.call.call_id, "name": self.call.tool}
+            return {**call, "input": self.call.arguments}, "tool_use"
+        return {"type": "text", "text": self.final_text}, "end_turn"
+
+    @staticmethod
+    def _events(
+        message: dict[str, Any], block: dict[str, Any], stop: str
+    ) -> Iterator[dict[str, Any]]:
+        """The stream of one message with one content block, the block's content in a delta."""
+        yield {"type": "message_start", "message": message}
+        if block["type"] == "tool_use":
+            start = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        else:
+            start = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block["text"]}
+        yield {"type": "content_block_start", "index": 0, "content_block": start}
+        yield {"type": "content_block_delta", "index": 0, "delta": delta}
+        yield {"type": "content_block_stop", "index": 0}
+        ending = {"stop_reason": stop, "stop_sequence": None}
+        yield {"type": "message_delta", "delta": ending, "usage": {"output_tokens": 1}}
+        yield {"type": "message_stop"}
+
+    def tool_result(self, body: dict[str, Any]) -> str | None:
+        """The text of the scripted call's tool_result in a request's messages, if any."""
+        for message in body.get("messages", []):
+            content = message.get("content")
+            for block in content if isinstance(content, list) else []:
+                if block.get("type") == "tool_result" and block["tool_use_id"] == self.call.call_id:
+                    result = block.get("content", "")
+                    if isinstance(result, str):
+                        return result
+                    return "\n".join(part.get("text", "") for part in result)
+        return None
+
+    def tools_offered(self) -> list[str]:
+        """The tools' names in the first model request."""
+        return [tool["name"] for tool in self.requests[0].body.get("tools", [])]

@@ -25,9 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sqlgate.surfaces.mcp.server import CLAIMS_TOOLS, MEMORY_TOOLS, SQL_TOOLS
 from tests.npm_pins import E2E_DIR, installed_version, npm_ci, pinned
 from tests.surfaces.mcp.test_stdio import child_env
 
+ALL_TOOLS = sorted(SQL_TOOLS + MEMORY_TOOLS + CLAIMS_TOOLS)  # what every client must list
 RUN_TIMEOUT_S = 90
 # Settings of the developer's shell a client would act on: where it keeps its files, which
 # account or endpoint it uses, and the proxies (the fake model is on loopback).

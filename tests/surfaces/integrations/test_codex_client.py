@@ -21,9 +21,9 @@ from typing import IO, Any
 
 import pytest
 
-from sqlgate.surfaces.mcp.server import CLAIMS_TOOLS, MEMORY_TOOLS, SQL_TOOLS
 from tests.surfaces.integrations.fake_models import Call, ResponsesModel
 from tests.surfaces.integrations.real_clients import (
+    ALL_TOOLS,
     CODEX,
     RUN_TIMEOUT_S,
     ClientHome,
@@ -32,7 +32,6 @@ from tests.surfaces.integrations.real_clients import (
 
 pytestmark = [pytest.mark.stdio, pytest.mark.e2e]
 
-ALL_TOOLS = sorted(SQL_TOOLS + MEMORY_TOOLS + CLAIMS_TOOLS)
 KEY_VARIABLE = "SQLGATE_TEST_MODEL_KEY"  # Codex sends it as the bearer; the fake ignores it
 
 

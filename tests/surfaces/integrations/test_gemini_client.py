@@ -26,7 +26,12 @@ from typing import Any
 import pytest
 
 from tests.surfaces.integrations.fake_models import Call, GeminiModel
-from tests.surfaces.integrations.real_clients import GEMINI, ClientHome, install_client
+from tests.surfaces.integrations.real_clients import (
+    ALL_TOOLS,
+    GEMINI,
+    ClientHome,
+    install_client,
+)
 
 pytestmark = [pytest.mark.stdio, pytest.mark.e2e]
 
@@ -127,6 +132,8 @@ def test_a_tool_call_through_a_fake_model_gets_the_rows(
         )
 
     assert done.returncode == 0, done.stdout + done.stderr
+    offered = [name for name in model.tools_offered() if name.startswith("mcp_sqlgate_")]
+    assert sorted(offered) == [f"mcp_sqlgate_{name}" for name in ALL_TOOLS]
     declared = model.declaration("mcp_sqlgate_read_query")["parametersJsonSchema"]
     assert "wait_for_previous" in declared["properties"]  # Gemini's own argument
     answers = [model.function_response(request.body) for request in model.requests]
