@@ -4,7 +4,6 @@ ignored (untrusted project), shadows a user entry, or is shadowed."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,33 +16,14 @@ from sqlgate.surfaces.integrations.codex_scopes import (
 )
 from sqlgate.surfaces.integrations.codex_trust import codex_trust
 from sqlgate.surfaces.integrations.scopes import ScopedEntry
-from sqlgate.surfaces.integrations.toml_config import toml_table
-from tests.surfaces.integrations.fake_home import fake_home
+from tests.surfaces.integrations.layouts import codex_layout
 
 USER = {"command": "/opt/bin/sqlgate", "args": ["serve", "--db", "/d/u.db"]}
 PROJECT = {"command": "sqlgate", "args": ["serve", "--db", ".sqlgate/agent.db"]}
 
 
-@pytest.fixture
-def where(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Where:
-    fake_home(tmp_path, monkeypatch)
-    return Where.here()
-
-
 def lay_out(where: Where, user: Any = None, project: Any = None, trusted: bool = False) -> None:
-    text = ""
-    if user is not None:
-        text += toml_table(("mcp_servers", "sqlgate"), user)
-    if trusted:
-        text += f'\n[projects."{where.cwd}"]\ntrust_level = "trusted"\n'
-    if text:
-        (where.home / ".codex").mkdir(exist_ok=True)
-        (where.home / ".codex" / "config.toml").write_text(text, encoding="utf-8")
-    if project is not None:
-        (where.cwd / ".codex").mkdir(exist_ok=True)
-        (where.cwd / ".codex" / "config.toml").write_text(
-            toml_table(("mcp_servers", "sqlgate"), project), encoding="utf-8"
-        )
+    codex_layout(where, user, project, "trusted" if trusted else None)
 
 
 # Codex 0.171.0 (`codex mcp list` in a fake HOME): a trusted project's table is merged over

@@ -5,7 +5,6 @@ entry shadows a user entry of the same name, or the other way round."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,39 +17,19 @@ from sqlgate.surfaces.integrations.gemini_scopes import (
 )
 from sqlgate.surfaces.integrations.gemini_trust import folder_trust
 from sqlgate.surfaces.integrations.scopes import ScopedEntry
-from tests.surfaces.integrations.fake_home import fake_home
+from tests.surfaces.integrations.layouts import gemini_layout, gemini_settings, write
 
 USER = {"command": "/opt/bin/sqlgate", "args": ["serve", "--db", "/d/u.db"]}
 PROJECT = {"command": "sqlgate", "args": ["serve", "--db", ".sqlgate/agent.db"]}
 
 
-@pytest.fixture
-def where(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Where:
-    fake_home(tmp_path, monkeypatch)
-    return Where.here()
-
-
-def settings(where: Where, scope: str) -> Path:
-    return (where.cwd if scope == "project" else where.home) / ".gemini" / "settings.json"
-
-
-def write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
 def lay_out(where: Where, user: Any = None, project: Any = None, trusted: bool = False,
             name: str = "sqlgate") -> None:  # fmt: skip
-    for scope, entry in (("user", user), ("project", project)):
-        if entry is not None:
-            write(settings(where, scope), json.dumps({"mcpServers": {name: entry}}))
-    if trusted:
-        rules = {str(where.cwd): "TRUST_FOLDER"}
-        write(where.home / ".gemini" / "trustedFolders.json", json.dumps(rules))
+    gemini_layout(where, user, project, trusted, user_name=name, project_name=name)
 
 
 def installed(scope: str, entry: dict[str, Any], where: Where) -> ScopedEntry:
-    return ScopedEntry(scope, settings(where, scope), entry)
+    return ScopedEntry(scope, gemini_settings(where, scope), entry)
 
 
 # Gemini CLI 0.61 (settings.ts mergeSettings, mcpServers SHALLOW_MERGE): a trusted folder's
@@ -75,11 +54,11 @@ def test_the_entry_gemini_starts(
 
 def test_entries_are_read_from_each_scope_with_comments(where: Where) -> None:
     text = json.dumps({"mcpServers": {"sqlgate": USER}})
-    write(settings(where, "user"), f"// mine\n{text}")
+    write(gemini_settings(where, "user"), f"// mine\n{text}")
     lay_out(where, project=PROJECT)
     found = {entry.scope: entry for entry in gemini_entries("sqlgate", where)}
-    assert found["user"] == ScopedEntry("user", settings(where, "user"), USER)
-    assert found["project"] == ScopedEntry("project", settings(where, "project"), PROJECT)
+    assert found["user"] == ScopedEntry("user", gemini_settings(where, "user"), USER)
+    assert found["project"] == ScopedEntry("project", gemini_settings(where, "project"), PROJECT)
 
 
 def test_in_the_home_folder_the_project_file_is_the_user_file(where: Where) -> None:
@@ -125,7 +104,7 @@ def test_install_warns_when_one_scope_shadows_the_other(
     for words in says:
         assert words in warning, warning
     other = "user" if scope == "project" else "project"
-    assert str(settings(where, other)) in warning
+    assert str(gemini_settings(where, other)) in warning
 
 
 SILENT = [
@@ -148,9 +127,9 @@ def test_install_says_nothing_when_no_other_scope_competes(
 
 @pytest.mark.parametrize("broken", ["{oops", "[1, 2]", '{"mcpServers": []}'])
 def test_another_scope_s_malformed_settings_are_named(where: Where, broken: str) -> None:
-    write(settings(where, "user"), broken)
+    write(gemini_settings(where, "user"), broken)
     lay_out(where, project=PROJECT, trusted=True)
     warning = gemini_warning("sqlgate", installed("project", PROJECT, where), where)
     assert warning is not None
     assert warning.startswith("warning: cannot tell which 'sqlgate' entry Gemini CLI starts: ")
-    assert str(settings(where, "user")) in warning
+    assert str(gemini_settings(where, "user")) in warning

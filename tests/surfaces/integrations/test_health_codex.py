@@ -14,8 +14,7 @@ import pytest
 from sqlgate.surfaces.integrations.client_paths import Where
 from sqlgate.surfaces.integrations.health import Check, Doctor, examine
 from sqlgate.surfaces.integrations.server_probe import Answer
-from sqlgate.surfaces.integrations.toml_config import toml_table
-from tests.surfaces.integrations.fake_home import fake_home
+from tests.surfaces.integrations.layouts import codex_layout as lay_out
 
 USER = {"command": "/opt/bin/sqlgate", "args": ["serve", "--db", "/d/u.db"]}
 PROJECT = {"command": "sqlgate", "args": ["serve", "--db", ".sqlgate/agent.db"]}
@@ -23,29 +22,6 @@ PROJECT = {"command": "sqlgate", "args": ["serve", "--db", ".sqlgate/agent.db"]}
 
 def answered(argv: Sequence[str], env: Mapping[str, str], cwd: Path, timeout: float) -> Answer:
     return Answer(True, "answered initialize", "sqlgate", "1")
-
-
-@pytest.fixture
-def where(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Where:
-    fake_home(tmp_path, monkeypatch)
-    return Where.here()
-
-
-def lay_out(where: Where, user: Any = None, project: Any = None, trust: str | None = None,
-            extra: str = "") -> None:  # fmt: skip
-    text = extra
-    if user is not None:
-        text += toml_table(("mcp_servers", "sqlgate"), user)
-    if trust is not None:
-        text += f'\n[projects."{where.cwd}"]\ntrust_level = "{trust}"\n'
-    if text:
-        (where.home / ".codex").mkdir(exist_ok=True)
-        (where.home / ".codex" / "config.toml").write_text(text, encoding="utf-8")
-    if project is not None:
-        (where.cwd / ".codex").mkdir(exist_ok=True)
-        (where.cwd / ".codex" / "config.toml").write_text(
-            toml_table(("mcp_servers", "sqlgate"), project), encoding="utf-8"
-        )
 
 
 def checks_of(where: Where, scope: str, check: str) -> list[Check]:

@@ -4,7 +4,6 @@ same name, each with its exact fix; consistent with Codex's (test_health_codex.p
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,8 @@ import pytest
 from sqlgate.surfaces.integrations.client_paths import Where
 from sqlgate.surfaces.integrations.health import Check, Doctor, examine
 from sqlgate.surfaces.integrations.server_probe import Answer
-from tests.surfaces.integrations.fake_home import fake_home
+from tests.surfaces.integrations.layouts import gemini_layout as lay_out
+from tests.surfaces.integrations.layouts import gemini_settings, write
 
 USER = {"command": "/opt/bin/sqlgate", "args": ["serve", "--db", "/d/u.db"]}
 PROJECT = {"command": "sqlgate", "args": ["serve", "--db", ".sqlgate/agent.db"]}
@@ -23,32 +23,6 @@ OTHER_SERVER = {"command": "node", "args": ["server.js"]}
 
 def answered(argv: Sequence[str], env: Mapping[str, str], cwd: Path, timeout: float) -> Answer:
     return Answer(True, "answered initialize", "sqlgate", "1")
-
-
-@pytest.fixture
-def where(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Where:
-    fake_home(tmp_path, monkeypatch)
-    return Where.here()
-
-
-def settings(where: Where, scope: str) -> Path:
-    return (where.cwd if scope == "project" else where.home) / ".gemini" / "settings.json"
-
-
-def write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
-def lay_out(where: Where, user: Any = None, project: Any = None, trusted: bool = False,
-            user_name: str = "sqlgate") -> None:  # fmt: skip
-    if user is not None:
-        write(settings(where, "user"), json.dumps({"mcpServers": {user_name: user}}))
-    if project is not None:
-        write(settings(where, "project"), json.dumps({"mcpServers": {"sqlgate": project}}))
-    if trusted:
-        rules = {str(where.cwd): "TRUST_FOLDER"}
-        write(where.home / ".gemini" / "trustedFolders.json", json.dumps(rules))
 
 
 def checks_of(where: Where, scope: str, check: str) -> list[Check]:
@@ -114,8 +88,8 @@ def test_an_untrusted_folder_s_project_entry_is_left_to_the_trust_check(where: W
 
 def test_malformed_settings_of_the_other_scope_fail_with_the_file_named(where: Where) -> None:
     lay_out(where, user=USER, trusted=True)
-    write(settings(where, "project"), "{oops")
+    write(gemini_settings(where, "project"), "{oops")
     check = one(where, "user")
     assert check.status == "fail"
-    assert str(settings(where, "project")) in check.detail
+    assert str(gemini_settings(where, "project")) in check.detail
     assert check.fix == "fix that file by hand"
