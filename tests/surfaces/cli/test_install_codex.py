@@ -7,9 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
-from sqlgate.surfaces.cli.app import main
+from tests.surfaces.cli.helpers import invoke
 from tests.surfaces.integrations.fake_home import fake_home
 
 USER_ENTRY = '[mcp_servers.sqlgate]\ncommand = "/opt/sqlgate"\nargs = ["serve", "--db", "/u.db"]\n'
@@ -18,10 +17,6 @@ USER_ENTRY = '[mcp_servers.sqlgate]\ncommand = "/opt/sqlgate"\nargs = ["serve", 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return fake_home(tmp_path, monkeypatch)
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args), prog_name="sqlgate")
 
 
 def user_config(home: Path, text: str) -> None:

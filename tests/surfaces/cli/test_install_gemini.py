@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from sqlgate.surfaces.cli.app import main
 from sqlgate.surfaces.integrations import install as setup
+from tests.surfaces.cli.helpers import invoke
 from tests.surfaces.integrations.fake_home import fake_home
 
 
@@ -21,10 +21,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     fake_home(tmp_path, monkeypatch)
     monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
     return tmp_path
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args), prog_name="sqlgate")
 
 
 def ok(result: Result) -> Result:
