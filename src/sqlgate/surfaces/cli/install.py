@@ -120,6 +120,20 @@ def install(
         click.echo(visible(untrusted), err=True)
     if as_json or dry_run or not any(change.needed for change in changes):
         return
+    _say_what_follows(spec, name, chosen, changes[0], db, where, warning)
+
+
+def _say_what_follows(
+    spec: setup.Client,
+    name: str,
+    chosen: str | None,
+    change: setup.Change,
+    db: Path | None,
+    where: setup.Where,
+    warning: str | None,
+) -> None:
+    """After a written install: where the database is, what to keep out of git, what
+    became of the database the entry used before, and when the client uses the entry."""
     if chosen == "project":
         assert db is not None
         shown = setup.project_db(db, where).as_posix()
@@ -134,7 +148,7 @@ def install(
         click.echo(f"each project gets its own database, PROJECT/{PROJECT_DB.as_posix()} "
                    f"(PROJECT: the folder {spec.title} runs in); add .sqlgate/ to each "
                    "project's .gitignore")  # fmt: skip
-    old = _old_db(changes[0])
+    old = _old_db(change)
     if old is not None and old != setup.PER_PROJECT and db is None:
         click.echo(f"the database it used ({visible(old)}) stays where it is; to keep "
                    f"serving it to every project, install with --db {visible(old)}")  # fmt: skip
