@@ -1,11 +1,12 @@
 """Mutation testing: change one expression of a module at a time and run the tests that reach it.
 
-    python scripts/mutate.py engine/policy.py              every mutant of one module
-    python scripts/mutate.py engine/policy.py --survivors  only the last run's survivors again
-    python scripts/mutate.py engine/policy.py --mutant 12  one mutant (repeatable)
-    python scripts/mutate.py engine/policy.py --list       the mutants, without running them
-    python scripts/mutate.py --targets                     the modules and their test selections
-    python scripts/mutate.py --summary                     the table of the last run of each module
+    python scripts/mutate.py engine/names.py                         every mutant of one module
+    python scripts/mutate.py engine/names.py            --survivors  only the last run's survivors
+    again python scripts/mutate.py engine/names.py            --mutant 12  one mutant (repeatable)
+    python scripts/mutate.py engine/names.py            --list       the mutants, without running
+    them python scripts/mutate.py --targets                     the modules and their test
+    selections python scripts/mutate.py --summary                     the table of the last run of
+    each module
 
 The changes (operators) are listed in `scripts/mutation_points.py`. The module's test
 selection (`TARGETS`) is collected once, in one pytest session (`scripts/mutation_session.py`);
@@ -100,16 +101,22 @@ _CLAIMS = (
 # mutant would spend minutes in them; the policy's own tables are pure and pin every rule
 _POLICY = (
     "tests/engine/test_names.py",
-    "tests/engine/test_policy.py",
-    "tests/engine/test_policy_edges.py",
+    "tests/engine/statements/test_policy.py",
+    "tests/engine/statements/test_policy_edges.py",
 )
 # module (under src/sqlgate) -> the test files that target it
 TARGETS: dict[str, tuple[str, ...]] = {
     "engine/names.py": _POLICY,
-    "engine/policy.py": _POLICY,
-    "engine/preflight.py": ("tests/engine/test_preflight.py", "tests/test_service_refusals.py"),
-    "engine/tier_check.py": ("tests/engine/test_preflight.py", "tests/test_service_refusals.py"),
-    "engine/where.py": ("tests/engine/test_where.py",),
+    "engine/statements/policy.py": _POLICY,
+    "engine/statements/preflight.py": (
+        "tests/engine/statements/test_preflight.py",
+        "tests/test_service_refusals.py",
+    ),
+    "engine/statements/tier_check.py": (
+        "tests/engine/statements/test_preflight.py",
+        "tests/test_service_refusals.py",
+    ),
+    "engine/statements/where.py": ("tests/engine/statements/test_where.py",),
     # through whole services: the facts come from a real schema, the fallback from SQLite
     "engine/where_check.py": ("tests/test_service_where.py",),
     "engine/undo.py": _UNDO,
@@ -406,7 +413,7 @@ def describe(report: Report) -> Iterator[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
-        "module", nargs="?", help="a module under src/sqlgate, e.g. engine/policy.py"
+        "module", nargs="?", help="a module under src/sqlgate, e.g. engine/statements/policy.py"
     )
     parser.add_argument("--jobs", type=int, default=2, help="mutants run at once (default 2)")
     parser.add_argument("--timeout", type=float, help="seconds per mutant (default 3x the tests)")

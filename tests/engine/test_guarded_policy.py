@@ -16,7 +16,7 @@ from sqlgate.engine.guarded_policy import (
     unchecked_trigger_refusal,
 )
 from sqlgate.engine.live_rules import LiveRules
-from sqlgate.engine.policy import Operation, Tier
+from sqlgate.engine.statements.policy import Operation, Tier
 
 RULES = LiveRules(
     protected=frozenset({"ledger"}),

@@ -15,7 +15,7 @@ from sqlgate.engine.hidden_errors import (
     veiled_message,
 )
 from sqlgate.engine.live_rules import LiveRules
-from sqlgate.engine.policy import Operation
+from sqlgate.engine.statements.policy import Operation
 
 RULES = LiveRules(
     hidden={"users": frozenset({"ssn"}), "pairs": frozenset({"b"})},

@@ -13,7 +13,7 @@ from sqlgate.engine.hidden_policy import (
     written_hidden_message,
 )
 from sqlgate.engine.live_rules import LiveRules
-from sqlgate.engine.policy import ALLOW, Operation, Tier
+from sqlgate.engine.statements.policy import ALLOW, Operation, Tier
 
 RULES = LiveRules(
     hidden={"users": frozenset({"ssn"})},

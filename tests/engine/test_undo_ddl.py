@@ -11,7 +11,7 @@ import apsw
 import pytest
 
 from sqlgate.engine.connect import immediate_transaction
-from sqlgate.engine.preflight import inspect_statement
+from sqlgate.engine.statements.preflight import inspect_statement
 from sqlgate.engine.undo_checks import Conflict
 from sqlgate.engine.undo_ddl import (
     capturing_schema,

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 import apsw
 import pytest
 
-from sqlgate.engine.policy import Operation
 from sqlgate.engine.schema import migrate
+from sqlgate.engine.statements.policy import Operation
 from sqlgate.engine.undo import (
     MAX_CHUNK,
     ShapeCache,

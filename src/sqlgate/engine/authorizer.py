@@ -29,7 +29,9 @@ import apsw
 
 from sqlgate.engine.live_rules import NO_RULES, LiveRules
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.policy import (
+from sqlgate.engine.rule_policy import decide_with_rules
+from sqlgate.engine.schema_cookie import schema_version
+from sqlgate.engine.statements import (
     WRITE_ACTIONS,
     Operation,
     Reference,
@@ -37,8 +39,6 @@ from sqlgate.engine.policy import (
     Verdict,
     decide_reference,
 )
-from sqlgate.engine.rule_policy import decide_with_rules
-from sqlgate.engine.schema_cookie import schema_version
 from sqlgate.errors import PolicyDenied
 
 __all__ = ["PolicyRecorder", "check_references", "recording", "shadow_tables"]
@@ -135,7 +135,7 @@ class PolicyRecorder:
         """
         if not event.get("trigger"):
             return
-        from sqlgate.engine.preflight import emptied_table  # rare: not paid at every start
+        from sqlgate.engine.statements import emptied_table  # rare: not paid at every start
 
         table = emptied_table(str(event.get("sql") or ""))
         if table is None:

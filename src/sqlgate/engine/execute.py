@@ -19,16 +19,14 @@ from typing import Any, TypeVar
 import apsw
 
 from sqlgate.engine.authorizer import PolicyRecorder, recording
-from sqlgate.engine.double_quotes import double_quoted_string, single_quoted
 from sqlgate.engine.framing import abridged, counted, one_line
 from sqlgate.engine.hidden_checks import HiddenWatch, veiled_error
 from sqlgate.engine.limits import SQLITE_INT_MAX, SQLITE_INT_MIN, CallControl, Deadline, watched
 from sqlgate.engine.live_rules import NO_RULES, LiveRules
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.policy import Tier
 from sqlgate.engine.raw_text import UnreadableText
 from sqlgate.engine.sqltext import has_more_statements
-from sqlgate.engine.tier_check import destructive_keeps
+from sqlgate.engine.statements import Tier, destructive_keeps, double_quoted_string, single_quoted
 from sqlgate.errors import (
     DatabaseBusy,
     InvalidArgument,
@@ -272,7 +270,7 @@ def _translate(exc: apsw.Error, ctx: RunContext, sql: str) -> Exception:
             return SqlError(veiled)
     message = one_line(_sqlite_message(exc))  # it may quote stored SQL or a RAISE message
     if message == "FOREIGN KEY constraint failed":
-        from sqlgate.engine.foreign_keys import foreign_key_advice
+        from sqlgate.engine.statements import foreign_key_advice
 
         advice = foreign_key_advice(ctx.conn, sql)
         if advice is not None:
@@ -400,7 +398,7 @@ def run_statement(
 
 def _deferred_keys(ctx: RunContext) -> SqlError:
     """A deferred foreign key the statement left broken, in the words of an immediate one."""
-    from sqlgate.engine.foreign_keys import deferred_key_advice
+    from sqlgate.engine.statements import deferred_key_advice
 
     advice = deferred_key_advice(ctx.conn, ctx.recorder.operations)
     failed, step = (one_line(part) for part in advice)  # names are stored text

@@ -41,9 +41,9 @@ from sqlgate.engine.guard_schema import SchemaGuard
 from sqlgate.engine.guarded_policy import changed_row_refusal, row_change_refused
 from sqlgate.engine.live_rules import LiveRules
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.policy import ROW_ACTIONS, Operation
 from sqlgate.engine.raw_text import RawText
 from sqlgate.engine.sqltext import quote_identifier
+from sqlgate.engine.statements import ROW_ACTIONS, Operation
 from sqlgate.errors import PolicyDenied
 
 __all__ = ["RowWatch", "guarding", "refuse_changed_rows"]

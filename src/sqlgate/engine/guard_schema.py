@@ -43,8 +43,8 @@ from sqlgate.engine.guarded_policy import (
 )
 from sqlgate.engine.live_rules import LiveRules
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.policy import ROW_ACTIONS, Operation
 from sqlgate.engine.sqltext import quote_identifier
+from sqlgate.engine.statements import ROW_ACTIONS, Operation
 from sqlgate.errors import PolicyDenied
 
 __all__ = ["SchemaGuard", "UncheckedTrigger", "trigger_writes"]

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from sqlgate.engine.live_rules import LiveRules
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.policy import (
+from sqlgate.engine.statements import (
     ALLOW,
     CATALOG,
     ROW_ACTIONS,

@@ -40,8 +40,8 @@ from sqlgate.engine.hidden_order import order_free
 from sqlgate.engine.hidden_policy import ASK, changes_anything, read_in_change_message
 from sqlgate.engine.live_rules import LiveRules
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.policy import Verdict
 from sqlgate.engine.sqltext import sqlite_tokens, word
+from sqlgate.engine.statements import Verdict
 from sqlgate.errors import PolicyDenied
 
 if TYPE_CHECKING:

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from sqlgate.engine.hidden_policy import ASK, hidden_verdict
 from sqlgate.engine.live_rules import LiveRules
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.policy import ALLOW, Operation, Tier
+from sqlgate.engine.statements import ALLOW, Operation, Tier
 
 __all__ = [
     "evaluated_tables",

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 
 from sqlgate.engine.live_rules import LiveRules
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.policy import ALLOW, WRITE_ACTIONS, Operation, Tier, Verdict
+from sqlgate.engine.statements import ALLOW, WRITE_ACTIONS, Operation, Tier, Verdict
 
 __all__ = [
     "IGNORED",

@@ -30,17 +30,18 @@ from sqlgate.engine.hidden_policy import hidden_trailer
 from sqlgate.engine.limits import CallControl, Clock, Deadline, ResultCaps
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.outcome import Outcome, unchanged, with_note
-from sqlgate.engine.policy import Operation, Tier
-from sqlgate.engine.preflight import (
+from sqlgate.engine.raw_text import UnreadableText, raw_rows, raw_select, text_codec
+from sqlgate.engine.snapshots import rotate_snapshots, take_snapshot
+from sqlgate.engine.sqltext import has_more_statements
+from sqlgate.engine.statements import (
+    Operation,
     Statement,
+    Tier,
+    check_tier,
     create_if_not_exists,
     drop_if_exists,
     inspect_statement,
 )
-from sqlgate.engine.raw_text import UnreadableText, raw_rows, raw_select, text_codec
-from sqlgate.engine.snapshots import rotate_snapshots, take_snapshot
-from sqlgate.engine.sqltext import has_more_statements
-from sqlgate.engine.tier_check import check_tier
 from sqlgate.engine.undo import (
     ShapeCache,
     StoredChangeset,

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from sqlgate.engine.guarded_policy import guarded_verdict
 from sqlgate.engine.hidden_policy import hidden_verdict
 from sqlgate.engine.live_rules import LiveRules
-from sqlgate.engine.policy import Operation, Tier, Verdict, decide
+from sqlgate.engine.statements import Operation, Tier, Verdict, decide
 
 __all__ = ["UNJUDGED", "decide_with_rules"]
 

@@ -33,10 +33,10 @@ from sqlgate.engine.framing import counted, inline
 from sqlgate.engine.introspect import SchemaObject, find_object
 from sqlgate.engine.limits import CallControl, Deadline
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.policy import Tier
 from sqlgate.engine.queries import Outcome, SqlTiers
 from sqlgate.engine.raw_text import RawText, UnreadableText, raw_rows, raw_select, text_codec
 from sqlgate.engine.sqltext import check_condition, quote_identifier
+from sqlgate.engine.statements import Tier
 from sqlgate.errors import InvalidArgument, PolicyDenied, QueryTimeout
 
 __all__ = ["Matcher", "SearchRequest", "TextSearch"]

@@ -29,8 +29,8 @@ import apsw
 
 from sqlgate.engine.changesets import holds_raw_text, outline
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.policy import Operation
 from sqlgate.engine.raw_text import text_codec
+from sqlgate.engine.statements import Operation
 from sqlgate.engine.undo_checks import TableShape, Updates, row_digests, table_shape
 
 __all__ = [

@@ -31,9 +31,9 @@ from dataclasses import replace
 import apsw
 
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.preflight import inspect_statement
 from sqlgate.engine.raw_text import RowReader, with_raw_text
 from sqlgate.engine.sqltext import has_more_statements, quote_identifier
+from sqlgate.engine.statements import inspect_statement
 from sqlgate.engine.undo_checks import Conflict, TableShape, row_digest, table_shape
 from sqlgate.engine.undo_ddl_checks import (
     CreatedObject,

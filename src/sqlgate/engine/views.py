@@ -17,11 +17,15 @@ from sqlgate.engine.execute import RunContext, run_statement
 from sqlgate.engine.framing import counted
 from sqlgate.engine.introspect import find_object
 from sqlgate.engine.limits import CallControl, Deadline
-from sqlgate.engine.policy import Tier
-from sqlgate.engine.preflight import Statement, inspect_statement
 from sqlgate.engine.queries import SqlTiers
 from sqlgate.engine.sqltext import quote_identifier
-from sqlgate.engine.tier_check import check_tier, validate_new_name
+from sqlgate.engine.statements import (
+    Statement,
+    Tier,
+    check_tier,
+    inspect_statement,
+    validate_new_name,
+)
 from sqlgate.engine.undo_ddl import capturing_schema, store_created
 from sqlgate.errors import InvalidArgument, NotFound, PolicyDenied
 

@@ -1,4 +1,4 @@
-"""write_query's check that an UPDATE's WHERE can filter: the facts, then `engine.where`.
+"""write_query's check that an UPDATE's WHERE can filter: the facts, then `engine.statements.where`.
 
 Preflight refused an UPDATE whose WHERE names nothing; here the names are judged against
 the schema: the columns of every table the statement names come from `pragma_table_xinfo`
@@ -18,12 +18,11 @@ import apsw
 
 from sqlgate.engine.execute import Bindings, RunContext, run_statement
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.preflight import Statement
-from sqlgate.engine.tier_check import unfiltered_update_message
+from sqlgate.engine.statements import Statement, unfiltered_update_message
 from sqlgate.errors import PolicyDenied
 
 if TYPE_CHECKING:  # `where` parses with sqlglot: imported when an UPDATE is judged
-    from sqlgate.engine.where import Change
+    from sqlgate.engine.statements import Change
 
 __all__ = ["refuse_unfiltered_update", "table_columns"]
 
@@ -58,7 +57,7 @@ def refuse_unfiltered_update(
     """Raise PolicyDenied, as for an UPDATE without WHERE, when the WHERE of this UPDATE
     names no column of its table. `ctx` is a fresh write-tier context on the write
     connection, used only here; the caller asks only for UPDATEs."""
-    from sqlgate.engine.where import read_change
+    from sqlgate.engine.statements import read_change
 
     change = read_change(sql)
     verdict = None if change is None else _judged(ctx.conn, change)
@@ -75,7 +74,7 @@ def refuse_unfiltered_update(
 def _judged(conn: apsw.Connection, change: Change) -> bool:
     """Whether the WHERE filters; True for a target SQLite does not know (it says so when
     the statement runs)."""
-    from sqlgate.engine.where import where_filters
+    from sqlgate.engine.statements import where_filters
 
     columns = table_columns(conn, change.tables)
     return change.target not in columns or where_filters(change, columns)

@@ -31,8 +31,7 @@ from sqlgate.engine.guard_rows import guarding, refuse_changed_rows
 from sqlgate.engine.limits import CallControl
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.outcome import Outcome, unchanged
-from sqlgate.engine.policy import Tier
-from sqlgate.engine.preflight import Statement
+from sqlgate.engine.statements import Statement, Tier
 from sqlgate.engine.undo import (
     SPLIT_ADVICE,
     ShapeCache,

@@ -18,9 +18,9 @@ from sqlgate.engine.framing import counted
 from sqlgate.engine.introspect import schema_objects
 from sqlgate.engine.limits import CallControl, Deadline, watched
 from sqlgate.engine.live_rules import LiveRules
-from sqlgate.engine.policy import Tier
 from sqlgate.engine.raw_text import raw_rows, raw_select, text_codec
 from sqlgate.engine.sqltext import quote_identifier
+from sqlgate.engine.statements import Tier
 from sqlgate.errors import QueryTimeout
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.html import Markup, bounded, el, href

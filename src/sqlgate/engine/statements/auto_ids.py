@@ -12,8 +12,8 @@ and row-level undo (keyed by the primary key) cannot record them.
 statement rewritten: the key's type becomes `INTEGER` and the other dialect's words
 (`AUTO_INCREMENT`, `IDENTITY(...)`, `GENERATED ... AS IDENTITY`, the `DESC`) go; every other
 character (names, comments, columns, constraints) stays as written. The tiers refuse the
-statement with the rewrite for the agent to check and send (`engine.tier_check`); the server
-never runs it. A pure function of the text, on tokens (`engine.sqltext`): a table of cases
+statement with the rewrite for the agent to check and send (`engine.statements.tier_check`); the
+server never runs it. A pure function of the text, on tokens (`engine.sqltext`): a table of cases
 tests it. Left alone: a key declared NOT NULL (every row must then name its id; STRICT
 tables imply it), composite keys, `WITHOUT ROWID` tables (their keys are never NULL), and
 `CREATE TABLE ... AS SELECT`.

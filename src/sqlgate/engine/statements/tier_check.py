@@ -1,4 +1,4 @@
-"""Which tool takes a statement, decided before SQLite runs it (over `engine.preflight`).
+"""Which tool takes a statement, decided before SQLite runs it (over `engine.statements.preflight`).
 
 `check_tier` refuses early, naming a tool that accepts the statement or saying that no tool
 will; the authorizer still has the last word on every object a statement touches. The kinds
@@ -10,11 +10,11 @@ from __future__ import annotations
 import functools
 import re
 
-from sqlgate.engine.auto_ids import auto_id_refusal
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.policy import Operation, Tier, decide, server_object_message
-from sqlgate.engine.preflight import DML_KINDS, Statement
 from sqlgate.engine.schema import protected_names
+from sqlgate.engine.statements.auto_ids import auto_id_refusal
+from sqlgate.engine.statements.policy import Operation, Tier, decide, server_object_message
+from sqlgate.engine.statements.preflight import DML_KINDS, Statement
 from sqlgate.errors import InvalidArgument, PolicyDenied
 
 __all__ = [

@@ -17,8 +17,8 @@ import apsw
 
 from sqlgate.engine.deferred import deferred
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.preflight import inspect_statement
 from sqlgate.engine.sqltext import sqlite_tokens, word
+from sqlgate.engine.statements.preflight import inspect_statement
 
 if TYPE_CHECKING:
     from sqlglot.tokenizer_core import Token, TokenType

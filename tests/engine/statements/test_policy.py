@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sqlgate.engine.policy import (
+from sqlgate.engine.statements.policy import (
     NEVER,
     TIER_RULES,
     Operation,

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sqlgate.engine.where import Change, read_change, where_filters
+from sqlgate.engine.statements.where import Change, read_change, where_filters
 
 Params = tuple[object, ...] | dict[str, object]
 

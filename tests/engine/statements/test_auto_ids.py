@@ -12,7 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sqlgate.engine.auto_ids import REWRITE_MAX_CHARS, AutoIdKey, auto_id_key, auto_id_refusal
+from sqlgate.engine.statements.auto_ids import (
+    REWRITE_MAX_CHARS,
+    AutoIdKey,
+    auto_id_key,
+    auto_id_refusal,
+)
 
 REFUSED = [
     # PostgreSQL

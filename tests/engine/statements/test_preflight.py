@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sqlgate.engine.policy import Tier
-from sqlgate.engine.preflight import (
+from sqlgate.engine.statements.policy import Tier
+from sqlgate.engine.statements.preflight import (
     CreateIfNotExists,
     DropIfExists,
     Statement,
@@ -16,7 +16,11 @@ from sqlgate.engine.preflight import (
     emptied_table,
     inspect_statement,
 )
-from sqlgate.engine.tier_check import check_tier, unfiltered_update_message, validate_new_name
+from sqlgate.engine.statements.tier_check import (
+    check_tier,
+    unfiltered_update_message,
+    validate_new_name,
+)
 from sqlgate.errors import InvalidArgument, PolicyDenied
 
 R, W, D, V = Tier.READ, Tier.WRITE, Tier.DESTRUCTIVE, Tier.VIEW

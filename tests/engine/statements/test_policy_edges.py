@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from sqlgate.engine.policy import (
+from sqlgate.engine.statements.policy import (
     INTROSPECTION_PRAGMAS,
     READABLE_SETTINGS,
     Operation,

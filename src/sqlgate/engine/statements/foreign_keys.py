@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import apsw
 
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.policy import Operation
-from sqlgate.engine.preflight import inspect_statement
+from sqlgate.engine.statements.policy import Operation
+from sqlgate.engine.statements.preflight import inspect_statement
 
 __all__ = ["deferred_key_advice", "foreign_key_advice"]
 

@@ -1,13 +1,13 @@
 """Reading a statement before SQLite runs it, with sqlglot's SQLite tokenizer.
 
-Preflight reads what `engine.tier_check` needs for its early, specific answers (which tool
-a statement belongs to, an UPDATE or DELETE without WHERE, one statement per call). It
+Preflight reads what `engine.statements.tier_check` needs for its early, specific answers (which
+tool a statement belongs to, an UPDATE or DELETE without WHERE, one statement per call). It
 never has the last word on safety: the authorizer does. Tokens, not a full parse, so SQL
 that sqlglot cannot parse (fts5 MATCH syntax, new SQLite features) is never refused here.
 
 Preflight also reports the names a statement writes that SQLite's authorizer is never told
 about: the new name in `ALTER TABLE ... RENAME TO`, and the tables a trigger's body writes
-(SQLite compiles a trigger body only when it fires). `engine.tier_check` checks those
+(SQLite compiles a trigger body only when it fires). `engine.statements.tier_check` checks those
 against the server's protected names.
 """
 
@@ -17,7 +17,6 @@ import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlgate.engine.auto_ids import AutoIdKey, auto_id_key
 from sqlgate.engine.deferred import deferred
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.sqltext import (
@@ -25,6 +24,7 @@ from sqlgate.engine.sqltext import (
     sqlite_tokens,
     word,
 )
+from sqlgate.engine.statements.auto_ids import AutoIdKey, auto_id_key
 
 if TYPE_CHECKING:
     from sqlglot.tokenizer_core import Token, TokenType
@@ -87,7 +87,8 @@ class Statement:
     pragma: tuple[str, str | None] | None = None
     explained: str | None = None  # the kind of statement an EXPLAIN [QUERY PLAN] explains
     on_table: str | None = None  # the table a CREATE INDEX or CREATE TRIGGER is ON
-    # a CREATE TABLE's key spelled as another dialect's auto-generated id (engine.auto_ids)
+    # a CREATE TABLE's key spelled as another dialect's auto-generated id
+    # (engine.statements.auto_ids)
     auto_id: AutoIdKey | None = None
 
 
@@ -175,7 +176,7 @@ def _has_top_level_where(tokens: list[Token], verb_at: int) -> bool:
 
     A WHERE made only of literals, parameters, operators and function calls (`WHERE 1=1`,
     `WHERE ?`, `WHERE abs(-1)`) names no column, so it cannot filter: it counts as no WHERE.
-    Whether a name is a column of the table changed needs the schema (`engine.where`).
+    Whether a name is a column of the table changed needs the schema (`engine.statements.where`).
     RETURNING ends the WHERE (it can stand nowhere but at the statement's top level).
     """
     depth, where = 0, False
