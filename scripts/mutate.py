@@ -123,10 +123,16 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "engine/undo_writes.py": _UNDO,
     "engine/undo_keys.py": _UNDO,
     "engine/writes.py": _UNDO,
-    "engine/identity.py": ("tests/engine/test_identity.py", "tests/engine/test_undo_writes.py"),
+    "engine/records/identity.py": (
+        "tests/engine/records/test_identity.py",
+        "tests/engine/test_undo_writes.py",
+    ),
     # who a caller is (issue 22): the tier order, the name rule, tokens and their reasons
-    "engine/actors.py": ("tests/engine/test_actors.py", "tests/engine/test_members.py"),
-    "engine/members.py": ("tests/engine/test_members.py",),
+    "engine/records/actors.py": (
+        "tests/engine/records/test_actors.py",
+        "tests/engine/records/test_members.py",
+    ),
+    "engine/records/members.py": ("tests/engine/records/test_members.py",),
     # who may connect after a snapshot restore (issue 30): never rolled back
     "engine/restore_members.py": ("tests/engine/test_restore_members.py",),
     "surfaces/mcp/http_identity.py": ("tests/surfaces/mcp/test_http_identity.py",),

@@ -20,14 +20,22 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 import apsw
 
 from sqlgate.config import Settings
-from sqlgate.engine.actors import Caller, Identity, current_caller
-from sqlgate.engine.audit import AuditEntry, AuditLog
-from sqlgate.engine.audit_queue import AuditQueue, queue_path
 from sqlgate.engine.commands import list_calls
 from sqlgate.engine.database import Database
-from sqlgate.engine.identity import AGENT_FINDS_CALLS, LIST_CALLS, parse_call_ref
 from sqlgate.engine.limits import CallControl, Clock
 from sqlgate.engine.outcome import Outcome
+from sqlgate.engine.records import (
+    AGENT_FINDS_CALLS,
+    LIST_CALLS,
+    AuditEntry,
+    AuditLog,
+    AuditQueue,
+    Caller,
+    Identity,
+    current_caller,
+    parse_call_ref,
+    queue_path,
+)
 from sqlgate.engine.sqltext import fingerprint
 from sqlgate.errors import InvalidArgument, PolicyDenied, SqlgateError
 from sqlgate.memory.privacy import Redactor
@@ -157,7 +165,7 @@ class Service:
         self.db = db
         self.settings = db.settings
         self.session = session
-        # who calls when no surface said otherwise (engine.actors): the local agent on
+        # who calls when no surface said otherwise (engine.records.actors): the local agent on
         # stdio, `cli` for a command; an HTTP server runs each call as its caller
         self.caller = Caller(Identity(actor, "destructive", actor), session)
         self.clock = clock
@@ -233,7 +241,7 @@ class Service:
         """`read_only`: an existing database opened for reading only (the CLI's inspection
         commands): nothing is migrated, written or audited, and no lock is waited for.
         `actor`: who the calls are recorded as when the surface names no caller
-        (`engine.actors`): `local` (the agent on stdio) or `cli` (a person's command).
+        (`engine.records.actors`): `local` (the agent on stdio) or `cli` (a person's command).
         `serving`: a server starts, which the table rules must fit (StartupError)."""
         redactor = redactor_for(settings)  # a bad pattern file stops us before the db is touched
         db = Database.open(settings, create_parent=create_parent, read_only=read_only)
@@ -282,7 +290,7 @@ class Service:
         entry = AuditEntry(tool=tool, query=query if isinstance(query, str) else None)
         entry.detail = dict(detail or {})
         caller = current_caller()
-        if caller is not None:  # an HTTP caller (engine.actors); else the service's own
+        if caller is not None:  # an HTTP caller (engine.records.actors); else the service's own
             entry.actor, entry.session = caller.actor, caller.session
             if caller.client is not None:
                 entry.detail["client"] = caller.client

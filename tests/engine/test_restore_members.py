@@ -28,8 +28,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqlgate.config import Settings
-from sqlgate.engine.actors import AuthRefusal, Identity
-from sqlgate.engine.members import Member, Members
+from sqlgate.engine.records.actors import AuthRefusal, Identity
+from sqlgate.engine.records.members import Member, Members
 from sqlgate.engine.restore_plan import plan_restore
 from sqlgate.engine.snapshots import restore_snapshot
 from sqlgate.service import Service

@@ -32,10 +32,10 @@ from sqlgate.engine.connect import (
     open_audit_connection,
     open_server_connection,
 )
-from sqlgate.engine.identity import database_id
 from sqlgate.engine.live_rules import LiveRules, RuleResolver
 from sqlgate.engine.ownership import check_ownership
 from sqlgate.engine.policy_file import check_against, listed, rules_from_settings
+from sqlgate.engine.records import database_id
 from sqlgate.engine.schema import MIGRATIONS, check_owner, migrate, protected_names
 from sqlgate.errors import StartupError
 

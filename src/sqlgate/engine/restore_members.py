@@ -1,7 +1,7 @@
 """Members and their tokens through a snapshot restore: who may connect is never rolled back.
 
 A restore puts back the user's tables and schema; the members (`members`, `member_tokens`,
-engine/members.py) are sqlgate's records, and the live file's are always newer than the
+engine/records/members.py) are sqlgate's records, and the live file's are always newer than the
 snapshot's: a member is never deleted and a token is never un-revoked. So the restored file
 takes the live file's members and tokens, row for row (ids, tiers, names, removals), and
 then every revocation and removal the snapshot alone records is applied too (a snapshot of a

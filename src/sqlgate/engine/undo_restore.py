@@ -22,14 +22,13 @@ from typing import Any
 
 import apsw
 
-from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.changesets import Change, outline, read_changeset
 from sqlgate.engine.commands import db_option, list_calls, shell_word
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.database import Database
 from sqlgate.engine.framing import counted
-from sqlgate.engine.identity import AGENT_FINDS_CALLS
 from sqlgate.engine.names import fold_name
+from sqlgate.engine.records import AGENT_FINDS_CALLS, utc_timestamp
 from sqlgate.engine.undo import Kept, load_changeset
 from sqlgate.engine.undo_checks import (
     DIGEST_BYTES,

@@ -22,7 +22,6 @@ from typing import Any, Protocol
 import apsw
 
 from sqlgate.config import Settings
-from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.authorizer import check_references
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.csvout import CsvResult
@@ -31,6 +30,7 @@ from sqlgate.engine.guard_rows import guarding, refuse_changed_rows
 from sqlgate.engine.limits import CallControl
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.outcome import Outcome, unchanged
+from sqlgate.engine.records import utc_timestamp
 from sqlgate.engine.statements import Statement, Tier
 from sqlgate.engine.undo import (
     SPLIT_ADVICE,

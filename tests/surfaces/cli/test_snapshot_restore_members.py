@@ -19,7 +19,7 @@ import httpx2
 import pytest
 
 from sqlgate.config import Settings
-from sqlgate.engine.members import Members
+from sqlgate.engine.records.members import Members
 from sqlgate.service import Service
 from sqlgate.surfaces.mcp.http_identity import IdentityGate, server_authenticator
 from tests.surfaces.cli.helpers import invoke, succeeded

@@ -25,7 +25,7 @@ from mcp.types import (
 from pydantic import ValidationError
 
 from sqlgate import __version__
-from sqlgate.engine.actors import Caller, acting_as, tier_allows
+from sqlgate.engine.records import Caller, acting_as, tier_allows
 from sqlgate.service import Service
 from sqlgate.surfaces.mcp.arguments import (
     argument_errors_text,
@@ -123,7 +123,7 @@ class _SqlgateServer(MCPServer[Any]):
     def __init__(self, *args: Any, service: Service | None = None, **kwargs: Any) -> None:
         self._pending: Callable[[MCPServer[Any]], None] | None = None
         self._service = service
-        # HTTP callers' sessions start with it (engine.actors)
+        # HTTP callers' sessions start with it (engine.records.actors)
         self._server_session = service.session if service is not None else ""
         self._registering = threading.RLock()
         self._in_register = False

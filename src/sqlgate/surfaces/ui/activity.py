@@ -21,9 +21,9 @@ from datetime import timedelta
 from typing import Any
 
 from sqlgate.claims.model import parse_timestamp
-from sqlgate.engine.audit import json_value
 from sqlgate.engine.framing import counted
 from sqlgate.engine.outcome import OUTCOME_SQL, OUTCOMES, call_outcome
+from sqlgate.engine.records import json_value
 from sqlgate.memory.inputs import moment
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.html import Markup, el, href

@@ -2,7 +2,7 @@
 
 A row is written at once when the write lock is free, on the audit log's own connection,
 which never waits for it (busy timeout 0). When another connection holds the lock, the row
-goes to the audit queue (`engine.audit_queue`) and a background drainer writes it as soon
+goes to the audit queue (`engine.records.audit_queue`) and a background drainer writes it as soon
 as the lock frees, so no call waits for another writer to record itself and no row is lost.
 
 Every text is stored as text SQLite can hold: a lone surrogate (which UTF-8 cannot encode)
@@ -26,8 +26,8 @@ from typing import Any
 
 import apsw
 
-from sqlgate.engine.audit_queue import AuditQueue, QueueDrainer
 from sqlgate.engine.framing import counted
+from sqlgate.engine.records.audit_queue import AuditQueue, QueueDrainer
 
 __all__ = [
     "ACTOR_SINCE",
@@ -95,7 +95,7 @@ class AuditEntry:
     rows: int | None = None
     error: str | None = None
     detail: dict[str, Any] | None = None
-    # who made the call and under which session (engine.actors); the log's own when None
+    # who made the call and under which session (engine.records.actors); the log's own when None
     actor: str | None = None
     session: str | None = None
 

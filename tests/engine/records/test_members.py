@@ -1,5 +1,5 @@
-"""The members store (engine/members.py): names by the actor rule, unique ignoring case among
-current members; tokens shown once and kept as their SHA-256 only; revoke, rotate and remove
+"""The members store (engine/records/members.py): names by the actor rule, unique ignoring case
+among current members; tokens shown once and kept as their SHA-256 only; revoke, rotate and remove
 end tokens at once, each refused later with its own reason; a removed name is free again;
 the listing says each member's state and last use (its newest audit row).
 
@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqlgate.config import Settings
-from sqlgate.engine.actors import (
+from sqlgate.engine.records.actors import (
     RESERVED_ACTORS,
     AuthRefusal,
     Caller,
@@ -29,8 +29,8 @@ from sqlgate.engine.actors import (
     acting_as,
     actor_name_problem,
 )
-from sqlgate.engine.audit import utc_timestamp
-from sqlgate.engine.members import (
+from sqlgate.engine.records.audit import utc_timestamp
+from sqlgate.engine.records.members import (
     TOKEN_PREFIX,
     Member,
     Members,
@@ -106,7 +106,7 @@ ALLOWED = ALLOWED_FIRST + "._@+:|-"
 
 
 def follows_the_rule(name: str) -> bool:
-    """The rule as engine/actors.py states it in words, written again without its regex."""
+    """The rule as engine/records/actors.py states it in words, written again without its regex."""
     return (
         1 <= len(name) <= 64
         and name[0] in ALLOWED_FIRST

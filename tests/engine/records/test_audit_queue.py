@@ -10,7 +10,7 @@ from typing import Any
 import apsw
 import pytest
 
-from sqlgate.engine.audit_queue import AuditQueue, QueueDrainer, queue_path
+from sqlgate.engine.records.audit_queue import AuditQueue, QueueDrainer, queue_path
 
 ROW: dict[str, Any] = {
     "ts": "2026-01-01T00:00:00.000Z",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import apsw
 import pytest
 
-from sqlgate.engine.identity import CallRef, database_id, parse_call_ref
+from sqlgate.engine.records.identity import CallRef, database_id, parse_call_ref
 from sqlgate.engine.schema import migrate
 from sqlgate.errors import InvalidArgument
 

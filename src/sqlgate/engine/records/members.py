@@ -1,6 +1,6 @@
 """The members of a team server and their tokens (`sqlgate members ...`, issue 22).
 
-A member has a name (`engine.actors` rule; unique among current members, ignoring case)
+A member has a name (`engine.records.actors` rule; unique among current members, ignoring case)
 and a tier. Its token is `sqg_` and 43 URL-safe characters (256 random bits), shown once
 when made; the database keeps only its SHA-256 (`member_tokens.digest`). A token of that
 strength needs no salt or slow hash: no guess list reaches it, and the digest is not a
@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 import apsw
 
-from sqlgate.engine.actors import TIERS, AuthRefusal, Identity, actor_name_problem
-from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.commands import db_option, shell_word
 from sqlgate.engine.connect import immediate_transaction
+from sqlgate.engine.records.actors import TIERS, AuthRefusal, Identity, actor_name_problem
+from sqlgate.engine.records.audit import utc_timestamp
 from sqlgate.errors import InvalidArgument, NotFound
 
 __all__ = [

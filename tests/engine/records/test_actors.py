@@ -1,4 +1,4 @@
-"""Who makes a call (engine/actors.py): the tier order, the name rule, the sessions of HTTP
+"""Who makes a call (engine/records/actors.py): the tier order, the name rule, the sessions of HTTP
 callers, and the context variable a call runs under."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from sqlgate.engine.actors import (
+from sqlgate.engine.records.actors import (
     MAX_ACTOR_CHARS,
     RESERVED_ACTORS,
     TIERS,
