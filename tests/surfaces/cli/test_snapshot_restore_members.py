@@ -99,7 +99,7 @@ def test_after_a_restore_every_ended_token_is_refused_and_every_new_member_gets_
 
 
 def test_the_listing_says_what_only_the_snapshot_holds(capsys: pytest.CaptureFixture[str]) -> None:
-    from sqlgate.engine.restore_plan import RestorePlan
+    from sqlgate.engine.snapshots.restore_plan import RestorePlan
     from sqlgate.surfaces.cli.snapshot_restore import print_plan
 
     plan = RestorePlan(Path("/db"), Path("/s"), "s.sqlite", (), {"members": 0},

@@ -34,9 +34,9 @@ from pathlib import Path
 import apsw
 
 from sqlgate.engine.commands import db_option, shell_word
-from sqlgate.engine.holders import holders_of
-from sqlgate.engine.restore_carry import RestoreFacts, RestoreRecorder, stage_restore
-from sqlgate.engine.restore_plan import (
+from sqlgate.engine.snapshots.holders import holders_of
+from sqlgate.engine.snapshots.restore_carry import RestoreFacts, RestoreRecorder, stage_restore
+from sqlgate.engine.snapshots.restore_plan import (
     KEPT_FOLDER,
     RestorePlan,
     plan_on,

@@ -15,8 +15,8 @@ import apsw
 import pytest
 
 from sqlgate.config import Settings
-from sqlgate.engine.restore_plan import KEPT_FOLDER, plan_restore
-from sqlgate.engine.snapshots import list_snapshots, restore_snapshot, take_snapshot
+from sqlgate.engine.snapshots.files import list_snapshots, restore_snapshot, take_snapshot
+from sqlgate.engine.snapshots.restore_plan import KEPT_FOLDER, plan_restore
 from sqlgate.errors import SnapshotError, UndoRefused
 from sqlgate.service import Service
 

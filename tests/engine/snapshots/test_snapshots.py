@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sqlgate.config import Settings
-from sqlgate.engine.snapshots import (
+from sqlgate.engine.snapshots.files import (
     SNAPSHOT_SUFFIX,
     list_kept,
     list_snapshots,

@@ -31,8 +31,8 @@ from sqlgate.engine.commands import db_option
 from sqlgate.engine.connect import SQLITE_HEADER
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.records import database_id
-from sqlgate.engine.restore_members import member_facts
 from sqlgate.engine.schema import APPLICATION_ID, FTS5_SHADOW_SUFFIXES, protected_names
+from sqlgate.engine.snapshots.restore_members import member_facts
 from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.errors import NotFound, SnapshotError
 

@@ -30,8 +30,8 @@ from hypothesis import strategies as st
 from sqlgate.config import Settings
 from sqlgate.engine.records.actors import AuthRefusal, Identity
 from sqlgate.engine.records.members import Member, Members
-from sqlgate.engine.restore_plan import plan_restore
-from sqlgate.engine.snapshots import restore_snapshot
+from sqlgate.engine.snapshots.files import restore_snapshot
+from sqlgate.engine.snapshots.restore_plan import plan_restore
 from sqlgate.service import Service
 
 Step = tuple[str, ...]  # ("add", name, tier) | ("revoke", name) | ("rotate", name) | ...
@@ -300,8 +300,8 @@ TOKEN = {"digest": "ab" * 32, "member_id": 1, "created": "2026-01-01T00:00:00.00
 
 def facts_of(member: dict[str, Any], token: dict[str, Any]) -> tuple[dict[str, int], ...]:
     """member_facts of a live file holding MEMBER and TOKEN and a snapshot holding these."""
-    from sqlgate.engine.restore_members import member_facts
     from sqlgate.engine.schema import migrate
+    from sqlgate.engine.snapshots.restore_members import member_facts
 
     with closing(apsw.Connection(":memory:")) as conn:
         migrate(conn)

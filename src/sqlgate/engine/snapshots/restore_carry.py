@@ -11,7 +11,7 @@ other connection). It copies, by id, every row the snapshot lacks:
 - claims: every claim as it stands now (new ones, and the current state of older ones);
 - server_info: the live file's facts (its database id);
 - members and member_tokens: the live file's, each member and token in its newest state
-  (engine/restore_members.py): who may connect is never rolled back, and a revoked token
+  (engine/snapshots/restore_members.py): who may connect is never rolled back, and a revoked token
   never works again;
 - undo_changesets of the calls the restore rolled back, marked undone by the restore, so
   `sqlgate undo` of such a call says what happened instead of "gone" (their row data is not
@@ -32,9 +32,9 @@ from typing import Protocol
 import apsw
 
 from sqlgate.engine.raw_text import RawText, with_raw_text
-from sqlgate.engine.restore_members import carry_members
-from sqlgate.engine.restore_plan import CARRIED_TABLES, RestorePlan, has_table, scalar
 from sqlgate.engine.schema import migrate
+from sqlgate.engine.snapshots.restore_members import carry_members
+from sqlgate.engine.snapshots.restore_plan import CARRIED_TABLES, RestorePlan, has_table, scalar
 from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.errors import SnapshotError
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sqlgate.engine.holders import COMMAND_CHARS, Holder, holders_of
+from sqlgate.engine.snapshots.holders import COMMAND_CHARS, Holder, holders_of
 
 
 def fake_proc(tmp_path: Path, processes: dict[int, tuple[list[Path], bytes]]) -> Path:
