@@ -138,22 +138,22 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "surfaces/mcp/http_identity.py": ("tests/surfaces/mcp/test_http_identity.py",),
     "surfaces/mcp/oauth_claims.py": ("tests/surfaces/mcp/test_oauth.py",),
     # the user's protected and append-only tables (issue 23)
-    "engine/guarded_policy.py": (
-        "tests/engine/test_guarded_policy.py",
+    "engine/rules/guarded_policy.py": (
+        "tests/engine/rules/test_guarded_policy.py",
         "tests/security/test_protected_tables.py",
     ),
-    "engine/guard_facts.py": ("tests/engine/test_guard_facts.py",),
+    "engine/rules/guard_facts.py": ("tests/engine/rules/test_guard_facts.py",),
     # what a statement changed or left behind in a guarded table's world (issue 30)
     "engine/guard_rows.py": ("tests/engine/test_guard_rows.py",),
-    "engine/guard_schema.py": ("tests/engine/test_guard_schema.py",),
-    "engine/hidden_policy.py": (
-        "tests/engine/test_hidden_policy.py",
+    "engine/rules/guard_schema.py": ("tests/engine/rules/test_guard_schema.py",),
+    "engine/rules/hidden_policy.py": (
+        "tests/engine/rules/test_hidden_policy.py",
         "tests/security/test_hidden_columns.py",
         "tests/security/test_hidden_surfaces.py",
     ),
     # issue 30 §3: error texts, reads in any row order, the server's columns of row values
-    "engine/hidden_errors.py": ("tests/engine/test_hidden_errors.py",),
-    "engine/hidden_order.py": ("tests/engine/test_hidden_order.py",),
+    "engine/rules/hidden_errors.py": ("tests/engine/rules/test_hidden_errors.py",),
+    "engine/rules/hidden_order.py": ("tests/engine/rules/test_hidden_order.py",),
     "engine/server_columns.py": ("tests/engine/test_server_columns.py",),
     "engine/undo_checks.py": _UNDO,
     "engine/undo_restore.py": _UNDO,

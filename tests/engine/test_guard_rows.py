@@ -10,7 +10,7 @@ import apsw
 import pytest
 
 from sqlgate.engine.guard_rows import HOOK_ID, RowWatch, guarding, refuse_changed_rows
-from sqlgate.engine.live_rules import NO_RULES, LiveRules
+from sqlgate.engine.rules.live_rules import NO_RULES, LiveRules
 from sqlgate.engine.statements.policy import Operation
 from sqlgate.errors import PolicyDenied
 

@@ -907,7 +907,7 @@ def test_a_trigger_fired_from_a_trigger_names_itself_and_a_key_action_names_noth
     """What a trigger's own body writes is named with its name; a trigger it fires names
     itself; a foreign key's action names nothing, even set off from inside a trigger. So a
     new trigger's own writes are told apart by name, and what they set off by preparing each
-    of them on its own (`engine.guard_schema`)."""
+    of them on its own (`engine.rules.guard_schema`)."""
     g = guarded(LEFT, hidden=())
     g.run("EXPLAIN INSERT INTO x DEFAULT VALUES")
     writes = [c for c in g.calls if c[0] in ("INSERT", "DELETE")]

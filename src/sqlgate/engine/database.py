@@ -22,7 +22,6 @@ from pathlib import Path
 import apsw
 
 from sqlgate.config import Settings
-from sqlgate.engine.authorizer import shadow_tables
 from sqlgate.engine.commands import db_option
 from sqlgate.engine.connect import (
     apply_process_limits,
@@ -32,10 +31,16 @@ from sqlgate.engine.connect import (
     open_audit_connection,
     open_server_connection,
 )
-from sqlgate.engine.live_rules import LiveRules, RuleResolver
 from sqlgate.engine.ownership import check_ownership
-from sqlgate.engine.policy_file import check_against, listed, rules_from_settings
 from sqlgate.engine.records import database_id
+from sqlgate.engine.rules import (
+    LiveRules,
+    RuleResolver,
+    check_against,
+    listed,
+    rules_from_settings,
+    shadow_tables,
+)
 from sqlgate.engine.schema import MIGRATIONS, check_owner, migrate, protected_names
 from sqlgate.errors import StartupError
 

@@ -18,13 +18,18 @@ from typing import Any, TypeVar
 
 import apsw
 
-from sqlgate.engine.authorizer import PolicyRecorder, recording
 from sqlgate.engine.framing import abridged, counted, one_line
-from sqlgate.engine.hidden_checks import HiddenWatch, veiled_error
 from sqlgate.engine.limits import SQLITE_INT_MAX, SQLITE_INT_MIN, CallControl, Deadline, watched
-from sqlgate.engine.live_rules import NO_RULES, LiveRules
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.raw_text import UnreadableText
+from sqlgate.engine.rules import (
+    NO_RULES,
+    HiddenWatch,
+    LiveRules,
+    PolicyRecorder,
+    recording,
+    veiled_error,
+)
 from sqlgate.engine.sqltext import has_more_statements
 from sqlgate.engine.statements import Tier, destructive_keeps, double_quoted_string, single_quoted
 from sqlgate.errors import (

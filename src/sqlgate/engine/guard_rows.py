@@ -1,7 +1,7 @@
 """Rows of guarded tables a statement did change, judged after it ran, before its COMMIT.
 
 The authorizer judges what a statement may do; two changes it cannot judge at prepare are
-judged here on what the statement did (`engine.guarded_policy`): REPLACE's delete of the row
+judged here on what the statement did (`engine.rules.guarded_policy`): REPLACE's delete of the row
 a new one conflicts with (SQLite never reports it), and a foreign key's action that an
 INSERT sets off only when a row conflicts (SQLite reports it whether or not one does).
 Only a statement that did delete or change a row of a protected or append-only table is
@@ -37,11 +37,9 @@ import apsw
 from sqlgate.engine.changesets import read_changeset
 from sqlgate.engine.execute import row_shadow
 from sqlgate.engine.framing import abridged
-from sqlgate.engine.guard_schema import SchemaGuard
-from sqlgate.engine.guarded_policy import changed_row_refusal, row_change_refused
-from sqlgate.engine.live_rules import LiveRules
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.raw_text import RawText
+from sqlgate.engine.rules import LiveRules, SchemaGuard, changed_row_refusal, row_change_refused
 from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.engine.statements import ROW_ACTIONS, Operation
 from sqlgate.errors import PolicyDenied
@@ -343,7 +341,7 @@ def guarding(conn: apsw.Connection, rules: LiveRules) -> Iterator[None]:
     """Around one statement that keeps no changeset, inside its transaction: refuse
     (PolicyDenied) when, once it has run, it changed a guarded row (`RowWatch`) or left in
     the schema what would change a guarded table when another program fires it
-    (`engine.guard_schema`). Nothing is watched while no table is guarded."""
+    (`engine.rules.guard_schema`). Nothing is watched while no table is guarded."""
     if not _guarded(rules):
         yield
         return

@@ -17,7 +17,7 @@ from sqlgate.engine.database import Database
 from sqlgate.engine.framing import FramedReply, counted, inline
 from sqlgate.engine.limits import CallControl, Clock, Deadline, watched
 from sqlgate.engine.names import fold_name, same_name
-from sqlgate.engine.rule_notes import schema_notes, table_notes
+from sqlgate.engine.rules import schema_notes, table_notes
 from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.errors import InvalidArgument, NotFound, QueryTimeout
 

@@ -10,7 +10,6 @@ from typing import Any
 
 import apsw
 
-from sqlgate.engine.authorizer import check_references
 from sqlgate.engine.commands import db_option, shell_word
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.csvout import CsvResult, render_csv
@@ -24,13 +23,12 @@ from sqlgate.engine.execute import (
 )
 from sqlgate.engine.framing import counted
 from sqlgate.engine.guard_rows import guarding, refuse_changed_rows
-from sqlgate.engine.guarded_policy import guarded_statement_refusal
-from sqlgate.engine.hidden_policy import hidden_trailer
 from sqlgate.engine.limits import CallControl, Clock, Deadline, ResultCaps
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.outcome import Outcome, unchanged, with_note
 from sqlgate.engine.raw_text import UnreadableText, raw_rows, raw_select, text_codec
 from sqlgate.engine.records import utc_timestamp
+from sqlgate.engine.rules import check_references, guarded_statement_refusal, hidden_trailer
 from sqlgate.engine.snapshots import rotate_snapshots, take_snapshot
 from sqlgate.engine.sqltext import has_more_statements
 from sqlgate.engine.statements import (

@@ -22,7 +22,6 @@ from typing import Any, Protocol
 import apsw
 
 from sqlgate.config import Settings
-from sqlgate.engine.authorizer import check_references
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.csvout import CsvResult
 from sqlgate.engine.execute import RunContext, mass_rewrite, run_statement
@@ -31,6 +30,7 @@ from sqlgate.engine.limits import CallControl
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.outcome import Outcome, unchanged
 from sqlgate.engine.records import utc_timestamp
+from sqlgate.engine.rules import check_references
 from sqlgate.engine.statements import Statement, Tier
 from sqlgate.engine.undo import (
     SPLIT_ADVICE,

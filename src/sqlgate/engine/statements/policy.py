@@ -1,6 +1,6 @@
 """The safety policy as data: which tier may do what, to which objects.
 
-The authorizer (`engine.authorizer`) only records what a statement does as `Operation`
+The authorizer (`engine.rules.authorizer`) only records what a statement does as `Operation`
 facts; `decide` is a pure function of (tier, operation, protected names) -> `Verdict`.
 
     action          read  write  destr.  view   target rule
@@ -41,7 +41,7 @@ Every fact is about the main database, except the temp catalog's rows: ALTER TAB
 RENAME reads and rewrites them to fix temp triggers, and since temp objects are never
 allowed it is always empty (direct DML on any catalog is refused by defensive mode).
 EMPTY_TABLE is the one fact not from SQLite's authorizer: the statement tracer reports a
-DELETE without WHERE that a virtual table module runs (see `engine.authorizer`).
+DELETE without WHERE that a virtual table module runs (see `engine.rules.authorizer`).
 """
 
 from __future__ import annotations
@@ -300,7 +300,7 @@ def decide(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdict:
 
     `protected` holds the folded names (`fold_name`) of server objects (tables, their FTS
     shadow tables, views, triggers, indexes). The user's own table rules are judged after
-    this, by `engine.rule_policy.decide_with_rules`.
+    this, by `engine.rules.rule_policy.decide_with_rules`.
     """
     if op.action in NEVER:
         return Verdict(False, NEVER[op.action])

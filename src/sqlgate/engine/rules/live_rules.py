@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 
 import apsw
 
-from sqlgate.engine.guard_facts import guarded_parents, guarded_shadows
-from sqlgate.engine.hidden_facts import hidden_facts
 from sqlgate.engine.names import fold_name
+from sqlgate.engine.rules.guard_facts import guarded_parents, guarded_shadows
+from sqlgate.engine.rules.hidden_facts import hidden_facts
+from sqlgate.engine.rules.table_rules import FLAG_ORIGIN, TableRules
 from sqlgate.engine.schema_cookie import read_schema_version
-from sqlgate.engine.table_rules import FLAG_ORIGIN, TableRules
 
 __all__ = ["NO_RULES", "LiveRules", "RuleResolver"]
 
@@ -54,11 +54,11 @@ class LiveRules:
     origin: str = FLAG_ORIGIN
     # the names as the rules give them, for messages: folded table -> name shown
     shown: Mapping[str, str] = field(default_factory=dict)
-    # derived for the guarded tables (`engine.guard_facts`): the tables they reference, and
+    # derived for the guarded tables (`engine.rules.guard_facts`): the tables they reference, and
     # the shadow tables of the guarded virtual tables (shadow -> virtual table)
     guarded_parents: frozenset[str] = frozenset()
     shadow_of: Mapping[str, str] = field(default_factory=dict)
-    # derived from the schema (`engine.hidden_facts`): tables no read of which is allowed,
+    # derived from the schema (`engine.rules.hidden_facts`): tables no read of which is allowed,
     # indexes over a hidden column, tables a write to which can test a guess
     unreadable: frozenset[str] = frozenset()
     hidden_indexes: frozenset[str] = frozenset()
@@ -70,7 +70,7 @@ class LiveRules:
 
     @property
     def hides(self) -> bool:
-        """Whether any column is hidden (the statement checks of `engine.hidden_checks`)."""
+        """Whether any column is hidden (the statement checks of `engine.rules.hidden_checks`)."""
         return bool(self.hidden or self.sealed)
 
     def hidden_in(self, table: str | None) -> frozenset[str]:

@@ -8,8 +8,13 @@ import apsw
 import pytest
 
 from sqlgate.config import Settings
-from sqlgate.engine.policy_file import check_against, load_policy, parse_policy, rules_from_settings
-from sqlgate.engine.table_rules import ColumnRule, TableRules
+from sqlgate.engine.rules.policy_file import (
+    check_against,
+    load_policy,
+    parse_policy,
+    rules_from_settings,
+)
+from sqlgate.engine.rules.table_rules import ColumnRule, TableRules
 from sqlgate.errors import InvalidArgument, StartupError
 
 GOOD = """

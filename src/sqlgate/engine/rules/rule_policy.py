@@ -1,18 +1,18 @@
 """The server's policy and the user's table rules together, for one fact. Pure.
 
 `policy.decide` judges what a tier may do to which kind of object; a fact it allows is then
-judged by the user's rules as they apply to the schema now (`engine.live_rules`): a change
-to a protected or append-only table first (`engine.guarded_policy`), then hidden columns
-(`engine.hidden_policy`), whose verdict may be to read NULL instead of the value.
+judged by the user's rules as they apply to the schema now (`engine.rules.live_rules`): a change
+to a protected or append-only table first (`engine.rules.guarded_policy`), then hidden columns
+(`engine.rules.hidden_policy`), whose verdict may be to read NULL instead of the value.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlgate.engine.guarded_policy import guarded_verdict
-from sqlgate.engine.hidden_policy import hidden_verdict
-from sqlgate.engine.live_rules import LiveRules
+from sqlgate.engine.rules.guarded_policy import guarded_verdict
+from sqlgate.engine.rules.hidden_policy import hidden_verdict
+from sqlgate.engine.rules.live_rules import LiveRules
 from sqlgate.engine.statements import Operation, Tier, Verdict, decide
 
 __all__ = ["UNJUDGED", "decide_with_rules"]

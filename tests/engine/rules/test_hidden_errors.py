@@ -6,15 +6,15 @@ from __future__ import annotations
 import apsw
 import pytest
 
-from sqlgate.engine.hidden_checks import trigger_literals
-from sqlgate.engine.hidden_errors import (
+from sqlgate.engine.rules.hidden_checks import trigger_literals
+from sqlgate.engine.rules.hidden_errors import (
     FIXED_TEXTS,
     evaluated_tables,
     order_veiled_message,
     shown_as_is,
     veiled_message,
 )
-from sqlgate.engine.live_rules import LiveRules
+from sqlgate.engine.rules.live_rules import LiveRules
 from sqlgate.engine.statements.policy import Operation
 
 RULES = LiveRules(

@@ -1,4 +1,4 @@
-"""Which reads answer alike in any row order, a table of cases (engine/hidden_order.py).
+"""Which reads answer alike in any row order, a table of cases (engine/rules/hidden_order.py).
 
 True: the read may walk an index over a hidden column. False: refused, as it could show
 the rows' order or which of them came first (the reason is beside each case)."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import apsw
 import pytest
 
-from sqlgate.engine.hidden_order import order_free
+from sqlgate.engine.rules.hidden_order import order_free
 
 
 def _aggregates() -> frozenset[str]:

@@ -4,7 +4,7 @@ The owner's application writes the database through its own connection, where no
 authorizer watches: a trigger the agent created would run there with nothing to stop it
 writing a protected or append-only table. So, after a statement changed the schema and
 before its transaction commits, what it left is read here and judged by
-`engine.guarded_policy` (a refusal rolls the whole call back):
+`engine.rules.guarded_policy` (a refusal rolls the whole call back):
 
     new triggers    what each would write when fired, found as SQLite finds it: the
                     statements that fire it (INSERT ... DEFAULT VALUES, UPDATE of every
@@ -33,16 +33,16 @@ from typing import Any
 
 import apsw
 
-from sqlgate.engine.guard_facts import key_actions, replaces
-from sqlgate.engine.guarded_policy import (
+from sqlgate.engine.names import fold_name
+from sqlgate.engine.rules.guard_facts import key_actions, replaces
+from sqlgate.engine.rules.guarded_policy import (
     LeftWrite,
     NewTable,
     left_write_refusal,
     new_table_refusal,
     unchecked_trigger_refusal,
 )
-from sqlgate.engine.live_rules import LiveRules
-from sqlgate.engine.names import fold_name
+from sqlgate.engine.rules.live_rules import LiveRules
 from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.engine.statements import ROW_ACTIONS, Operation
 from sqlgate.errors import PolicyDenied

@@ -27,19 +27,19 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from sqlgate.engine.authorizer import PolicyRecorder, recording
 from sqlgate.engine.deferred import deferred
-from sqlgate.engine.hidden_errors import (
+from sqlgate.engine.names import fold_name
+from sqlgate.engine.rules.authorizer import PolicyRecorder, recording
+from sqlgate.engine.rules.hidden_errors import (
     evaluated_tables,
     order_veiled_message,
     shown_as_is,
     veiled_message,
 )
-from sqlgate.engine.hidden_facts import VALUE_TABLES, names_in
-from sqlgate.engine.hidden_order import order_free
-from sqlgate.engine.hidden_policy import ASK, changes_anything, read_in_change_message
-from sqlgate.engine.live_rules import LiveRules
-from sqlgate.engine.names import fold_name
+from sqlgate.engine.rules.hidden_facts import VALUE_TABLES, names_in
+from sqlgate.engine.rules.hidden_order import order_free
+from sqlgate.engine.rules.hidden_policy import ASK, changes_anything, read_in_change_message
+from sqlgate.engine.rules.live_rules import LiveRules
 from sqlgate.engine.sqltext import sqlite_tokens, word
 from sqlgate.engine.statements import Verdict
 from sqlgate.errors import PolicyDenied
@@ -144,7 +144,7 @@ def veiled_error(
     conn: apsw.Connection, recorder: PolicyRecorder, exc: apsw.Error, message: str
 ) -> str | None:
     """The value-free answer instead of SQLite's `message` for the statement `recorder`
-    watched (`engine.hidden_errors`), or None when the message may be shown as it is."""
+    watched (`engine.rules.hidden_errors`), or None when the message may be shown as it is."""
     if not recorder.running:  # failed while it was prepared: words of its SQL and schema
         return None
     rules = recorder.rules
@@ -212,7 +212,7 @@ class HiddenWatch:
 
     def check_plan(self, recorder: PolicyRecorder, sql: str, bindings: Any) -> None:
         """Refuse (PolicyDenied) a statement whose plan walks an index over a hidden column,
-        unless its answer cannot depend on the order of the rows (`engine.hidden_order`):
+        unless its answer cannot depend on the order of the rows (`engine.rules.hidden_order`):
         then `recorder.hidden_order` says which index, so its errors say nothing either."""
         if not self.rules.hidden_indexes:
             return
@@ -318,7 +318,7 @@ class HiddenWatch:
         hidden, counts = self.before[table]
         now = {fold_name(str(c)) for (c,) in self.conn.execute(_COLUMNS, (table,))}
         if not now:
-            return  # renamed: the rule follows the table (engine.live_rules)
+            return  # renamed: the rule follows the table (engine.rules.live_rules)
         after = names_in(_sql_of(self.conn, table))
         if hidden - now:
             self._deny(f"the ALTER renames or drops a hidden column of {table}")

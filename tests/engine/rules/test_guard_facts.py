@@ -5,7 +5,7 @@ from __future__ import annotations
 import apsw
 import pytest
 
-from sqlgate.engine.guard_facts import guarded_parents, guarded_shadows, key_actions, replaces
+from sqlgate.engine.rules.guard_facts import guarded_parents, guarded_shadows, key_actions, replaces
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sqlgate.engine.hidden_policy import (
+from sqlgate.engine.rules.hidden_policy import (
     IGNORED,
     changes_anything,
     hidden_trailer,
@@ -12,7 +12,7 @@ from sqlgate.engine.hidden_policy import (
     read_in_change_message,
     written_hidden_message,
 )
-from sqlgate.engine.live_rules import LiveRules
+from sqlgate.engine.rules.live_rules import LiveRules
 from sqlgate.engine.statements.policy import ALLOW, Operation, Tier
 
 RULES = LiveRules(

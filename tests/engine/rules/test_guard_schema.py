@@ -1,13 +1,13 @@
 """What a new trigger would write when fired, and what a statement leaves in the schema,
-read on plain connections (`engine.guard_schema`)."""
+read on plain connections (`engine.rules.guard_schema`)."""
 
 from __future__ import annotations
 
 import apsw
 import pytest
 
-from sqlgate.engine.guard_schema import SchemaGuard, UncheckedTrigger, trigger_writes
-from sqlgate.engine.live_rules import LiveRules
+from sqlgate.engine.rules.guard_schema import SchemaGuard, UncheckedTrigger, trigger_writes
+from sqlgate.engine.rules.live_rules import LiveRules
 from sqlgate.errors import PolicyDenied
 
 SCHEMA = """

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from sqlgate.engine.table_rules import ColumnRule, TableRules, parse_column_name, parse_table_name
+from sqlgate.engine.rules.table_rules import (
+    ColumnRule,
+    TableRules,
+    parse_column_name,
+    parse_table_name,
+)
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sqlgate.engine.guarded_policy import (
+from sqlgate.engine.rules.guarded_policy import (
     LeftWrite,
     NewTable,
     changed_row_refusal,
@@ -15,7 +15,7 @@ from sqlgate.engine.guarded_policy import (
     row_change_refused,
     unchecked_trigger_refusal,
 )
-from sqlgate.engine.live_rules import LiveRules
+from sqlgate.engine.rules.live_rules import LiveRules
 from sqlgate.engine.statements.policy import Operation, Tier
 
 RULES = LiveRules(

@@ -27,9 +27,9 @@ from typing import Any
 
 import apsw
 
-from sqlgate.engine.live_rules import NO_RULES, LiveRules
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.rule_policy import decide_with_rules
+from sqlgate.engine.rules.live_rules import NO_RULES, LiveRules
+from sqlgate.engine.rules.rule_policy import decide_with_rules
 from sqlgate.engine.schema_cookie import schema_version
 from sqlgate.engine.statements import (
     WRITE_ACTIONS,
@@ -89,7 +89,7 @@ class PolicyRecorder:
         self.refusal: Verdict | None = None
         self.running = False  # set once preparation is over: later facts are nested
         # (index, table) of a plan allowed to walk an index over a hidden column, its result
-        # being free of row order (`engine.hidden_checks`): its errors must be too
+        # being free of row order (`engine.rules.hidden_checks`): its errors must be too
         self.hidden_order: tuple[str, str] | None = None
         self.shadow_tables: frozenset[str] = frozenset()  # folded; set by `recording`
 

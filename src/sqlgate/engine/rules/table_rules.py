@@ -7,7 +7,7 @@ append-only tables.
 
 They come from flags, their environment variables and a `--policy` TOML file; this module
 holds them as data and checks each name's form. Which live tables and columns they name is
-worked out against the schema, again whenever it changes (`engine.live_rules`).
+worked out against the schema, again whenever it changes (`engine.rules.live_rules`).
 
 Names are kept as given (for messages) and compared folded as SQLite folds them
 (`engine.names.fold_name`): `Users.SSN`, `"users"."ssn"` and `main.users.ssn` are one rule.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import apsw
 
-from sqlgate.engine.live_rules import NO_RULES, RuleResolver
-from sqlgate.engine.table_rules import ColumnRule, TableRules
+from sqlgate.engine.rules.live_rules import NO_RULES, RuleResolver
+from sqlgate.engine.rules.table_rules import ColumnRule, TableRules
 
 
 def resolver() -> RuleResolver:

@@ -1,6 +1,6 @@
 """What the schema adds to hidden columns: the objects that hold, order or test their values.
 
-Read from the schema when the rules are resolved (`engine.live_rules`), so once per schema
+Read from the schema when the rules are resolved (`engine.rules.live_rules`), so once per schema
 change. Stored SQL is matched word by word (`names_in`), which errs towards "it names a
 hidden column": a false match refuses more, never less.
 
@@ -12,7 +12,7 @@ hidden column": a false match refuses more, never less.
                           tables and fts5vocab tables over them: unreadable (MATCH answers
                           whether a guess is there)
     hidden indexes        an index whose columns, expressions or WHERE name a hidden column:
-                          a scan of it returns rows in hidden order (`engine.hidden_checks`)
+                          a scan of it returns rows in hidden order (`engine.rules.hidden_checks`)
     oracle tables         a write to them can tell a right guess from a wrong one: a CHECK,
                           multi-column key, UNIQUE/partial/expression index or generated
                           column mixing a hidden column with others, or a FOREIGN KEY to one

@@ -1,7 +1,7 @@
 """Whether a read's answer is the same in whatever order its rows are visited. Pure.
 
 A plan that walks an index over a hidden column visits rows in the order of the hidden
-values (`engine.hidden_checks`). The read may still run when nothing it answers can depend
+values (`engine.rules.hidden_checks`). The read may still run when nothing it answers can depend
 on that order: it is one SELECT of counts, over plain row sources (sqlglot reads the text;
 views and CTEs are read from their own text):
 

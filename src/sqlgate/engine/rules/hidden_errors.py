@@ -17,7 +17,7 @@ value (`shown_as_is`):
 
 Any other message is replaced (`veiled_message`): what kind of failure it was, the tables,
 and the next step. A statement whose plan walks an index over a hidden column (allowed when
-its result cannot depend on row order, `engine.hidden_order`) gets one fixed message for
+its result cannot depend on row order, `engine.rules.hidden_order`) gets one fixed message for
 every failure while it runs (`order_veiled_message`): which row failed first would tell the
 rows' hidden order. Whether a message is replaced depends on the statement, the schema and
 the kind of failure (an owner's RAISE that picks one of its literals by a hidden value tells
@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from sqlgate.engine.hidden_policy import ASK, hidden_verdict
-from sqlgate.engine.live_rules import LiveRules
 from sqlgate.engine.names import fold_name
+from sqlgate.engine.rules.hidden_policy import ASK, hidden_verdict
+from sqlgate.engine.rules.live_rules import LiveRules
 from sqlgate.engine.statements import ALLOW, Operation, Tier
 
 __all__ = [

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from sqlgate.config import Settings
 from sqlgate.engine.framing import counted
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.table_rules import (
+from sqlgate.engine.rules.table_rules import (
     ColumnRule,
     TableRules,
     parse_column_name,

@@ -8,9 +8,9 @@ notes come with them. Names and notes are stored or given text: shown through `i
 from __future__ import annotations
 
 from sqlgate.engine.framing import inline
-from sqlgate.engine.live_rules import LiveRules
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.table_rules import TableRules
+from sqlgate.engine.rules.live_rules import LiveRules
+from sqlgate.engine.rules.table_rules import TableRules
 
 __all__ = ["schema_notes", "table_notes"]
 

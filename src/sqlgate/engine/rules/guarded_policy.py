@@ -17,9 +17,9 @@ judged elsewhere with words from here:
   has run, on the rows it changed (`engine.guard_rows`, `changed_row_refusal`): only an
   INSERT that did delete or change a guarded row is refused.
 - `ALTER TABLE parent RENAME` rewrites a guarded table's REFERENCES clause naming only the
-  parent (`engine.guard_facts`: every ALTER of a parent is refused).
+  parent (`engine.rules.guard_facts`: every ALTER of a parent is refused).
 - What a statement leaves in the schema for other programs to fire, where no authorizer
-  watches (`engine.guard_schema`): a new trigger that would write a guarded table, through
+  watches (`engine.rules.guard_schema`): a new trigger that would write a guarded table, through
   whatever its writes set off (`left_write_refusal`), a table that takes a guarded name
   with triggers, foreign-key actions or ON CONFLICT REPLACE, or becomes the parent a
   guarded table's foreign key acts from (`new_table_refusal`).
@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlgate.engine.live_rules import LiveRules
 from sqlgate.engine.names import fold_name
+from sqlgate.engine.rules.live_rules import LiveRules
 from sqlgate.engine.statements import (
     ALLOW,
     CATALOG,
@@ -228,7 +228,7 @@ def changed_row_refusal(
     )
 
 
-# -- what a statement leaves in the schema (`engine.guard_schema`) ---------------------------
+# -- what a statement leaves in the schema (`engine.rules.guard_schema`) ---------------------------
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@
     a write to an oracle table   refused: its constraints mix a hidden column with others,
                                  so success or failure would tell a guess right or wrong
 
-The rest of hiding judges a whole statement (`engine.hidden_checks`): the messages and the
+The rest of hiding judges a whole statement (`engine.rules.hidden_checks`): the messages and the
 judgements that need no database are here, so they can be tested and mutated alone.
 """
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlgate.engine.live_rules import LiveRules
 from sqlgate.engine.names import fold_name
+from sqlgate.engine.rules.live_rules import LiveRules
 from sqlgate.engine.statements import ALLOW, WRITE_ACTIONS, Operation, Tier, Verdict
 
 __all__ = [
