@@ -43,8 +43,8 @@ from sqlgate.memory.store import Memory, Reply, redactor_for
 
 if TYPE_CHECKING:  # built on first use (`_BuiltOnce`), their modules imported then
     from sqlgate.claims.store import ClaimStore
+    from sqlgate.engine.database import Introspection
     from sqlgate.engine.execute import Bindings
-    from sqlgate.engine.introspect import Introspection
     from sqlgate.engine.queries import SqlTiers
     from sqlgate.engine.textsearch import SearchRequest, TextSearch
     from sqlgate.engine.undo_restore import UndoRestore, UndoTarget
@@ -197,7 +197,7 @@ class Service:
 
     @_BuiltOnce
     def introspection(self) -> Introspection:
-        from sqlgate.engine.introspect import Introspection
+        from sqlgate.engine.database import Introspection
 
         return Introspection(self.db, self.settings.query_timeout, self.clock)
 

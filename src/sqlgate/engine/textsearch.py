@@ -28,9 +28,9 @@ import apsw
 import re2
 
 from sqlgate.engine.csvout import csv_line, csv_reply
+from sqlgate.engine.database import SchemaObject, find_object
 from sqlgate.engine.execute import Bindings, RunContext, run_statement
 from sqlgate.engine.framing import counted, inline
-from sqlgate.engine.introspect import SchemaObject, find_object
 from sqlgate.engine.limits import CallControl, Deadline
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.queries import Outcome, SqlTiers

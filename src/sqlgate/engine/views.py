@@ -12,9 +12,9 @@ import re
 import apsw
 
 from sqlgate.engine.connect import immediate_transaction
+from sqlgate.engine.database import find_object
 from sqlgate.engine.execute import RunContext, run_statement
 from sqlgate.engine.framing import counted
-from sqlgate.engine.introspect import find_object
 from sqlgate.engine.limits import CallControl, Deadline
 from sqlgate.engine.queries import SqlTiers
 from sqlgate.engine.records import utc_timestamp

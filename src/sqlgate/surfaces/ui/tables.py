@@ -13,8 +13,8 @@ from typing import Any
 
 import apsw
 
+from sqlgate.engine.database import schema_objects
 from sqlgate.engine.framing import counted
-from sqlgate.engine.introspect import schema_objects
 from sqlgate.engine.limits import CallControl, Deadline, watched
 from sqlgate.engine.raw_text import raw_rows, raw_select, text_codec
 from sqlgate.engine.rules import LiveRules, PolicyRecorder, recording

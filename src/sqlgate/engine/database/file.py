@@ -31,7 +31,7 @@ from sqlgate.engine.connect import (
     open_audit_connection,
     open_server_connection,
 )
-from sqlgate.engine.ownership import check_ownership
+from sqlgate.engine.database.ownership import check_ownership
 from sqlgate.engine.records import database_id
 from sqlgate.engine.rules import (
     LiveRules,
@@ -105,7 +105,7 @@ class Database:
         cls, settings: Settings, *, create_parent: bool = False, read_only: bool = False
     ) -> Database:
         """Open (creating if needed) and migrate the database. Raises StartupError, also
-        for a file of another program's (`engine.ownership`) unless `settings.adopt_db`.
+        for a file of another program's (`engine.database.ownership`) unless `settings.adopt_db`.
 
         `read_only`: open an existing sqlgate database for reading only (nothing is created,
         migrated or written, and no lock is waited for)."""

@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sqlgate.engine.framing import LINE_BREAKS
-from sqlgate.engine.ownership import (
+from sqlgate.engine.database.ownership import (
     SQLGATE_LOG_COLUMNS,
     FileFacts,
     Owner,
@@ -23,6 +22,7 @@ from sqlgate.engine.ownership import (
     refusal,
     shown_path,
 )
+from sqlgate.engine.framing import LINE_BREAKS
 from sqlgate.engine.schema import APPLICATION_ID, MIGRATIONS, migrate
 from sqlgate.errors import StartupError
 from tests.app_database import folder_state

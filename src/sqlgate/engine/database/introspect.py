@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import apsw
 
 from sqlgate.engine.csvout import csv_line, csv_reply
-from sqlgate.engine.database import Database
+from sqlgate.engine.database.file import Database
 from sqlgate.engine.framing import FramedReply, counted, inline
 from sqlgate.engine.limits import CallControl, Clock, Deadline, watched
 from sqlgate.engine.names import fold_name, same_name

@@ -16,8 +16,8 @@ import apsw
 import pytest
 
 from sqlgate.config import Settings
-from sqlgate.engine import database as database_module
-from sqlgate.engine.database import Database
+from sqlgate.engine.database import file as database_module
+from sqlgate.engine.database.file import Database
 from sqlgate.engine.schema import APPLICATION_ID, MIGRATIONS
 from sqlgate.errors import StartupError
 from tests.app_database import folder_state
