@@ -60,22 +60,22 @@ RESULTS = REPO / ".mutation"
 EQUIVALENTS = REPO / "scripts" / "mutation_equivalents.toml"
 
 _UNDO = (
-    "tests/engine/test_undo.py",
-    "tests/engine/test_undo_restore.py",
-    "tests/engine/test_undo_checks.py",
-    "tests/engine/test_undo_properties.py",
-    "tests/engine/test_undo_writes.py",
-    "tests/engine/test_undo_storage.py",
-    "tests/engine/test_undo_next_steps.py",
-    "tests/engine/test_undo_keys.py",
-    "tests/engine/test_undo_raw_text.py",
+    "tests/engine/undo/test_undo.py",
+    "tests/engine/undo/test_undo_restore.py",
+    "tests/engine/undo/test_undo_checks.py",
+    "tests/engine/undo/test_undo_properties.py",
+    "tests/engine/undo/test_undo_writes.py",
+    "tests/engine/undo/test_undo_storage.py",
+    "tests/engine/undo/test_undo_next_steps.py",
+    "tests/engine/undo/test_undo_keys.py",
+    "tests/engine/undo/test_undo_raw_text.py",
     "tests/engine/test_raw_text.py",
 )
 _UNDO_DDL = (
-    "tests/engine/test_undo_ddl.py",
-    "tests/engine/test_undo_ddl_views.py",
-    "tests/engine/test_undo_ddl_properties.py",
-    "tests/engine/test_undo_raw_text.py",
+    "tests/engine/undo/test_undo_ddl.py",
+    "tests/engine/undo/test_undo_ddl_views.py",
+    "tests/engine/undo/test_undo_ddl_properties.py",
+    "tests/engine/undo/test_undo_raw_text.py",
 )
 _CHAIN = (
     "tests/memory/test_chain.py",
@@ -119,13 +119,13 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "engine/statements/where.py": ("tests/engine/statements/test_where.py",),
     # through whole services: the facts come from a real schema, the fallback from SQLite
     "engine/where_check.py": ("tests/test_service_where.py",),
-    "engine/undo.py": _UNDO,
-    "engine/undo_writes.py": _UNDO,
-    "engine/undo_keys.py": _UNDO,
+    "engine/undo/capture.py": _UNDO,
+    "engine/undo/writes.py": _UNDO,
+    "engine/undo/keys.py": _UNDO,
     "engine/writes.py": _UNDO,
     "engine/records/identity.py": (
         "tests/engine/records/test_identity.py",
-        "tests/engine/test_undo_writes.py",
+        "tests/engine/undo/test_undo_writes.py",
     ),
     # who a caller is (issue 22): the tier order, the name rule, tokens and their reasons
     "engine/records/actors.py": (
@@ -155,18 +155,18 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "engine/rules/hidden_errors.py": ("tests/engine/rules/test_hidden_errors.py",),
     "engine/rules/hidden_order.py": ("tests/engine/rules/test_hidden_order.py",),
     "engine/server_columns.py": ("tests/engine/test_server_columns.py",),
-    "engine/undo_checks.py": _UNDO,
-    "engine/undo_restore.py": _UNDO,
-    "engine/undo_ddl.py": _UNDO_DDL,
-    "engine/undo_ddl_checks.py": _UNDO_DDL,
+    "engine/undo/checks.py": _UNDO,
+    "engine/undo/restore.py": _UNDO,
+    "engine/undo/ddl.py": _UNDO_DDL,
+    "engine/undo/ddl_checks.py": _UNDO_DDL,
     # text that is not UTF-8 (issue 30): the changesets the undo reads, the rows it digests
-    "engine/changesets.py": (
-        "tests/engine/test_changesets.py",
-        "tests/engine/test_undo_raw_text.py",
+    "engine/undo/changesets.py": (
+        "tests/engine/undo/test_changesets.py",
+        "tests/engine/undo/test_undo_raw_text.py",
     ),
     "engine/raw_text.py": (
         "tests/engine/test_raw_text.py",
-        "tests/engine/test_undo_raw_text.py",
+        "tests/engine/undo/test_undo_raw_text.py",
         "tests/test_service_raw_text.py",
     ),
     "memory/contract.py": _CHAIN,

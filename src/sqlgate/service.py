@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # built on first use (`_BuiltOnce`), their modules imported t
     from sqlgate.engine.execute import Bindings
     from sqlgate.engine.queries import SqlTiers
     from sqlgate.engine.textsearch import SearchRequest, TextSearch
-    from sqlgate.engine.undo_restore import UndoRestore, UndoTarget
+    from sqlgate.engine.undo import UndoRestore, UndoTarget
     from sqlgate.engine.views import ViewSaver
 
 __all__ = ["Service", "new_session_id"]
@@ -79,7 +79,7 @@ def undo_target(
 ) -> UndoTarget:
     """What `undo` was asked for: numbers as given, texts as `15` or `15@3f9a1c07`
     (`listing`: the command that lists the ids, for a person's malformed one)."""
-    from sqlgate.engine.undo_restore import UndoTarget
+    from sqlgate.engine.undo import UndoTarget
 
     if (audit_id is None) == (changeset is None):
         raise InvalidArgument(
@@ -203,7 +203,7 @@ class Service:
 
     @_BuiltOnce
     def undoing(self) -> UndoRestore:
-        from sqlgate.engine.undo_restore import UndoRestore
+        from sqlgate.engine.undo import UndoRestore
 
         return UndoRestore(self.db, self.session, self.wall_clock)
 

@@ -1028,7 +1028,7 @@ def test_a_preupdate_hook_cannot_give_a_row_with_a_virtual_generated_column() ->
 def test_a_session_leaves_out_a_row_put_back_as_it_was_and_a_row_whose_key_is_null() -> None:
     """The changeset of a REPLACE that puts the same row back under the same key is empty;
     one that replaces a row whose PRIMARY KEY is NULL holds only the new row. The second
-    is why a call that changes such a row keeps no changeset (`engine.undo_keys`)."""
+    is why a call that changes such a row keeps no changeset (`engine.undo.keys`)."""
     conn = apsw.Connection(":memory:")
     conn.execute(REPLACING)
     for sql, expected in [

@@ -11,7 +11,7 @@ Two witnesses, as the write path has one or the other (apsw lets a connection ha
 a session or our preupdate hooks, never both):
 
     changeset   paths that keep undo data record every row change in a session
-                (`engine.undo.capturing`); a DELETE or UPDATE of a guarded row there is
+                (`engine.undo.capture.capturing`); a DELETE or UPDATE of a guarded row there is
                 one the statement made. A row deleted and put back as it was (same key,
                 same values) is no change: the session leaves it out.
     RowWatch    paths that keep none watch the guarded tables with a preupdate hook. A row
@@ -34,7 +34,6 @@ from typing import Any
 
 import apsw
 
-from sqlgate.engine.changesets import read_changeset
 from sqlgate.engine.execute import row_shadow
 from sqlgate.engine.framing import abridged
 from sqlgate.engine.names import fold_name
@@ -42,6 +41,7 @@ from sqlgate.engine.raw_text import RawText
 from sqlgate.engine.rules import LiveRules, SchemaGuard, changed_row_refusal, row_change_refused
 from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.engine.statements import ROW_ACTIONS, Operation
+from sqlgate.engine.undo import read_changeset
 from sqlgate.errors import PolicyDenied
 
 __all__ = ["RowWatch", "guarding", "refuse_changed_rows"]

@@ -41,6 +41,7 @@ from sqlgate.engine.statements import (
     inspect_statement,
 )
 from sqlgate.engine.undo import (
+    NullKeyWatch,
     ShapeCache,
     StoredChangeset,
     Summary,
@@ -53,7 +54,6 @@ from sqlgate.engine.undo import (
     unrestorable_write,
     written_tables,
 )
-from sqlgate.engine.undo_keys import NullKeyWatch
 from sqlgate.engine.where_check import refuse_unfiltered_update
 from sqlgate.engine.writes import UndoingWrites
 from sqlgate.errors import InvalidArgument, PolicyDenied, QueryTimeout
@@ -372,7 +372,7 @@ class SqlTiers:
         assert ctx.rewrite is None, "never capture a changeset with the rewrite guard installed"
         budget = self.undo_budget()
         with immediate_transaction(conn):
-            # only a change to a row whose key holds NULL needs the snapshot (engine.undo_keys)
+            # only a change to a row whose key holds NULL needs the snapshot (engine.undo.keys)
             keys = NullKeyWatch(conn, self.writes.facts.refresh(conn).null_keys)
             with capturing(conn, budget) as capture:
                 try:
@@ -452,7 +452,7 @@ class SqlTiers:
         summary: Summary,
         tool: str = "destructive_query",
     ) -> StoredChangeset:
-        """Store one call's changeset (`engine.undo.store_changeset`) in its transaction."""
+        """Store one call's changeset (`engine.undo.capture.store_changeset`) in its transaction."""
         return store_changeset(
             conn,
             changeset,

@@ -26,7 +26,7 @@ from sqlgate.engine.statements import (
     inspect_statement,
     validate_new_name,
 )
-from sqlgate.engine.undo_ddl import capturing_schema, store_created
+from sqlgate.engine.undo import capturing_schema, store_created
 from sqlgate.errors import InvalidArgument, NotFound, PolicyDenied
 
 __all__ = ["MAX_DESCRIPTION_CHARS", "ViewSaver", "description_comment"]
@@ -73,7 +73,7 @@ class ViewSaver:
         replace: bool,
         control: CallControl,
     ) -> tuple[str, int | None]:
-        """Save the view; returns the answer and the id of its undo record (`engine.undo_ddl`:
+        """Save the view; returns the answer and the id of its undo record (`engine.undo.ddl`:
         the undo drops the view, or puts back the one it replaced), None when nothing changed."""
         view = validate_new_name(name, "view", self.db.protected)  # type: ignore[arg-type]
         comment = description_comment(description if description is not None else "")  # type: ignore[arg-type]

@@ -3,12 +3,12 @@ CREATE keeps the catalog rows it made, in the statement's own transaction.
 
     rows     INSERT, UPDATE, upsert, REPLACE: an `apsw.Session` records the rows the statement
              (its triggers and foreign-key actions too) changes; the mass-rewrite guard counts
-             the changeset (`engine.undo_writes`); stored by `engine.undo.store_changeset`
+             the changeset (`engine.undo.writes`); stored by `engine.undo.capture.store_changeset`
     schema   CREATE TABLE / INDEX / VIRTUAL TABLE: the catalog rows it added
-             (`engine.undo_ddl`); the undo drops exactly those, or refuses
+             (`engine.undo.ddl`); the undo drops exactly those, or refuses
 
 A call that changed nothing keeps nothing and offers no undo. A change no changeset can undo
-(`UndoFallback`: a row whose PRIMARY KEY holds NULL, `engine.undo_keys`; a virtual table;
+(`UndoFallback`: a row whose PRIMARY KEY holds NULL, `engine.undo.keys`; a virtual table;
 a change over the undo budget) is refused (`NotUndoable`), rolled back, naming why and what
 to do: write_query never changes what it cannot undo. Only with write undo turned off
 (`off_reason`) does the caller run a write without undo data, saying so in its answer.
@@ -34,17 +34,19 @@ from sqlgate.engine.rules import check_references
 from sqlgate.engine.statements import Statement, Tier
 from sqlgate.engine.undo import (
     SPLIT_ADVICE,
+    NullKeyWatch,
     ShapeCache,
     StoredChangeset,
     Summary,
     UndoFallback,
+    WriteFacts,
     capturing,
+    capturing_schema,
+    prune_writes,
+    store_created,
     summarize,
     written_tables,
 )
-from sqlgate.engine.undo_ddl import capturing_schema, store_created
-from sqlgate.engine.undo_keys import NullKeyWatch
-from sqlgate.engine.undo_writes import WriteFacts, prune_writes
 from sqlgate.errors import NotUndoable, QueryTimeout
 
 __all__ = ["DDL_KINDS", "ROW_KINDS", "UndoingWrites", "WriteHost", "not_undoable"]

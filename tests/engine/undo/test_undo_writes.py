@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sqlgate.engine.framing import counted
-from sqlgate.engine.undo_writes import PRUNE_EVERY, prune_writes
+from sqlgate.engine.undo.writes import PRUNE_EVERY, prune_writes
 from sqlgate.errors import (
     MassRewrite,
     NotFound,
@@ -23,7 +23,7 @@ from sqlgate.errors import (
     WrongDatabase,
 )
 from sqlgate.service import Service
-from tests.engine.test_undo import direct, dump
+from tests.engine.undo.test_undo import direct, dump
 
 HINT = re.compile(
     r"; undo: sqlgate undo (?P<id>\d+)@(?P<db>[0-9a-f]{8}) --db (?P<path>\S+)$", re.MULTILINE
@@ -447,7 +447,7 @@ def test_create_view_names_its_undo_and_a_replace_gets_the_old_view_back(
     )
 
 
-# -- pruning in batches (engine.undo_writes.prune_writes) ---------------------------------
+# -- pruning in batches (engine.undo.writes.prune_writes) ---------------------------------
 
 
 def _kept_calls(make_service: Callable[..., Service], db_path: Path, tools: list[str]) -> None:
@@ -645,7 +645,7 @@ def test_the_person_asked_to_confirm_an_undo_call_is_told_which_call(world: Serv
 
 
 def test_an_undo_names_one_call_exactly(world: Service) -> None:
-    from sqlgate.engine.undo_restore import UndoTarget
+    from sqlgate.engine.undo.restore import UndoTarget
     from sqlgate.errors import InvalidArgument
 
     for target in (UndoTarget(), UndoTarget(audit_id=1, changeset=1)):

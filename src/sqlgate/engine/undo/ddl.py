@@ -12,7 +12,7 @@
     undo     inside the caller's IMMEDIATE transaction (`undo_created`): refuse when the record
              names a server object, when an object is gone or is another object now, when
              something else stands on it, when its rows are not those the call left
-             (`engine.undo_ddl_checks` decides); otherwise drop what the call made with the
+             (`engine.undo.ddl_checks` decides); otherwise drop what the call made with the
              server's own DROP statements (parts go with their owner), put a replaced view
              back, and check that exactly the recorded catalog rows are gone
 
@@ -34,8 +34,8 @@ from sqlgate.engine.names import fold_name
 from sqlgate.engine.raw_text import RowReader, with_raw_text
 from sqlgate.engine.sqltext import has_more_statements, quote_identifier
 from sqlgate.engine.statements import inspect_statement
-from sqlgate.engine.undo_checks import Conflict, TableShape, row_digest, table_shape
-from sqlgate.engine.undo_ddl_checks import (
+from sqlgate.engine.undo.checks import Conflict, TableShape, row_digest, table_shape
+from sqlgate.engine.undo.ddl_checks import (
     CreatedObject,
     SchemaFacts,
     SchemaRow,

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from sqlgate.config import Settings
 from sqlgate.service import Service
-from tests.engine.test_undo_ddl import SOURCE, call, direct, dump, undo
+from tests.engine.undo.test_undo_ddl import SOURCE, call, direct, dump, undo
 
 STEPS = st.lists(
     st.sampled_from(

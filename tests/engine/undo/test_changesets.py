@@ -1,5 +1,5 @@
-"""The changeset reader (engine/changesets.py): what apsw reads, it reads the same; TEXT that is
-not UTF-8, which apsw cannot read, it reads as `RawText` with the exact bytes; bytes that are
+"""The changeset reader (engine/undo/changesets.py): what apsw reads, it reads the same; TEXT that
+is not UTF-8, which apsw cannot read, it reads as `RawText` with the exact bytes; bytes that are
 not a changeset are refused, never misread."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sqlgate.engine.changesets import (
+from sqlgate.engine.raw_text import RawText
+from sqlgate.engine.undo.changesets import (
     Change,
     DamagedChangeset,
     Outline,
@@ -21,7 +22,6 @@ from sqlgate.engine.changesets import (
     parsed_rows,
     read_changeset,
 )
-from sqlgate.engine.raw_text import RawText
 
 TABLES = {
     "rowid": "CREATE TABLE t (id INTEGER PRIMARY KEY, a, b)",

@@ -25,10 +25,10 @@ from typing import Any
 
 import apsw
 
-from sqlgate.engine.changesets import outline
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.raw_text import RawText, RowReader, with_raw_text
 from sqlgate.engine.sqltext import quote_identifier
+from sqlgate.engine.undo.changesets import outline
 
 __all__ = [
     "DIGESTS",
@@ -277,7 +277,7 @@ Updates = dict[str, list[tuple[Any, ...]]]
 
 
 def row_digest(row: tuple[Any, ...]) -> bytes:
-    """`_digest` for the other undo checks (`engine.undo_ddl` digests whole tables with it)."""
+    """`_digest` for the other undo checks (`engine.undo.ddl` digests whole tables with it)."""
     return _digest(row)
 
 

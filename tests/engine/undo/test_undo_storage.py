@@ -1,4 +1,4 @@
-"""How engine/undo.py keeps a changeset (format 2: in its own row when each part fits one
+"""How engine/undo/capture.py keeps a changeset (format 2: in its own row when each part fits one
 chunk, else in the chunk tables) and reads it back, and its small helpers."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from sqlgate.engine.schema import migrate
 from sqlgate.engine.statements.policy import Operation
-from sqlgate.engine.undo import (
+from sqlgate.engine.undo.capture import (
     MAX_CHUNK,
     ShapeCache,
     UndoFallback,

@@ -12,7 +12,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from sqlgate.engine.undo_checks import DIGESTS, TableShape, row_digests, table_shape
+from sqlgate.engine.undo.checks import DIGESTS, TableShape, row_digests, table_shape
 from sqlgate.errors import UndoConflict
 from sqlgate.service import Service
 

@@ -3,7 +3,7 @@
 The stored changeset is inverted and applied on the write connection inside one IMMEDIATE
 transaction, with triggers and foreign-key actions off (the rows they changed during the
 original call are in the changeset already, so firing them again would change more).
-Before anything is written, `engine.undo_checks` compares each table with what the call
+Before anything is written, `engine.undo.checks` compares each table with what the call
 recorded (the same table, the same columns) and each row an UPDATE changed with the state
 the call left it in. Every conflict (a table gone, replaced or reshaped; a row changed,
 deleted or re-created after the call) is recorded, then the whole transaction is rolled
@@ -22,22 +22,22 @@ from typing import Any
 
 import apsw
 
-from sqlgate.engine.changesets import Change, outline, read_changeset
 from sqlgate.engine.commands import db_option, list_calls, shell_word
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.database import Database
 from sqlgate.engine.framing import counted
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.records import AGENT_FINDS_CALLS, utc_timestamp
-from sqlgate.engine.undo import Kept, load_changeset
-from sqlgate.engine.undo_checks import (
+from sqlgate.engine.undo.capture import Kept, load_changeset
+from sqlgate.engine.undo.changesets import Change, outline, read_changeset
+from sqlgate.engine.undo.checks import (
     DIGEST_BYTES,
     Conflict,
     changed_rows,
     shape_conflict,
     table_shape,
 )
-from sqlgate.engine.undo_ddl import undo_created
+from sqlgate.engine.undo.ddl import undo_created
 from sqlgate.errors import InvalidArgument, NotFound, UndoConflict, UndoRefused, WrongDatabase
 
 __all__ = ["UNDOABLE_TOOLS", "Conflict", "UndoRestore", "UndoTarget"]
@@ -145,7 +145,7 @@ def _conflict(kind: int, change: apsw.TableChange, offered: Callable[[], Change]
 
 
 class _Changes:
-    """A changeset's changes by position, read (`engine.changesets`) only when asked."""
+    """A changeset's changes by position, read (`engine.undo.changesets`) only when asked."""
 
     def __init__(self, data: bytes) -> None:
         self._data = data
@@ -277,7 +277,7 @@ class UndoRestore:
                     f"{target.label} was already undone at {undone_at} by {undone_by}; "
                     "nothing was done"
                 )
-            if created is not None:  # a CREATE: drop what it made (engine.undo_ddl)
+            if created is not None:  # a CREATE: drop what it made (engine.undo.ddl)
                 conflicts = undo_created(conn, str(created), self.db.protected)
                 if conflicts:
                     raise self._schema_refusal(target, conflicts)

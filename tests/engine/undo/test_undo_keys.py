@@ -19,10 +19,10 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from sqlgate.engine.undo_keys import nullable_keys
+from sqlgate.engine.undo.keys import nullable_keys
 from sqlgate.errors import NotUndoable, PolicyDenied, SqlgateError
 from sqlgate.service import Service
-from tests.engine.test_undo import direct, dump
+from tests.engine.undo.test_undo import direct, dump
 
 UNDO = re.compile(r"; undo: sqlgate undo (?P<ref>\d+@[0-9a-f]{8}) --db ")
 
@@ -352,7 +352,7 @@ def test_a_table_whose_columns_take_the_rowid_names_is_judged_by_its_null_key_ro
     assert content(db_path) == before
 
 
-# -- which tables may hold such a row (engine.undo_keys.nullable_keys) ----------------------
+# -- which tables may hold such a row (engine.undo.keys.nullable_keys) ----------------------
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ the way of dropping it again.
                rows as the call left them. Every finding is an `undo_checks.Conflict` of type
                SCHEMA whose text says what stands in the way and what to do
 
-The capture and the drops are `engine.undo_ddl`.
+The capture and the drops are `engine.undo.ddl`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 from sqlgate.engine.framing import counted
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.sqltext import tokens_of
-from sqlgate.engine.undo_checks import Conflict
+from sqlgate.engine.undo.checks import Conflict
 
 __all__ = [
     "CreatedObject",

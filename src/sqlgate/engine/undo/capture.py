@@ -7,15 +7,15 @@
              declared PRIMARY KEY recorded by rowid), a progress handler that stops the
              statement once the session holds more than the budget, then `changeset()`
     store    in the SAME transaction, in chunks (the write connection's SQLITE_LIMIT_LENGTH
-             is --max-value-bytes), with what the undo checks (`engine.undo_checks`: each
+             is --max-value-bytes), with what the undo checks (`engine.undo.checks`: each
              table's identity and columns, a digest of each row an UPDATE left)
     prune    destructive_query's changesets to the newest --snapshots-keep; write_query's to
-             --write-undo-keep calls and --write-undo-mb in all (`engine.undo_writes`)
+             --write-undo-keep calls and --write-undo-mb in all (`engine.undo.writes`)
 
 `UndoFallback` is how a step says "no changeset can undo this call": destructive_query rolls
 back, snapshots and runs the statement again; write_query refuses it, rolled back
 (`engine.writes`). Rows whose declared PRIMARY KEY holds NULL, which the session extension
-skips, are found by `engine.undo_keys`. The restore side is `engine.undo_restore`.
+skips, are found by `engine.undo.keys`. The restore side is `engine.undo.restore`.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from dataclasses import dataclass
 
 import apsw
 
-from sqlgate.engine.changesets import holds_raw_text, outline
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.raw_text import text_codec
 from sqlgate.engine.statements import Operation
-from sqlgate.engine.undo_checks import TableShape, Updates, row_digests, table_shape
+from sqlgate.engine.undo.changesets import holds_raw_text, outline
+from sqlgate.engine.undo.checks import TableShape, Updates, row_digests, table_shape
 
 __all__ = [
     "SNAPSHOT_ADVICE",
@@ -173,7 +173,7 @@ class Summary:
 
 
 def summarize(changeset: bytes) -> Summary:
-    """Read `changeset` once (`engine.changesets.outline`: any TEXT, UTF-8 or not)."""
+    """Read `changeset` once (`engine.undo.changesets.outline`: any TEXT, UTF-8 or not)."""
     read = outline(changeset)
     return Summary(read.tables, read.changes, read.rewrites, read.updates)
 

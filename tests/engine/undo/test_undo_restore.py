@@ -365,7 +365,7 @@ def test_rows_sqlite_skips_are_a_conflict_even_if_the_checks_missed_a_reshape(
     skip its rows without a word; the count of offered rows still refuses the undo."""
     call = undo_id(world.destructive_query("DELETE FROM pair WHERE a = 1", reason="r"))
     world.destructive_query("ALTER TABLE pair DROP COLUMN v", reason="r")
-    monkeypatch.setattr("sqlgate.engine.undo_restore.shape_conflict", lambda *_: None)
+    monkeypatch.setattr("sqlgate.engine.undo.restore.shape_conflict", lambda *_: None)
     with pytest.raises(UndoConflict) as refused:
         world.undo(call)
     assert "(pair: SQLite skipped 1 of its rows: its columns no longer match (SCHEMA))" in str(

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from sqlgate.errors import UndoConflict
 from sqlgate.service import Service
-from tests.engine.test_undo import direct, dump, undo_id, user_tables
+from tests.engine.undo.test_undo import direct, dump, undo_id, user_tables
 
 VALUES = st.one_of(
     st.none(),

@@ -10,7 +10,7 @@ import pytest
 
 from sqlgate.engine.limits import CallControl
 from sqlgate.service import Service
-from tests.engine.test_undo_ddl import direct, dump, ready, record_of, texts, undo
+from tests.engine.undo.test_undo_ddl import direct, dump, ready, record_of, texts, undo
 from tests.undo_hint import plain
 
 __all__ = ["ready"]  # the fixture, shared

@@ -1,6 +1,6 @@
 """Rows a changeset cannot record: those whose declared PRIMARY KEY holds NULL (issue 30).
 
-The session extension (`engine.undo.capturing`) names a row of a table with a declared
+The session extension (`engine.undo.capture.capturing`) names a row of a table with a declared
 PRIMARY KEY by that key, and silently skips every change to a row whose key holds a NULL,
 which SQLite allows in a rowid table whose key is not the rowid itself; an UPDATE that sets
 such a key from NULL is recorded as an INSERT only, whose inverse would delete the row. So a
@@ -33,7 +33,7 @@ import apsw
 
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.sqltext import quote_identifier
-from sqlgate.engine.undo import SNAPSHOT_ADVICE, UndoFallback
+from sqlgate.engine.undo.capture import SNAPSHOT_ADVICE, UndoFallback
 
 __all__ = ["NullKeyWatch", "NullableKey", "nullable_keys"]
 
@@ -95,7 +95,7 @@ class NullableKey:
 
 def nullable_keys(conn: apsw.Connection) -> tuple[NullableKey, ...]:
     """The tables of "main" whose declared PRIMARY KEY may hold NULL (read the catalog once
-    per schema version: `engine.undo_writes.WriteFacts`)."""
+    per schema version: `engine.undo.writes.WriteFacts`)."""
     found = []
     for (table,) in conn.execute(_TABLES):
         name = str(table)

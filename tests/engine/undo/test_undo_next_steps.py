@@ -15,7 +15,7 @@ import pytest
 
 from sqlgate.errors import SqlgateError
 from sqlgate.service import Service
-from tests.engine.test_undo_writes import ref
+from tests.engine.undo.test_undo_writes import ref
 
 AGENT_STEPS = ("read_query", "undo_call", "ask the person who runs sqlgate")
 
@@ -87,7 +87,7 @@ def test_an_agent_told_of_another_database_is_shown_this_ones_id(
 def test_an_undo_target_speaks_to_a_person_unless_told_it_is_the_agent(
     make_service: Callable[..., Service],
 ) -> None:
-    from sqlgate.engine.undo_restore import UndoTarget
+    from sqlgate.engine.undo.restore import UndoTarget
     from sqlgate.errors import NotFound
 
     service = make_service()

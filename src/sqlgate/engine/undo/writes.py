@@ -2,7 +2,7 @@
 
     facts      per schema version, read once: the tables a changeset cannot restore (virtual
                tables and their shadow tables) and the rowid tables whose declared PRIMARY KEY
-               may hold NULL (the session extension skips such rows: `engine.undo_keys`), so a
+               may hold NULL (the session extension skips such rows: `engine.undo.keys`), so a
                plain call reads no catalog
     the guard  apsw refuses a preupdate hook beside a Session, so while undo data is kept the
                mass-rewrite guard counts the changeset instead: each UPDATE and DELETE in it is
@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 import apsw
 
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.undo import prune_changesets
-from sqlgate.engine.undo_keys import NullableKey, nullable_keys
+from sqlgate.engine.undo.capture import prune_changesets
+from sqlgate.engine.undo.keys import NullableKey, nullable_keys
 
 __all__ = ["PRUNE_EVERY", "WRITE_TOOLS", "WriteFacts", "prune_writes"]
 

@@ -12,8 +12,8 @@ import pytest
 
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.statements.preflight import inspect_statement
-from sqlgate.engine.undo_checks import Conflict
-from sqlgate.engine.undo_ddl import (
+from sqlgate.engine.undo.checks import Conflict
+from sqlgate.engine.undo.ddl import (
     capturing_schema,
     created_since,
     parse_created,
@@ -22,9 +22,9 @@ from sqlgate.engine.undo_ddl import (
     table_digest,
     undo_created,
 )
-from sqlgate.engine.undo_ddl_checks import SchemaRow, references, row_mark
+from sqlgate.engine.undo.ddl_checks import SchemaRow, references, row_mark
 from sqlgate.service import Service
-from tests.engine.test_undo import direct  # another program's connection: "someone else"
+from tests.engine.undo.test_undo import direct  # another program's connection: "someone else"
 
 TS = "2026-01-01T00:00:00.000Z"
 SOURCE = """
