@@ -118,11 +118,11 @@ TARGETS: dict[str, tuple[str, ...]] = {
     ),
     "engine/statements/where.py": ("tests/engine/statements/test_where.py",),
     # through whole services: the facts come from a real schema, the fallback from SQLite
-    "engine/where_check.py": ("tests/test_service_where.py",),
+    "engine/running/where_check.py": ("tests/test_service_where.py",),
     "engine/undo/capture.py": _UNDO,
     "engine/undo/writes.py": _UNDO,
     "engine/undo/keys.py": _UNDO,
-    "engine/writes.py": _UNDO,
+    "engine/running/writes.py": _UNDO,
     "engine/records/identity.py": (
         "tests/engine/records/test_identity.py",
         "tests/engine/undo/test_undo_writes.py",
@@ -144,7 +144,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     ),
     "engine/rules/guard_facts.py": ("tests/engine/rules/test_guard_facts.py",),
     # what a statement changed or left behind in a guarded table's world (issue 30)
-    "engine/guard_rows.py": ("tests/engine/test_guard_rows.py",),
+    "engine/running/guard_rows.py": ("tests/engine/running/test_guard_rows.py",),
     "engine/rules/guard_schema.py": ("tests/engine/rules/test_guard_schema.py",),
     "engine/rules/hidden_policy.py": (
         "tests/engine/rules/test_hidden_policy.py",

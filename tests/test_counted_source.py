@@ -66,7 +66,11 @@ NOT_COUNTS = {
     ): "a verb: `table t indexes a hidden column`",
     ("engine/rules/hidden_policy.py", "table", "indexes"): "a verb: `t indexes a column hidden by`",
     ("engine/rules/policy_file.py", "rule", "names"): "a verb: `[tables.t] hidden names no column`",
-    ("engine/execute.py", "has", "params"): "the argument's name: `...; params is an object`",
+    (
+        "engine/running/execute.py",
+        "has",
+        "params",
+    ): "the argument's name: `...; params is an object`",
     ("engine/undo/checks.py", "self.key[0]", "row(s)"): "a table: `orders row(s) whose ...`",
     ("memory/privacy.py", "name", "matches"): "a verb: `pattern X matches empty text`",
 }

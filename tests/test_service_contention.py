@@ -20,7 +20,7 @@ import apsw
 import pytest
 
 from sqlgate.engine.records.audit_queue import queue_path
-from sqlgate.engine.textsearch import SearchRequest
+from sqlgate.engine.running.textsearch import SearchRequest
 from sqlgate.errors import LimitExceeded, PolicyDenied, SqlgateError
 from sqlgate.memory.witness import Witness, WitnessFile
 from sqlgate.service import Service

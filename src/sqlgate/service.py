@@ -23,7 +23,6 @@ from sqlgate.config import Settings
 from sqlgate.engine.commands import list_calls
 from sqlgate.engine.database import Database
 from sqlgate.engine.limits import CallControl, Clock
-from sqlgate.engine.outcome import Outcome
 from sqlgate.engine.records import (
     AGENT_FINDS_CALLS,
     LIST_CALLS,
@@ -36,6 +35,7 @@ from sqlgate.engine.records import (
     parse_call_ref,
     queue_path,
 )
+from sqlgate.engine.running import Outcome
 from sqlgate.engine.sqltext import fingerprint
 from sqlgate.errors import InvalidArgument, PolicyDenied, SqlgateError
 from sqlgate.memory.privacy import Redactor
@@ -44,11 +44,8 @@ from sqlgate.memory.store import Memory, Reply, redactor_for
 if TYPE_CHECKING:  # built on first use (`_BuiltOnce`), their modules imported then
     from sqlgate.claims.store import ClaimStore
     from sqlgate.engine.database import Introspection
-    from sqlgate.engine.execute import Bindings
-    from sqlgate.engine.queries import SqlTiers
-    from sqlgate.engine.textsearch import SearchRequest, TextSearch
+    from sqlgate.engine.running import Bindings, SearchRequest, SqlTiers, TextSearch, ViewSaver
     from sqlgate.engine.undo import UndoRestore, UndoTarget
-    from sqlgate.engine.views import ViewSaver
 
 __all__ = ["Service", "new_session_id"]
 
@@ -107,7 +104,7 @@ def _params_detail(params: object) -> dict[str, Any] | None:
 
 def _bindings(params: object) -> Bindings:
     """`execute.normalize_params`, imported with the SQL engine when a statement runs."""
-    from sqlgate.engine.execute import normalize_params
+    from sqlgate.engine.running import normalize_params
 
     return normalize_params(params)
 
@@ -191,7 +188,7 @@ class Service:
 
     @_BuiltOnce
     def sql(self) -> SqlTiers:
-        from sqlgate.engine.queries import SqlTiers
+        from sqlgate.engine.running import SqlTiers
 
         return SqlTiers(self.db, self.clock, session=self.session, wall_clock=self.wall_clock)
 
@@ -209,13 +206,13 @@ class Service:
 
     @_BuiltOnce
     def views(self) -> ViewSaver:
-        from sqlgate.engine.views import ViewSaver
+        from sqlgate.engine.running import ViewSaver
 
         return ViewSaver(self.sql)
 
     @_BuiltOnce
     def text_search(self) -> TextSearch:
-        from sqlgate.engine.textsearch import TextSearch
+        from sqlgate.engine.running import TextSearch
 
         return TextSearch(self.sql)
 
@@ -310,7 +307,7 @@ class Service:
                 entry.detail["refused"] = True
             raise
         except apsw.BusyError:
-            from sqlgate.engine.execute import busy_error
+            from sqlgate.engine.running import busy_error
 
             busy = busy_error(self.settings.busy_timeout)
             entry.error = str(busy)

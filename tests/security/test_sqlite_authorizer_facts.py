@@ -923,7 +923,7 @@ def test_a_trigger_fired_from_a_trigger_names_itself_and_a_key_action_names_noth
 def test_a_parent_that_may_replace_reports_its_childs_cascade_for_every_insert() -> None:
     """A plain INSERT into a table with ON CONFLICT REPLACE is prepared for the delete a
     conflict would cause: the child's cascade is reported whether or not a row conflicts,
-    so only the rows the statement did change can tell (`engine.guard_rows`)."""
+    so only the rows the statement did change can tell (`engine.running.guard_rows`)."""
     g = guarded(LEFT.replace("name TEXT UNIQUE", "name TEXT UNIQUE ON CONFLICT REPLACE"), ())
     g.run("INSERT INTO par(name) VALUES ('new')")
     assert ("DELETE", "kid", None, "main", None) in g.calls

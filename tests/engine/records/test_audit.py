@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sqlgate.engine.records.audit import MAX_QUERY_CHARS, utc_timestamp
-from sqlgate.engine.textsearch import SearchRequest
+from sqlgate.engine.running.textsearch import SearchRequest
 from sqlgate.errors import NotFound, PolicyDenied, SqlError, SqlgateError
 from sqlgate.service import Service
 

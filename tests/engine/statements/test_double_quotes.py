@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from sqlgate.engine.textsearch import SearchRequest
+from sqlgate.engine.running.textsearch import SearchRequest
 from sqlgate.errors import SqlError
 from sqlgate.service import Service
 

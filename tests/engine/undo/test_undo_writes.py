@@ -499,7 +499,7 @@ def test_pruning_counts_bytes_and_spares_destructive_calls(
     assert _ids(db_path) == [1, 4, 7, 8, 9]
 
 
-# -- what the write path decides, pinned (mutation testing of engine/writes.py) -----------
+# -- what the write path decides, pinned (mutation testing of engine/running/writes.py) -----------
 
 
 @pytest.mark.parametrize(("mb", "expected"), [(1, 1_048_576), (3, 3 * 1_048_576)])

@@ -14,7 +14,7 @@ judged elsewhere with words from here:
   the firing statement's clause handed down to a trigger, a key declared `ON CONFLICT
   REPLACE`) is never reported; a foreign key's action that only such a delete can set off
   is reported at prepare whether or not a row conflicts. Both are judged once the statement
-  has run, on the rows it changed (`engine.guard_rows`, `changed_row_refusal`): only an
+  has run, on the rows it changed (`engine.running.guard_rows`, `changed_row_refusal`): only an
   INSERT that did delete or change a guarded row is refused.
 - `ALTER TABLE parent RENAME` rewrites a guarded table's REFERENCES clause naming only the
   parent (`engine.rules.guard_facts`: every ALTER of a parent is refused).
@@ -113,7 +113,7 @@ def _after_the_run(op: Operation, earlier: Sequence[Operation]) -> bool:
     """Whether `op` is a foreign key's action that an INSERT only sets off when a row
     conflicts under REPLACE (or a trigger's write reaches the parent): SQLite reports it at
     prepare either way, so it is judged on the rows the statement did change
-    (`engine.guard_rows`). An INSERT's own upsert (DO UPDATE, the same table) is not one."""
+    (`engine.running.guard_rows`). An INSERT's own upsert (DO UPDATE, the same table) is not one."""
     return (
         op.inside is None
         and not op.nested
@@ -192,7 +192,8 @@ def guarded_statement_refusal(kind: str, target: str | None, rules: LiveRules) -
     return None
 
 
-# -- rows a statement changed, judged after it ran (`engine.guard_rows`) ---------------------
+# -- rows a statement changed, judged after it ran (`engine.running.guard_rows`)
+# ---------------------
 
 
 def row_change_refused(table: str, action: str, rules: LiveRules) -> bool:

@@ -99,7 +99,7 @@ def _table_name(table: exp.Table) -> str:
 @bounded_cache
 def read_change(sql: str) -> Change | None:
     """The UPDATE or DELETE `sql` holds, read by sqlglot; None for any other statement, or
-    when sqlglot cannot read it (the caller then falls back, see `engine.where_check`)."""
+    when sqlglot cannot read it (the caller then falls back, see `engine.running.where_check`)."""
     tokens = sqlite_tokens(sql)
     if tokens is None:
         return None

@@ -14,7 +14,7 @@
 
 `UndoFallback` is how a step says "no changeset can undo this call": destructive_query rolls
 back, snapshots and runs the statement again; write_query refuses it, rolled back
-(`engine.writes`). Rows whose declared PRIMARY KEY holds NULL, which the session extension
+(`engine.running.writes`). Rows whose declared PRIMARY KEY holds NULL, which the session extension
 skips, are found by `engine.undo.keys`. The restore side is `engine.undo.restore`.
 """
 
@@ -63,7 +63,8 @@ _MODULE_TABLES = (
 )
 
 
-# the next step write_query's refusal names (engine.writes): destructive_query snapshots first
+# the next step write_query's refusal names (engine.running.writes): destructive_query snapshots
+# first
 SNAPSHOT_ADVICE = (
     "Run it with destructive_query, which takes a whole-file snapshot first (the person may be "
     "asked to approve it)"

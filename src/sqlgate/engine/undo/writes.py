@@ -13,7 +13,7 @@
                --write-undo-mb in all, oldest first
 
 When row-level undo cannot cover a call (`UndoFallback`), write_query refuses it, rolled
-back (`engine.writes`); only a call with write undo turned off runs without undo data.
+back (`engine.running.writes`); only a call with write undo turned off runs without undo data.
 """
 
 from __future__ import annotations

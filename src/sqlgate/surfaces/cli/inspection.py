@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sqlgate.engine.framing import counted
-from sqlgate.engine.outcome import OUTCOME_SQL, OUTCOMES, call_outcome
 from sqlgate.engine.records import ACTOR_SINCE, actor_sql, json_value
+from sqlgate.engine.running import OUTCOME_SQL, OUTCOMES, call_outcome
 from sqlgate.errors import ChainBroken
 from sqlgate.memory.restore_record import recorded_restores
 from sqlgate.surfaces import terminal

@@ -56,8 +56,8 @@ def _change(
 ) -> T:  # fmt: skip
     """Run `change` on the members tables as the audited call `members VERB`: its row says
     which member (and `detail` of the result: never a token), or the error that ended it."""
-    from sqlgate.engine.outcome import Outcome
     from sqlgate.engine.records import Members
+    from sqlgate.engine.running import Outcome
 
     done: list[T] = []
 

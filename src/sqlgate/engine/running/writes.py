@@ -24,13 +24,13 @@ import apsw
 from sqlgate.config import Settings
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.csvout import CsvResult
-from sqlgate.engine.execute import RunContext, mass_rewrite, run_statement
-from sqlgate.engine.guard_rows import guarding, refuse_changed_rows
 from sqlgate.engine.limits import CallControl
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.outcome import Outcome, unchanged
 from sqlgate.engine.records import utc_timestamp
 from sqlgate.engine.rules import check_references
+from sqlgate.engine.running.execute import RunContext, mass_rewrite, run_statement
+from sqlgate.engine.running.guard_rows import guarding, refuse_changed_rows
+from sqlgate.engine.running.outcome import Outcome, unchanged
 from sqlgate.engine.statements import Statement, Tier
 from sqlgate.engine.undo import (
     SPLIT_ADVICE,
@@ -65,7 +65,7 @@ def not_undoable(fallback: UndoFallback) -> NotUndoable:
 
 
 class WriteHost(Protocol):
-    """What the write path needs of `engine.queries.SqlTiers`."""
+    """What the write path needs of `engine.running.queries.SqlTiers`."""
 
     settings: Settings
     session: str

@@ -14,21 +14,23 @@ from sqlgate.engine.commands import db_option, shell_word
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.csvout import CsvResult, render_csv
 from sqlgate.engine.database import Database
-from sqlgate.engine.execute import (
+from sqlgate.engine.framing import counted
+from sqlgate.engine.limits import CallControl, Clock, Deadline, ResultCaps
+from sqlgate.engine.names import fold_name
+from sqlgate.engine.raw_text import UnreadableText, raw_rows, raw_select, text_codec
+from sqlgate.engine.records import utc_timestamp
+from sqlgate.engine.rules import check_references, guarded_statement_refusal, hidden_trailer
+from sqlgate.engine.running.execute import (
     NO_ROWID,
     Bindings,
     RewriteCounter,
     RunContext,
     run_statement,
 )
-from sqlgate.engine.framing import counted
-from sqlgate.engine.guard_rows import guarding, refuse_changed_rows
-from sqlgate.engine.limits import CallControl, Clock, Deadline, ResultCaps
-from sqlgate.engine.names import fold_name
-from sqlgate.engine.outcome import Outcome, unchanged, with_note
-from sqlgate.engine.raw_text import UnreadableText, raw_rows, raw_select, text_codec
-from sqlgate.engine.records import utc_timestamp
-from sqlgate.engine.rules import check_references, guarded_statement_refusal, hidden_trailer
+from sqlgate.engine.running.guard_rows import guarding, refuse_changed_rows
+from sqlgate.engine.running.outcome import Outcome, unchanged, with_note
+from sqlgate.engine.running.where_check import refuse_unfiltered_update
+from sqlgate.engine.running.writes import UndoingWrites
 from sqlgate.engine.snapshots import rotate_snapshots, take_snapshot
 from sqlgate.engine.sqltext import has_more_statements
 from sqlgate.engine.statements import (
@@ -54,8 +56,6 @@ from sqlgate.engine.undo import (
     unrestorable_write,
     written_tables,
 )
-from sqlgate.engine.where_check import refuse_unfiltered_update
-from sqlgate.engine.writes import UndoingWrites
 from sqlgate.errors import InvalidArgument, PolicyDenied, QueryTimeout
 
 __all__ = ["Outcome", "SqlTiers"]
@@ -292,7 +292,7 @@ class SqlTiers:
                 answer = _nothing_created(existing, "nothing was changed")
                 return Outcome(answer, 0, {"kind": statement.kind, "changes": 0} | _NO_NEW)
             why = self.writes.off_reason(statement)
-            if why is None:  # kept, or refused when it cannot be (engine.writes)
+            if why is None:  # kept, or refused when it cannot be (engine.running.writes)
                 return self.writes.run(conn, text, statement, bindings, control)
             ctx = self.context(conn, Tier.WRITE, control, guard=True)
             returned, changes, rowid = self._apply(conn, text, bindings, ctx)

@@ -12,9 +12,9 @@ import re2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sqlgate.engine import textsearch
 from sqlgate.engine.limits import CallControl, Deadline
-from sqlgate.engine.textsearch import MAX_PATTERN_CHARS, SearchRequest
+from sqlgate.engine.running import textsearch
+from sqlgate.engine.running.textsearch import MAX_PATTERN_CHARS, SearchRequest
 from sqlgate.errors import (
     InvalidArgument,
     NotFound,

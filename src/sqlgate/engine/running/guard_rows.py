@@ -34,11 +34,11 @@ from typing import Any
 
 import apsw
 
-from sqlgate.engine.execute import row_shadow
 from sqlgate.engine.framing import abridged
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.raw_text import RawText
 from sqlgate.engine.rules import LiveRules, SchemaGuard, changed_row_refusal, row_change_refused
+from sqlgate.engine.running.execute import row_shadow
 from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.engine.statements import ROW_ACTIONS, Operation
 from sqlgate.engine.undo import read_changeset

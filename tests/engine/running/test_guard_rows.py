@@ -1,5 +1,5 @@
 """The guarded rows a statement did change, seen by a preupdate hook or in a changeset, and
-the words that name them (`engine.guard_rows`), on plain connections."""
+the words that name them (`engine.running.guard_rows`), on plain connections."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from contextlib import contextmanager
 import apsw
 import pytest
 
-from sqlgate.engine.guard_rows import HOOK_ID, RowWatch, guarding, refuse_changed_rows
 from sqlgate.engine.rules.live_rules import NO_RULES, LiveRules
+from sqlgate.engine.running.guard_rows import HOOK_ID, RowWatch, guarding, refuse_changed_rows
 from sqlgate.engine.statements.policy import Operation
 from sqlgate.errors import PolicyDenied
 
@@ -328,8 +328,8 @@ def test_the_watch_holds_little_whatever_the_statement(
     """It keeps the first changes it judges, and refuses when there were more, even if
     those it kept were put back as they were; it remembers so many new rows a table, and
     counts a row past those as one that was there."""
-    monkeypatch.setattr("sqlgate.engine.guard_rows.MAX_CHANGES", 2)
-    monkeypatch.setattr("sqlgate.engine.guard_rows.MAX_FRESH", 2)
+    monkeypatch.setattr("sqlgate.engine.running.guard_rows.MAX_CHANGES", 2)
+    monkeypatch.setattr("sqlgate.engine.running.guard_rows.MAX_FRESH", 2)
     conn.execute("INSERT INTO ev_text VALUES ('c', 3.5)")
     with watched(conn) as watch:
         conn.execute("INSERT INTO ev_text VALUES ('a', 1.5), ('b', 2.5)")  # both put back

@@ -13,11 +13,11 @@ import apsw
 
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.database import find_object
-from sqlgate.engine.execute import RunContext, run_statement
 from sqlgate.engine.framing import counted
 from sqlgate.engine.limits import CallControl, Deadline
-from sqlgate.engine.queries import SqlTiers
 from sqlgate.engine.records import utc_timestamp
+from sqlgate.engine.running.execute import RunContext, run_statement
+from sqlgate.engine.running.queries import SqlTiers
 from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.engine.statements import (
     Statement,

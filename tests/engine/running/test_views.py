@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sqlgate.engine import views
-from sqlgate.engine.views import MAX_DESCRIPTION_CHARS, description_comment
+from sqlgate.engine.running import views
+from sqlgate.engine.running.views import MAX_DESCRIPTION_CHARS, description_comment
 from sqlgate.errors import InvalidArgument, PolicyDenied, SqlgateError
 from sqlgate.service import Service
 from tests.undo_hint import plain

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from sqlgate.engine.execute import Bindings, RunContext, run_statement
 from sqlgate.engine.names import fold_name
+from sqlgate.engine.running.execute import Bindings, RunContext, run_statement
 from sqlgate.engine.statements import Statement, unfiltered_update_message
 from sqlgate.errors import PolicyDenied
 

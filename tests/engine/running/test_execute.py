@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sqlgate.engine.execute import normalize_params
+from sqlgate.engine.running.execute import normalize_params
 from sqlgate.errors import InvalidArgument, MassRewrite, PolicyDenied, QueryTimeout, SqlError
 from sqlgate.service import Service
 from tests.conftest import FakeClock

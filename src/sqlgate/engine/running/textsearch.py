@@ -29,12 +29,12 @@ import re2
 
 from sqlgate.engine.csvout import csv_line, csv_reply
 from sqlgate.engine.database import SchemaObject, find_object
-from sqlgate.engine.execute import Bindings, RunContext, run_statement
 from sqlgate.engine.framing import counted, inline
 from sqlgate.engine.limits import CallControl, Deadline
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.queries import Outcome, SqlTiers
 from sqlgate.engine.raw_text import RawText, UnreadableText, raw_rows, raw_select, text_codec
+from sqlgate.engine.running.execute import Bindings, RunContext, run_statement
+from sqlgate.engine.running.queries import Outcome, SqlTiers
 from sqlgate.engine.sqltext import check_condition, quote_identifier
 from sqlgate.engine.statements import Tier
 from sqlgate.errors import InvalidArgument, PolicyDenied, QueryTimeout
