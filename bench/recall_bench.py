@@ -42,7 +42,7 @@ from benchkit import BENCH, Row, merge_rows, ms, table
 
 from sqlgate.config import Settings
 from sqlgate.engine.connect import immediate_transaction
-from sqlgate.engine.records.audit import utc_timestamp
+from sqlgate.engine.records import utc_timestamp
 from sqlgate.memory.chain import GENESIS, event_hash
 from sqlgate.memory.witness import Witness, WitnessFile
 from sqlgate.service import Service
