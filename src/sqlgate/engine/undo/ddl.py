@@ -115,7 +115,7 @@ def _ordered(shape: TableShape) -> tuple[str, int]:
 
 def table_digest(conn: apsw.Connection, name: str) -> tuple[int, str]:
     """How many rows table `name` of "main" holds, and a digest of them all: every column's
-    value and type (`undo_checks`' row digest), and the rowid where the table has one. TEXT
+    value and type (`engine.undo.checks`' row digest), and the rowid where the table has one. TEXT
     that is not UTF-8 is read as its bytes (`engine.raw_text`), with a digest of its own."""
     shape = table_shape(conn, name)
     if shape is None:

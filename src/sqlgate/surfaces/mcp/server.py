@@ -1,7 +1,7 @@
 """The MCP surface: the server, its instructions, and the tool groups chosen by --tools.
 
 Nothing here writes to stdout: on stdio that is the protocol's channel; the SDK's log
-handler writes to stderr. The stdio transport itself is `stdio_transport`.
+handler writes to stderr. The stdio transport itself is `serve_stdio` (surfaces/mcp/stdio.py).
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def instructions_for(tools: tuple[str, ...], undo: str = "rows") -> str:
 
 
 class _SqlgateServer(MCPServer[Any]):
-    """MCPServer whose stdio transport bounds and answers every line (`stdio_transport`),
+    """MCPServer whose stdio transport bounds and answers every line (`serve_stdio`),
     whose argument errors are one line each (`arguments.argument_errors_text`), and whose
     tools and resources are registered when the SDK first looks at them (`register_tools`).
 
