@@ -18,6 +18,9 @@ The package's front door: what other rooms may import. Its modules are private t
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from sqlgate.engine.statements.double_quotes import double_quoted_string, single_quoted
 from sqlgate.engine.statements.foreign_keys import deferred_key_advice, foreign_key_advice
 from sqlgate.engine.statements.policy import (
@@ -45,7 +48,21 @@ from sqlgate.engine.statements.tier_check import (
     unfiltered_update_message,
     validate_new_name,
 )
-from sqlgate.engine.statements.where import Change, read_change, where_filters
+
+if TYPE_CHECKING:
+    from sqlgate.engine.statements.where import Change, read_change, where_filters
+
+# `where` imports sqlglot's parser (about 100 ms): its names load when first taken, so a
+# command that reads no WHERE never pays for it (tests/surfaces/cli/test_import_graph.py).
+LOADED_WHEN_TAKEN = {"Change": "where", "read_change": "where", "where_filters": "where"}
+
+
+def __getattr__(name: str) -> Any:
+    module = LOADED_WHEN_TAKEN.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
 
 __all__ = [
     "ALLOW",
