@@ -1,12 +1,11 @@
 """Mutation testing: change one expression of a module at a time and run the tests that reach it.
 
-    python scripts/mutate.py engine/names.py                         every mutant of one module
-    python scripts/mutate.py engine/names.py            --survivors  only the last run's survivors
-    again python scripts/mutate.py engine/names.py            --mutant 12  one mutant (repeatable)
-    python scripts/mutate.py engine/names.py            --list       the mutants, without running
-    them python scripts/mutate.py --targets                     the modules and their test
-    selections python scripts/mutate.py --summary                     the table of the last run of
-    each module
+    python scripts/mutate.py engine/names.py               every mutant of one module
+    python scripts/mutate.py engine/names.py --survivors   only the last run's survivors again
+    python scripts/mutate.py engine/names.py --mutant 12   one mutant (repeatable)
+    python scripts/mutate.py engine/names.py --list        the mutants, without running them
+    python scripts/mutate.py --targets                     the modules and their test selections
+    python scripts/mutate.py --summary                     the table of the last run of each module
 
 The changes (operators) are listed in `scripts/mutation_points.py`. The module's test
 selection (`TARGETS`) is collected once, in one pytest session (`scripts/mutation_session.py`);

@@ -192,8 +192,7 @@ def guarded_statement_refusal(kind: str, target: str | None, rules: LiveRules) -
     return None
 
 
-# -- rows a statement changed, judged after it ran (`engine.running.guard_rows`)
-# ---------------------
+# -- rows a statement changed, judged after it ran (`engine.running.guard_rows`) -----------------
 
 
 def row_change_refused(table: str, action: str, rules: LiveRules) -> bool:
@@ -229,7 +228,7 @@ def changed_row_refusal(
     )
 
 
-# -- what a statement leaves in the schema (`engine.rules.guard_schema`) ---------------------------
+# -- what a statement leaves in the schema (`engine.rules.guard_schema`) -------------------------
 
 
 @dataclass(frozen=True)
