@@ -1,4 +1,5 @@
-"""SQLite only: the rooms of the engine, each a package with a front door (its `__init__`).
+"""SQLite only: the rooms of the engine, each a package with a front door (its `__init__`,
+made with `engine.front_door`).
 
     statements   reading one statement and judging it by the tier policy
     rules        the user's table rules: hidden columns, protected and append-only tables

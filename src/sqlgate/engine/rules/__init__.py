@@ -1,6 +1,7 @@
 """The user's table rules: hidden columns, protected and append-only tables, the policy file.
 
-The package's front door: what other rooms may import. Its modules are private to it.
+The package's front door: what other rooms may import (`engine.front_door`). Its
+modules are private to it.
 
     table_rules      The user's rules about their own tables, as given: hidden columns, protected
                      and append-only tables.
@@ -30,24 +31,34 @@ The package's front door: what other rooms may import. Its modules are private t
 
 from __future__ import annotations
 
-from sqlgate.engine.rules.authorizer import (
-    PolicyRecorder,
-    check_references,
-    recording,
-    shadow_tables,
-)
-from sqlgate.engine.rules.guard_schema import SchemaGuard
-from sqlgate.engine.rules.guarded_policy import (
-    changed_row_refusal,
-    guarded_statement_refusal,
-    row_change_refused,
-)
-from sqlgate.engine.rules.hidden_checks import HiddenWatch, veiled_error
-from sqlgate.engine.rules.hidden_policy import hidden_trailer
-from sqlgate.engine.rules.live_rules import NO_RULES, LiveRules, RuleResolver
-from sqlgate.engine.rules.policy_file import check_against, listed, rules_from_settings, toml_reader
-from sqlgate.engine.rules.rule_notes import schema_notes, table_notes
-from sqlgate.engine.rules.table_rules import TableRules
+from typing import TYPE_CHECKING
+
+from sqlgate.engine.front_door import front_door
+
+if TYPE_CHECKING:
+    from sqlgate.engine.rules.authorizer import (
+        PolicyRecorder,
+        check_references,
+        recording,
+        shadow_tables,
+    )
+    from sqlgate.engine.rules.guard_schema import SchemaGuard
+    from sqlgate.engine.rules.guarded_policy import (
+        changed_row_refusal,
+        guarded_statement_refusal,
+        row_change_refused,
+    )
+    from sqlgate.engine.rules.hidden_checks import HiddenWatch, veiled_error
+    from sqlgate.engine.rules.hidden_policy import hidden_trailer
+    from sqlgate.engine.rules.live_rules import NO_RULES, LiveRules, RuleResolver
+    from sqlgate.engine.rules.policy_file import (
+        check_against,
+        listed,
+        rules_from_settings,
+        toml_reader,
+    )
+    from sqlgate.engine.rules.rule_notes import schema_notes, table_notes
+    from sqlgate.engine.rules.table_rules import TableRules
 
 __all__ = [
     "NO_RULES",
@@ -72,3 +83,18 @@ __all__ = [
     "toml_reader",
     "veiled_error",
 ]
+
+BEHIND_THE_DOOR = {
+    "authorizer": ("PolicyRecorder", "check_references", "recording", "shadow_tables"),
+    "guard_schema": ("SchemaGuard",),
+    "guarded_policy": ("changed_row_refusal", "guarded_statement_refusal", "row_change_refused"),
+    "hidden_checks": ("HiddenWatch", "veiled_error"),
+    "hidden_policy": ("hidden_trailer",),
+    "live_rules": ("LiveRules", "NO_RULES", "RuleResolver"),
+    "policy_file": ("check_against", "listed", "rules_from_settings", "toml_reader"),
+    "rule_notes": ("schema_notes", "table_notes"),
+    "table_rules": ("TableRules",),
+}
+
+if not TYPE_CHECKING:
+    __getattr__ = front_door(__name__, BEHIND_THE_DOOR)

@@ -1,6 +1,7 @@
 """Running statements for the tools and shaping their answers.
 
-The package's front door: what other rooms may import. Its modules are private to it.
+The package's front door: what other rooms may import (`engine.front_door`). Its
+modules are private to it.
 
     execute          Running agent SQL: one statement, prepared uncached under the tier's
                      authorizer.
@@ -24,11 +25,22 @@ The package's front door: what other rooms may import. Its modules are private t
 
 from __future__ import annotations
 
-from sqlgate.engine.running.execute import Bindings, busy_error, normalize_params
-from sqlgate.engine.running.outcome import OUTCOME_SQL, OUTCOMES, REFUSED_SQL, Outcome, call_outcome
-from sqlgate.engine.running.queries import SqlTiers
-from sqlgate.engine.running.textsearch import SearchRequest, TextSearch
-from sqlgate.engine.running.views import ViewSaver
+from typing import TYPE_CHECKING
+
+from sqlgate.engine.front_door import front_door
+
+if TYPE_CHECKING:
+    from sqlgate.engine.running.execute import Bindings, busy_error, normalize_params
+    from sqlgate.engine.running.outcome import (
+        OUTCOME_SQL,
+        OUTCOMES,
+        REFUSED_SQL,
+        Outcome,
+        call_outcome,
+    )
+    from sqlgate.engine.running.queries import SqlTiers
+    from sqlgate.engine.running.textsearch import SearchRequest, TextSearch
+    from sqlgate.engine.running.views import ViewSaver
 
 __all__ = [
     "OUTCOMES",
@@ -44,3 +56,14 @@ __all__ = [
     "call_outcome",
     "normalize_params",
 ]
+
+BEHIND_THE_DOOR = {
+    "execute": ("Bindings", "busy_error", "normalize_params"),
+    "outcome": ("OUTCOMES", "OUTCOME_SQL", "Outcome", "REFUSED_SQL", "call_outcome"),
+    "queries": ("SqlTiers",),
+    "textsearch": ("SearchRequest", "TextSearch"),
+    "views": ("ViewSaver",),
+}
+
+if not TYPE_CHECKING:
+    __getattr__ = front_door(__name__, BEHIND_THE_DOOR)

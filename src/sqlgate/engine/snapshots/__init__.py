@@ -1,6 +1,7 @@
 """Whole-file snapshots and restoring a database file from one.
 
-The package's front door: what other rooms may import. Its modules are private to it.
+The package's front door: what other rooms may import (`engine.front_door`). Its
+modules are private to it.
 
     files            Whole-file snapshots in `<db>.snapshots/`, taken with SQLite's online backup.
     restore_carry    Carrying sqlgate's own records into a restored file: a snapshot restore rolls
@@ -15,16 +16,21 @@ The package's front door: what other rooms may import. Its modules are private t
 
 from __future__ import annotations
 
-from sqlgate.engine.snapshots.files import (
-    RestoreFacts,
-    RestoreResult,
-    list_kept,
-    list_snapshots,
-    restore_snapshot,
-    rotate_snapshots,
-    take_snapshot,
-)
-from sqlgate.engine.snapshots.restore_plan import RestorePlan, plan_restore
+from typing import TYPE_CHECKING
+
+from sqlgate.engine.front_door import front_door
+
+if TYPE_CHECKING:
+    from sqlgate.engine.snapshots.files import (
+        RestoreFacts,
+        RestoreResult,
+        list_kept,
+        list_snapshots,
+        restore_snapshot,
+        rotate_snapshots,
+        take_snapshot,
+    )
+    from sqlgate.engine.snapshots.restore_plan import RestorePlan, plan_restore
 
 __all__ = [
     "RestoreFacts",
@@ -37,3 +43,19 @@ __all__ = [
     "rotate_snapshots",
     "take_snapshot",
 ]
+
+BEHIND_THE_DOOR = {
+    "files": (
+        "RestoreFacts",
+        "RestoreResult",
+        "list_kept",
+        "list_snapshots",
+        "restore_snapshot",
+        "rotate_snapshots",
+        "take_snapshot",
+    ),
+    "restore_plan": ("RestorePlan", "plan_restore"),
+}
+
+if not TYPE_CHECKING:
+    __getattr__ = front_door(__name__, BEHIND_THE_DOOR)

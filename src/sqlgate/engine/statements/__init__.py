@@ -1,6 +1,7 @@
 """Reading one statement and judging it by the tier policy.
 
-The package's front door: what other rooms may import. Its modules are private to it.
+The package's front door: what other rooms may import (`engine.front_door`). Its
+modules are private to it.
 
     preflight        Reading a statement before SQLite runs it, with sqlglot's SQLite tokenizer.
     auto_ids         A primary key spelled as another dialect's auto-generated id, which SQLite
@@ -18,51 +19,39 @@ The package's front door: what other rooms may import. Its modules are private t
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from sqlgate.engine.statements.double_quotes import double_quoted_string, single_quoted
-from sqlgate.engine.statements.foreign_keys import deferred_key_advice, foreign_key_advice
-from sqlgate.engine.statements.policy import (
-    ALLOW,
-    CATALOG,
-    ROW_ACTIONS,
-    WRITE_ACTIONS,
-    Operation,
-    Reference,
-    Tier,
-    Verdict,
-    decide,
-    decide_reference,
-)
-from sqlgate.engine.statements.preflight import (
-    Statement,
-    create_if_not_exists,
-    drop_if_exists,
-    emptied_table,
-    inspect_statement,
-)
-from sqlgate.engine.statements.tier_check import (
-    check_tier,
-    destructive_keeps,
-    unfiltered_update_message,
-    validate_new_name,
-)
+from sqlgate.engine.front_door import front_door
 
 if TYPE_CHECKING:
+    from sqlgate.engine.statements.double_quotes import double_quoted_string, single_quoted
+    from sqlgate.engine.statements.foreign_keys import deferred_key_advice, foreign_key_advice
+    from sqlgate.engine.statements.policy import (
+        ALLOW,
+        CATALOG,
+        ROW_ACTIONS,
+        WRITE_ACTIONS,
+        Operation,
+        Reference,
+        Tier,
+        Verdict,
+        decide,
+        decide_reference,
+    )
+    from sqlgate.engine.statements.preflight import (
+        Statement,
+        create_if_not_exists,
+        drop_if_exists,
+        emptied_table,
+        inspect_statement,
+    )
+    from sqlgate.engine.statements.tier_check import (
+        check_tier,
+        destructive_keeps,
+        unfiltered_update_message,
+        validate_new_name,
+    )
     from sqlgate.engine.statements.where import Change, read_change, where_filters
-
-# `where` imports sqlglot's parser (about 100 ms): its names load when first taken, so a
-# command that reads no WHERE never pays for it (tests/surfaces/cli/test_import_graph.py).
-LOADED_WHEN_TAKEN = {"Change": "where", "read_change": "where", "where_filters": "where"}
-
-
-def __getattr__(name: str) -> Any:
-    module = LOADED_WHEN_TAKEN.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
-
 
 __all__ = [
     "ALLOW",
@@ -92,3 +81,37 @@ __all__ = [
     "validate_new_name",
     "where_filters",
 ]
+
+BEHIND_THE_DOOR = {
+    "double_quotes": ("double_quoted_string", "single_quoted"),
+    "foreign_keys": ("deferred_key_advice", "foreign_key_advice"),
+    "policy": (
+        "ALLOW",
+        "CATALOG",
+        "Operation",
+        "ROW_ACTIONS",
+        "Reference",
+        "Tier",
+        "Verdict",
+        "WRITE_ACTIONS",
+        "decide",
+        "decide_reference",
+    ),
+    "preflight": (
+        "Statement",
+        "create_if_not_exists",
+        "drop_if_exists",
+        "emptied_table",
+        "inspect_statement",
+    ),
+    "tier_check": (
+        "check_tier",
+        "destructive_keeps",
+        "unfiltered_update_message",
+        "validate_new_name",
+    ),
+    "where": ("Change", "read_change", "where_filters"),
+}
+
+if not TYPE_CHECKING:
+    __getattr__ = front_door(__name__, BEHIND_THE_DOOR)

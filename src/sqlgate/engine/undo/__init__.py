@@ -1,6 +1,7 @@
 """Row-level undo: one capture for every tool that writes, one restore.
 
-The package's front door: what other rooms may import. Its modules are private to it.
+The package's front door: what other rooms may import (`engine.front_door`). Its
+modules are private to it.
 
     capture          Row-level undo, capture side: the changeset of one destructive DML statement.
     checks           What an undo checks before it writes a row, and what the call records for it.
@@ -20,25 +21,30 @@ The package's front door: what other rooms may import. Its modules are private t
 
 from __future__ import annotations
 
-from sqlgate.engine.undo.capture import (
-    SPLIT_ADVICE,
-    ShapeCache,
-    StoredChangeset,
-    Summary,
-    UndoFallback,
-    capturing,
-    chunk_size,
-    prune_changesets,
-    store_changeset,
-    summarize,
-    unrestorable_write,
-    written_tables,
-)
-from sqlgate.engine.undo.changesets import read_changeset
-from sqlgate.engine.undo.ddl import capturing_schema, store_created
-from sqlgate.engine.undo.keys import NullKeyWatch
-from sqlgate.engine.undo.restore import UndoRestore, UndoTarget
-from sqlgate.engine.undo.writes import WriteFacts, prune_writes
+from typing import TYPE_CHECKING
+
+from sqlgate.engine.front_door import front_door
+
+if TYPE_CHECKING:
+    from sqlgate.engine.undo.capture import (
+        SPLIT_ADVICE,
+        ShapeCache,
+        StoredChangeset,
+        Summary,
+        UndoFallback,
+        capturing,
+        chunk_size,
+        prune_changesets,
+        store_changeset,
+        summarize,
+        unrestorable_write,
+        written_tables,
+    )
+    from sqlgate.engine.undo.changesets import read_changeset
+    from sqlgate.engine.undo.ddl import capturing_schema, store_created
+    from sqlgate.engine.undo.keys import NullKeyWatch
+    from sqlgate.engine.undo.restore import UndoRestore, UndoTarget
+    from sqlgate.engine.undo.writes import WriteFacts, prune_writes
 
 __all__ = [
     "SPLIT_ADVICE",
@@ -62,3 +68,28 @@ __all__ = [
     "unrestorable_write",
     "written_tables",
 ]
+
+BEHIND_THE_DOOR = {
+    "capture": (
+        "SPLIT_ADVICE",
+        "ShapeCache",
+        "StoredChangeset",
+        "Summary",
+        "UndoFallback",
+        "capturing",
+        "chunk_size",
+        "prune_changesets",
+        "store_changeset",
+        "summarize",
+        "unrestorable_write",
+        "written_tables",
+    ),
+    "changesets": ("read_changeset",),
+    "ddl": ("capturing_schema", "store_created"),
+    "keys": ("NullKeyWatch",),
+    "restore": ("UndoRestore", "UndoTarget"),
+    "writes": ("WriteFacts", "prune_writes"),
+}
+
+if not TYPE_CHECKING:
+    __getattr__ = front_door(__name__, BEHIND_THE_DOOR)
