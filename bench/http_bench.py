@@ -106,7 +106,7 @@ def add_members(db: Path, names: Sequence[str], tier: str) -> dict[str, str]:
     """Make a member of each name (through the members store, as `sqlgate members add`
     does) in the database `db`, which the server is not using yet; returns name -> token."""
     from sqlgate.config import Settings
-    from sqlgate.engine.members import Members
+    from sqlgate.engine.records import Members
     from sqlgate.service import Service
 
     with Service.open(Settings(db=db)) as service, service.db.server_lock:

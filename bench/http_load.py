@@ -171,7 +171,7 @@ def _checked(db: Path, runs: Sequence[LoadResult], audit_before: int) -> dict[st
             owner = inserted.get(params[0]) if params else None
             wrong_inserts += owner is not None and owner != actor
     # an event's session is `<server session>/<actor>`, then `/<connection>` with a protocol
-    # revision that has sessions (engine.actors)
+    # revision that has sessions (engine.records.actors)
     wrong_events = sum(
         (f"load event {marker}" in events)
         and events[f"load event {marker}"].split("/")[1:2] != [member]

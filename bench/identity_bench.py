@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from sqlgate.config import Settings
 from sqlgate.engine.connect import connect_read_only
-from sqlgate.engine.members import Members
+from sqlgate.engine.records import Members
 from sqlgate.service import Service
 from sqlgate.surfaces.mcp.http_identity import IdentityGate, server_authenticator
 

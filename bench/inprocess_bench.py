@@ -40,7 +40,7 @@ from peers import server_failure, sqlgate_params, stdio_rows
 from stdio_bench import append_arguments, append_concurrently
 
 from sqlgate.config import Settings
-from sqlgate.engine.textsearch import SearchRequest
+from sqlgate.engine.running import SearchRequest
 from sqlgate.service import Service
 
 

@@ -39,8 +39,8 @@ import apsw
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from sqlgate.config import Settings
-from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.connect import immediate_transaction
+from sqlgate.engine.records import utc_timestamp
 from sqlgate.memory.chain import GENESIS, event_hash
 from sqlgate.memory.witness import Witness, WitnessFile
 from sqlgate.service import Service

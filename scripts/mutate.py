@@ -1,9 +1,9 @@
 """Mutation testing: change one expression of a module at a time and run the tests that reach it.
 
-    python scripts/mutate.py engine/policy.py              every mutant of one module
-    python scripts/mutate.py engine/policy.py --survivors  only the last run's survivors again
-    python scripts/mutate.py engine/policy.py --mutant 12  one mutant (repeatable)
-    python scripts/mutate.py engine/policy.py --list       the mutants, without running them
+    python scripts/mutate.py engine/names.py               every mutant of one module
+    python scripts/mutate.py engine/names.py --survivors   only the last run's survivors again
+    python scripts/mutate.py engine/names.py --mutant 12   one mutant (repeatable)
+    python scripts/mutate.py engine/names.py --list        the mutants, without running them
     python scripts/mutate.py --targets                     the modules and their test selections
     python scripts/mutate.py --summary                     the table of the last run of each module
 
@@ -59,22 +59,22 @@ RESULTS = REPO / ".mutation"
 EQUIVALENTS = REPO / "scripts" / "mutation_equivalents.toml"
 
 _UNDO = (
-    "tests/engine/test_undo.py",
-    "tests/engine/test_undo_restore.py",
-    "tests/engine/test_undo_checks.py",
-    "tests/engine/test_undo_properties.py",
-    "tests/engine/test_undo_writes.py",
-    "tests/engine/test_undo_storage.py",
-    "tests/engine/test_undo_next_steps.py",
-    "tests/engine/test_undo_keys.py",
-    "tests/engine/test_undo_raw_text.py",
+    "tests/engine/undo/test_undo.py",
+    "tests/engine/undo/test_undo_restore.py",
+    "tests/engine/undo/test_undo_checks.py",
+    "tests/engine/undo/test_undo_properties.py",
+    "tests/engine/undo/test_undo_writes.py",
+    "tests/engine/undo/test_undo_storage.py",
+    "tests/engine/undo/test_undo_next_steps.py",
+    "tests/engine/undo/test_undo_keys.py",
+    "tests/engine/undo/test_undo_raw_text.py",
     "tests/engine/test_raw_text.py",
 )
 _UNDO_DDL = (
-    "tests/engine/test_undo_ddl.py",
-    "tests/engine/test_undo_ddl_views.py",
-    "tests/engine/test_undo_ddl_properties.py",
-    "tests/engine/test_undo_raw_text.py",
+    "tests/engine/undo/test_undo_ddl.py",
+    "tests/engine/undo/test_undo_ddl_views.py",
+    "tests/engine/undo/test_undo_ddl_properties.py",
+    "tests/engine/undo/test_undo_raw_text.py",
 )
 _CHAIN = (
     "tests/memory/test_chain.py",
@@ -100,60 +100,72 @@ _CLAIMS = (
 # mutant would spend minutes in them; the policy's own tables are pure and pin every rule
 _POLICY = (
     "tests/engine/test_names.py",
-    "tests/engine/test_policy.py",
-    "tests/engine/test_policy_edges.py",
+    "tests/engine/statements/test_policy.py",
+    "tests/engine/statements/test_policy_edges.py",
 )
 # module (under src/sqlgate) -> the test files that target it
 TARGETS: dict[str, tuple[str, ...]] = {
     "engine/names.py": _POLICY,
-    "engine/policy.py": _POLICY,
-    "engine/preflight.py": ("tests/engine/test_preflight.py", "tests/test_service_refusals.py"),
-    "engine/tier_check.py": ("tests/engine/test_preflight.py", "tests/test_service_refusals.py"),
-    "engine/where.py": ("tests/engine/test_where.py",),
+    "engine/statements/policy.py": _POLICY,
+    "engine/statements/preflight.py": (
+        "tests/engine/statements/test_preflight.py",
+        "tests/test_service_refusals.py",
+    ),
+    "engine/statements/tier_check.py": (
+        "tests/engine/statements/test_preflight.py",
+        "tests/test_service_refusals.py",
+    ),
+    "engine/statements/where.py": ("tests/engine/statements/test_where.py",),
     # through whole services: the facts come from a real schema, the fallback from SQLite
-    "engine/where_check.py": ("tests/test_service_where.py",),
-    "engine/undo.py": _UNDO,
-    "engine/undo_writes.py": _UNDO,
-    "engine/undo_keys.py": _UNDO,
-    "engine/writes.py": _UNDO,
-    "engine/identity.py": ("tests/engine/test_identity.py", "tests/engine/test_undo_writes.py"),
+    "engine/running/where_check.py": ("tests/test_service_where.py",),
+    "engine/undo/capture.py": _UNDO,
+    "engine/undo/writes.py": _UNDO,
+    "engine/undo/keys.py": _UNDO,
+    "engine/running/writes.py": _UNDO,
+    "engine/records/identity.py": (
+        "tests/engine/records/test_identity.py",
+        "tests/engine/undo/test_undo_writes.py",
+    ),
     # who a caller is (issue 22): the tier order, the name rule, tokens and their reasons
-    "engine/actors.py": ("tests/engine/test_actors.py", "tests/engine/test_members.py"),
-    "engine/members.py": ("tests/engine/test_members.py",),
+    "engine/records/actors.py": (
+        "tests/engine/records/test_actors.py",
+        "tests/engine/records/test_members.py",
+    ),
+    "engine/records/members.py": ("tests/engine/records/test_members.py",),
     # who may connect after a snapshot restore (issue 30): never rolled back
-    "engine/restore_members.py": ("tests/engine/test_restore_members.py",),
+    "engine/snapshots/restore_members.py": ("tests/engine/snapshots/test_restore_members.py",),
     "surfaces/mcp/http_identity.py": ("tests/surfaces/mcp/test_http_identity.py",),
     "surfaces/mcp/oauth_claims.py": ("tests/surfaces/mcp/test_oauth.py",),
     # the user's protected and append-only tables (issue 23)
-    "engine/guarded_policy.py": (
-        "tests/engine/test_guarded_policy.py",
+    "engine/rules/guarded_policy.py": (
+        "tests/engine/rules/test_guarded_policy.py",
         "tests/security/test_protected_tables.py",
     ),
-    "engine/guard_facts.py": ("tests/engine/test_guard_facts.py",),
+    "engine/rules/guard_facts.py": ("tests/engine/rules/test_guard_facts.py",),
     # what a statement changed or left behind in a guarded table's world (issue 30)
-    "engine/guard_rows.py": ("tests/engine/test_guard_rows.py",),
-    "engine/guard_schema.py": ("tests/engine/test_guard_schema.py",),
-    "engine/hidden_policy.py": (
-        "tests/engine/test_hidden_policy.py",
+    "engine/running/guard_rows.py": ("tests/engine/running/test_guard_rows.py",),
+    "engine/rules/guard_schema.py": ("tests/engine/rules/test_guard_schema.py",),
+    "engine/rules/hidden_policy.py": (
+        "tests/engine/rules/test_hidden_policy.py",
         "tests/security/test_hidden_columns.py",
         "tests/security/test_hidden_surfaces.py",
     ),
     # issue 30 §3: error texts, reads in any row order, the server's columns of row values
-    "engine/hidden_errors.py": ("tests/engine/test_hidden_errors.py",),
-    "engine/hidden_order.py": ("tests/engine/test_hidden_order.py",),
+    "engine/rules/hidden_errors.py": ("tests/engine/rules/test_hidden_errors.py",),
+    "engine/rules/hidden_order.py": ("tests/engine/rules/test_hidden_order.py",),
     "engine/server_columns.py": ("tests/engine/test_server_columns.py",),
-    "engine/undo_checks.py": _UNDO,
-    "engine/undo_restore.py": _UNDO,
-    "engine/undo_ddl.py": _UNDO_DDL,
-    "engine/undo_ddl_checks.py": _UNDO_DDL,
+    "engine/undo/checks.py": _UNDO,
+    "engine/undo/restore.py": _UNDO,
+    "engine/undo/ddl.py": _UNDO_DDL,
+    "engine/undo/ddl_checks.py": _UNDO_DDL,
     # text that is not UTF-8 (issue 30): the changesets the undo reads, the rows it digests
-    "engine/changesets.py": (
-        "tests/engine/test_changesets.py",
-        "tests/engine/test_undo_raw_text.py",
+    "engine/undo/changesets.py": (
+        "tests/engine/undo/test_changesets.py",
+        "tests/engine/undo/test_undo_raw_text.py",
     ),
     "engine/raw_text.py": (
         "tests/engine/test_raw_text.py",
-        "tests/engine/test_undo_raw_text.py",
+        "tests/engine/undo/test_undo_raw_text.py",
         "tests/test_service_raw_text.py",
     ),
     "memory/contract.py": _CHAIN,
@@ -406,7 +418,7 @@ def describe(report: Report) -> Iterator[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
-        "module", nargs="?", help="a module under src/sqlgate, e.g. engine/policy.py"
+        "module", nargs="?", help="a module under src/sqlgate, e.g. engine/statements/policy.py"
     )
     parser.add_argument("--jobs", type=int, default=2, help="mutants run at once (default 2)")
     parser.add_argument("--timeout", type=float, help="seconds per mutant (default 3x the tests)")

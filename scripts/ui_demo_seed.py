@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from sqlgate.config import Settings
-from sqlgate.engine.actors import Caller, Identity, acting_as, caller_session
+from sqlgate.engine.records import Caller, Identity, acting_as, caller_session
 from sqlgate.service import Service
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # ui_seed, also when imported as scripts.*
@@ -92,7 +92,7 @@ EVENTS = [
 def _bulk_history(db: Path, end: float, rows: int) -> None:
     """`rows` audit rows over the 48 hours before the seeded session, in working hours,
     inserted as the audit log inserts them, so the activity chart has a history."""
-    from sqlgate.engine.audit import utc_timestamp
+    from sqlgate.engine.records import utc_timestamp
 
     rng = random.Random(21)  # noqa: S311 - reproducible demo data
     with Service.open(Settings(db=db), session=SESSIONS[0]) as svc:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sqlgate.config import Settings
-from sqlgate.engine.actors import Caller, Identity, acting_as, caller_session
+from sqlgate.engine.records import Caller, Identity, acting_as, caller_session
 from sqlgate.errors import SqlgateError
 from sqlgate.service import Service
 
@@ -161,7 +161,7 @@ def seed_history(db: Path, *, audit_rows: int, events: int, now: float | None = 
         with svc.db.server_lock:
             conn.execute("BEGIN IMMEDIATE")
             rows = []
-            from sqlgate.engine.audit import utc_timestamp
+            from sqlgate.engine.records import utc_timestamp
 
             for i in range(audit_rows):
                 at = end - 48 * HOUR + 48 * HOUR * i / max(1, audit_rows)

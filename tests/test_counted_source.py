@@ -52,14 +52,26 @@ LINKS = frozenset(
 PHRASE_END = re.compile(r"[,;:()\[\].!?\"'`=<>|{}/\n]")
 # (file under src/sqlgate, the value's source, the plural word): why it is not a count
 NOT_COUNTS = {
-    ("engine/guarded_policy.py", "op.action", "rows"): "a verb: `would delete rows of t`",
-    ("engine/guarded_policy.py", "rules.origin", "references"): "a verb: `--policy references t`",
-    ("engine/hidden_checks.py", "name", "names"): "a verb: `index i names a hidden column`",
-    ("engine/hidden_checks.py", "name", "indexes"): "a verb: `table t indexes a hidden column`",
-    ("engine/hidden_policy.py", "table", "indexes"): "a verb: `t indexes a column hidden by`",
-    ("engine/policy_file.py", "rule", "names"): "a verb: `[tables.t] hidden names no column`",
-    ("engine/execute.py", "has", "params"): "the argument's name: `...; params is an object`",
-    ("engine/undo_checks.py", "self.key[0]", "row(s)"): "a table: `orders row(s) whose ...`",
+    ("engine/rules/guarded_policy.py", "op.action", "rows"): "a verb: `would delete rows of t`",
+    (
+        "engine/rules/guarded_policy.py",
+        "rules.origin",
+        "references",
+    ): "a verb: `--policy references t`",
+    ("engine/rules/hidden_checks.py", "name", "names"): "a verb: `index i names a hidden column`",
+    (
+        "engine/rules/hidden_checks.py",
+        "name",
+        "indexes",
+    ): "a verb: `table t indexes a hidden column`",
+    ("engine/rules/hidden_policy.py", "table", "indexes"): "a verb: `t indexes a column hidden by`",
+    ("engine/rules/policy_file.py", "rule", "names"): "a verb: `[tables.t] hidden names no column`",
+    (
+        "engine/running/execute.py",
+        "has",
+        "params",
+    ): "the argument's name: `...; params is an object`",
+    ("engine/undo/checks.py", "self.key[0]", "row(s)"): "a table: `orders row(s) whose ...`",
     ("memory/privacy.py", "name", "matches"): "a verb: `pattern X matches empty text`",
 }
 

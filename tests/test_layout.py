@@ -6,7 +6,10 @@ import is still a dependency):
 - the doors: `engine` imports nothing of `memory`, `claims`, `service` or `surfaces`;
   `memory` nothing of `claims`, `service` or `surfaces`; `claims` nothing of `service` or
   `surfaces`; only `surfaces` import `mcp`, `click`, `starlette` or `uvicorn`;
-- no two modules import each other, directly or around a circle;
+- no two modules import each other, directly or around a circle, and no two packages of
+  `engine` either;
+- a package of `engine` has a front door, its `__init__`: code outside the package imports
+  that, never one of the modules behind it;
 - no module takes another module's private name (`from x import _name`, `x._name`).
 """
 
@@ -105,12 +108,85 @@ def test_only_surfaces_import_the_protocol_and_terminal_libraries() -> None:
     assert not outside
 
 
+# -- engine's packages: one front door each ----------------------------------------------------
+ENGINE_PACKAGES = {
+    name
+    for name, path in MODULES.items()
+    if path.name == "__init__.py" and name.startswith("sqlgate.engine.") and name.count(".") == 2
+}
+
+
+def engine_package(module: str) -> str | None:
+    """The package of `engine` a module belongs to (None for engine's own modules)."""
+    package = ".".join(module.split(".")[:3])
+    return package if package in ENGINE_PACKAGES else None
+
+
+def behind_the_door(imports: list[Import]) -> list[str]:
+    return [
+        f"{found.module}:{found.line} imports {target}: outside {package}, "
+        f"import only its front door ({package})"
+        for found in imports
+        for target in sorted(internal_targets(found))
+        if (package := engine_package(target)) is not None
+        and target != package
+        and engine_package(found.module) != package
+    ]
+
+
+def test_engine_has_packages_and_few_loose_modules() -> None:
+    loose = [name for name in MODULES if name.count(".") == 2 and room(name) == "engine"]
+    assert len(ENGINE_PACKAGES) >= 7
+    assert len(loose) - len(ENGINE_PACKAGES) <= 15
+
+
+def test_code_outside_an_engine_package_imports_only_its_front_door() -> None:
+    """Rule: outside an engine package, import only its front door."""
+    assert not behind_the_door(ALL_IMPORTS)
+
+
+@pytest.mark.parametrize(
+    ("importer", "target", "names", "crosses"),
+    [
+        ("sqlgate.service", "sqlgate.engine.undo.capture", ("Capture",), True),
+        ("sqlgate.service", "sqlgate.engine.undo", ("capture",), True),
+        ("sqlgate.engine.running.queries", "sqlgate.engine.rules.live_rules", ("x",), True),
+        ("sqlgate.service", "sqlgate.engine.undo", ("UndoRestore",), False),
+        ("sqlgate.engine.undo.writes", "sqlgate.engine.undo.keys", ("x",), False),
+        ("sqlgate.engine.running.queries", "sqlgate.engine.names", ("x",), False),
+    ],
+)
+def test_the_door_rule_sees_an_import_behind_the_door(
+    importer: str, target: str, names: tuple[str, ...], crosses: bool
+) -> None:
+    assert bool(behind_the_door([Import(importer, target, names, 0)])) is crosses
+
+
 # -- circles --------------------------------------------------------------------------------
-def import_circles() -> list[list[str]]:
-    """The strongly connected groups of more than one module (iterative Tarjan)."""
-    graph = {name: set() for name in MODULES}
+def module_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {name: set() for name in MODULES}
     for found in ALL_IMPORTS:
         graph[found.module] |= internal_targets(found)
+    return graph
+
+
+def engine_package_graph() -> dict[str, set[str]]:
+    """engine's packages (and its modules outside them) as nodes: who imports whom."""
+    graph: dict[str, set[str]] = {}
+    for module, targets in module_graph().items():
+        if room(module) != "engine" or module == "sqlgate.engine":
+            continue
+        source = engine_package(module) or module
+        graph.setdefault(source, set())
+        graph[source] |= {
+            engine_package(t) or t for t in targets if room(t) == "engine" and t != "sqlgate.engine"
+        } - {source}
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]] | None = None) -> list[list[str]]:
+    """The strongly connected groups of more than one node (iterative Tarjan)."""
+    graph = module_graph() if graph is None else graph
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -156,8 +232,12 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
     assert import_circles() == []
 
 
+def test_no_engine_packages_import_each_other_in_a_circle() -> None:
+    assert import_circles(engine_package_graph()) == []
+
+
 def test_the_circle_finder_finds_a_circle() -> None:
-    extra = Import("sqlgate.engine.names", "sqlgate.engine.policy", (), 0)
+    extra = Import("sqlgate.engine.names", "sqlgate.engine.statements.policy", (), 0)
     ALL_IMPORTS.append(extra)
     try:
         assert any("sqlgate.engine.names" in group for group in import_circles())

@@ -13,8 +13,8 @@ import pytest
 
 from sqlgate.config import Settings
 from sqlgate.engine.limits import CallControl
-from sqlgate.engine.queries import Outcome
-from sqlgate.engine.textsearch import SearchRequest
+from sqlgate.engine.running.queries import Outcome
+from sqlgate.engine.running.textsearch import SearchRequest
 from sqlgate.errors import (
     InvalidArgument,
     NotFound,

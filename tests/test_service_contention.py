@@ -19,8 +19,8 @@ from typing import Any
 import apsw
 import pytest
 
-from sqlgate.engine.audit_queue import queue_path
-from sqlgate.engine.textsearch import SearchRequest
+from sqlgate.engine.records.audit_queue import queue_path
+from sqlgate.engine.running.textsearch import SearchRequest
 from sqlgate.errors import LimitExceeded, PolicyDenied, SqlgateError
 from sqlgate.memory.witness import Witness, WitnessFile
 from sqlgate.service import Service

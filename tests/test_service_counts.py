@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from sqlgate.engine.textsearch import SearchRequest
+from sqlgate.engine.running.textsearch import SearchRequest
 from sqlgate.service import Service
 
 

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from sqlgate.config import FLAGS, Settings
 from sqlgate.engine.framing import counted
-from sqlgate.engine.textsearch import SearchRequest
+from sqlgate.engine.running.textsearch import SearchRequest
 from sqlgate.errors import SqlError, UndoConflict
 from sqlgate.service import Service
 from sqlgate.surfaces.cli.app import main

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
-from sqlgate.engine.textsearch import SearchRequest
+from sqlgate.engine.running.textsearch import SearchRequest
 from sqlgate.errors import InvalidArgument, PolicyDenied, SqlgateError
 from sqlgate.service import Service
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sqlgate.engine.textsearch import SearchRequest
+from sqlgate.engine.running.textsearch import SearchRequest
 from sqlgate.errors import SqlgateError
 from sqlgate.service import Service
 

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqlgate.engine.framing import counted
-from sqlgate.engine.tier_check import unfiltered_update_message
+from sqlgate.engine.statements.tier_check import unfiltered_update_message
 from sqlgate.errors import PolicyDenied, SqlError
 from sqlgate.service import Service
 from tests.undo_hint import plain

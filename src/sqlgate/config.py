@@ -132,7 +132,7 @@ class Settings:
     replicate: str | None = None  # a replica URL; checked by surfaces/replication/target.py
     adopt_db: bool = False  # consent to add sqlgate's tables to a file of another program's
     project_db: bool = False  # db was chosen per project (--project-db); db holds the path
-    # the user's table rules, names as given (checked by engine.table_rules when opened)
+    # the user's table rules, names as given (checked by engine.rules.table_rules when opened)
     hide_column: tuple[str, ...] = ()
     protect_table: tuple[str, ...] = ()
     append_only_table: tuple[str, ...] = ()

@@ -20,14 +20,22 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 import apsw
 
 from sqlgate.config import Settings
-from sqlgate.engine.actors import Caller, Identity, current_caller
-from sqlgate.engine.audit import AuditEntry, AuditLog
-from sqlgate.engine.audit_queue import AuditQueue, queue_path
 from sqlgate.engine.commands import list_calls
 from sqlgate.engine.database import Database
-from sqlgate.engine.identity import AGENT_FINDS_CALLS, LIST_CALLS, parse_call_ref
 from sqlgate.engine.limits import CallControl, Clock
-from sqlgate.engine.outcome import Outcome
+from sqlgate.engine.records import (
+    AGENT_FINDS_CALLS,
+    LIST_CALLS,
+    AuditEntry,
+    AuditLog,
+    AuditQueue,
+    Caller,
+    Identity,
+    current_caller,
+    parse_call_ref,
+    queue_path,
+)
+from sqlgate.engine.running import Outcome
 from sqlgate.engine.sqltext import fingerprint
 from sqlgate.errors import InvalidArgument, PolicyDenied, SqlgateError
 from sqlgate.memory.privacy import Redactor
@@ -35,12 +43,9 @@ from sqlgate.memory.store import Memory, Reply, redactor_for
 
 if TYPE_CHECKING:  # built on first use (`_BuiltOnce`), their modules imported then
     from sqlgate.claims.store import ClaimStore
-    from sqlgate.engine.execute import Bindings
-    from sqlgate.engine.introspect import Introspection
-    from sqlgate.engine.queries import SqlTiers
-    from sqlgate.engine.textsearch import SearchRequest, TextSearch
-    from sqlgate.engine.undo_restore import UndoRestore, UndoTarget
-    from sqlgate.engine.views import ViewSaver
+    from sqlgate.engine.database import Introspection
+    from sqlgate.engine.running import Bindings, SearchRequest, SqlTiers, TextSearch, ViewSaver
+    from sqlgate.engine.undo import UndoRestore, UndoTarget
 
 __all__ = ["Service", "new_session_id"]
 
@@ -71,7 +76,7 @@ def undo_target(
 ) -> UndoTarget:
     """What `undo` was asked for: numbers as given, texts as `15` or `15@3f9a1c07`
     (`listing`: the command that lists the ids, for a person's malformed one)."""
-    from sqlgate.engine.undo_restore import UndoTarget
+    from sqlgate.engine.undo import UndoTarget
 
     if (audit_id is None) == (changeset is None):
         raise InvalidArgument(
@@ -99,7 +104,7 @@ def _params_detail(params: object) -> dict[str, Any] | None:
 
 def _bindings(params: object) -> Bindings:
     """`execute.normalize_params`, imported with the SQL engine when a statement runs."""
-    from sqlgate.engine.execute import normalize_params
+    from sqlgate.engine.running import normalize_params
 
     return normalize_params(params)
 
@@ -157,7 +162,7 @@ class Service:
         self.db = db
         self.settings = db.settings
         self.session = session
-        # who calls when no surface said otherwise (engine.actors): the local agent on
+        # who calls when no surface said otherwise (engine.records.actors): the local agent on
         # stdio, `cli` for a command; an HTTP server runs each call as its caller
         self.caller = Caller(Identity(actor, "destructive", actor), session)
         self.clock = clock
@@ -183,31 +188,31 @@ class Service:
 
     @_BuiltOnce
     def sql(self) -> SqlTiers:
-        from sqlgate.engine.queries import SqlTiers
+        from sqlgate.engine.running import SqlTiers
 
         return SqlTiers(self.db, self.clock, session=self.session, wall_clock=self.wall_clock)
 
     @_BuiltOnce
     def introspection(self) -> Introspection:
-        from sqlgate.engine.introspect import Introspection
+        from sqlgate.engine.database import Introspection
 
         return Introspection(self.db, self.settings.query_timeout, self.clock)
 
     @_BuiltOnce
     def undoing(self) -> UndoRestore:
-        from sqlgate.engine.undo_restore import UndoRestore
+        from sqlgate.engine.undo import UndoRestore
 
         return UndoRestore(self.db, self.session, self.wall_clock)
 
     @_BuiltOnce
     def views(self) -> ViewSaver:
-        from sqlgate.engine.views import ViewSaver
+        from sqlgate.engine.running import ViewSaver
 
         return ViewSaver(self.sql)
 
     @_BuiltOnce
     def text_search(self) -> TextSearch:
-        from sqlgate.engine.textsearch import TextSearch
+        from sqlgate.engine.running import TextSearch
 
         return TextSearch(self.sql)
 
@@ -233,7 +238,7 @@ class Service:
         """`read_only`: an existing database opened for reading only (the CLI's inspection
         commands): nothing is migrated, written or audited, and no lock is waited for.
         `actor`: who the calls are recorded as when the surface names no caller
-        (`engine.actors`): `local` (the agent on stdio) or `cli` (a person's command).
+        (`engine.records.actors`): `local` (the agent on stdio) or `cli` (a person's command).
         `serving`: a server starts, which the table rules must fit (StartupError)."""
         redactor = redactor_for(settings)  # a bad pattern file stops us before the db is touched
         db = Database.open(settings, create_parent=create_parent, read_only=read_only)
@@ -282,7 +287,7 @@ class Service:
         entry = AuditEntry(tool=tool, query=query if isinstance(query, str) else None)
         entry.detail = dict(detail or {})
         caller = current_caller()
-        if caller is not None:  # an HTTP caller (engine.actors); else the service's own
+        if caller is not None:  # an HTTP caller (engine.records.actors); else the service's own
             entry.actor, entry.session = caller.actor, caller.session
             if caller.client is not None:
                 entry.detail["client"] = caller.client
@@ -302,7 +307,7 @@ class Service:
                 entry.detail["refused"] = True
             raise
         except apsw.BusyError:
-            from sqlgate.engine.execute import busy_error
+            from sqlgate.engine.running import busy_error
 
             busy = busy_error(self.settings.busy_timeout)
             entry.error = str(busy)

@@ -16,7 +16,7 @@ from sqlgate.engine.connect import (
     check_database_file,
     immediate_transaction,
 )
-from sqlgate.engine.database import Database
+from sqlgate.engine.database.file import Database
 from sqlgate.errors import SqlError, StartupError
 
 

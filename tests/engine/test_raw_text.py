@@ -24,7 +24,7 @@ from sqlgate.engine.raw_text import (
     text_codec,
     with_raw_text,
 )
-from sqlgate.engine.undo_checks import DIGESTS
+from sqlgate.engine.undo.checks import DIGESTS
 
 VALUES = st.one_of(
     st.none(),

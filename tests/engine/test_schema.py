@@ -10,7 +10,7 @@ import pytest
 
 from sqlgate.config import Settings
 from sqlgate.engine.connect import immediate_transaction
-from sqlgate.engine.database import Database
+from sqlgate.engine.database.file import Database
 from sqlgate.engine.schema import (
     APPLICATION_ID,
     FTS5_SHADOW_SUFFIXES,

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqlgate.config import Settings
-from sqlgate.engine.snapshots import restore_snapshot
+from sqlgate.engine.snapshots.files import restore_snapshot
 from sqlgate.errors import InvalidArgument
 from sqlgate.memory.restore_record import ChainRestoreRecorder
 from sqlgate.service import Service

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from sqlgate.engine.textsearch import SearchRequest
+from sqlgate.engine.running.textsearch import SearchRequest
 from sqlgate.errors import SqlgateError
 from sqlgate.service import Service
 from tests.security.conftest import World

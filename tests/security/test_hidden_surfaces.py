@@ -15,7 +15,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from sqlgate.config import Settings
-from sqlgate.engine.textsearch import SearchRequest
+from sqlgate.engine.running.textsearch import SearchRequest
 from sqlgate.errors import PolicyDenied
 from sqlgate.service import Service
 from sqlgate.surfaces.ui.app import build_ui_app

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.policy import NEVER, TIER_RULES, Operation, Tier, decide
 from sqlgate.engine.schema import protected_names
+from sqlgate.engine.statements.policy import NEVER, TIER_RULES, Operation, Tier, decide
 from sqlgate.errors import SqlgateError
 from tests.security.conftest import World
 from tests.security.fingerprint import DatabaseState, assert_unchanged

@@ -907,7 +907,7 @@ def test_a_trigger_fired_from_a_trigger_names_itself_and_a_key_action_names_noth
     """What a trigger's own body writes is named with its name; a trigger it fires names
     itself; a foreign key's action names nothing, even set off from inside a trigger. So a
     new trigger's own writes are told apart by name, and what they set off by preparing each
-    of them on its own (`engine.guard_schema`)."""
+    of them on its own (`engine.rules.guard_schema`)."""
     g = guarded(LEFT, hidden=())
     g.run("EXPLAIN INSERT INTO x DEFAULT VALUES")
     writes = [c for c in g.calls if c[0] in ("INSERT", "DELETE")]
@@ -923,7 +923,7 @@ def test_a_trigger_fired_from_a_trigger_names_itself_and_a_key_action_names_noth
 def test_a_parent_that_may_replace_reports_its_childs_cascade_for_every_insert() -> None:
     """A plain INSERT into a table with ON CONFLICT REPLACE is prepared for the delete a
     conflict would cause: the child's cascade is reported whether or not a row conflicts,
-    so only the rows the statement did change can tell (`engine.guard_rows`)."""
+    so only the rows the statement did change can tell (`engine.running.guard_rows`)."""
     g = guarded(LEFT.replace("name TEXT UNIQUE", "name TEXT UNIQUE ON CONFLICT REPLACE"), ())
     g.run("INSERT INTO par(name) VALUES ('new')")
     assert ("DELETE", "kid", None, "main", None) in g.calls
@@ -1028,7 +1028,7 @@ def test_a_preupdate_hook_cannot_give_a_row_with_a_virtual_generated_column() ->
 def test_a_session_leaves_out_a_row_put_back_as_it_was_and_a_row_whose_key_is_null() -> None:
     """The changeset of a REPLACE that puts the same row back under the same key is empty;
     one that replaces a row whose PRIMARY KEY is NULL holds only the new row. The second
-    is why a call that changes such a row keeps no changeset (`engine.undo_keys`)."""
+    is why a call that changes such a row keeps no changeset (`engine.undo.keys`)."""
     conn = apsw.Connection(":memory:")
     conn.execute(REPLACING)
     for sql, expected in [

@@ -27,10 +27,10 @@ from sqlgate.claims.model import (
     parse_timestamp,
 )
 from sqlgate.claims.rules import Finding, find_contradictions, parse_observed
-from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.commands import db_option
 from sqlgate.engine.database import Database
 from sqlgate.engine.framing import counted
+from sqlgate.engine.records import utc_timestamp
 from sqlgate.errors import InvalidArgument, NotFound, PolicyDenied
 from sqlgate.memory.chain import ChainWriter, EventChain
 from sqlgate.memory.inputs import event_ids, moment, text_field

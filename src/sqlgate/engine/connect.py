@@ -256,7 +256,7 @@ def immediate_transaction(conn: apsw.Connection) -> Iterator[None]:
     A COMMIT that fails (disk full, I/O error) is rolled back too, so the connection never
     stays inside a transaction that the next call's BEGIN would trip over. One refused on a
     deferred foreign key is a `SqlError` (agent statements are answered before COMMIT, by
-    `engine.execute`, naming the key; this is the last word for any other writer).
+    `engine.running.execute`, naming the key; this is the last word for any other writer).
     """
     conn.execute("BEGIN IMMEDIATE")
     try:

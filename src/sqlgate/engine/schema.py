@@ -376,7 +376,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             # names are unique among current members, ignoring case (Alice is alice)
             "CREATE UNIQUE INDEX members_by_name ON members (name COLLATE NOCASE) "
             "WHERE removed IS NULL",
-            # the sha256 of each token, never the token (engine/members.py)
+            # the sha256 of each token, never the token (engine/records/members.py)
             """CREATE TABLE member_tokens (
                 digest TEXT PRIMARY KEY,
                 member_id INTEGER NOT NULL REFERENCES members (id),

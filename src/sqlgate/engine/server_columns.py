@@ -6,13 +6,13 @@ on one that is not, so no new column of user values can be left readable by mist
 
     ROW_VALUES    values of the user's rows, or digests of them (an unsalted digest answers
                   a guess offline): undo data. Read as NULL by the agent while any column
-                  is hidden (`engine.hidden_facts`); the server reads them on its own
+                  is hidden (`engine.rules.hidden_facts`); the server reads them on its own
                   connections, so undo works as before
     CALLER_TEXT   what a caller sent (SQL, its parameters, memory, claims, reasons) or was
                   answered (error texts): a hidden value is there only if a caller had it.
                   Every sqlgate process that applies the rules keeps it so: the agent never
                   reads a hidden value, a SQLite error that could quote one is replaced
-                  (`engine.hidden_errors`), an undo conflict shows no hidden key
+                  (`engine.rules.hidden_errors`), an undo conflict shows no hidden key
     SERVER_FACTS  ids, times, names, states, counts and sizes, the schema (column names and
                   types), digests of sqlgate's own records
 """

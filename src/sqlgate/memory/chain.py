@@ -34,9 +34,8 @@ from dataclasses import dataclass
 
 import apsw
 
-from sqlgate.engine.actors import session_now
-from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.database import Database
+from sqlgate.engine.records import session_now, utc_timestamp
 from sqlgate.errors import SqlgateError
 from sqlgate.memory.contract import (
     EVENT_COLUMNS,

@@ -14,12 +14,11 @@ from typing import Any
 
 import apsw
 
-from sqlgate.engine.actors import session_now
-from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.csvout import csv_line
 from sqlgate.engine.database import Database
 from sqlgate.engine.framing import LINE_BREAKS, FramedReply, counted, data_bytes, inline
+from sqlgate.engine.records import session_now, utc_timestamp
 from sqlgate.errors import InvalidArgument
 from sqlgate.memory.chain import ChainStatus, EventChain
 from sqlgate.memory.search import preview

@@ -41,7 +41,7 @@ DEFAULT_PATTERNS: tuple[tuple[str, str], ...] = (
     ("aws-key", r"(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}"),
     ("github-token", r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
     ("slack-token", r"xox[abposr]-[A-Za-z0-9-]{10,}"),
-    # a sqlgate member's token (engine/members.py): sqg_ and 43 URL-safe characters
+    # a sqlgate member's token (engine/records/members.py): sqg_ and 43 URL-safe characters
     ("sqlgate-token", r"sqg_[A-Za-z0-9_-]{40,}"),
     ("api-key", r"sk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{20,}"),
     ("jwt", r"eyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}"),

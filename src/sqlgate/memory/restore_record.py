@@ -1,7 +1,7 @@
 """The memory chain records every restore: one server-written event of kind `restore`.
 
-A snapshot restore carries every event forward (engine/restore_carry.py), so the chain stays
-whole and the witness simply moves on to the restore's event: nothing is rewritten. The
+A snapshot restore carries every event forward (engine/snapshots/restore_carry.py), so the chain
+stays whole and the witness simply moves on to the restore's event: nothing is rewritten. The
 event says what was rolled back (the snapshot, the rows of each user table now and in it),
 what was carried forward, and where the previous content is kept. A restore of a replica
 (`sqlgate restore`) cannot carry what the replica lacked: its event names the events a
@@ -27,8 +27,7 @@ from sqlgate.memory.chain import ChainWriter, next_witness
 from sqlgate.memory.witness import Witness, WitnessFile
 
 if TYPE_CHECKING:
-    from sqlgate.engine.restore_plan import RestorePlan
-    from sqlgate.engine.snapshots import RestoreFacts
+    from sqlgate.engine.snapshots import RestoreFacts, RestorePlan
 
 __all__ = [
     "RESTORE_KIND",
@@ -89,7 +88,7 @@ def append_restore_event(
 
 
 class ChainRestoreRecorder:
-    """engine.snapshots.RestoreRecorder for the memory chain and its witness beside `db`."""
+    """engine.snapshots.files.RestoreRecorder for the memory chain and its witness beside `db`."""
 
     def __init__(self, db: Path, session: str, wall_clock: Callable[[], float]) -> None:
         self.witness = WitnessFile.beside(db)

@@ -3,7 +3,7 @@
 sqlgate names a session `s-20261202T035830Z-471d28` (a server's; `cli-…` a command's):
 its start time repeats the times of its own calls, its random part tells it from the
 others. An HTTP caller's session goes on with its actor and, when the protocol revision has
-sessions, its connection (`…/alice/5c91b6bf`, engine.actors). Shown short, the start time
+sessions, its connection (`…/alice/5c91b6bf`, engine.records.actors). Shown short, the start time
 is left out and the rest is kept, so the actor stays readable: `s-…471d28/alice/5c91b6bf`.
 Any other session text is shown as it is.
 """

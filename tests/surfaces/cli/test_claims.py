@@ -435,7 +435,7 @@ def test_a_busy_claims_add_waits_once_and_fails_in_one_line(
     in `members`; every CLI command opens the database the same way)."""
     import apsw
 
-    from sqlgate.engine.audit import AuditLog
+    from sqlgate.engine.records.audit import AuditLog
 
     db = tmp_path / "agent.db"
     add(db, "acme", "fact", "acme exists")

@@ -15,7 +15,13 @@ import pytest
 from click.testing import CliRunner, Result
 
 from sqlgate.config import FLAGS, Settings
-from sqlgate.engine.actors import Caller, Identity, acting_as, caller_session, connection_tag
+from sqlgate.engine.records.actors import (
+    Caller,
+    Identity,
+    acting_as,
+    caller_session,
+    connection_tag,
+)
 from sqlgate.errors import SqlError
 from sqlgate.service import Service
 from sqlgate.surfaces.cli.app import main

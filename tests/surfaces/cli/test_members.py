@@ -25,8 +25,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from sqlgate.config import Settings
-from sqlgate.engine.actors import AuthRefusal, Identity
-from sqlgate.engine.members import Members, token_digest
+from sqlgate.engine.records.actors import AuthRefusal, Identity
+from sqlgate.engine.records.members import Members, token_digest
 from sqlgate.service import Service
 from sqlgate.surfaces.cli.app import main
 from tests.surfaces.cli.helpers import error_line, json_lines, read, succeeded
@@ -108,7 +108,7 @@ def test_members_help_lists_its_six_commands() -> None:
 
 
 def test_add_help_states_the_name_rule_and_the_reserved_names() -> None:
-    from sqlgate.engine.actors import MAX_ACTOR_CHARS, RESERVED_ACTORS
+    from sqlgate.engine.records.actors import MAX_ACTOR_CHARS, RESERVED_ACTORS
 
     output = " ".join(succeeded(invoke("add", "--help")).split())
     assert f"NAME is 1 to {MAX_ACTOR_CHARS} letters, digits and . _ @ + : | -" in output
@@ -245,7 +245,7 @@ def test_list_never_shows_a_token_or_a_digest(
 
 
 def test_list_shows_the_last_use_of_a_member(db: Path) -> None:
-    from sqlgate.engine.actors import Caller, acting_as
+    from sqlgate.engine.records.actors import Caller, acting_as
 
     add(db, "alice")
     service = Service.open(Settings(db=db))
@@ -408,7 +408,7 @@ def test_a_busy_change_waits_once_its_audit_row_queued_for_the_next_command(
 ) -> None:
     """The lock was waited for once (--busy-timeout); closing does not wait a second time
     to write the refused call's row: it stays queued, and the next command writes it."""
-    from sqlgate.engine.audit import AuditLog
+    from sqlgate.engine.records.audit import AuditLog
 
     waits: list[float] = []
     close = AuditLog.close

@@ -19,7 +19,7 @@ import httpx2
 import pytest
 
 from sqlgate.config import Settings
-from sqlgate.engine.members import Members
+from sqlgate.engine.records.members import Members
 from sqlgate.service import Service
 from sqlgate.surfaces.mcp.http_identity import IdentityGate, server_authenticator
 from tests.surfaces.cli.helpers import invoke, succeeded
@@ -99,7 +99,7 @@ def test_after_a_restore_every_ended_token_is_refused_and_every_new_member_gets_
 
 
 def test_the_listing_says_what_only_the_snapshot_holds(capsys: pytest.CaptureFixture[str]) -> None:
-    from sqlgate.engine.restore_plan import RestorePlan
+    from sqlgate.engine.snapshots.restore_plan import RestorePlan
     from sqlgate.surfaces.cli.snapshot_restore import print_plan
 
     plan = RestorePlan(Path("/db"), Path("/s"), "s.sqlite", (), {"members": 0},

@@ -19,7 +19,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from sqlgate.config import Settings
-from sqlgate.engine.members import Members
+from sqlgate.engine.records.members import Members
 from sqlgate.service import Service
 from tests.surfaces.mcp.test_http import CALL_SECONDS, RunningServer, start_server
 

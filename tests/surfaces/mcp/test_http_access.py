@@ -13,7 +13,7 @@ import httpx2
 import pytest
 
 from sqlgate.config import Settings
-from sqlgate.engine.members import Members
+from sqlgate.engine.records.members import Members
 from sqlgate.errors import InvalidArgument
 from sqlgate.service import Service
 from sqlgate.surfaces.mcp.http_access import Audience, Token, audience_of, required_token

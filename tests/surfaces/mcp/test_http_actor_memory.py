@@ -18,7 +18,7 @@ import apsw
 import pytest
 
 from sqlgate.config import Settings
-from sqlgate.engine.members import Members
+from sqlgate.engine.records.members import Members
 from sqlgate.service import Service
 from tests.surfaces.mcp.test_http import CALL_SECONDS, call, connected, start_server
 

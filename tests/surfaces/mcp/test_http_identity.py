@@ -18,9 +18,9 @@ import pytest
 from mcp.server.auth.provider import AccessToken
 
 from sqlgate.config import Settings
-from sqlgate.engine.actors import AuthRefusal, Caller, Identity, caller_session
-from sqlgate.engine.audit import AuditEntry
-from sqlgate.engine.members import Members
+from sqlgate.engine.records.actors import AuthRefusal, Caller, Identity, caller_session
+from sqlgate.engine.records.audit import AuditEntry
+from sqlgate.engine.records.members import Members
 from sqlgate.service import Service
 from sqlgate.surfaces.mcp.http_identity import (
     BearerTokenGate,

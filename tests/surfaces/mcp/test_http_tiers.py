@@ -26,7 +26,7 @@ IDENTITIES = [*MEMBERS.items(), ("admin", "destructive")]
 
 def allowed(tier: str, among: tuple[str, ...] = tuple(TOOL_TIERS)) -> list[str]:
     """The tools a caller of `tier` may use, in TOOL_TIERS' order (written out, not through
-    engine.actors.tier_allows, so that a wrong tier_allows fails here)."""
+    engine.records.actors.tier_allows, so that a wrong tier_allows fails here)."""
     rank = {"read": 0, "write": 1, "destructive": 2}
     return [t for t in TOOL_TIERS if t in among and rank[TOOL_TIERS[t]] <= rank[tier]]
 

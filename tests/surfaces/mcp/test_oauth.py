@@ -17,7 +17,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from starlette.applications import Starlette
 
-from sqlgate.engine.actors import AuthRefusal, Identity
+from sqlgate.engine.records.actors import AuthRefusal, Identity
 from sqlgate.errors import InvalidArgument, StartupError
 from sqlgate.surfaces.mcp.http_identity import IdentityGate, server_authenticator
 from sqlgate.surfaces.mcp.oauth import JwtVerifier, KeySet, Verified, discover, metadata_urls

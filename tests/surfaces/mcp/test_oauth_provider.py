@@ -262,7 +262,7 @@ async def test_a_token_from_the_flow_calls_tools_as_its_subject(
         ("bob@example.com", "write_query", 0),
         ("admin", "read_query", 1),
     ]
-    # `<server session>/<actor>[/<connection>]` (engine.actors.caller_session)
+    # `<server session>/<actor>[/<connection>]` (engine.records.actors.caller_session)
     assert [session.split("/")[1] for _, _, _, session in rows] == [a for a, _, _, _ in rows]
     assert f"accepting OAuth access tokens of {provider.issuer} for {server.url}" in stderr
     assert metadata_url in stderr

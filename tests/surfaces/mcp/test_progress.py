@@ -8,7 +8,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from sqlgate.engine import snapshots
+from sqlgate.engine.snapshots import files as snapshots
 from sqlgate.service import Service
 from sqlgate.surfaces.mcp.server import build_server
 

@@ -19,7 +19,7 @@ from scripts.ui_seed import LONG_MEMBER, MEMBERS, SCRIPT, SERVER_SESSION, member
 from starlette.testclient import TestClient
 
 from sqlgate.config import Settings
-from sqlgate.engine.actors import Caller, Identity, acting_as, connection_tag
+from sqlgate.engine.records.actors import Caller, Identity, acting_as, connection_tag
 from sqlgate.service import Service
 from sqlgate.surfaces.ui.app import build_ui_app
 from sqlgate.surfaces.ui.console import Console

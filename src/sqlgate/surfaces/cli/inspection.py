@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sqlgate.engine.audit import ACTOR_SINCE, actor_sql, json_value
 from sqlgate.engine.framing import counted
-from sqlgate.engine.outcome import OUTCOME_SQL, OUTCOMES, call_outcome
+from sqlgate.engine.records import ACTOR_SINCE, actor_sql, json_value
+from sqlgate.engine.running import OUTCOME_SQL, OUTCOMES, call_outcome
 from sqlgate.errors import ChainBroken
 from sqlgate.memory.restore_record import recorded_restores
 from sqlgate.surfaces import terminal
@@ -267,8 +267,8 @@ def stats(as_json: bool, **values: Any) -> None:
     lock (another process held it). `replication`: running, restarting (Litestream died: its
     exit and last error), gone (the process replicating it was killed), stopped, or not
     configured."""
-    from sqlgate.engine.audit_queue import queued_rows
     from sqlgate.engine.limits import CallControl
+    from sqlgate.engine.records import queued_rows
     from sqlgate.surfaces.replication.status import replication_report
 
     with existing_service(values, read_only=True) as service:

@@ -1,6 +1,6 @@
 """`sqlgate members …`: the members of an HTTP team server, their tiers and tokens.
 
-The store is engine/members.py (tables `members` and `member_tokens` in the database
+The store is engine/records/members.py (tables `members` and `member_tokens` in the database
 itself, tokens kept as their SHA-256). The server reads those tables at every request, so
 these commands work while `sqlgate serve --transport http` runs on the same file: a revoke
 ends the member's next request, in an open session too.
@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from sqlgate.engine.actors import TIERS
 from sqlgate.engine.commands import db_option, shell_word
+from sqlgate.engine.records import TIERS
 from sqlgate.surfaces.cli.listing import Column, is_terminal, print_listing
 from sqlgate.surfaces.cli.options import (
     JSON_OPTION,
@@ -32,7 +32,7 @@ from sqlgate.surfaces.mcp.http_options import DEFAULT_HOST, DEFAULT_PORT
 from sqlgate.surfaces.terminal import json_dumps, visible
 
 if TYPE_CHECKING:  # imported when a command runs, not at start-up
-    from sqlgate.engine.members import Member, Members
+    from sqlgate.engine.records import Member, Members
     from sqlgate.service import Service
 
 __all__ = ["members"]
@@ -56,8 +56,8 @@ def _change(
 ) -> T:  # fmt: skip
     """Run `change` on the members tables as the audited call `members VERB`: its row says
     which member (and `detail` of the result: never a token), or the error that ended it."""
-    from sqlgate.engine.members import Members
-    from sqlgate.engine.outcome import Outcome
+    from sqlgate.engine.records import Members
+    from sqlgate.engine.running import Outcome
 
     done: list[T] = []
 
@@ -141,7 +141,7 @@ def members_add(name: str, tier: str, url: str, as_json: bool, **values: Any) ->
     current member in any case. On a terminal the token comes with how to send it; in a
     pipe stdout is the token alone: `TOKEN=$(sqlgate members add bob --tier write)`.
     """
-    from sqlgate.engine.members import check_name
+    from sqlgate.engine.records import check_name
 
     check_name(name)  # before the database is opened, or created
     with existing_service(values, create=True) as service:
@@ -172,7 +172,7 @@ def members_list(include_removed: bool, as_json: bool, **values: Any) -> None:
 
     Never a token nor its digest. Last used is the member's newest call in the audit log.
     """
-    from sqlgate.engine.members import Members
+    from sqlgate.engine.records import Members
 
     with existing_service(values, read_only=True) as service:
         found = []

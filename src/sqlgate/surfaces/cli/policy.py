@@ -29,7 +29,7 @@ from sqlgate.surfaces.terminal import visible
 if TYPE_CHECKING:
     import apsw
 
-    from sqlgate.engine.table_rules import TableRules
+    from sqlgate.engine.rules import TableRules
 
 __all__ = ["policy"]
 
@@ -79,7 +79,7 @@ def policy_check(**values: Any) -> None:
     database, whether each rule fits its schema. Exit 0 when all is well; the problems
     are listed and the exit code is a start-up error's otherwise.
     """
-    from sqlgate.engine.policy_file import check_against, rules_from_settings
+    from sqlgate.engine.rules import check_against, rules_from_settings
     from sqlgate.errors import StartupError
 
     settings = settings_from(values)
@@ -140,7 +140,7 @@ def policy_show(as_json: bool, **values: Any) -> None:
     """The table rules in force (flags, environment and --policy file), one per line, and
     whether each applies to the database now; the file's notes for the agent too."""
     from sqlgate.engine.names import fold_name
-    from sqlgate.engine.policy_file import rules_from_settings
+    from sqlgate.engine.rules import rules_from_settings
 
     settings = settings_from(values)
     rules = rules_from_settings(settings)

@@ -143,7 +143,7 @@ def replicate(url: str | None, **values: Any) -> None:
     SQLGATE_REPLICATE. Ctrl-C ends it with exit 130, SIGTERM with 0, each after
     Litestream's last sync.
     """
-    from sqlgate.engine.ownership import check_ownership
+    from sqlgate.engine.database import check_ownership
     from sqlgate.errors import NotFound
     from sqlgate.surfaces.replication.supervisor import Replication
     from sqlgate.surfaces.replication.target import parse_target

@@ -27,8 +27,7 @@ from sqlgate.surfaces.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from sqlgate.engine.restore_plan import RestorePlan
-    from sqlgate.engine.snapshots import RestoreResult
+    from sqlgate.engine.snapshots import RestorePlan, RestoreResult
 
 __all__ = ["snapshots_restore"]
 
@@ -129,8 +128,7 @@ def snapshots_restore(name: str, yes: bool, as_json: bool, **values: Any) -> Non
     carried into the restored file, the members and their tokens stay as they are now (a
     revoked token never works again), and the memory chain records the restore.
     """
-    from sqlgate.engine.restore_plan import plan_restore
-    from sqlgate.engine.snapshots import restore_snapshot
+    from sqlgate.engine.snapshots import plan_restore, restore_snapshot
     from sqlgate.memory.restore_record import ChainRestoreRecorder
     from sqlgate.service import new_session_id
 

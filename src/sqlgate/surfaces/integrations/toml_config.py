@@ -10,7 +10,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from sqlgate.engine.policy_file import toml_reader
+from sqlgate.engine.rules import toml_reader
 from sqlgate.surfaces.integrations.config_files import (
     Change,
     ConfigMalformed,

@@ -62,8 +62,7 @@ from sqlgate.surfaces.mcp.jsonrpc_guard import (
 
 if TYPE_CHECKING:
     from sqlgate.config import Settings
-    from sqlgate.engine.audit import AuditEntry
-    from sqlgate.engine.members import Members
+    from sqlgate.engine.records import AuditEntry, Members
     from sqlgate.service import Service
     from sqlgate.surfaces.mcp.oauth import JwtVerifier
     from sqlgate.surfaces.stops import Stops
@@ -333,7 +332,7 @@ def serve_http(
 
     from sqlgate.config import creates_parent
     from sqlgate.engine.connect import connect_read_only
-    from sqlgate.engine.members import Members
+    from sqlgate.engine.records import Members
     from sqlgate.service import Service
 
     required: Token | None = None

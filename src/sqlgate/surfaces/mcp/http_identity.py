@@ -4,7 +4,7 @@ Every request carries `Authorization: Bearer <token>`, and the token names someo
 
     token                     identity                 tier
     the server's --token      admin                    destructive
-    sqg_... (a member's)      the member's name        the member's (engine/members.py)
+    sqg_... (a member's)      the member's name        the member's (engine/records/members.py)
     a JWT of --oauth-issuer   its sub (or email)       from its scopes (surfaces/mcp/oauth.py)
 
 A request that names no one is answered 401 with a JSON body whose `reason` says why
@@ -37,9 +37,15 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from starlette.authentication import AuthCredentials
 
-from sqlgate.engine.actors import AuthRefusal, Caller, Identity, caller_session
-from sqlgate.engine.audit import AuditEntry
-from sqlgate.engine.members import Members, looks_like_member_token
+from sqlgate.engine.records import (
+    AuditEntry,
+    AuthRefusal,
+    Caller,
+    Identity,
+    Members,
+    caller_session,
+    looks_like_member_token,
+)
 
 __all__ = [
     "PUBLIC_PATHS",
@@ -132,7 +138,7 @@ def identity_of(scope: Scope) -> Identity | None:
 def caller_of(
     scope: Scope, server_session: str, mcp_session_id: str | None, client: str | None = None
 ) -> Caller | None:
-    """The caller an HTTP request's tool call runs as (engine.actors), or None when the
+    """The caller an HTTP request's tool call runs as (engine.records.actors), or None when the
     request passed no identity gate (stdio; --insecure-no-token)."""
     identity = identity_of(scope)
     if identity is None:
@@ -207,7 +213,7 @@ class RefusalAudit:
         if last is not None and last[1]:
             detail["repeats"] = last[1]  # the same refusal, left out since the last row
         entry = AuditEntry(tool="http_request", error=refusal.message, detail=detail)
-        # "(unknown)" cannot be a member's or a subject's name (engine.actors)
+        # "(unknown)" cannot be a member's or a subject's name (engine.records.actors)
         entry.actor = refusal.actor or UNKNOWN_ACTOR
         self.write(entry)
 

@@ -32,7 +32,7 @@ from mcp.server.auth.provider import AccessToken
 if TYPE_CHECKING:
     from mcp.server.auth.provider import TokenVerifier
 
-from sqlgate.engine.actors import AuthRefusal, Identity
+from sqlgate.engine.records import AuthRefusal, Identity
 from sqlgate.errors import StartupError
 from sqlgate.surfaces.mcp.oauth_claims import (
     OAuthPolicy,

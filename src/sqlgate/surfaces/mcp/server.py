@@ -1,7 +1,7 @@
 """The MCP surface: the server, its instructions, and the tool groups chosen by --tools.
 
 Nothing here writes to stdout: on stdio that is the protocol's channel; the SDK's log
-handler writes to stderr. The stdio transport itself is `stdio_transport`.
+handler writes to stderr. The stdio transport itself is `serve_stdio` (surfaces/mcp/stdio.py).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from mcp.types import (
 from pydantic import ValidationError
 
 from sqlgate import __version__
-from sqlgate.engine.actors import Caller, acting_as, tier_allows
+from sqlgate.engine.records import Caller, acting_as, tier_allows
 from sqlgate.service import Service
 from sqlgate.surfaces.mcp.arguments import (
     argument_errors_text,
@@ -111,7 +111,7 @@ def instructions_for(tools: tuple[str, ...], undo: str = "rows") -> str:
 
 
 class _SqlgateServer(MCPServer[Any]):
-    """MCPServer whose stdio transport bounds and answers every line (`stdio_transport`),
+    """MCPServer whose stdio transport bounds and answers every line (`serve_stdio`),
     whose argument errors are one line each (`arguments.argument_errors_text`), and whose
     tools and resources are registered when the SDK first looks at them (`register_tools`).
 
@@ -123,7 +123,7 @@ class _SqlgateServer(MCPServer[Any]):
     def __init__(self, *args: Any, service: Service | None = None, **kwargs: Any) -> None:
         self._pending: Callable[[MCPServer[Any]], None] | None = None
         self._service = service
-        # HTTP callers' sessions start with it (engine.actors)
+        # HTTP callers' sessions start with it (engine.records.actors)
         self._server_session = service.session if service is not None else ""
         self._registering = threading.RLock()
         self._in_register = False

@@ -1,7 +1,7 @@
 """Activity: the audit log newest first (filters, keyset pages, each call expandable), calls
 per hour by outcome, `query_errors`, and `query_patterns` with a ready `create_view` call.
 
-Outcomes: ok, refused or error, as `engine.outcome` decides them for every surface. Pages
+Outcomes: ok, refused or error, as `engine.running.outcome` decides them for every surface. Pages
 go back with `before=<id>` (keyset on the primary key, never OFFSET), so the 1000th page
 costs what the first does.
 
@@ -21,9 +21,9 @@ from datetime import timedelta
 from typing import Any
 
 from sqlgate.claims.model import parse_timestamp
-from sqlgate.engine.audit import json_value
 from sqlgate.engine.framing import counted
-from sqlgate.engine.outcome import OUTCOME_SQL, OUTCOMES, call_outcome
+from sqlgate.engine.records import json_value
+from sqlgate.engine.running import OUTCOME_SQL, OUTCOMES, call_outcome
 from sqlgate.memory.inputs import moment
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.html import Markup, el, href

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sqlgate.engine.identity import database_id
-from sqlgate.engine.outcome import call_outcome
+from sqlgate.engine.records import database_id
+from sqlgate.engine.running import call_outcome
 from sqlgate.engine.snapshots import list_snapshots
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.html import Markup, el

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from sqlgate.claims.model import FLOOR, HALF_LIFE_DAYS, effective_confidence
 from sqlgate.engine.framing import counted
-from sqlgate.engine.outcome import OUTCOMES
+from sqlgate.engine.running import OUTCOMES
 from sqlgate.surfaces.ui.html import Markup, el
 
 __all__ = ["Anchor", "HourBucket", "calls_per_hour", "confidence_curve"]

@@ -13,14 +13,13 @@ from typing import Any
 
 import apsw
 
-from sqlgate.engine.authorizer import PolicyRecorder, recording
+from sqlgate.engine.database import schema_objects
 from sqlgate.engine.framing import counted
-from sqlgate.engine.introspect import schema_objects
 from sqlgate.engine.limits import CallControl, Deadline, watched
-from sqlgate.engine.live_rules import LiveRules
-from sqlgate.engine.policy import Tier
 from sqlgate.engine.raw_text import raw_rows, raw_select, text_codec
+from sqlgate.engine.rules import LiveRules, PolicyRecorder, recording
 from sqlgate.engine.sqltext import quote_identifier
+from sqlgate.engine.statements import Tier
 from sqlgate.errors import QueryTimeout
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.html import Markup, bounded, el, href

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from sqlgate.config import Settings, creates_parent
-from sqlgate.engine.ownership import check_ownership
-from sqlgate.engine.queries import Outcome
+from sqlgate.engine.database import check_ownership
+from sqlgate.engine.running import Outcome
 from sqlgate.errors import InvalidArgument, StartupError
 from sqlgate.memory.privacy import Redactor
 from sqlgate.memory.store import redactor_for

@@ -16,8 +16,8 @@ import apsw
 
 from sqlgate.claims.model import HALF_LIFE_DAYS, KINDS, parse_timestamp
 from sqlgate.claims.store import MAX_CLAIM_CHARS, MAX_ENTITY_CHARS, MAX_RANK
-from sqlgate.engine.audit import utc_timestamp
 from sqlgate.engine.framing import counted
+from sqlgate.engine.records import utc_timestamp
 from sqlgate.errors import InvalidArgument
 from sqlgate.memory.privacy import Redactor
 from sqlgate.surfaces.integrations.importers.landing import (

@@ -21,7 +21,7 @@ from typing import Any
 import apsw
 
 from sqlgate.claims.model import parse_timestamp
-from sqlgate.engine.audit import utc_timestamp
+from sqlgate.engine.records import utc_timestamp
 from sqlgate.errors import InvalidArgument, SqlgateError
 from sqlgate.memory.chain import GENESIS, ChainWriter
 from sqlgate.memory.inputs import MAX_TAGS, event_kind, event_tags, moment, text_field

@@ -1,0 +1,56 @@
+"""The database file: whose it is, the connections sqlgate keeps on it, what is in it.
+
+The package's front door: what other rooms may import (`engine.front_door`). Its
+modules are private to it.
+
+    file             One database file and the connections sqlgate keeps on it.
+    ownership        Whose file is it: facts read from a database file without changing it, and the
+                     pure judgement of whether sqlgate may add its tables to it (issue 19).
+    introspect       What is in the database: list_tables, describe_table and get_schema.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlgate.engine.front_door import front_door
+
+if TYPE_CHECKING:
+    from sqlgate.engine.database.file import Database
+    from sqlgate.engine.database.introspect import (
+        Introspection,
+        SchemaObject,
+        find_object,
+        schema_objects,
+    )
+    from sqlgate.engine.database.ownership import (
+        Owner,
+        check_ownership,
+        owner_of,
+        read_facts,
+        refusal,
+        shown_path,
+    )
+
+__all__ = [
+    "Database",
+    "Introspection",
+    "Owner",
+    "SchemaObject",
+    "check_ownership",
+    "find_object",
+    "owner_of",
+    "read_facts",
+    "refusal",
+    "schema_objects",
+    "shown_path",
+]
+
+BEHIND_THE_DOOR = {
+    "file": ("Database",),
+    "introspect": ("Introspection", "SchemaObject", "find_object", "schema_objects"),
+    "ownership": ("Owner", "check_ownership", "owner_of", "read_facts", "refusal", "shown_path"),
+}
+
+if not TYPE_CHECKING:
+    __getattr__ = front_door(__name__, BEHIND_THE_DOOR)

@@ -1,0 +1,102 @@
+"""The server's records: the audit log, callers and members, database ids.
+
+The package's front door: what other rooms may import (`engine.front_door`). Its
+modules are private to it.
+
+    audit            The audit log: one `query_log` row for every tool call, successful or not.
+    audit_queue      The audit queue: query_log rows that could not be written at once, kept until
+                     they can.
+    actors           Who makes a call: the actor named in every audit row, memory event and claim
+                     change.
+    members          The members of a team server and their tokens (`sqlgate members ...`, issue
+                     22).
+    identity         Which database a call belongs to: the random id each sqlgate database is given.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlgate.engine.front_door import front_door
+
+if TYPE_CHECKING:
+    from sqlgate.engine.records.actors import (
+        TIERS,
+        AuthRefusal,
+        Caller,
+        Identity,
+        acting_as,
+        actor_name_problem,
+        caller_session,
+        current_caller,
+        session_now,
+        tier_allows,
+    )
+    from sqlgate.engine.records.audit import (
+        ACTOR_SINCE,
+        AuditEntry,
+        AuditLog,
+        actor_sql,
+        json_value,
+        utc_timestamp,
+    )
+    from sqlgate.engine.records.audit_queue import AuditQueue, queue_path, queued_rows
+    from sqlgate.engine.records.identity import (
+        AGENT_FINDS_CALLS,
+        LIST_CALLS,
+        database_id,
+        parse_call_ref,
+    )
+    from sqlgate.engine.records.members import Member, Members, check_name, looks_like_member_token
+
+__all__ = [
+    "ACTOR_SINCE",
+    "AGENT_FINDS_CALLS",
+    "LIST_CALLS",
+    "TIERS",
+    "AuditEntry",
+    "AuditLog",
+    "AuditQueue",
+    "AuthRefusal",
+    "Caller",
+    "Identity",
+    "Member",
+    "Members",
+    "acting_as",
+    "actor_name_problem",
+    "actor_sql",
+    "caller_session",
+    "check_name",
+    "current_caller",
+    "database_id",
+    "json_value",
+    "looks_like_member_token",
+    "parse_call_ref",
+    "queue_path",
+    "queued_rows",
+    "session_now",
+    "tier_allows",
+    "utc_timestamp",
+]
+
+BEHIND_THE_DOOR = {
+    "actors": (
+        "AuthRefusal",
+        "Caller",
+        "Identity",
+        "TIERS",
+        "acting_as",
+        "actor_name_problem",
+        "caller_session",
+        "current_caller",
+        "session_now",
+        "tier_allows",
+    ),
+    "audit": ("ACTOR_SINCE", "AuditEntry", "AuditLog", "actor_sql", "json_value", "utc_timestamp"),
+    "audit_queue": ("AuditQueue", "queue_path", "queued_rows"),
+    "identity": ("AGENT_FINDS_CALLS", "LIST_CALLS", "database_id", "parse_call_ref"),
+    "members": ("Member", "Members", "check_name", "looks_like_member_token"),
+}
+
+if not TYPE_CHECKING:
+    __getattr__ = front_door(__name__, BEHIND_THE_DOOR)

@@ -1,0 +1,69 @@
+"""Running statements for the tools and shaping their answers.
+
+The package's front door: what other rooms may import (`engine.front_door`). Its
+modules are private to it.
+
+    execute          Running agent SQL: one statement, prepared uncached under the tier's
+                     authorizer.
+    queries          The three SQL tiers: read, write and destructive statements from start to
+                     result.
+    writes           write_query with its undo data (issue 19): every row change keeps its
+                     changeset, and every CREATE keeps the catalog rows it made, in the statement's
+                     own transaction.
+    guard_rows       Rows of guarded tables a statement did change, judged after it ran, before its
+                     COMMIT.
+    where_check      write_query's check that an UPDATE's WHERE can filter: the facts, then
+                     `engine.statements.where`.
+    textsearch       search_text: SQL narrows the rows (under the read policy), RE2 finds the
+                     matches.
+    views            Saved views: a SELECT kept under a name, with its description, as a reusable
+                     skill.
+    outcome          What a finished call hands back: the text the agent reads and the audit row's
+                     facts, and the notes the write tiers add to its first line; and what every
+                     surface calls a recorded call's outcome.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlgate.engine.front_door import front_door
+
+if TYPE_CHECKING:
+    from sqlgate.engine.running.execute import Bindings, busy_error, normalize_params
+    from sqlgate.engine.running.outcome import (
+        OUTCOME_SQL,
+        OUTCOMES,
+        REFUSED_SQL,
+        Outcome,
+        call_outcome,
+    )
+    from sqlgate.engine.running.queries import SqlTiers
+    from sqlgate.engine.running.textsearch import SearchRequest, TextSearch
+    from sqlgate.engine.running.views import ViewSaver
+
+__all__ = [
+    "OUTCOMES",
+    "OUTCOME_SQL",
+    "REFUSED_SQL",
+    "Bindings",
+    "Outcome",
+    "SearchRequest",
+    "SqlTiers",
+    "TextSearch",
+    "ViewSaver",
+    "busy_error",
+    "call_outcome",
+    "normalize_params",
+]
+
+BEHIND_THE_DOOR = {
+    "execute": ("Bindings", "busy_error", "normalize_params"),
+    "outcome": ("OUTCOMES", "OUTCOME_SQL", "Outcome", "REFUSED_SQL", "call_outcome"),
+    "queries": ("SqlTiers",),
+    "textsearch": ("SearchRequest", "TextSearch"),
+    "views": ("ViewSaver",),
+}
+
+if not TYPE_CHECKING:
+    __getattr__ = front_door(__name__, BEHIND_THE_DOOR)

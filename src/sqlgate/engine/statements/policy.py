@@ -1,0 +1,357 @@
+"""The safety policy as data: which tier may do what, to which objects.
+
+The authorizer (`engine.rules.authorizer`) only records what a statement does as `Operation`
+facts; `decide` is a pure function of (tier, operation, protected names) -> `Verdict`.
+
+    action          read  write  destr.  view   target rule
+    SELECT/RECURSIVE  x     x      x      x     -
+    READ              x     x      x      x     any table, server tables included
+    FUNCTION          x     x      x      x     not load_extension & co.
+    PRAGMA            x     x      x      x     introspection only, never a write
+    INSERT/UPDATE     .     x      x      .     user tables
+    catalog writes    .     x      x      x     sqlite_master rows written by allowed DDL
+    DELETE            .     .      x      .     user tables
+    module writes     x     x      x      .     nested bookkeeping of a virtual table module,
+                                                never to server objects (read: prepared only,
+                                                the read connection is read-only)
+    EMPTY_TABLE       .     .      x      .     a module's DELETE without WHERE (FTS5
+                                                'delete-all', 'rebuild'): user tables
+    CREATE TABLE/IDX  .     x      x      .     new user names; index on a user table;
+                                                no foreign key to a server object
+    CREATE VTABLE     .     x      x      .     modules fts5, rtree
+    ANALYZE           .     x      x      .     -; it may delete old sqlite_stat1/4 rows
+    CREATE VIEW       .     .      .      x     new user name (create_view only)
+    DROP VIEW         .     .      x      x     user views
+    DROP/ALTER        .     .      x      .     user objects
+    REINDEX           .     x      x      .     user indexes (write: CREATE INDEX fills one)
+    CREATE TRIGGER    .     .      x      .     on user tables
+    everything else   .     .      .      .     ATTACH, DETACH, transactions, savepoints,
+                                                temp objects, unknown action codes
+
+What SQLite stores but never reports to the authorizer is a second kind of fact: the
+foreign keys of a table a statement created or altered (`Reference`, gathered after the
+statement and before COMMIT). `decide_reference` refuses a key whose parent is a server
+object: it would make the server's own deletes (pruning undo_changesets, say) fail or
+cascade into the agent's rows. Reading server objects stays open to agent DDL (views,
+external-content fts5 tables, trigger bodies that only read).
+
+Names are compared as SQLite compares them (`engine.names.fold_name`): only A-Z fold.
+
+Every fact is about the main database, except the temp catalog's rows: ALTER TABLE ...
+RENAME reads and rewrites them to fix temp triggers, and since temp objects are never
+allowed it is always empty (direct DML on any catalog is refused by defensive mode).
+EMPTY_TABLE is the one fact not from SQLite's authorizer: the statement tracer reports a
+DELETE without WHERE that a virtual table module runs (see `engine.rules.authorizer`).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from sqlgate.engine.names import fold_name
+
+__all__ = [
+    "Operation",
+    "Reference",
+    "Tier",
+    "Verdict",
+    "decide",
+    "decide_reference",
+    "server_object_message",
+]
+
+
+class Tier(enum.Enum):
+    """What the calling tool is allowed to do; `VIEW` is create_view's narrow tier."""
+
+    READ = "read_query"
+    WRITE = "write_query"
+    DESTRUCTIVE = "destructive_query"
+    VIEW = "create_view"
+
+
+R, W, D, V = Tier.READ, Tier.WRITE, Tier.DESTRUCTIVE, Tier.VIEW
+ALL = frozenset({R, W, D, V})
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One fact the authorizer saw: SQLite's action code and its arguments.
+
+    `nested` marks a virtual table module's own bookkeeping, never text the agent wrote:
+    facts SQLite reports while the statement runs (fts5 and pragma functions prepare their
+    statements then), and writes to shadow tables outside any trigger, which rtree prepares
+    while the agent's statement is being prepared (when it connects to its table).
+    """
+
+    action: str  # SQLite's name without the SQLITE_ prefix, e.g. "DROP_TABLE"
+    target: str | None = None  # the object acted on (table, index, view, pragma, function)
+    detail: str | None = None  # second argument: column, table of an index, pragma argument
+    database: str | None = None
+    inside: str | None = None  # trigger or view whose body caused this
+    nested: bool = False
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A foreign key SQLite stored for an agent's table: `table`.`column` REFERENCES `parent`.
+
+    SQLite's authorizer is never told the parent of a FOREIGN KEY (in CREATE TABLE or ALTER
+    TABLE ADD COLUMN), so these are read from `pragma_foreign_key_list` after the statement.
+    """
+
+    table: str
+    column: str
+    parent: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A decision; `ignore`: allowed, but the value reads as NULL (SQLITE_IGNORE)."""
+
+    allowed: bool
+    reason: str = ""
+    ignore: bool = False
+
+
+ALLOW = Verdict(True)
+
+# Schema tables SQLite itself writes while running DDL; direct DML on them is refused by
+# SQLite in defensive mode, so letting the authorizer pass them is not an opening.
+CATALOG = frozenset({"sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"})
+# SQLite's own bookkeeping tables that an agent could write to bend autoincrement or plans.
+INTERNAL_PREFIX = "sqlite_"
+# ANALYZE's statistics: it deletes a table's old rows before it writes new ones. A DELETE
+# statement of the agent's own never reaches the write tier (preflight sends it on).
+STATISTICS = frozenset({"sqlite_stat1", "sqlite_stat4"})
+
+VTABLE_MODULES = frozenset({"fts5", "rtree", "rtree_i32"})
+FORBIDDEN_FUNCTIONS = frozenset(
+    {"load_extension", "fts3_tokenizer", "readfile", "writefile", "edit"}
+)
+
+# Pragmas that only describe; their argument (if any) names an object, never a new value.
+INTROSPECTION_PRAGMAS = frozenset(
+    {
+        "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
+        "foreign_key_list", "foreign_key_check", "collation_list", "function_list",
+        "module_list", "pragma_list", "database_list", "compile_options", "integrity_check",
+        "quick_check",
+    }
+)  # fmt: skip
+# Settings pragmas that may be read (no argument) but never set.
+READABLE_SETTINGS = frozenset(
+    {
+        "user_version", "application_id", "schema_version", "data_version", "page_size",
+        "page_count", "freelist_count", "max_page_count", "journal_mode", "encoding",
+        "foreign_keys", "auto_vacuum", "cache_size", "synchronous", "busy_timeout",
+        "query_only", "recursive_triggers", "case_sensitive_like", "secure_delete",
+        "temp_store", "locking_mode", "wal_autocheckpoint", "automatic_index", "defer_foreign_keys",
+    }
+)  # fmt: skip
+
+# action -> (tiers allowed, what to tell the agent when its tier is not among them)
+TIER_RULES: dict[str, tuple[frozenset[Tier], str]] = {
+    "SELECT":         (ALL, ""),
+    "RECURSIVE":      (ALL, ""),
+    "READ":           (ALL, ""),
+    "FUNCTION":       (ALL, ""),
+    "PRAGMA":         (ALL, ""),
+    "INSERT":         (frozenset({W, D}), "INSERT needs write_query"),
+    "UPDATE":         (frozenset({W, D}), "UPDATE needs write_query"),
+    "DELETE":         (frozenset({D}), "DELETE needs destructive_query"),
+    "EMPTY_TABLE":    (frozenset({D}), "emptying a table (the FTS5 'delete-all' and 'rebuild' "
+                                       "commands do) needs destructive_query"),
+    "CREATE_TABLE":   (frozenset({W, D}), "CREATE TABLE needs write_query"),
+    "CREATE_INDEX":   (frozenset({W, D}), "CREATE INDEX needs write_query"),
+    "CREATE_VTABLE":  (frozenset({W, D}), "CREATE VIRTUAL TABLE needs write_query"),
+    "ANALYZE":        (frozenset({W, D}), "ANALYZE needs write_query"),
+    "CREATE_VIEW":    (frozenset({V}), "CREATE VIEW is done by create_view"),
+    "DROP_VIEW":      (frozenset({D, V}), "DROP VIEW needs destructive_query"),
+    "DROP_TABLE":     (frozenset({D}), "DROP TABLE needs destructive_query"),
+    "DROP_INDEX":     (frozenset({D}), "DROP INDEX needs destructive_query"),
+    "DROP_TRIGGER":   (frozenset({D}), "DROP TRIGGER needs destructive_query"),
+    "DROP_VTABLE":    (frozenset({D}), "DROP TABLE needs destructive_query"),
+    "ALTER_TABLE":    (frozenset({D}), "ALTER TABLE needs destructive_query"),
+    # REINDEX rebuilds indexes and changes no row; CREATE INDEX reports filling its new
+    # index as a REINDEX of it
+    "REINDEX":        (frozenset({W, D}), "REINDEX needs write_query"),
+    "CREATE_TRIGGER": (frozenset({D}), "CREATE TRIGGER needs destructive_query"),
+}  # fmt: skip
+
+# "no tool will" is the words of a refusal that no other tool would lift (tests read them)
+_NO_TEMP = "TEMP objects are not allowed: no tool will create or drop one"
+NEVER: dict[str, str] = {
+    "ATTACH": "ATTACH (and VACUUM, which attaches) is never allowed, so no tool will run it: "
+    "sqlgate serves one file",
+    "DETACH": "DETACH is never allowed: no tool will run it (nothing is ever attached)",
+    "TRANSACTION": "transaction control is never allowed, so no tool will run it: each call is "
+    "its own transaction",
+    "SAVEPOINT": "SAVEPOINT/RELEASE are never allowed, so no tool will run them: each call is "
+    "its own transaction",
+    "CREATE_TEMP_TABLE": f"{_NO_TEMP}; create a regular table with write_query",
+    "CREATE_TEMP_INDEX": f"{_NO_TEMP}; create a regular index with write_query",
+    "CREATE_TEMP_TRIGGER": f"{_NO_TEMP}; create a regular trigger with destructive_query",
+    "CREATE_TEMP_VIEW": f"{_NO_TEMP}; save a view with create_view",
+    "DROP_TEMP_TABLE": _NO_TEMP,
+    "DROP_TEMP_INDEX": _NO_TEMP,
+    "DROP_TEMP_TRIGGER": _NO_TEMP,
+    "DROP_TEMP_VIEW": _NO_TEMP,
+    "COPY": "COPY is not allowed: no tool will run it",
+}
+
+WRITE_ACTIONS = frozenset({"INSERT", "UPDATE", "DELETE"})
+# facts whose target is a table whose rows change
+ROW_ACTIONS = WRITE_ACTIONS | {"EMPTY_TABLE"}
+# actions whose first argument names the object acted on
+NAMED_OBJECT_ACTIONS = frozenset(
+    {
+        "CREATE_TABLE", "CREATE_VTABLE", "CREATE_VIEW", "DROP_VIEW", "DROP_TABLE",
+        "DROP_VTABLE", "DROP_INDEX", "DROP_TRIGGER", "REINDEX",
+    }
+)  # fmt: skip
+
+
+def _is_protected(name: str | None, protected: frozenset[str]) -> bool:
+    return name is not None and fold_name(name) in protected
+
+
+def server_object_message(name: str) -> str:
+    """The refusal of a write to a server object, in every tool."""
+    return (
+        f"{name} is a sqlgate server object: only the server writes, alters, drops, indexes or "
+        "attaches triggers to it, and no tool will; agents may read it (read_query)"
+    )
+
+
+def _check_pragma(op: Operation) -> Verdict:
+    name = fold_name(op.target or "")
+    if name in INTROSPECTION_PRAGMAS:
+        return ALLOW
+    if name in READABLE_SETTINGS and op.detail is None:
+        return ALLOW
+    if name in READABLE_SETTINGS:
+        return Verdict(
+            False,
+            f"PRAGMA {name} may be read but never set through sqlgate: no tool will set it (the "
+            f"server owns the connection's settings); read it with `PRAGMA {name}` in read_query",
+        )
+    return Verdict(
+        False,
+        f"PRAGMA {name} is not allowed: no tool will run it; only introspection pragmas "
+        "(table_info, index_list, foreign_key_list, ...) and reading settings are, in read_query",
+    )
+
+
+def _check_target(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdict:
+    """Rules about which object an allowed action may touch."""
+    action, target = op.action, (op.target or "")
+    lowered = fold_name(target)
+    if action in ROW_ACTIONS:
+        if lowered in CATALOG:
+            return ALLOW
+        if _is_protected(target, protected):
+            return Verdict(False, server_object_message(target))
+        if lowered.startswith(INTERNAL_PREFIX) and tier is not Tier.DESTRUCTIVE:
+            return Verdict(False, f"{target} is SQLite's own bookkeeping; use destructive_query")
+        return ALLOW
+    if action == "CREATE_INDEX":  # target: index name, detail: table
+        if _is_protected(op.detail, protected):
+            return Verdict(False, server_object_message(op.detail or ""))
+        if _is_protected(target, protected):
+            return Verdict(False, server_object_message(target))
+        return ALLOW
+    if action == "CREATE_TRIGGER":  # target: trigger name, detail: table
+        table = op.detail or ""
+        if _is_protected(table, protected) or fold_name(table).startswith(INTERNAL_PREFIX):
+            return Verdict(False, server_object_message(table))
+        if _is_protected(target, protected):
+            return Verdict(False, server_object_message(target))
+        return ALLOW
+    if action == "ALTER_TABLE":  # target: database, detail: table
+        if _is_protected(op.detail, protected):
+            return Verdict(False, server_object_message(op.detail or ""))
+        return ALLOW
+    if action == "CREATE_VTABLE" and fold_name(op.detail or "") not in VTABLE_MODULES:
+        modules = ", ".join(sorted(VTABLE_MODULES))
+        return Verdict(
+            False,
+            f"virtual table module {op.detail!r} is not allowed: no tool will create one; use "
+            f"one of {modules}",
+        )
+    if action in NAMED_OBJECT_ACTIONS and _is_protected(target, protected):
+        return Verdict(False, server_object_message(target))
+    if action == "FUNCTION" and fold_name(op.detail or "") in FORBIDDEN_FUNCTIONS:
+        return Verdict(False, f"function {op.detail}() is never allowed: no tool will call it")
+    if action == "PRAGMA":
+        return _check_pragma(op)
+    return ALLOW
+
+
+def _database_of(op: Operation) -> str | None:
+    # ALTER_TABLE names (database, table) first; its fourth argument holds the column that
+    # ALTER TABLE ... DROP COLUMN drops, not a database
+    return op.target if op.action == "ALTER_TABLE" else op.database
+
+
+def decide(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdict:
+    """Allow or deny one operation for one tier. Pure: same facts, same verdict.
+
+    `protected` holds the folded names (`fold_name`) of server objects (tables, their FTS
+    shadow tables, views, triggers, indexes). The user's own table rules are judged after
+    this, by `engine.rules.rule_policy.decide_with_rules`.
+    """
+    if op.action in NEVER:
+        return Verdict(False, NEVER[op.action])
+    database = _database_of(op)
+    temp_catalog = (
+        database == "temp"
+        and op.action in WRITE_ACTIONS | {"READ"}
+        and fold_name(op.target or "") in CATALOG
+    )
+    if database not in (None, "main") and not temp_catalog:
+        return Verdict(
+            False, f"only the main database may be used, not {database!r}: no tool will use it"
+        )
+    if (
+        op.action in WRITE_ACTIONS
+        and fold_name(op.target or "") in CATALOG
+        and tier is not Tier.READ
+    ):
+        return ALLOW  # SQLite's own catalog rows written by DDL the tier already allowed
+    if (
+        op.action == "DELETE"
+        and fold_name(op.target or "") in STATISTICS
+        and op.inside is None
+        and tier is Tier.WRITE
+    ):
+        return ALLOW  # ANALYZE replacing its statistics
+    rule = TIER_RULES.get(op.action)
+    if rule is None:
+        return Verdict(
+            False,
+            f"SQLite action {op.action} is not known to sqlgate's policy, so no tool will run it",
+        )
+    tiers, hint = rule
+    # the read connection is opened read-only, so a module's writes there are only prepared
+    bookkeeping = op.nested and op.action in WRITE_ACTIONS and tier in (Tier.READ, Tier.WRITE)
+    if tier not in tiers and not bookkeeping:
+        if op.inside:
+            hint = f"{hint} (done by trigger or view {op.inside})"
+        return Verdict(False, f"{hint}; {tier.value} does not allow it")
+    return _check_target(tier, op, protected)
+
+
+def decide_reference(ref: Reference, protected: frozenset[str]) -> Verdict:
+    """Allow or deny one foreign key an agent's statement left in the schema. Pure."""
+    if not _is_protected(ref.parent, protected):
+        return ALLOW
+    return Verdict(
+        False,
+        f"{ref.table}.{ref.column} REFERENCES {ref.parent}: a foreign key may not point at a "
+        "sqlgate server object, whose rows the server deletes and rewrites (it prunes "
+        "undo_changesets, for one): your key would block those writes or cascade them into "
+        "your rows, so no tool will create it. Keep the id in a plain column without "
+        "REFERENCES, or point the key at a table of your own; nothing was changed",
+    )

@@ -1,0 +1,95 @@
+"""Row-level undo: one capture for every tool that writes, one restore.
+
+The package's front door: what other rooms may import (`engine.front_door`). Its
+modules are private to it.
+
+    capture          Row-level undo, capture side: the changeset of one destructive DML statement.
+    checks           What an undo checks before it writes a row, and what the call records for it.
+    ddl              Undo of additive DDL: CREATE TABLE / INDEX / VIRTUAL TABLE in write_query, and
+                     create_view.
+    ddl_checks       Undo of additive DDL, the record and the decisions: what a CREATE made, and
+                     what stands in the way of dropping it again.
+    keys             Rows a changeset cannot record: those whose declared PRIMARY KEY holds NULL
+                     (issue 30).
+    restore          Row-level undo, restore side: `sqlgate undo AUDIT_ID` and `sqlgate undo
+                     --list`.
+    writes           Row-level undo of write_query: every INSERT, UPDATE, upsert and REPLACE keeps
+                     its changeset.
+    changesets       A reader of the session extension's changesets that survives text that is not
+                     UTF-8.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlgate.engine.front_door import front_door
+
+if TYPE_CHECKING:
+    from sqlgate.engine.undo.capture import (
+        SPLIT_ADVICE,
+        ShapeCache,
+        StoredChangeset,
+        Summary,
+        UndoFallback,
+        capturing,
+        chunk_size,
+        prune_changesets,
+        store_changeset,
+        summarize,
+        unrestorable_write,
+        written_tables,
+    )
+    from sqlgate.engine.undo.changesets import read_changeset
+    from sqlgate.engine.undo.ddl import capturing_schema, store_created
+    from sqlgate.engine.undo.keys import NullKeyWatch
+    from sqlgate.engine.undo.restore import UndoRestore, UndoTarget
+    from sqlgate.engine.undo.writes import WriteFacts, prune_writes
+
+__all__ = [
+    "SPLIT_ADVICE",
+    "NullKeyWatch",
+    "ShapeCache",
+    "StoredChangeset",
+    "Summary",
+    "UndoFallback",
+    "UndoRestore",
+    "UndoTarget",
+    "WriteFacts",
+    "capturing",
+    "capturing_schema",
+    "chunk_size",
+    "prune_changesets",
+    "prune_writes",
+    "read_changeset",
+    "store_changeset",
+    "store_created",
+    "summarize",
+    "unrestorable_write",
+    "written_tables",
+]
+
+BEHIND_THE_DOOR = {
+    "capture": (
+        "SPLIT_ADVICE",
+        "ShapeCache",
+        "StoredChangeset",
+        "Summary",
+        "UndoFallback",
+        "capturing",
+        "chunk_size",
+        "prune_changesets",
+        "store_changeset",
+        "summarize",
+        "unrestorable_write",
+        "written_tables",
+    ),
+    "changesets": ("read_changeset",),
+    "ddl": ("capturing_schema", "store_created"),
+    "keys": ("NullKeyWatch",),
+    "restore": ("UndoRestore", "UndoTarget"),
+    "writes": ("WriteFacts", "prune_writes"),
+}
+
+if not TYPE_CHECKING:
+    __getattr__ = front_door(__name__, BEHIND_THE_DOOR)

@@ -1,0 +1,503 @@
+"""Row-level undo, restore side: `sqlgate undo AUDIT_ID` and `sqlgate undo --list`.
+
+The stored changeset is inverted and applied on the write connection inside one IMMEDIATE
+transaction, with triggers and foreign-key actions off (the rows they changed during the
+original call are in the changeset already, so firing them again would change more).
+Before anything is written, `engine.undo.checks` compares each table with what the call
+recorded (the same table, the same columns) and each row an UPDATE changed with the state
+the call left it in. Every conflict (a table gone, replaced or reshaped; a row changed,
+deleted or re-created after the call) is recorded, then the whole transaction is rolled
+back: either every row comes back, or nothing changes and `UndoConflict` lists what stands
+in the way.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from sqlgate.engine.commands import db_option, list_calls, shell_word
+from sqlgate.engine.connect import immediate_transaction
+from sqlgate.engine.database import Database
+from sqlgate.engine.framing import counted
+from sqlgate.engine.names import fold_name
+from sqlgate.engine.records import AGENT_FINDS_CALLS, utc_timestamp
+from sqlgate.engine.undo.capture import Kept, load_changeset
+from sqlgate.engine.undo.changesets import Change, outline, read_changeset
+from sqlgate.engine.undo.checks import (
+    DIGEST_BYTES,
+    Conflict,
+    changed_rows,
+    shape_conflict,
+    table_shape,
+)
+from sqlgate.engine.undo.ddl import undo_created
+from sqlgate.errors import InvalidArgument, NotFound, UndoConflict, UndoRefused, WrongDatabase
+
+__all__ = ["UNDOABLE_TOOLS", "Conflict", "UndoRestore", "UndoTarget"]
+
+_CONFLICT_NAMES = {
+    apsw.SQLITE_CHANGESET_DATA: "DATA",
+    apsw.SQLITE_CHANGESET_NOTFOUND: "NOTFOUND",
+    apsw.SQLITE_CHANGESET_CONFLICT: "CONFLICT",
+    apsw.SQLITE_CHANGESET_CONSTRAINT: "CONSTRAINT",
+    apsw.SQLITE_CHANGESET_FOREIGN_KEY: "FOREIGN_KEY",
+}
+_SHOWN_CONFLICTS = 5
+# ids are SQLite integers: signed 64-bit
+_LARGEST_ID = 2**63 - 1
+
+
+# the tools whose successful calls keep undo data (and so can be undone)
+UNDOABLE_TOOLS = ("destructive_query", "write_query", "create_view")
+
+
+@dataclass(frozen=True)
+class UndoTarget:
+    """Which call to undo, as the user named it: an audit id or a changeset id, and the
+    database it belongs to (`15@3f9a1c07`; None: the database the command was given)."""
+
+    audit_id: int | None = None
+    changeset: int | None = None
+    database: str | None = None
+    by_agent: bool = False  # undo_call: the next steps name tools, not commands
+
+    def next_step(self, command: str, agent: str) -> str:
+        """A refusal's next step in the words of who asked: a command for a person at the
+        CLI; for an agent, a tool, or what to ask the person who runs sqlgate."""
+        return agent if self.by_agent else command
+
+    @property
+    def label(self) -> str:
+        if self.audit_id is not None:
+            return f"call {self.audit_id}"
+        return f"changeset {self.changeset}"
+
+
+def _whole_number(value: object, what: str, target: UndoTarget, listing: str) -> int:
+    """`value`, when it is an id; `listing` is the command that lists the ids."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= _LARGEST_ID:
+        raise InvalidArgument(
+            f"{what} must be a whole number from 1 to {_LARGEST_ID}; "
+            + target.next_step(listing, AGENT_FINDS_CALLS)
+        )
+    return value
+
+
+class _Hidden:
+    """A key value an answer does not show (`_masked`)."""
+
+    def __repr__(self) -> str:
+        return "(hidden)"
+
+
+def _masked(conflicts: list[Conflict], tables: frozenset[str] | None) -> list[Conflict]:
+    """`conflicts` with the key values of `tables` (folded; None: of every table) hidden:
+    a key is a row's values, and may be a hidden column's."""
+    return [
+        replace(c, key=tuple(_Hidden() for _ in c.key))
+        if c.type != "FOREIGN_KEY" and (tables is None or fold_name(c.table) in tables)
+        else c
+        for c in conflicts
+    ]
+
+
+def _shown(conflicts: list[Conflict]) -> str:
+    """The first conflicts, described, and how many more there are."""
+    shown = "; ".join(c.describe() for c in conflicts[:_SHOWN_CONFLICTS])
+    more = len(conflicts) - _SHOWN_CONFLICTS
+    return shown + (f"; and {more} more" if more > 0 else "")
+
+
+class _Unread:
+    """A row SQLite reported that apsw cannot read (it holds TEXT that is not UTF-8), on a
+    constraint: SQLite checks those again after the other rows, when no position names it."""
+
+    def __repr__(self) -> str:
+        return "one that holds text that is not UTF-8"
+
+
+def _conflict(kind: int, change: apsw.TableChange, offered: Callable[[], Change]) -> Conflict:
+    """The conflict SQLite reported on `change`; `offered()`: the change of the inverse
+    SQLite offered last, read when apsw cannot read the row (TEXT that is not UTF-8)."""
+    name = _CONFLICT_NAMES.get(kind, f"UNKNOWN_{kind}")
+    if name == "FOREIGN_KEY":
+        return Conflict(name, "", (change.fk_conflicts,))
+    before = change.op in ("UPDATE", "DELETE")
+    try:
+        row = change.old if before else change.new
+    except UnicodeDecodeError:
+        # DATA, NOTFOUND and CONFLICT come as SQLite applies the change it offered last; a
+        # CONSTRAINT when it tries the rows it put aside again, after all the others
+        if name == "CONSTRAINT":
+            return Conflict(name, change.name, (_Unread(),))
+        found = offered()
+        row = found.old if before else found.new
+    flags = change.pk_columns or set()
+    key = tuple(row[i] for i in sorted(flags)) if row is not None else ()
+    return Conflict(name, change.name, key)
+
+
+class _Changes:
+    """A changeset's changes by position, read (`engine.undo.changesets`) only when asked."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._read: list[Change] | None = None
+
+    def at(self, position: int) -> Change:
+        if self._read is None:
+            self._read = list(read_changeset(self._data))
+        return self._read[position]
+
+
+def _detail(text: object) -> dict[str, Any]:
+    try:
+        parsed = json.loads(str(text)) if text is not None else {}
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+class UndoRestore:
+    """Undo of destructive DML calls over one `Database`."""
+
+    def __init__(self, db: Database, session: str, wall_clock: Callable[[], float]) -> None:
+        self.db = db
+        self.session = session
+        self.wall_clock = wall_clock
+
+    @property
+    def _db(self) -> str:
+        """`--db PATH`: the commands a refusal names run as written from any folder."""
+        return db_option(self.db.path)
+
+    def _changeset_of_call(self, conn: apsw.Connection, audit_id: int, target: UndoTarget) -> int:
+        row = conn.execute(
+            "SELECT tool, ok, detail FROM query_log WHERE id = ?", (audit_id,)
+        ).fetchone()
+        if row is None:
+            raise NotFound(
+                f"no call {audit_id} in query_log; "
+                + target.next_step(
+                    f"`sqlgate undo --list {self._db}` shows them", AGENT_FINDS_CALLS
+                )
+            )
+        tool, ok, text = row
+        detail = _detail(text)
+        if tool in ("undo", "undo_call"):
+            raise UndoRefused(
+                f"call {audit_id} is itself an undo, which cannot be undone; to have the change "
+                "back, run the original statement again"
+            )
+        if tool not in UNDOABLE_TOOLS or not ok:
+            what = "a failed call" if tool in UNDOABLE_TOOLS else f"a call of {tool}"
+            raise UndoRefused(
+                f"call {audit_id} is {what}, which changed nothing: there is nothing to undo. "
+                "Only successful write_query, destructive_query and create_view calls can be; "
+                + target.next_step(
+                    f"`sqlgate undo --list {self._db}` shows those that can",
+                    "the undo hint in such a call's answer names the id to pass to undo_call",
+                )
+            )
+        if "undo" in detail:
+            return int(detail["undo"])
+        snapshot = detail.get("snapshot")
+        if snapshot:
+            restore = f"sqlgate snapshots restore {shell_word(Path(str(snapshot)).name)} {self._db}"
+            raise UndoRefused(
+                f"call {audit_id} took a whole-file snapshot instead of row-level undo data. "
+                + target.next_step(
+                    f"To go back, run `{restore}` with the server stopped: that restores the "
+                    "WHOLE file (sqlgate lists what it would take away first)",
+                    "No tool restores a whole file: ask the person who runs sqlgate to run "
+                    f"`{restore}` with the server stopped (it lists what the restore would take "
+                    "away first)",
+                )
+            )
+        if detail.get("undo_fallback"):
+            raise UndoRefused(
+                f"call {audit_id} kept no undo data ({detail['undo_fallback']}); nothing was "
+                "undone. Fix the rows by hand with write_query or destructive_query"
+            )
+        raise UndoRefused(f"call {audit_id} changed no rows: there is nothing to undo")
+
+    def _check_database(self, target: UndoTarget) -> None:
+        mine = self.db.database_id
+        if target.database is not None and target.database != mine:
+            raise WrongDatabase(
+                f"{target.label}@{target.database} belongs to another database: "
+                f"{self.db.path.absolute()} is database {mine}. Nothing was undone; "
+                + target.next_step(
+                    "run the command with the --db that the undo hint names",
+                    "this server serves only that file and no tool reaches another. Ask the "
+                    "person who runs sqlgate to run the whole undo hint (its --db names the "
+                    f"database), or undo_call an id ending in @{mine}",
+                )
+            )
+
+    def undo(self, target: UndoTarget) -> tuple[str, int, dict[str, Any]]:
+        """Restore the rows of one call. Returns (text, rows restored, audit detail)."""
+        if (target.audit_id is None) == (target.changeset is None):
+            raise InvalidArgument("name the call to undo: an audit id, or --changeset N")
+        if target.audit_id is not None:
+            _whole_number(target.audit_id, "the audit id", target, list_calls(self.db.path))
+        else:
+            _whole_number(target.changeset, "the changeset id", target, list_calls(self.db.path))
+        self._check_database(target)
+        with self.db.writing() as conn, immediate_transaction(conn):
+            changeset_id = (
+                self._changeset_of_call(conn, target.audit_id, target)
+                if target.audit_id is not None
+                else int(target.changeset or 0)
+            )
+            record = conn.execute(
+                "SELECT kind, tables, changes, undone_at, undone_by, created "
+                "FROM undo_changesets WHERE id = ?",
+                (changeset_id,),
+            ).fetchone()
+            if record is None:  # for a call: pruned; a changeset id may never have been
+                gone = UndoRefused if target.audit_id is not None else NotFound
+                raise gone(
+                    f"the undo data of {target.label} (changeset {changeset_id}) is gone: it was "
+                    "pruned, oldest first (--snapshots-keep for destructive_query, "
+                    "--write-undo-keep and --write-undo-mb for write_query); nothing was undone"
+                )
+            kind, tables_json, changes, undone_at, undone_by, created = record
+            if target.by_agent:
+                self._refuse_guarded(conn, target, json.loads(str(tables_json)))
+            if undone_at is not None:
+                raise UndoRefused(
+                    f"{target.label} was already undone at {undone_at} by {undone_by}; "
+                    "nothing was done"
+                )
+            if created is not None:  # a CREATE: drop what it made (engine.undo.ddl)
+                conflicts = undo_created(conn, str(created), self.db.protected)
+                if conflicts:
+                    raise self._schema_refusal(target, conflicts)
+            else:
+                kept = load_changeset(conn, changeset_id)
+                conflicts = self._checks(conn, target, changeset_id, kept, int(changes))
+                if not conflicts:
+                    conflicts = self._apply_inverse(conn, kept.data)
+                if conflicts:
+                    raise self._refusal(target, conflicts, self._hidden_keys(conn, kept))
+            conn.execute(
+                "UPDATE undo_changesets SET undone_at = ?, undone_by = ? WHERE id = ?",
+                (utc_timestamp(self.wall_clock()), f"session {self.session}", changeset_id),
+            )
+        tables = ", ".join(json.loads(str(tables_json)))
+        what = f"{kind}, {counted(int(changes), 'row')} in {tables}"
+        if created is not None:
+            replaced = any(item.get("replaces") for item in json.loads(str(created)))
+            what = f"{kind} {tables}: " + (
+                "the view it replaced is back" if replaced else "removed"
+            )
+        text = f"undone: {target.label} ({what}) in {self.db.path.absolute()}"
+        detail = {"undoes": target.audit_id, "changeset": changeset_id}
+        return text, int(changes), detail
+
+    def _refuse_guarded(self, conn: apsw.Connection, target: UndoTarget, tables: list[str]) -> None:
+        """An agent's undo changes the tables its call changed: never a guarded one."""
+        rules = self.db.live_rules(conn)
+        for table in tables:
+            folded = fold_name(str(table))
+            if folded in rules.protected or folded in rules.append_only:
+                mode = "protected" if folded in rules.protected else "append-only"
+                raise UndoRefused(
+                    f"undo of {target.label} refused: it would change {rules.name_of(table)}, "
+                    f"which is {mode} by {rules.origin}, and no tool will; nothing was undone. "
+                    "Next: ask the person who runs sqlgate (they may undo it themselves)"
+                )
+
+    def _checks(
+        self,
+        conn: apsw.Connection,
+        target: UndoTarget,
+        changeset_id: int,
+        kept: Kept,
+        changes: int,
+    ) -> list[Conflict]:
+        """What stands in the way before anything is written: tables that are gone, are
+        other tables now or have other columns; rows an UPDATE changed that differ now."""
+        shapes = kept.shapes
+        if not shapes:
+            raise UndoConflict(
+                f"undo of {target.label} refused: its changeset was kept by an older sqlgate, "
+                "without the table shapes and row states an undo checks, so it cannot be "
+                "undone safely. Nothing was undone. Next: restore the rows by hand, or the "
+                f"whole file from a snapshot (the person who runs sqlgate: `sqlgate snapshots list "
+                f"{self._db}`)"
+            )
+        conflicts: list[Conflict] = []
+        read = outline(kept.data)
+        for name in read.tables:
+            if fold_name(name) in self.db.protected:
+                continue  # server tables are never written by an undo
+            recorded = shapes.get(fold_name(name))
+            if recorded is None:
+                conflicts.append(Conflict("SCHEMA", name, (), "its shape was not recorded"))
+                continue
+            reason = shape_conflict(recorded, table_shape(conn, name))
+            if reason is not None:
+                conflicts.append(Conflict("SCHEMA", name, (), reason))
+        if conflicts:
+            return conflicts
+        if len(kept.digests) != read.update_count * DIGEST_BYTES:
+            raise UndoConflict(
+                f"undo of {target.label} refused: the row states kept with changeset "
+                f"{changeset_id} are incomplete. Nothing was undone. Next: restore the rows by "
+                "hand, or the whole file from a snapshot (the person who runs sqlgate: "
+                f"`sqlgate snapshots list {self._db}`)"
+            )
+        return changed_rows(conn, kept.data, shapes, kept.digests, kept.format)
+
+    def _apply_inverse(self, conn: apsw.Connection, data: bytes) -> list[Conflict]:
+        conflicts: list[Conflict] = []
+        inverse = apsw.Changeset.invert(data)
+        expected: Counter[str] = Counter(
+            {
+                name: rows
+                for name, rows in outline(inverse).rows.items()
+                if fold_name(name) not in self.db.protected
+            }
+        )
+        offered: Counter[str] = Counter()
+        position = [-1]  # which change of the inverse SQLite offered last
+        changes = _Changes(inverse)
+
+        def record(kind: int, change: apsw.TableChange) -> int:
+            conflicts.append(_conflict(kind, change, lambda: changes.at(position[0])))
+            return int(apsw.SQLITE_CHANGESET_OMIT)  # keep looking; all is rolled back after
+
+        def agent_table(change: apsw.TableChange) -> bool:
+            position[0] += 1
+            if fold_name(change.name) in self.db.protected:
+                return False  # server tables are never written by an undo
+            offered[change.name] += 1
+            return True
+
+        triggers = conn.config(apsw.SQLITE_DBCONFIG_ENABLE_TRIGGER, -1)
+        conn.config(apsw.SQLITE_DBCONFIG_ENABLE_TRIGGER, 0)
+        try:
+            apsw.Changeset.apply(
+                inverse,
+                conn,
+                filter_change=agent_table,
+                conflict=record,
+                flags=apsw.SQLITE_CHANGESETAPPLY_FKNOACTION,
+            )
+        finally:
+            conn.config(apsw.SQLITE_DBCONFIG_ENABLE_TRIGGER, triggers)
+        # SQLite skips, without a word, every change to a table that was dropped or whose
+        # columns or primary key no longer match the changeset: the checks above refuse
+        # those first; counting what it offered makes sure no row is reported restored
+        for table, count in expected.items():
+            if offered[table] < count:
+                skipped = count - offered[table]
+                reason = f"SQLite skipped {skipped} of its rows: its columns no longer match"
+                conflicts.append(Conflict("SCHEMA", table, (), reason))
+        return conflicts
+
+    def _hidden_keys(self, conn: apsw.Connection, kept: Kept) -> frozenset[str]:
+        """Folded names of the tables whose key holds a column hidden from the agent."""
+        rules = self.db.live_rules(conn)
+        return frozenset(
+            table
+            for table, shape in kept.shapes.items()
+            if any(pk and rules.is_hidden(table, name) for name, _, pk, _ in shape.columns)
+        )
+
+    def _refusal(
+        self, target: UndoTarget, conflicts: list[Conflict], hidden: frozenset[str]
+    ) -> UndoConflict:
+        """The refusal; its text (the agent's answer, and the audit row any agent reads)
+        shows no hidden key, and a person's none at all (their command may run without the
+        rules): the person's terminal is told every key."""
+
+        def text(shown: list[Conflict]) -> str:
+            return (
+                f"undo of {target.label} refused: {counted(len(conflicts), 'conflict')} with "
+                f"changes made after it ({_shown(shown)}). Nothing was undone. Next: look at those "
+                "rows; put them back as they were right after the call and run the undo again, "
+                "or fix the rows by hand"
+            )
+
+        masked = _masked(conflicts, hidden if target.by_agent else None)
+        return UndoConflict(text(masked), cli=None if target.by_agent else text(conflicts))
+
+    def describe(self, target: UndoTarget) -> str:
+        """What call `target` was (its tool, statement and rows), for the person asked to
+        confirm its undo; NotFound / WrongDatabase as the undo would raise them."""
+        self._check_database(target)
+        if target.audit_id is None:
+            return target.label
+        _whole_number(target.audit_id, "the audit id", target, list_calls(self.db.path))
+        with self.db.reading() as conn:
+            row = conn.execute(
+                "SELECT tool, query, rows FROM query_log WHERE id = ?", (target.audit_id,)
+            ).fetchone()
+        if row is None:
+            raise NotFound(
+                f"no call {target.audit_id} in query_log; "
+                + target.next_step(
+                    f"`sqlgate undo --list {self._db}` shows them", AGENT_FINDS_CALLS
+                )
+            )
+        tool, query, rows = row
+        said = counted(rows, "row") if isinstance(rows, int) else "rows not recorded"
+        return f"{tool} ({said}): {query or ''}"
+
+    def _schema_refusal(self, target: UndoTarget, conflicts: list[Conflict]) -> UndoConflict:
+        shown = _shown(conflicts)
+        return UndoConflict(
+            f"undo of {target.label} refused: what it created changed after it ({shown}). "
+            "Nothing was undone. Next: remove what stands in the way with destructive_query "
+            "and run the undo again, or leave the object"
+        )
+
+    def undoable(self) -> list[dict[str, Any]]:
+        """Changesets not undone yet, newest first, each with the audit id of its call."""
+        with self.db.reading() as conn:
+            found = [
+                {
+                    "changeset": int(cid),
+                    "audit_id": None,
+                    "ts": str(ts),
+                    "tool": str(tool),
+                    "kind": str(kind),
+                    "tables": json.loads(str(tables)),
+                    "rows": int(changes),
+                    "reason": None,
+                }
+                for cid, ts, tool, kind, tables, changes in conn.execute(
+                    "SELECT id, ts, tool, kind, tables, changes FROM undo_changesets "
+                    "WHERE undone_at IS NULL ORDER BY id DESC"
+                )
+            ]
+            if found:
+                self._match_calls(conn, found)
+        return found
+
+    @staticmethod
+    def _match_calls(conn: apsw.Connection, found: list[dict[str, Any]]) -> None:
+        """Fill in each changeset's audit id and reason: walk query_log back from its end
+        until every changeset is matched (a call's audit row is written just after it)."""
+        wanted = {item["changeset"]: item for item in found}
+        for audit_id, text in conn.execute(
+            "SELECT id, detail FROM query_log WHERE tool IN "
+            "('destructive_query', 'write_query', 'create_view') AND ok = 1 ORDER BY id DESC"
+        ):
+            detail = _detail(text)
+            item = wanted.pop(detail.get("undo"), None) if "undo" in detail else None
+            if item is not None:
+                item["audit_id"] = int(audit_id)
+                item["reason"] = detail.get("reason")
+            if not wanted:
+                break
