@@ -13,6 +13,7 @@
     ├── SnapshotError            a snapshot could not be taken, listed or restored
     │   ├── UndoConflict         rows an undo would restore were changed later; nothing undone
     │   └── UndoRefused          the call cannot be undone row by row (already undone, ...)
+    │       └── WrongDatabase    the undo id names a call of another database
     ├── StartupError             the database cannot be opened as configured
     ├── ChainBroken              the memory chain failed verification (CLI exit code 9)
     └── Unhealthy                `sqlgate doctor` found a problem (CLI exit code 10)
@@ -44,6 +45,7 @@ __all__ = [
     "UndoConflict",
     "UndoRefused",
     "Unhealthy",
+    "WrongDatabase",
 ]
 
 

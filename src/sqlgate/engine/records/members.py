@@ -33,7 +33,7 @@ __all__ = [
     "TOKEN_PREFIX",
     "Member",
     "Members",
-    "check_tier",
+    "known_tier",
     "looks_like_member_token",
     "new_token",
     "token_digest",
@@ -56,7 +56,7 @@ def token_digest(token: str | bytes) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
-def check_tier(tier: object) -> str:
+def known_tier(tier: object) -> str:
     if tier not in TIERS:
         raise InvalidArgument(f"unknown tier {tier!r}; a tier is one of: {', '.join(TIERS)}")
     return str(tier)
@@ -112,7 +112,7 @@ class Members:
 
     def add(self, name: str, tier: str) -> tuple[Member, str]:
         """A new member and its token (shown once: only its digest is kept)."""
-        name, tier = check_name(name), check_tier(tier)
+        name, tier = check_name(name), known_tier(tier)
         token, now = new_token(), self._now()
         with immediate_transaction(self.conn):
             taken = self.conn.execute(
@@ -170,7 +170,7 @@ class Members:
 
     def set_tier(self, name: str, tier: str) -> tuple[str, str]:
         """Change `name`'s tier; returns (the tier it had, the new one)."""
-        tier = check_tier(tier)
+        tier = known_tier(tier)
         with immediate_transaction(self.conn):
             member_id, _, before = self._current(name)
             self.conn.execute("UPDATE members SET tier = ? WHERE id = ?", (tier, member_id))
