@@ -20,6 +20,7 @@ from sqlgate.errors import (
     UndoConflict,
     UndoRefused,
     Unhealthy,
+    WrongDatabase,
 )
 
 __version__ = "0.1.0"
@@ -42,6 +43,7 @@ __all__ = [
     "UndoConflict",
     "UndoRefused",
     "Unhealthy",
+    "WrongDatabase",
     "__version__",
     "load_settings",
 ]
