@@ -326,7 +326,8 @@ class Service:
 
     def refuse(self, tool: str, message: str, reason: str) -> None:
         """Audit a call refused before it reached the service (a tool above the caller's
-        tier): a refused row of `tool`, with `reason`, as the current caller."""
+        tier, arguments the tool does not take): a refused row of `tool`, with `reason`, as
+        the current caller."""
         entry = AuditEntry(tool=tool, error=message, detail={"refused": True, "reason": reason})
         caller = current_caller()
         if caller is not None:

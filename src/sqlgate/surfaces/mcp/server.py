@@ -229,7 +229,7 @@ class _SqlgateServer(MCPServer[Any]):
             except ValidationError as exc:
                 refused = exc
             text = argument_errors_text(name, tool.parameters, refused, unknown)
-            raise ToolError(f"Error executing tool {name}: {text}")
+            raise self._refused_arguments(name, text)
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError:
@@ -240,7 +240,13 @@ class _SqlgateServer(MCPServer[Any]):
                 raise
             text = argument_errors_text(name, tool.parameters, cause)
             # the cause kept: the SDK logs the refused field names, never the values
-            raise ToolError(f"Error executing tool {name}: {text}") from cause
+            raise self._refused_arguments(name, text) from cause
+
+    def _refused_arguments(self, name: str, text: str) -> ToolError:
+        """The refusal of a call for its arguments (nothing ran), audited as refused."""
+        if self._service is not None:
+            self._service.refuse(name, text, "arguments")
+        return ToolError(f"Error executing tool {name}: {text}")
 
 
 def above_tier(tool: str, needed: str, caller: Caller) -> str:
