@@ -18,8 +18,9 @@ __all__ = ["front_door"]
 
 
 def front_door(package: str, behind: Mapping[str, tuple[str, ...]]) -> Callable[[str], object]:
-    """The `__getattr__` of `package`: `behind` maps each module of the package to the names
-    the door shows of it. A name is loaded when first taken and then kept in the package (a
+    """The `__getattr__` of `package`: `behind` maps each module of the package (or, written
+    whole as `sqlgate.x.y`, a module of another room the door passes on) to the names the
+    door shows of it. A name is loaded when first taken and then kept in the package (a
     second look is a plain attribute); any other name is an AttributeError."""
     where = {name: module for module, names in behind.items() for name in names}
 
@@ -27,7 +28,8 @@ def front_door(package: str, behind: Mapping[str, tuple[str, ...]]) -> Callable[
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{module}"), name)
+        path = module if module.startswith("sqlgate.") else f"{package}.{module}"
+        value = getattr(importlib.import_module(path), name)
         setattr(sys.modules[package], name, value)
         return value
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sqlgate.claims.model import STATES
 from sqlgate.errors import InvalidArgument
+from sqlgate.service import STATES
 from sqlgate.surfaces.cli.listing import Column, is_terminal, print_listing
 from sqlgate.surfaces.cli.options import (
     JSON_OPTION,
@@ -167,7 +167,7 @@ def claims_contradictions(
     with existing_service(values, read_only=as_of is not None) as service:
         evaluation = service.claims.contradictions(signals, as_of)
         if as_json:  # one object, as the MCP tool answers: findings and state changes
-            from sqlgate.claims.present import evaluation_json
+            from sqlgate.service import evaluation_json
 
             click.echo(json_text(evaluation_json(evaluation, as_of)))
             return

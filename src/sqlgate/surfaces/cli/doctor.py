@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import click
 
-from sqlgate.engine.commands import in_folder
-from sqlgate.engine.framing import counted
 from sqlgate.errors import InvalidArgument, Unhealthy
+from sqlgate.service import counted, in_folder
 from sqlgate.surfaces.cli.options import reports_errors
 from sqlgate.surfaces.integrations.client_paths import CLIENTS, Where
 from sqlgate.surfaces.integrations.health import DEFAULT_TIMEOUT, FAIL, WARN, Check, Doctor, examine

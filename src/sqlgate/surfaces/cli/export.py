@@ -14,8 +14,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from sqlgate.engine.records import json_value
 from sqlgate.errors import InvalidArgument
+from sqlgate.service import json_value
 from sqlgate.surfaces import terminal
 from sqlgate.surfaces.cli.options import (
     existing_service,
@@ -56,7 +56,7 @@ def export(out: str, **values: Any) -> None:
     snapshot, streamed: memory use does not grow with the database.
     """
     from sqlgate import __version__
-    from sqlgate.engine.records import utc_timestamp
+    from sqlgate.service import utc_timestamp
 
     with existing_service(values, read_only=True) as service, service.db.snapshot_reader() as conn:
         counts = {kind: _count(conn, table) for table, kind, _ in EXPORT_TABLES}

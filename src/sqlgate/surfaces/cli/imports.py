@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from sqlgate.engine.framing import counted
+from sqlgate.service import counted
 from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
 from sqlgate.surfaces.terminal import json_dumps, visible
 

@@ -18,11 +18,17 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sqlgate.engine.framing import counted
-from sqlgate.engine.records import ACTOR_SINCE, actor_sql, json_value
-from sqlgate.engine.running import OUTCOME_SQL, OUTCOMES, call_outcome
 from sqlgate.errors import ChainBroken
-from sqlgate.memory.restore_record import recorded_restores
+from sqlgate.service import (
+    ACTOR_SINCE,
+    OUTCOME_SQL,
+    OUTCOMES,
+    actor_sql,
+    call_outcome,
+    counted,
+    json_value,
+    recorded_restores,
+)
 from sqlgate.surfaces import terminal
 from sqlgate.surfaces.cli.listing import Column, print_listing, print_pairs
 from sqlgate.surfaces.cli.options import (
@@ -148,7 +154,7 @@ def log(
 
     Each call's outcome is ok, refused or error, the words of the web console. Its actor is
     who made it (a member, admin, local, cli; `-` when not recorded)."""
-    from sqlgate.memory.inputs import moment
+    from sqlgate.service import moment
 
     start = moment(since, "--since")
     where: list[str] = []
@@ -267,8 +273,7 @@ def stats(as_json: bool, **values: Any) -> None:
     lock (another process held it). `replication`: running, restarting (Litestream died: its
     exit and last error), gone (the process replicating it was killed), stopped, or not
     configured."""
-    from sqlgate.engine.limits import CallControl
-    from sqlgate.engine.records import queued_rows
+    from sqlgate.service import CallControl, queued_rows
     from sqlgate.surfaces.replication.status import replication_report
 
     with existing_service(values, read_only=True) as service:

@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from sqlgate.engine.commands import db_option, shell_word
-from sqlgate.engine.records import TIERS
+from sqlgate.service import TIERS, db_option, shell_word
 from sqlgate.surfaces.cli.listing import Column, is_terminal, print_listing
 from sqlgate.surfaces.cli.options import (
     JSON_OPTION,
@@ -32,8 +31,7 @@ from sqlgate.surfaces.mcp.http_options import DEFAULT_HOST, DEFAULT_PORT
 from sqlgate.surfaces.terminal import json_dumps, visible
 
 if TYPE_CHECKING:  # imported when a command runs, not at start-up
-    from sqlgate.engine.records import Member, Members
-    from sqlgate.service import Service
+    from sqlgate.service import Member, Members, Service
 
 __all__ = ["members"]
 
@@ -56,8 +54,7 @@ def _change(
 ) -> T:  # fmt: skip
     """Run `change` on the members tables as the audited call `members VERB`: its row says
     which member (and `detail` of the result: never a token), or the error that ended it."""
-    from sqlgate.engine.records import Members
-    from sqlgate.engine.running import Outcome
+    from sqlgate.service import Members, Outcome
 
     done: list[T] = []
 
@@ -141,7 +138,7 @@ def members_add(name: str, tier: str, url: str, as_json: bool, **values: Any) ->
     current member in any case. On a terminal the token comes with how to send it; in a
     pipe stdout is the token alone: `TOKEN=$(sqlgate members add bob --tier write)`.
     """
-    from sqlgate.engine.records import check_name
+    from sqlgate.service import check_name
 
     check_name(name)  # before the database is opened, or created
     with existing_service(values, create=True) as service:
@@ -172,7 +169,7 @@ def members_list(include_removed: bool, as_json: bool, **values: Any) -> None:
 
     Never a token nor its digest. Last used is the member's newest call in the audit log.
     """
-    from sqlgate.engine.records import Members
+    from sqlgate.service import Members
 
     with existing_service(values, read_only=True) as service:
         found = []

@@ -182,7 +182,7 @@ def _sqlite_error(exc: Exception, values: dict[str, Any]) -> SqlgateError:
     """What a command tells a person when SQLite itself failed it."""
     import apsw
 
-    from sqlgate.engine.running import busy_error
+    from sqlgate.service import busy_error
 
     if isinstance(exc, apsw.BusyError):
         known = {flag.name for flag in FLAGS}

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sqlgate.engine.framing import counted
+from sqlgate.service import counted
 from sqlgate.surfaces.cli.listing import Column, print_listing
 from sqlgate.surfaces.cli.options import (
     JSON_OPTION,
@@ -29,7 +29,7 @@ from sqlgate.surfaces.terminal import visible
 if TYPE_CHECKING:
     import apsw
 
-    from sqlgate.engine.rules import TableRules
+    from sqlgate.service import TableRules
 
 __all__ = ["policy"]
 
@@ -52,7 +52,7 @@ def policy() -> None:
 
 
 def _reader(db: Path, busy_timeout: float) -> apsw.Connection | None:
-    from sqlgate.engine.connect import connect_read_only
+    from sqlgate.service import connect_read_only
 
     if not db.is_file():
         return None
@@ -79,8 +79,8 @@ def policy_check(**values: Any) -> None:
     database, whether each rule fits its schema. Exit 0 when all is well; the problems
     are listed and the exit code is a start-up error's otherwise.
     """
-    from sqlgate.engine.rules import check_against, rules_from_settings
     from sqlgate.errors import StartupError
+    from sqlgate.service import check_against, rules_from_settings
 
     settings = settings_from(values)
     rules = rules_from_settings(settings)  # the file's problems: StartupError, all listed
@@ -102,7 +102,7 @@ def policy_check(**values: Any) -> None:
 
 def _states(conn: apsw.Connection | None, rules: TableRules) -> dict[tuple[str, str], str]:
     """(folded table, folded column or "") -> how the rule applies in the schema now."""
-    from sqlgate.engine.names import fold_name
+    from sqlgate.service import fold_name
 
     states: dict[tuple[str, str], str] = {}
     if conn is None:
@@ -139,8 +139,7 @@ def _states(conn: apsw.Connection | None, rules: TableRules) -> dict[tuple[str, 
 def policy_show(as_json: bool, **values: Any) -> None:
     """The table rules in force (flags, environment and --policy file), one per line, and
     whether each applies to the database now; the file's notes for the agent too."""
-    from sqlgate.engine.names import fold_name
-    from sqlgate.engine.rules import rules_from_settings
+    from sqlgate.service import fold_name, rules_from_settings
 
     settings = settings_from(values)
     rules = rules_from_settings(settings)

@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sqlgate.engine.commands import db_option
-from sqlgate.engine.framing import counted
 from sqlgate.errors import ChainBroken, InvalidArgument
+from sqlgate.service import counted, db_option
 from sqlgate.surfaces import terminal
 from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
 from sqlgate.surfaces.stops import stop_signals
@@ -143,8 +142,8 @@ def replicate(url: str | None, **values: Any) -> None:
     SQLGATE_REPLICATE. Ctrl-C ends it with exit 130, SIGTERM with 0, each after
     Litestream's last sync.
     """
-    from sqlgate.engine.database import check_ownership
     from sqlgate.errors import NotFound
+    from sqlgate.service import check_ownership
     from sqlgate.surfaces.replication.supervisor import Replication
     from sqlgate.surfaces.replication.target import parse_target
 

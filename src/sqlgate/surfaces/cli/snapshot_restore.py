@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sqlgate.engine.commands import db_option, shell_word
-from sqlgate.engine.framing import counted
 from sqlgate.errors import InvalidArgument
+from sqlgate.service import counted, db_option, shell_word
 from sqlgate.surfaces import terminal
 from sqlgate.surfaces.cli.options import (
     JSON_OPTION,
@@ -27,7 +26,7 @@ from sqlgate.surfaces.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from sqlgate.engine.snapshots import RestorePlan, RestoreResult
+    from sqlgate.service import RestorePlan, RestoreResult
 
 __all__ = ["snapshots_restore"]
 
@@ -128,9 +127,7 @@ def snapshots_restore(name: str, yes: bool, as_json: bool, **values: Any) -> Non
     carried into the restored file, the members and their tokens stay as they are now (a
     revoked token never works again), and the memory chain records the restore.
     """
-    from sqlgate.engine.snapshots import plan_restore, restore_snapshot
-    from sqlgate.memory.restore_record import ChainRestoreRecorder
-    from sqlgate.service import new_session_id
+    from sqlgate.service import ChainRestoreRecorder, new_session_id, plan_restore, restore_snapshot
 
     settings = settings_from(values)
     db = settings.db.absolute()

@@ -26,7 +26,7 @@ def snapshots() -> None:
 def snapshots_list(as_json: bool, **values: Any) -> None:
     """Snapshots of the database, newest first, then the copies of before that restores
     kept (restored/NAME, never rotated)."""
-    from sqlgate.engine.snapshots import list_kept, list_snapshots
+    from sqlgate.service import list_kept, list_snapshots
 
     settings = settings_from(values)
     found = [*list_snapshots(settings.snapshot_dir), *list_kept(settings.snapshot_dir)]

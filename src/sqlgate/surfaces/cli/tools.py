@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sqlgate.engine.framing import counted
+from sqlgate.service import counted
 from sqlgate.surfaces import terminal
 from sqlgate.surfaces.cli.listing import Column, is_terminal, print_listing
 from sqlgate.surfaces.cli.options import (

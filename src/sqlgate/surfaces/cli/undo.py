@@ -61,8 +61,7 @@ def undo(
 ) -> None:
     """Put back what call CALL changed: its id as the agent's answer gave it
     (AUDIT_ID@DATABASE_ID, e.g. 15@3f9a1c07), or a plain audit id of the --db database."""
-    from sqlgate.engine.commands import list_calls
-    from sqlgate.engine.records import parse_call_ref
+    from sqlgate.service import list_calls, parse_call_ref
 
     chosen = sum((audit_id is not None, changeset is not None, listing))
     if chosen != 1:

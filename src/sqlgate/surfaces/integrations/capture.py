@@ -37,8 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlgate.config import Settings, creates_parent
-from sqlgate.engine.framing import counted
-from sqlgate.engine.records import utc_timestamp
+from sqlgate.service import counted, utc_timestamp
 from sqlgate.surfaces.terminal import visible, visible_lines
 
 __all__ = [

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlgate.engine.framing import counted
+from sqlgate.service import counted
 from sqlgate.surfaces.integrations.capture_hooks import (
     CAPTURE_EVENTS,
     SYNC_EVENTS,

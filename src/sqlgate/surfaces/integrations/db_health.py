@@ -19,11 +19,18 @@ from pathlib import Path
 import apsw
 
 from sqlgate.config import creates_parent
-from sqlgate.engine.connect import check_database_file, connect_read_only
-from sqlgate.engine.database import Owner, owner_of, read_facts, refusal, shown_path
-from sqlgate.engine.framing import counted
-from sqlgate.engine.schema import MIGRATIONS
 from sqlgate.errors import StartupError
+from sqlgate.service import (
+    MIGRATIONS,
+    Owner,
+    check_database_file,
+    connect_read_only,
+    counted,
+    owner_of,
+    read_facts,
+    refusal,
+    shown_path,
+)
 from sqlgate.surfaces.terminal import one_line
 
 __all__ = [

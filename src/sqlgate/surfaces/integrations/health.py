@@ -38,9 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlgate.engine.commands import db_option, in_folder
-from sqlgate.engine.framing import counted
 from sqlgate.errors import InvalidArgument
+from sqlgate.service import counted, db_option, in_folder
 from sqlgate.surfaces.integrations import installed as found
 from sqlgate.surfaces.integrations.client_paths import Where
 from sqlgate.surfaces.integrations.codex_scopes import judge_codex_scopes, judge_codex_trust

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlgate.engine.commands import in_folder, shell_word
 from sqlgate.errors import InvalidArgument
+from sqlgate.service import in_folder, shell_word
 from sqlgate.surfaces.integrations.client_paths import Where, settings_path
 from sqlgate.surfaces.integrations.config_files import Change, load_json, read_config, section
 

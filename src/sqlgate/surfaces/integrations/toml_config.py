@@ -10,7 +10,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from sqlgate.engine.rules import toml_reader
+from sqlgate.service import toml_reader
 from sqlgate.surfaces.integrations.config_files import (
     Change,
     ConfigMalformed,

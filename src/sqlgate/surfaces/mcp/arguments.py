@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from sqlgate.engine.framing import counted
+from sqlgate.service import counted
 
 __all__ = [
     "CLIENT_ARGUMENTS",

@@ -8,8 +8,7 @@ import anyio
 from mcp.server import MCPServer
 from pydantic import Field
 
-from sqlgate.memory.inputs import MAX_IDS
-from sqlgate.service import Service
+from sqlgate.service import MAX_IDS, Service
 from sqlgate.surfaces.mcp.tooling import READ_ONLY, WRITES, at_most, run_tool
 
 __all__ = ["CLAIMS_TOOLS", "register_claims_tools"]

@@ -37,11 +37,8 @@ from mcp.server.mcpserver import (
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field
 
-from sqlgate.engine.framing import counted
-from sqlgate.engine.limits import CallControl
-from sqlgate.engine.running import normalize_params
 from sqlgate.errors import PolicyDenied, SqlgateError
-from sqlgate.service import Service
+from sqlgate.service import CallControl, Service, counted, normalize_params
 from sqlgate.surfaces.terminal import json_dumps, visible, visible_lines
 
 __all__ = [

@@ -62,8 +62,7 @@ from sqlgate.surfaces.mcp.jsonrpc_guard import (
 
 if TYPE_CHECKING:
     from sqlgate.config import Settings
-    from sqlgate.engine.records import AuditEntry, Members
-    from sqlgate.service import Service
+    from sqlgate.service import AuditEntry, Members, Service
     from sqlgate.surfaces.mcp.oauth import JwtVerifier
     from sqlgate.surfaces.stops import Stops
 
@@ -331,9 +330,7 @@ def serve_http(
     import uvicorn
 
     from sqlgate.config import creates_parent
-    from sqlgate.engine.connect import connect_read_only
-    from sqlgate.engine.records import Members
-    from sqlgate.service import Service
+    from sqlgate.service import Members, Service, connect_read_only
 
     required: Token | None = None
     audience: Audience | None = None

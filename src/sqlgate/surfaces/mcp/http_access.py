@@ -32,9 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlgate.engine.commands import db_option
-from sqlgate.engine.framing import counted
 from sqlgate.errors import InvalidArgument, StartupError
+from sqlgate.service import counted, db_option
 from sqlgate.surfaces.mcp.http_options import TOKENLESS_FLAG
 
 if TYPE_CHECKING:
@@ -137,7 +136,7 @@ def audience_of(settings: Settings, oauth_issuer: str | None = None) -> Audience
     file, or one from before the members tables, has no members."""
     import apsw
 
-    from sqlgate.engine.connect import connect_read_only
+    from sqlgate.service import connect_read_only
 
     db = settings.db
     if not db.is_file():

@@ -37,7 +37,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from starlette.authentication import AuthCredentials
 
-from sqlgate.engine.records import (
+from sqlgate.service import (
     AuditEntry,
     AuthRefusal,
     Caller,

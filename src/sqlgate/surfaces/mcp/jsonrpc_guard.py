@@ -37,7 +37,7 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
-from sqlgate.engine.framing import counted
+from sqlgate.service import counted
 
 __all__ = [
     "MAX_JSON_NESTING",

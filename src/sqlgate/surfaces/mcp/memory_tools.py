@@ -8,8 +8,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from sqlgate.memory.inputs import MAX_IDS, MAX_KINDS, MAX_TAGS
-from sqlgate.service import Service
+from sqlgate.service import MAX_IDS, MAX_KINDS, MAX_TAGS, Service
 from sqlgate.surfaces.mcp.progress import relay_progress
 from sqlgate.surfaces.mcp.tooling import (
     READ_ONLY,

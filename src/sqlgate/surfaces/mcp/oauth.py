@@ -32,8 +32,8 @@ from mcp.server.auth.provider import AccessToken
 if TYPE_CHECKING:
     from mcp.server.auth.provider import TokenVerifier
 
-from sqlgate.engine.records import AuthRefusal, Identity
 from sqlgate.errors import StartupError
+from sqlgate.service import AuthRefusal, Identity
 from sqlgate.surfaces.mcp.oauth_claims import (
     OAuthPolicy,
     claims_decision,

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlgate.engine.records import TIERS, AuthRefusal, Identity, actor_name_problem
+from sqlgate.service import TIERS, AuthRefusal, Identity, actor_name_problem
 
 __all__ = [
     "ACCESS_TOKEN_TYPES",

@@ -25,8 +25,7 @@ from mcp.types import (
 from pydantic import ValidationError
 
 from sqlgate import __version__
-from sqlgate.engine.records import Caller, acting_as, tier_allows
-from sqlgate.service import Service
+from sqlgate.service import Caller, Service, acting_as, tier_allows
 from sqlgate.surfaces.mcp.arguments import (
     argument_errors_text,
     unknown_arguments,

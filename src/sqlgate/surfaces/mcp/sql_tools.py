@@ -200,7 +200,7 @@ def register_sql_tools(server: MCPServer, service: Service) -> None:
         context_chars: Annotated[int, Field(ge=0, le=1000)] = 80,
     ) -> str:
         """Find text in a table's columns; returns CSV key,column,snippet and totals."""
-        from sqlgate.engine.running import SearchRequest  # the SQL engine: not at start
+        from sqlgate.service import SearchRequest  # the SQL engine: not at start
 
         request = SearchRequest(
             pattern, table, columns, where, key_column, limit, ignore_case, fixed_strings,

@@ -26,11 +26,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BeforeValidator, Field, ValidationInfo, WithJsonSchema
 
-from sqlgate.engine.framing import counted
-from sqlgate.engine.limits import CallControl
-from sqlgate.engine.running import normalize_params
 from sqlgate.errors import InvalidArgument, SqlgateError
-from sqlgate.memory.inputs import word_list
+from sqlgate.service import CallControl, counted, normalize_params, word_list
 
 __all__ = [
     "DESTRUCTIVE",

@@ -85,9 +85,7 @@ def _last_pass(db: str) -> None:
         import time
         from pathlib import Path
 
-        from sqlgate.engine.connect import connect_read_only
-        from sqlgate.engine.records import utc_timestamp
-        from sqlgate.memory.witness import WitnessFile
+        from sqlgate.service import WitnessFile, connect_read_only, utc_timestamp
         from sqlgate.surfaces.replication.status import replication_dir
         from sqlgate.surfaces.replication.witness_log import WitnessLog, mirror_once
 

@@ -15,10 +15,8 @@ from pathlib import Path
 
 import apsw
 
-from sqlgate.engine.connect import connect_read_only
-from sqlgate.engine.records import utc_timestamp
 from sqlgate.errors import SqlgateError
-from sqlgate.memory.witness import WitnessFile
+from sqlgate.service import WitnessFile, connect_read_only, utc_timestamp
 from sqlgate.surfaces.replication.witness_log import MirrorPass, WitnessLog, mirror_once
 
 __all__ = ["WitnessMirror"]

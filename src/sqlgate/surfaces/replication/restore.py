@@ -30,11 +30,15 @@ from pathlib import Path
 import apsw
 
 from sqlgate.config import Settings
-from sqlgate.engine.connect import connect_read_only, immediate_transaction
 from sqlgate.errors import InvalidArgument, NotFound, SqlgateError, StartupError
-from sqlgate.memory.contract import ChainStatus
-from sqlgate.memory.restore_record import append_restore_event
-from sqlgate.memory.witness import Witness, WitnessFile
+from sqlgate.service import (
+    ChainStatus,
+    Witness,
+    WitnessFile,
+    append_restore_event,
+    connect_read_only,
+    immediate_transaction,
+)
 from sqlgate.surfaces.replication.litestream import Litestream, failure, find_litestream
 from sqlgate.surfaces.replication.probe import NO_BACKUP
 from sqlgate.surfaces.replication.status import replication_dir

@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sqlgate.engine.framing import counted
 from sqlgate.errors import StartupError
+from sqlgate.service import counted
 
 __all__ = [
     "ReplicationLock",

@@ -38,8 +38,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sqlgate.engine.records import utc_timestamp
 from sqlgate.errors import StartupError
+from sqlgate.service import utc_timestamp
 from sqlgate.surfaces.replication.litestream import Litestream, failure, find_litestream, parse_line
 from sqlgate.surfaces.replication.mirror import WitnessMirror
 from sqlgate.surfaces.replication.probe import check_target

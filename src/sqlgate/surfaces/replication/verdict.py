@@ -22,8 +22,7 @@ from typing import Any
 
 import apsw
 
-from sqlgate.engine.framing import counted
-from sqlgate.memory.witness import Witness
+from sqlgate.service import Witness, counted
 from sqlgate.surfaces.replication.witness_log import WitnessLog, event_hash_at, last_agreement
 
 __all__ = ["WitnessVerdict", "judge"]

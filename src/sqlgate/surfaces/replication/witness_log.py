@@ -31,10 +31,8 @@ from typing import TypeGuard
 
 import apsw
 
-from sqlgate.engine.connect import connect_read_only
 from sqlgate.errors import SqlgateError, StartupError
-from sqlgate.memory.contract import GENESIS
-from sqlgate.memory.witness import WitnessFile
+from sqlgate.service import GENESIS, WitnessFile, connect_read_only
 
 __all__ = ["MirrorPass", "WitnessLog", "event_hash_at", "mirror_once"]
 

@@ -20,11 +20,15 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from sqlgate.claims.model import parse_timestamp
-from sqlgate.engine.framing import counted
-from sqlgate.engine.records import json_value
-from sqlgate.engine.running import OUTCOME_SQL, OUTCOMES, call_outcome
-from sqlgate.memory.inputs import moment
+from sqlgate.service import (
+    OUTCOME_SQL,
+    OUTCOMES,
+    call_outcome,
+    counted,
+    json_value,
+    moment,
+    parse_timestamp,
+)
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.html import Markup, el, href
 from sqlgate.surfaces.ui.layout import (

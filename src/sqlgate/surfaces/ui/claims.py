@@ -14,8 +14,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlgate.claims.model import STALE_THRESHOLD, Claim, is_live, parse_timestamp
-from sqlgate.claims.rules import find_contradictions
+from sqlgate.service import STALE_THRESHOLD, Claim, find_contradictions, is_live, parse_timestamp
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.html import Markup, el
 from sqlgate.surfaces.ui.layout import Page, select, short_text, table

@@ -18,9 +18,7 @@ from datetime import datetime, timezone
 import apsw
 
 from sqlgate.config import Settings
-from sqlgate.engine.records import actor_sql
-from sqlgate.memory.chain import ChainStatus
-from sqlgate.service import Service
+from sqlgate.service import ChainStatus, Service, actor_sql
 from sqlgate.surfaces.ui.summary import AuditSummary, SessionSummary
 
 __all__ = ["ChainWatch", "Console", "WatchedStatus"]

@@ -20,9 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sqlgate.engine.records import database_id
-from sqlgate.engine.running import call_outcome
-from sqlgate.engine.snapshots import list_snapshots
+from sqlgate.service import call_outcome, database_id, list_snapshots
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.html import Markup, el
 from sqlgate.surfaces.ui.layout import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlgate.engine.framing import counted
+from sqlgate.service import counted
 from sqlgate.surfaces.sessions import short_session
 from sqlgate.surfaces.ui.html import Child, Markup, bounded, el, escape, href, text_block
 

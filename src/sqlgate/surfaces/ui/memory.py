@@ -9,9 +9,8 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
-from sqlgate.engine.framing import counted
 from sqlgate.errors import SqlgateError
-from sqlgate.memory.chain import GENESIS
+from sqlgate.service import GENESIS, counted
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.html import Markup, el, href
 from sqlgate.surfaces.ui.layout import (
@@ -99,7 +98,7 @@ def _sessions(console: Console, conn: Any) -> list[tuple[str, int, str, str]]:
 def _timeline(sessions: list[tuple[str, int, str, str]]) -> Markup:
     if not sessions:
         return el("p", {"class": "empty"}, "no sessions yet")
-    from sqlgate.claims.model import parse_timestamp
+    from sqlgate.service import parse_timestamp
 
     starts = [parse_timestamp(s[2]) for s in sessions]
     ends = [parse_timestamp(s[3]) for s in sessions]

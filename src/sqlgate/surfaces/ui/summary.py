@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import apsw
 
-from sqlgate.engine.running import REFUSED_SQL
+from sqlgate.service import REFUSED_SQL
 
 __all__ = ["AuditSummary", "Pattern", "SessionSummary"]
 

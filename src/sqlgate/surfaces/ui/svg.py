@@ -11,9 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlgate.claims.model import FLOOR, HALF_LIFE_DAYS, effective_confidence
-from sqlgate.engine.framing import counted
-from sqlgate.engine.running import OUTCOMES
+from sqlgate.service import FLOOR, HALF_LIFE_DAYS, OUTCOMES, counted, effective_confidence
 from sqlgate.surfaces.ui.html import Markup, el
 
 __all__ = ["Anchor", "HourBucket", "calls_per_hour", "confidence_curve"]

@@ -13,14 +13,22 @@ from typing import Any
 
 import apsw
 
-from sqlgate.engine.database import schema_objects
-from sqlgate.engine.framing import counted
-from sqlgate.engine.limits import CallControl, Deadline, watched
-from sqlgate.engine.raw_text import raw_rows, raw_select, text_codec
-from sqlgate.engine.rules import LiveRules, PolicyRecorder, recording
-from sqlgate.engine.sqltext import quote_identifier
-from sqlgate.engine.statements import Tier
 from sqlgate.errors import QueryTimeout
+from sqlgate.service import (
+    CallControl,
+    Deadline,
+    LiveRules,
+    PolicyRecorder,
+    Tier,
+    counted,
+    quote_identifier,
+    raw_rows,
+    raw_select,
+    recording,
+    schema_objects,
+    text_codec,
+    watched,
+)
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.html import Markup, bounded, el, href
 from sqlgate.surfaces.ui.layout import Page, cut_note, table

@@ -27,11 +27,8 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from sqlgate.config import Settings, creates_parent
-from sqlgate.engine.database import check_ownership
-from sqlgate.engine.running import Outcome
 from sqlgate.errors import InvalidArgument, StartupError
-from sqlgate.memory.privacy import Redactor
-from sqlgate.memory.store import redactor_for
+from sqlgate.service import Outcome, Redactor, check_ownership, redactor_for
 from sqlgate.surfaces.integrations.importers.claim_plan import existing_claims, plan_claims
 from sqlgate.surfaces.integrations.importers.landing import (
     IMPORT_KIND,

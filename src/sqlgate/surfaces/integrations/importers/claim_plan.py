@@ -14,12 +14,18 @@ from datetime import datetime
 
 import apsw
 
-from sqlgate.claims.model import HALF_LIFE_DAYS, KINDS, parse_timestamp
-from sqlgate.claims.store import MAX_CLAIM_CHARS, MAX_ENTITY_CHARS, MAX_RANK
-from sqlgate.engine.framing import counted
-from sqlgate.engine.records import utc_timestamp
 from sqlgate.errors import InvalidArgument
-from sqlgate.memory.privacy import Redactor
+from sqlgate.service import (
+    HALF_LIFE_DAYS,
+    KINDS,
+    MAX_CLAIM_CHARS,
+    MAX_ENTITY_CHARS,
+    MAX_RANK,
+    Redactor,
+    counted,
+    parse_timestamp,
+    utc_timestamp,
+)
 from sqlgate.surfaces.integrations.importers.landing import (
     CLOCK_SKEW,
     ImportReport,

@@ -20,13 +20,20 @@ from typing import Any
 
 import apsw
 
-from sqlgate.claims.model import parse_timestamp
-from sqlgate.engine.records import utc_timestamp
 from sqlgate.errors import InvalidArgument, SqlgateError
-from sqlgate.memory.chain import GENESIS, ChainWriter
-from sqlgate.memory.inputs import MAX_TAGS, event_kind, event_tags, moment, text_field
-from sqlgate.memory.privacy import Redactor
-from sqlgate.memory.store import SERVER_KINDS
+from sqlgate.service import (
+    GENESIS,
+    MAX_TAGS,
+    SERVER_KINDS,
+    ChainWriter,
+    Redactor,
+    event_kind,
+    event_tags,
+    moment,
+    parse_timestamp,
+    text_field,
+    utc_timestamp,
+)
 from sqlgate.surfaces.integrations.importers.sources import ChainSource, columns_of
 
 __all__ = [

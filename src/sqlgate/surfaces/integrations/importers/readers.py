@@ -26,9 +26,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sqlgate.memory.contract import GENESIS as ZEROS
-from sqlgate.memory.contract import event_hash as sqlgate_event_hash
-from sqlgate.memory.contract import stored_tags
+from sqlgate.service import GENESIS as ZEROS
+from sqlgate.service import event_hash as sqlgate_event_hash
+from sqlgate.service import stored_tags
 from sqlgate.surfaces.integrations.importers.sources import (
     BrokenSource,
     ChainSource,

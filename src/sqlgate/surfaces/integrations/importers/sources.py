@@ -16,9 +16,8 @@ from typing import Any
 
 import apsw
 
-from sqlgate.engine.names import fold_name
-from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.errors import InvalidArgument, NotFound
+from sqlgate.service import fold_name, quote_identifier
 
 __all__ = [
     "BrokenSource",
