@@ -52,7 +52,7 @@ def _reads_its_table(ctx: RunContext, sql: str, bindings: Bindings, target: str)
 
 
 def refuse_unfiltered_update(
-    ctx: RunContext, sql: str, statement: Statement, bindings: Bindings, undo: str = "rows"
+    ctx: RunContext, sql: str, statement: Statement, bindings: Bindings, undo: str
 ) -> None:
     """Raise PolicyDenied, as for an UPDATE without WHERE, when the WHERE of this UPDATE
     names no column of its table. `ctx` is a fresh write-tier context on the write
