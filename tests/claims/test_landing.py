@@ -16,7 +16,7 @@ from sqlgate.errors import PolicyDenied
 from sqlgate.service import Service
 from tests.claims.conftest import chain_ok, history, snapshot
 
-RECORD = {"source": "claims-mcp", "path": "/tmp/claims.db", "claims": 2}
+RECORD = {"source": "claims-mcp", "path": "/tmp/reçus/claims.db", "claims": 2}
 
 
 def plan(entity: str, claim: str = "is a customer", **fields: Any) -> ClaimPlan:
@@ -59,7 +59,9 @@ def test_every_claim_lands_then_the_provenance_event(
     assert events[-1][0] == event_id
     kind, content, tags = events[-1][3], events[-1][4], events[-1][5]
     assert (kind, json.loads(tags)) == ("import", ["claims-mcp", "import"])
-    assert content == json.dumps(RECORD, ensure_ascii=False, separators=(",", ":"))
+    assert content == (
+        '{"source":"claims-mcp","path":"/tmp/reçus/claims.db","claims":2}'
+    )  # compact, as written
 
 
 def test_a_claim_here_already_is_updated(store: ClaimStore, db_path: Path) -> None:

@@ -38,7 +38,8 @@ def checkpoint(ref: int, epoch: float, session: str | None = None) -> Prepared:
 
 
 def provenance(events: int, checkpoints: int, first: int | None) -> dict[str, Any]:
-    return {"source": SOURCE, "events": events, "checkpoints": checkpoints, "first": first}
+    return {"source": SOURCE, "path": "/données/chain.db", "events": events,
+            "checkpoints": checkpoints, "first": first}  # fmt: skip
 
 
 @pytest.fixture
@@ -100,6 +101,7 @@ def test_the_plan_lands_in_order_with_its_moments_then_the_provenance(
     assert last["id"] == event_id
     assert (last["kind"], json.loads(last["tags"])) == (IMPORT_KIND, sorted([IMPORT_KIND, SOURCE]))
     assert last["session"] == own_session
+    assert '"path":"/données/chain.db"' in last["content"]  # as written, compact
     assert last["ts"] > before[-1]["ts"]  # the server's clock, not a source's moment
     first = landed[0]["id"] if planned else None
     assert json.loads(last["content"]) == provenance(len(planned), len(plan) - len(planned), first)
@@ -121,6 +123,11 @@ def test_a_checkpoint_anchors_to_the_event_landed_before_it(memory: Service, db_
         (utc_timestamp(500.0), "src-c", "summary 1"),
         (utc_timestamp(1500.0), head["session"], "summary 1"),
     ]
+
+
+def test_an_event_planned_without_a_kind_lands_as_a_note(memory: Service, db_path: Path) -> None:
+    land_chain(memory.memory.chain, SOURCE, [Prepared(1, "x", 1.0)], provenance, accept)
+    assert [r["kind"] for r in rows(db_path)] == ["note", IMPORT_KIND]
 
 
 def test_a_checkpoint_on_an_empty_chain_anchors_to_genesis(memory: Service, db_path: Path) -> None:

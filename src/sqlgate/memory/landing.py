@@ -41,9 +41,6 @@ __all__ = [
 IMPORT_KIND = "import"
 IMPORT_SESSION_PREFIX = "import-"
 
-# (events landed, checkpoints landed, the first landed event's id) -> the provenance record
-Provenance = Callable[[int, int, int | None], dict[str, Any]]
-
 
 @dataclass(frozen=True)
 class Prepared:
@@ -97,11 +94,12 @@ def land_chain(
     chain: EventChain,
     source: str,
     plan: Sequence[Prepared],
-    provenance: Provenance,
+    provenance: Callable[[int, int, int | None], dict[str, Any]],
     check: Callable[[list[dict[str, Any]]], None],
 ) -> int:
     """Land `plan` and its provenance event in one transaction; -> the provenance event's id.
 
+    `provenance(events, checkpoints, first event id)` gives the provenance event's record.
     `check` is first given the earlier imports of `source`, read under the write lock: it
     raises to land nothing (a concurrent import must not double up).
     """
