@@ -96,6 +96,12 @@ _CLAIMS = (
     "tests/claims/test_store_edges.py",
     "tests/claims/test_store.py",
 )
+# an import landing in the chain and in the claims (issue 32): the rooms write, importers plan
+_LANDING = (
+    "tests/memory/test_landing.py",
+    "tests/claims/test_landing.py",
+    "tests/surfaces/integrations/test_importers.py",
+)
 # the security tables (tests/security) also reach the policy, through whole services: each
 # mutant would spend minutes in them; the policy's own tables are pure and pin every rule
 _POLICY = (
@@ -172,9 +178,16 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "memory/chain.py": _CHAIN,
     "memory/verification.py": _CHAIN,
     "memory/witness_check.py": _CHAIN,
+    "memory/landing.py": _LANDING,
+    # what replication reads of a copy of the chain: the witness log, a restore's verdict
+    "memory/chain_copy.py": (
+        "tests/memory/test_chain_copy.py",
+        "tests/surfaces/replication/test_witness_log.py",
+    ),
     "claims/model.py": _CLAIMS,
     "claims/rules.py": _CLAIMS,
     "claims/store.py": _CLAIMS,
+    "claims/landing.py": _LANDING,
 }
 # Hypothesis examples per test in a run (the baseline too, so its line map matches): fewer can only
 # let more mutants survive, and the slowest property tests take minutes at their own count

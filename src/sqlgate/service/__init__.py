@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from sqlgate.engine.front_door import front_door
 
 if TYPE_CHECKING:
+    from sqlgate.claims.landing import ClaimPlan, existing_claims, land_claims
     from sqlgate.claims.model import (
         FLOOR,
         HALF_LIFE_DAYS,
@@ -99,17 +100,24 @@ if TYPE_CHECKING:
     )
     from sqlgate.engine.sqltext import quote_identifier
     from sqlgate.engine.statements import Tier
-    from sqlgate.memory.chain import ChainWriter
+    from sqlgate.memory.chain_copy import holds_chain, stored_hash, stored_head, stored_links
     from sqlgate.memory.contract import GENESIS, ChainStatus, event_hash, stored_tags
     from sqlgate.memory.inputs import (
         MAX_IDS,
         MAX_KINDS,
         MAX_TAGS,
-        event_kind,
         event_tags,
         moment,
         text_field,
         word_list,
+    )
+    from sqlgate.memory.landing import (
+        IMPORT_KIND,
+        IMPORT_SESSION_PREFIX,
+        Prepared,
+        imported_kind,
+        land_chain,
+        prior_imports,
     )
     from sqlgate.memory.privacy import Redactor
     from sqlgate.memory.restore_record import (
@@ -117,7 +125,7 @@ if TYPE_CHECKING:
         append_restore_event,
         recorded_restores,
     )
-    from sqlgate.memory.store import SERVER_KINDS, redactor_for
+    from sqlgate.memory.store import redactor_for
     from sqlgate.memory.witness import Witness, WitnessFile
     from sqlgate.service.calls import Service, new_session_id
 
@@ -126,6 +134,8 @@ __all__ = [
     "FLOOR",
     "GENESIS",
     "HALF_LIFE_DAYS",
+    "IMPORT_KIND",
+    "IMPORT_SESSION_PREFIX",
     "KINDS",
     "MAX_CLAIM_CHARS",
     "MAX_ENTITY_CHARS",
@@ -137,7 +147,6 @@ __all__ = [
     "OUTCOMES",
     "OUTCOME_SQL",
     "REFUSED_SQL",
-    "SERVER_KINDS",
     "STALE_THRESHOLD",
     "STATES",
     "TIERS",
@@ -147,8 +156,8 @@ __all__ = [
     "Caller",
     "ChainRestoreRecorder",
     "ChainStatus",
-    "ChainWriter",
     "Claim",
+    "ClaimPlan",
     "Deadline",
     "Identity",
     "LiveRules",
@@ -157,6 +166,7 @@ __all__ = [
     "Outcome",
     "Owner",
     "PolicyRecorder",
+    "Prepared",
     "Redactor",
     "RestorePlan",
     "RestoreResult",
@@ -184,14 +194,18 @@ __all__ = [
     "effective_confidence",
     "evaluation_json",
     "event_hash",
-    "event_kind",
     "event_tags",
+    "existing_claims",
     "find_contradictions",
     "fold_name",
+    "holds_chain",
     "immediate_transaction",
+    "imported_kind",
     "in_folder",
     "is_live",
     "json_value",
+    "land_chain",
+    "land_claims",
     "list_calls",
     "list_kept",
     "list_snapshots",
@@ -203,6 +217,7 @@ __all__ = [
     "parse_call_ref",
     "parse_timestamp",
     "plan_restore",
+    "prior_imports",
     "queued_rows",
     "quote_identifier",
     "raw_rows",
@@ -217,6 +232,9 @@ __all__ = [
     "schema_objects",
     "shell_word",
     "shown_path",
+    "stored_hash",
+    "stored_head",
+    "stored_links",
     "stored_tags",
     "text_codec",
     "text_field",
@@ -231,6 +249,11 @@ BEHIND_THE_DOOR = {
     "calls": (
         "Service",
         "new_session_id",
+    ),
+    "sqlgate.claims.landing": (
+        "ClaimPlan",
+        "existing_claims",
+        "land_claims",
     ),
     "sqlgate.claims.model": (
         "Claim",
@@ -334,7 +357,12 @@ BEHIND_THE_DOOR = {
     ),
     "sqlgate.engine.sqltext": ("quote_identifier",),
     "sqlgate.engine.statements": ("Tier",),
-    "sqlgate.memory.chain": ("ChainWriter",),
+    "sqlgate.memory.chain_copy": (
+        "holds_chain",
+        "stored_hash",
+        "stored_head",
+        "stored_links",
+    ),
     "sqlgate.memory.contract": (
         "ChainStatus",
         "GENESIS",
@@ -345,11 +373,18 @@ BEHIND_THE_DOOR = {
         "MAX_IDS",
         "MAX_KINDS",
         "MAX_TAGS",
-        "event_kind",
         "event_tags",
         "moment",
         "text_field",
         "word_list",
+    ),
+    "sqlgate.memory.landing": (
+        "IMPORT_KIND",
+        "IMPORT_SESSION_PREFIX",
+        "Prepared",
+        "imported_kind",
+        "land_chain",
+        "prior_imports",
     ),
     "sqlgate.memory.privacy": ("Redactor",),
     "sqlgate.memory.restore_record": (
@@ -357,10 +392,7 @@ BEHIND_THE_DOOR = {
         "append_restore_event",
         "recorded_restores",
     ),
-    "sqlgate.memory.store": (
-        "SERVER_KINDS",
-        "redactor_for",
-    ),
+    "sqlgate.memory.store": ("redactor_for",),
     "sqlgate.memory.witness": (
         "Witness",
         "WitnessFile",

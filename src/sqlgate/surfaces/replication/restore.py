@@ -37,6 +37,7 @@ from sqlgate.service import (
     WitnessFile,
     append_restore_event,
     connect_read_only,
+    holds_chain,
     immediate_transaction,
 )
 from sqlgate.surfaces.replication.litestream import Litestream, failure, find_litestream
@@ -177,12 +178,7 @@ def _restore(
     try:
         reader = connect_read_only(to)
         try:
-            if (
-                reader.execute(
-                    "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'memory_events'"
-                ).fetchone()
-                is None
-            ):
+            if not holds_chain(reader):
                 raise StartupError(f"the replica at {target.url} is not a sqlgate database")
             verdict = judge(reader, log, kept, f"--witness {kept_path}")
         finally:

@@ -70,6 +70,41 @@ def _close(process: subprocess.Popen[bytes]) -> None:
             process.stdin.close()
 
 
+def _spawn(
+    binary: Litestream | None, db: Path, folder: Path, config: Path, env: Mapping[str, str]
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Start Litestream under its keeper (keeper.py), both writing to litestream.log;
+    returns the keeper and the log's size before it (where their lines begin).
+
+    Not a pipe for the output: a Go program writing to a broken pipe dies of SIGPIPE at
+    once, so when the server is killed Litestream would die too, instead of syncing."""
+    assert binary is not None
+    args = [
+        sys.executable, "-m", KEEPER, str(SHUTDOWN_SYNC_SECONDS + 5), str(db),
+        str(binary.path), "replicate", "-no-expand-env", "-config", str(config),
+    ]  # fmt: skip
+    path = folder / LOG
+    if path.exists() and path.stat().st_size > LOG_BYTES:
+        path.replace(path.with_name(LOG + ".1"))
+    with path.open("ab") as output:
+        start = output.tell()
+        process = subprocess.Popen(  # noqa: S603 - our keeper, our binary, our arguments
+            args, stdin=subprocess.PIPE, stdout=output, stderr=subprocess.STDOUT,
+            env=env, start_new_session=True,
+        )  # fmt: skip
+    return process, start
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    """Ask the keeper to stop (it sends Litestream SIGTERM), and wait: killed after a deadline."""
+    _close(process)
+    try:
+        process.wait(timeout=SHUTDOWN_SYNC_SECONDS + 10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def _stderr(line: str) -> None:
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
@@ -182,12 +217,7 @@ class Replication:
                 self._mirror.stop()
             process = self._process
             if process is not None and process.poll() is None:
-                _close(process)  # the keeper sends Litestream SIGTERM: it syncs and exits
-                try:
-                    process.wait(timeout=SHUTDOWN_SYNC_SECONDS + 10)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+                _end(process)  # the keeper sends Litestream SIGTERM: it syncs and exits
             if self._monitor is not None:
                 self._monitor.join()
             if self._log is not None:
@@ -206,28 +236,6 @@ class Replication:
         self.stop()
 
     # -- the child process ---------------------------------------------------------------------
-    def _spawn(self, config: Path) -> tuple[subprocess.Popen[bytes], int]:
-        """Start Litestream under its keeper (keeper.py), both writing to litestream.log;
-        returns the keeper and the log's size before it (where their lines begin).
-
-        Not a pipe for the output: a Go program writing to a broken pipe dies of SIGPIPE at
-        once, so when the server is killed Litestream would die too, instead of syncing."""
-        assert self.binary is not None
-        args = [
-            sys.executable, "-m", KEEPER, str(SHUTDOWN_SYNC_SECONDS + 5), str(self.db),
-            str(self.binary.path), "replicate", "-no-expand-env", "-config", str(config),
-        ]  # fmt: skip
-        path = self.folder / LOG
-        if path.exists() and path.stat().st_size > LOG_BYTES:
-            path.replace(path.with_name(LOG + ".1"))
-        with path.open("ab") as output:
-            start = output.tell()
-            process = subprocess.Popen(  # noqa: S603 - our keeper, our binary, our arguments
-                args, stdin=subprocess.PIPE, stdout=output, stderr=subprocess.STDOUT,
-                env=self.env, start_new_session=True,
-            )  # fmt: skip
-        return process, start
-
     def _supervise_safely(self, config: Path) -> None:
         try:
             self._supervise(config)
@@ -248,7 +256,7 @@ class Replication:
             self._litestream_pid = None
             self._exit_code = None
             try:
-                process, offset = self._spawn(config)
+                process, offset = _spawn(self.binary, self.db, self.folder, config, self.env)
             except OSError as exc:
                 if not self._started.is_set():
                     self._start_error = f"cannot run {self.binary}: {exc.strerror or exc}"
@@ -291,12 +299,7 @@ class Replication:
         deadline = time.monotonic() + self.timeout
         while not self._ready.wait(0.05):
             if process.poll() is not None or time.monotonic() >= deadline:
-                _close(process)  # the keeper stops Litestream, if it runs at all
-                try:
-                    process.wait(timeout=SHUTDOWN_SYNC_SECONDS + 10)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+                _end(process)  # the keeper stops Litestream, if it runs at all
                 reader.join()  # its last lines say why (or that it did start, then died)
                 if not self._ready.is_set():
                     self._start_error = failure("\n".join(self._recent))

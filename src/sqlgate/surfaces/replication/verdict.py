@@ -22,8 +22,8 @@ from typing import Any
 
 import apsw
 
-from sqlgate.service import Witness, counted
-from sqlgate.surfaces.replication.witness_log import WitnessLog, event_hash_at, last_agreement
+from sqlgate.service import Witness, counted, stored_hash, stored_head
+from sqlgate.surfaces.replication.witness_log import WitnessLog, last_agreement
 
 __all__ = ["WitnessVerdict", "judge"]
 
@@ -111,11 +111,6 @@ class WitnessVerdict:
         }
 
 
-def _head(conn: apsw.Connection) -> tuple[int, str]:
-    row = conn.execute("SELECT id, hash FROM memory_events ORDER BY id DESC LIMIT 1").fetchone()
-    return (0, "") if row is None else (int(row[0]), str(row[1]))
-
-
 def judge(
     reader: apsw.Connection,
     log: WitnessLog | None,
@@ -123,7 +118,7 @@ def judge(
     kept_name: str = "--witness",
 ) -> WitnessVerdict:
     """Hold the restored chain read by `reader` against `log` and a witness `kept` elsewhere."""
-    head_id, head_hash = _head(reader)
+    head_id, head_hash = stored_head(reader)
     witnessed = 0
     sources: list[str] = []
     mismatches: list[tuple[int, str]] = []
@@ -135,7 +130,7 @@ def judge(
         resets = tuple(log.resets())
         log_last, _ = log.last()
         shared = min(head_id, log_last)
-        agreed = last_agreement(shared, lambda k: log.hash_at(k) == event_hash_at(reader, k))
+        agreed = last_agreement(shared, lambda k: log.hash_at(k) == stored_hash(reader, k))
         if agreed < shared:
             mismatches.append((
                 agreed + 1,
@@ -153,7 +148,7 @@ def judge(
         ):
             if not 0 < event_id <= head_id:
                 continue
-            if event_hash_at(reader, event_id) != digest:
+            if stored_hash(reader, event_id) != digest:
                 mismatches.append((
                     event_id,
                     f"event {event_id} differs from {kept_name} ({what}; rewritten, hashes "
@@ -167,7 +162,7 @@ def judge(
     mismatch = min(mismatches) if mismatches else None
     if mismatch is not None:
         witnessed = min(witnessed, mismatch[0] - 1)
-    witnessed_hash = event_hash_at(reader, witnessed) or ""
+    witnessed_hash = stored_hash(reader, witnessed) or ""
     return WitnessVerdict(
         head_id, head_hash, witnessed, witnessed_hash, tuple(sources), mismatch, lost, seen,
         resets,

@@ -32,9 +32,9 @@ from typing import TypeGuard
 import apsw
 
 from sqlgate.errors import SqlgateError, StartupError
-from sqlgate.service import GENESIS, WitnessFile, connect_read_only
+from sqlgate.service import GENESIS, WitnessFile, connect_read_only, stored_hash, stored_links
 
-__all__ = ["MirrorPass", "WitnessLog", "event_hash_at", "mirror_once"]
+__all__ = ["MirrorPass", "WitnessLog", "mirror_once"]
 
 FORMAT = "1"
 BATCH = 10_000  # events read and recorded per transaction
@@ -153,14 +153,6 @@ class MirrorPass:
     waiting: bool = False
 
 
-def event_hash_at(conn: apsw.Connection, event_id: int) -> str | None:
-    """The stored hash of event `event_id` (64 zeros for 0), or None when there is none."""
-    if event_id == 0:
-        return GENESIS
-    row = conn.execute("SELECT hash FROM memory_events WHERE id = ?", (event_id,)).fetchone()
-    return None if row is None else str(row[0])
-
-
 def last_agreement(upto: int, agrees: Callable[[int], bool]) -> int:
     """The largest k in 0..upto where `agrees(k)`, for a chain that agrees up to some point and
     no further (hash links make it so); `agrees(0)` is taken as true."""
@@ -189,7 +181,7 @@ def mirror_once(
         return MirrorPass(0, last_id)
     reader.execute("BEGIN")  # one snapshot of the chain for the whole pass
     try:
-        head = event_hash_at(reader, witness.head_id)
+        head = stored_hash(reader, witness.head_id)
         if head is None:
             return MirrorPass(0, last_id, waiting=True)  # an append in flight
         if head != witness.head_hash:
@@ -202,7 +194,7 @@ def mirror_once(
             )
         agreed = last_agreement(
             min(last_id, witness.head_id),
-            lambda k: log.hash_at(k) == event_hash_at(reader, k),
+            lambda k: log.hash_at(k) == stored_hash(reader, k),
         )
         if agreed < last_id:
             if agreed == witness.head_id:
@@ -223,11 +215,7 @@ def _follow(
     prev_hash = log.hash_at(after) or GENESIS
     expected = after + 1
     while expected <= head:
-        batch = reader.execute(
-            "SELECT id, prev_hash, hash FROM memory_events WHERE id >= ? AND id <= ? "
-            "ORDER BY id LIMIT ?",
-            (expected, head, BATCH),
-        ).fetchall()
+        batch = stored_links(reader, expected, head, BATCH)
         events: list[tuple[int, str]] = []
         for event_id, stored_prev, digest in batch:
             if event_id != expected or stored_prev != prev_hash or not _is_hash(digest):

@@ -6,10 +6,11 @@
 
 Each import opens the source read-only, verifies it completely (a broken chain is refused
 with the first broken seq or id), cleans and redacts every item like memory content,
-and only then writes, in ONE transaction with its provenance event: a chain's events and
-checkpoints, or all the claims (through `ClaimStore.add_in`). Nothing is ever half
-imported. A claim sqlgate cannot hold refuses the whole import, listing every such claim,
-unless `skip_bad` leaves them out and lists them in the report (claim_plan.py).
+and only then has the memory or claims room write it, in ONE transaction with its
+provenance event: a chain's events and checkpoints (`land_chain`), or all the claims
+(`land_claims`). Nothing is ever half imported. A claim sqlgate cannot hold refuses the
+whole import, listing every such claim, unless `skip_bad` leaves them out and lists them in
+the report (claim_plan.py).
 Re-running imports only what is new (landing.py says how that is known). `dry_run` reads
 the target database without opening it for writing, and writes nothing anywhere.
 """
@@ -28,19 +29,26 @@ import apsw
 
 from sqlgate.config import Settings, creates_parent
 from sqlgate.errors import InvalidArgument, StartupError
-from sqlgate.service import Outcome, Redactor, check_ownership, redactor_for
-from sqlgate.surfaces.integrations.importers.claim_plan import existing_claims, plan_claims
-from sqlgate.surfaces.integrations.importers.landing import (
+from sqlgate.service import (
     IMPORT_KIND,
     IMPORT_SESSION_PREFIX,
-    ImportReport,
+    Outcome,
     Prepared,
+    Redactor,
+    check_ownership,
+    existing_claims,
+    land_chain,
+    land_claims,
+    prior_imports,
+    redactor_for,
+)
+from sqlgate.surfaces.integrations.importers.claim_plan import plan_claims
+from sqlgate.surfaces.integrations.importers.landing import (
+    ImportReport,
     guard_source_is_not_target,
     plan_chain,
-    prior_imports,
     raced,
     resume_point,
-    write_chain,
 )
 from sqlgate.surfaces.integrations.importers.readers import (
     read_claims_mcp,
@@ -164,14 +172,15 @@ def _import_chain(
                 "redacted": report.redacted,
             }  # fmt: skip
 
+        def unchanged(records: list[dict[str, Any]]) -> None:
+            # decided again under the write lock: a concurrent import must not double up
+            if resume_point(chain, records) != (after, after_checkpoint):
+                raise raced()
+
         def work(_: Any) -> Outcome:
-            with service.memory.chain.writing() as writer:
-                # decided again under the write lock: a concurrent import must not double up
-                if resume_point(chain, prior_imports(writer.conn, chain.importer)) != (
-                    after, after_checkpoint,
-                ):  # fmt: skip
-                    raise raced()
-                report.provenance_event = write_chain(writer, plan, provenance)
+            report.provenance_event = land_chain(
+                service.memory.chain, chain.importer, plan, provenance, unchanged
+            )
             return Outcome(json.dumps(report.as_dict()), len(plan), {"source": chain.importer})
 
         service.call("import", work, detail={"path": report.path})
@@ -215,16 +224,8 @@ def _import_claims(
                 "claims": len(plan), "skipped": report.skipped, "redacted": report.redacted,
                 "bad": [item["ref"] for item in report.bad],
             }  # fmt: skip
-            text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
             # one transaction: every claim and the provenance event land together, or none
-            with service.memory.chain.writing() as writer:
-                for item in plan:
-                    service.claims.add_in(
-                        writer, item.entity, item.kind, item.claim, item.volatility,
-                        item.confidence, item.rank, item.confirmed_at,
-                    )  # fmt: skip
-                tags = [IMPORT_KIND, "claims-mcp"]
-                report.provenance_event = writer.append(IMPORT_KIND, text, tags).id
+            report.provenance_event = land_claims(service.claims, plan, record)
             return Outcome(json.dumps(report.as_dict()), len(plan), {"source": "claims-mcp"})
 
         service.call("import", work, detail={"path": report.path})

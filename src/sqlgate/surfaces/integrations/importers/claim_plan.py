@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-import apsw
-
 from sqlgate.errors import InvalidArgument
 from sqlgate.service import (
     HALF_LIFE_DAYS,
@@ -21,6 +19,7 @@ from sqlgate.service import (
     MAX_CLAIM_CHARS,
     MAX_ENTITY_CHARS,
     MAX_RANK,
+    ClaimPlan,
     Redactor,
     counted,
     parse_timestamp,
@@ -32,39 +31,14 @@ from sqlgate.surfaces.integrations.importers.landing import (
     epoch_seconds,
     redacted_text,
 )
-from sqlgate.surfaces.integrations.importers.sources import SourceClaim, columns_of
+from sqlgate.surfaces.integrations.importers.sources import SourceClaim
 
 __all__ = [
     "SHOWN_BAD_CLAIMS",
     "BadClaim",
-    "ClaimPlan",
     "bad_claims_text",
-    "existing_claims",
     "plan_claims",
 ]
-
-
-@dataclass(frozen=True)
-class ClaimPlan:
-    entity: str
-    kind: str
-    claim: str
-    volatility: str
-    confidence: float
-    rank: int | None
-    confirmed_at: str | None  # None: now (the source's moment was in the future)
-
-
-def existing_claims(conn: apsw.Connection) -> dict[tuple[str, str, str], tuple[str, str]]:
-    """(entity, kind, claim) -> (state, last_confirmed) of the claims already here."""
-    if "last_confirmed" not in columns_of(conn, "claims"):
-        return {}
-    return {
-        (str(e), str(k), str(c)): (str(state), str(confirmed))
-        for e, k, c, state, confirmed in conn.execute(
-            "SELECT entity, kind, claim, state, last_confirmed FROM claims"
-        )
-    }
 
 
 _NOTHING_IMPORTED = "; nothing was imported"

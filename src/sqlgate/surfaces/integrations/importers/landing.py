@@ -1,59 +1,44 @@
-"""Planning and writing an import: what is new since the last import of the same source,
-cleaned and redacted like any memory content, then written with a provenance event.
+"""Planning an import: what is new since the last import of the same source, cleaned and
+redacted like any memory content. The memory room lands it (memory/landing.py).
 
 Provenance: every import that writes anything appends one event of kind `import` (in a
 session `import-…`, which no agent can have) whose content is JSON: source kind, absolute
 path, the source's head hash and last seq/id, and counts. Before importing, these records
-say what was taken already: a chain source that still holds an imported head (same hash
-at the same seq) is imported only after it, and not at all when that head is its head.
-Claims need no such cursor (claim_plan.py).
+(`prior_imports`) say what was taken already: a chain source that still holds an imported
+head (same hash at the same seq) is imported only after it, and not at all when that head
+is its head. Claims need no such cursor (claim_plan.py).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-import apsw
-
 from sqlgate.errors import InvalidArgument, SqlgateError
 from sqlgate.service import (
-    GENESIS,
     MAX_TAGS,
-    SERVER_KINDS,
-    ChainWriter,
+    Prepared,
     Redactor,
-    event_kind,
     event_tags,
+    imported_kind,
     moment,
     parse_timestamp,
     text_field,
-    utc_timestamp,
 )
-from sqlgate.surfaces.integrations.importers.sources import ChainSource, columns_of
+from sqlgate.surfaces.integrations.importers.sources import ChainSource
 
 __all__ = [
-    "IMPORT_KIND",
-    "IMPORT_SESSION_PREFIX",
     "ImportReport",
-    "Prepared",
     "epoch_seconds",
     "plan_chain",
-    "prior_imports",
     "redacted_text",
     "resume_point",
-    "write_chain",
 ]
 
-IMPORT_KIND = "import"
-IMPORT_SESSION_PREFIX = "import-"
 MAX_SESSION_CHARS = 128
 CLOCK_SKEW = timedelta(minutes=1)
-_FORBIDDEN_KINDS = SERVER_KINDS | {IMPORT_KIND}
 
 
 @dataclass
@@ -83,25 +68,6 @@ class ImportReport:
 
 
 # -- what was imported before -------------------------------------------------------------
-def prior_imports(conn: apsw.Connection, source: str) -> list[dict[str, Any]]:
-    """The provenance records of earlier imports of this kind of source, oldest first."""
-    if "session" not in columns_of(conn, "memory_events"):
-        return []  # a database without memory yet: nothing was imported
-    records = []
-    for (content,) in conn.execute(
-        "SELECT content FROM memory_events WHERE kind = ? AND substr(session, 1, ?) = ? "
-        "ORDER BY id",
-        (IMPORT_KIND, len(IMPORT_SESSION_PREFIX), IMPORT_SESSION_PREFIX),
-    ):
-        try:
-            record = json.loads(content)
-        except (TypeError, ValueError):
-            continue
-        if isinstance(record, dict) and record.get("source") == source:
-            records.append(record)
-    return records
-
-
 def resume_point(chain: ChainSource, records: list[dict[str, Any]]) -> tuple[int, int]:
     """(last seq/id already imported, last checkpoint id already imported) for this chain:
     from the records whose imported head this chain still holds, unchanged."""
@@ -172,32 +138,10 @@ def redacted_text(
     return redaction.text
 
 
-def _kind(value: str | None) -> str:
-    """The source's kind when sqlgate accepts it from an agent; `note` otherwise."""
-    try:
-        kind = event_kind(value)
-    except InvalidArgument:
-        return "note"
-    return "note" if kind in _FORBIDDEN_KINDS else kind
-
-
 def _session(value: str | None) -> str | None:
     if value is None or len(value) > MAX_SESSION_CHARS or not value.isprintable():
         return None
     return value
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """One item to write: an event, or a checkpoint (anchored to the last event written)."""
-
-    ref: int
-    content: str
-    epoch: float
-    kind: str = "note"
-    tags: tuple[str, ...] = ()
-    session: str | None = None
-    checkpoint: bool = False
 
 
 def plan_chain(
@@ -234,53 +178,13 @@ def plan_chain(
         if text is not None:
             plan.append(
                 Prepared(
-                    event.ref, text, epoch_seconds(event.ts, where), _kind(event.kind),
+                    event.ref, text, epoch_seconds(event.ts, where), imported_kind(event.kind),
                     tuple(_clean_tags(event.tags, redactor, report)), _session(event.session),
                 )
             )  # fmt: skip
         checkpoints_up_to(event.ref)
     checkpoints_up_to(chain.head_ref)
     return plan
-
-
-def write_chain(
-    writer: ChainWriter,
-    plan: list[Prepared],
-    provenance: Callable[[int, int, int | None], dict[str, Any]],
-) -> int:
-    """Write the plan and the provenance event in the writer's transaction; -> its id.
-
-    Imported events keep the source's moment and session: the writer's clock and session
-    are set for each of them, and put back before the provenance event (ours, now).
-    """
-    conn = writer.conn
-    row = conn.execute("SELECT id, hash FROM memory_events ORDER BY id DESC LIMIT 1").fetchone()
-    base: tuple[int, str] = (0, GENESIS) if row is None else (int(row[0]), str(row[1]))
-    own_session, own_clock = writer.session, writer.wall_clock
-    events = checkpoints = 0
-    first: int | None = None
-    try:
-        for item in plan:
-            session = item.session or own_session
-            if item.checkpoint:
-                anchor = (writer.last.id, writer.last.hash) if writer.last else base
-                conn.execute(
-                    "INSERT INTO memory_checkpoints (ts, session, summary, last_event_id, "
-                    "head_hash) VALUES (?, ?, ?, ?, ?)",
-                    (utc_timestamp(item.epoch), session, item.content, *anchor),
-                )
-                checkpoints += 1
-                continue
-            writer.session = session
-            writer.wall_clock = lambda epoch=item.epoch: epoch  # type: ignore[misc]
-            appended = writer.append(item.kind, item.content, item.tags)
-            first = appended.id if first is None else first
-            events += 1
-    finally:
-        writer.session, writer.wall_clock = own_session, own_clock
-    record = provenance(events, checkpoints, first)
-    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
-    return writer.append(IMPORT_KIND, text, [IMPORT_KIND, str(record["source"])]).id
 
 
 def guard_source_is_not_target(source: Path, target: Path) -> None:
