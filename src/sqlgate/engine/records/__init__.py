@@ -4,12 +4,15 @@ The package's front door: what other rooms may import (`engine.front_door`). Its
 modules are private to it.
 
     audit            The audit log: one `query_log` row for every tool call, successful or not.
+    audit_reader     Reading the audit log: the one query builder of `sqlgate log`, `stats` and
+                     the console, and the outcomes of a recorded call.
     audit_queue      The audit queue: query_log rows that could not be written at once, kept until
                      they can.
     actors           Who makes a call: the actor named in every audit row, memory event and claim
                      change.
     members          The members of a team server and their tokens (`sqlgate members ...`, issue
                      22).
+    changesets       Which undo changesets were applied back (the console's destructive calls).
     identity         Which database a call belongs to: the random id each sqlgate database is given.
 """
 
@@ -33,14 +36,22 @@ if TYPE_CHECKING:
         tier_allows,
     )
     from sqlgate.engine.records.audit import (
-        ACTOR_SINCE,
         AuditEntry,
         AuditLog,
-        actor_sql,
         json_value,
         utc_timestamp,
     )
-    from sqlgate.engine.records.audit_queue import AuditQueue, queue_path, queued_rows
+    from sqlgate.engine.records.audit_queue import AuditQueue, queue_path
+    from sqlgate.engine.records.audit_reader import (
+        AUDIT_COLUMNS,
+        OUTCOME_SQL,
+        OUTCOMES,
+        REFUSED_SQL,
+        AuditFilter,
+        AuditReader,
+        call_outcome,
+    )
+    from sqlgate.engine.records.changesets import changeset_states
     from sqlgate.engine.records.identity import (
         AGENT_FINDS_CALLS,
         LIST_CALLS,
@@ -50,13 +61,18 @@ if TYPE_CHECKING:
     from sqlgate.engine.records.members import Member, Members, check_name, looks_like_member_token
 
 __all__ = [
-    "ACTOR_SINCE",
     "AGENT_FINDS_CALLS",
+    "AUDIT_COLUMNS",
     "LIST_CALLS",
+    "OUTCOMES",
+    "OUTCOME_SQL",
+    "REFUSED_SQL",
     "TIERS",
     "AuditEntry",
+    "AuditFilter",
     "AuditLog",
     "AuditQueue",
+    "AuditReader",
     "AuthRefusal",
     "Caller",
     "Identity",
@@ -64,8 +80,9 @@ __all__ = [
     "Members",
     "acting_as",
     "actor_name_problem",
-    "actor_sql",
+    "call_outcome",
     "caller_session",
+    "changeset_states",
     "check_name",
     "current_caller",
     "database_id",
@@ -73,7 +90,6 @@ __all__ = [
     "looks_like_member_token",
     "parse_call_ref",
     "queue_path",
-    "queued_rows",
     "session_now",
     "tier_allows",
     "utc_timestamp",
@@ -92,8 +108,18 @@ BEHIND_THE_DOOR = {
         "session_now",
         "tier_allows",
     ),
-    "audit": ("ACTOR_SINCE", "AuditEntry", "AuditLog", "actor_sql", "json_value", "utc_timestamp"),
-    "audit_queue": ("AuditQueue", "queue_path", "queued_rows"),
+    "audit": ("AuditEntry", "AuditLog", "json_value", "utc_timestamp"),
+    "audit_queue": ("AuditQueue", "queue_path"),
+    "audit_reader": (
+        "AUDIT_COLUMNS",
+        "AuditFilter",
+        "AuditReader",
+        "OUTCOMES",
+        "OUTCOME_SQL",
+        "REFUSED_SQL",
+        "call_outcome",
+    ),
+    "changesets": ("changeset_states",),
     "identity": ("AGENT_FINDS_CALLS", "LIST_CALLS", "database_id", "parse_call_ref"),
     "members": ("Member", "Members", "check_name", "looks_like_member_token"),
 }
