@@ -1,7 +1,7 @@
 """Activity: the audit log newest first (filters, keyset pages, each call expandable), calls
 per hour by outcome, `query_errors`, and `query_patterns` with a ready `create_view` call.
 
-Outcomes: ok, refused or error, as `engine.running.outcome` decides them for every surface. Pages
+Outcomes: ok, refused or error, as the audit log's reader decides them for every surface. Pages
 go back with `before=<id>` (keyset on the primary key, never OFFSET), so the 1000th page
 costs what the first does.
 
