@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         parse_timestamp,
     )
     from sqlgate.claims.present import evaluation_json
+    from sqlgate.claims.reading import CLAIMS_EXPORT, claim_history, claims_by_state
     from sqlgate.claims.rules import find_contradictions
     from sqlgate.claims.store import MAX_CLAIM_CHARS, MAX_ENTITY_CHARS, MAX_RANK
     from sqlgate.engine.commands import db_option, in_folder, list_calls, shell_word
@@ -49,9 +50,12 @@ if TYPE_CHECKING:
     from sqlgate.engine.names import fold_name
     from sqlgate.engine.raw_text import raw_rows, raw_select, text_codec
     from sqlgate.engine.records import (
-        ACTOR_SINCE,
+        AUDIT_COLUMNS,
+        OUTCOMES,
         TIERS,
         AuditEntry,
+        AuditFilter,
+        AuditReader,
         AuthRefusal,
         Caller,
         Identity,
@@ -59,14 +63,13 @@ if TYPE_CHECKING:
         Members,
         acting_as,
         actor_name_problem,
-        actor_sql,
+        call_outcome,
         caller_session,
         check_name,
         database_id,
         json_value,
         looks_like_member_token,
         parse_call_ref,
-        queued_rows,
         tier_allows,
         utc_timestamp,
     )
@@ -79,16 +82,7 @@ if TYPE_CHECKING:
         rules_from_settings,
         toml_reader,
     )
-    from sqlgate.engine.running import (
-        OUTCOME_SQL,
-        OUTCOMES,
-        REFUSED_SQL,
-        Outcome,
-        SearchRequest,
-        busy_error,
-        call_outcome,
-        normalize_params,
-    )
+    from sqlgate.engine.running import Outcome, SearchRequest, busy_error, normalize_params
     from sqlgate.engine.schema import MIGRATIONS
     from sqlgate.engine.snapshots import (
         RestorePlan,
@@ -100,6 +94,7 @@ if TYPE_CHECKING:
     )
     from sqlgate.engine.sqltext import quote_identifier
     from sqlgate.engine.statements import Tier
+    from sqlgate.engine.undo import changeset_states
     from sqlgate.memory.chain_copy import holds_chain, stored_hash, stored_head, stored_links
     from sqlgate.memory.contract import GENESIS, ChainStatus, event_hash, stored_tags
     from sqlgate.memory.inputs import (
@@ -120,6 +115,18 @@ if TYPE_CHECKING:
         prior_imports,
     )
     from sqlgate.memory.privacy import Redactor
+    from sqlgate.memory.reading import (
+        MEMORY_EXPORT,
+        count_rows,
+        event_and_neighbours,
+        event_times,
+        events_by_id,
+        head_event,
+        last_event_time,
+        newest_events,
+        sessions_since,
+        table_records,
+    )
     from sqlgate.memory.restore_record import (
         ChainRestoreRecorder,
         append_restore_event,
@@ -130,7 +137,8 @@ if TYPE_CHECKING:
     from sqlgate.service.calls import Service, new_session_id
 
 __all__ = [
-    "ACTOR_SINCE",
+    "AUDIT_COLUMNS",
+    "CLAIMS_EXPORT",
     "FLOOR",
     "GENESIS",
     "HALF_LIFE_DAYS",
@@ -143,14 +151,15 @@ __all__ = [
     "MAX_KINDS",
     "MAX_RANK",
     "MAX_TAGS",
+    "MEMORY_EXPORT",
     "MIGRATIONS",
     "OUTCOMES",
-    "OUTCOME_SQL",
-    "REFUSED_SQL",
     "STALE_THRESHOLD",
     "STATES",
     "TIERS",
     "AuditEntry",
+    "AuditFilter",
+    "AuditReader",
     "AuthRefusal",
     "CallControl",
     "Caller",
@@ -178,26 +187,33 @@ __all__ = [
     "WitnessFile",
     "acting_as",
     "actor_name_problem",
-    "actor_sql",
     "append_restore_event",
     "busy_error",
     "call_outcome",
     "caller_session",
+    "changeset_states",
     "check_against",
     "check_database_file",
     "check_name",
     "check_ownership",
+    "claim_history",
+    "claims_by_state",
     "connect_read_only",
+    "count_rows",
     "counted",
     "database_id",
     "db_option",
     "effective_confidence",
     "evaluation_json",
+    "event_and_neighbours",
     "event_hash",
     "event_tags",
+    "event_times",
+    "events_by_id",
     "existing_claims",
     "find_contradictions",
     "fold_name",
+    "head_event",
     "holds_chain",
     "immediate_transaction",
     "imported_kind",
@@ -206,19 +222,20 @@ __all__ = [
     "json_value",
     "land_chain",
     "land_claims",
+    "last_event_time",
     "list_calls",
     "list_kept",
     "list_snapshots",
     "looks_like_member_token",
     "moment",
     "new_session_id",
+    "newest_events",
     "normalize_params",
     "owner_of",
     "parse_call_ref",
     "parse_timestamp",
     "plan_restore",
     "prior_imports",
-    "queued_rows",
     "quote_identifier",
     "raw_rows",
     "raw_select",
@@ -230,12 +247,14 @@ __all__ = [
     "restore_snapshot",
     "rules_from_settings",
     "schema_objects",
+    "sessions_since",
     "shell_word",
     "shown_path",
     "stored_hash",
     "stored_head",
     "stored_links",
     "stored_tags",
+    "table_records",
     "text_codec",
     "text_field",
     "tier_allows",
@@ -267,6 +286,11 @@ BEHIND_THE_DOOR = {
         "parse_timestamp",
     ),
     "sqlgate.claims.present": ("evaluation_json",),
+    "sqlgate.claims.reading": (
+        "CLAIMS_EXPORT",
+        "claim_history",
+        "claims_by_state",
+    ),
     "sqlgate.claims.rules": ("find_contradictions",),
     "sqlgate.claims.store": (
         "MAX_CLAIM_CHARS",
@@ -306,24 +330,26 @@ BEHIND_THE_DOOR = {
         "text_codec",
     ),
     "sqlgate.engine.records": (
-        "ACTOR_SINCE",
+        "AUDIT_COLUMNS",
         "AuditEntry",
+        "AuditFilter",
+        "AuditReader",
         "AuthRefusal",
         "Caller",
         "Identity",
         "Member",
         "Members",
+        "OUTCOMES",
         "TIERS",
         "acting_as",
         "actor_name_problem",
-        "actor_sql",
+        "call_outcome",
         "caller_session",
         "check_name",
         "database_id",
         "json_value",
         "looks_like_member_token",
         "parse_call_ref",
-        "queued_rows",
         "tier_allows",
         "utc_timestamp",
     ),
@@ -337,13 +363,9 @@ BEHIND_THE_DOOR = {
         "toml_reader",
     ),
     "sqlgate.engine.running": (
-        "OUTCOMES",
-        "OUTCOME_SQL",
         "Outcome",
-        "REFUSED_SQL",
         "SearchRequest",
         "busy_error",
-        "call_outcome",
         "normalize_params",
     ),
     "sqlgate.engine.schema": ("MIGRATIONS",),
@@ -357,6 +379,7 @@ BEHIND_THE_DOOR = {
     ),
     "sqlgate.engine.sqltext": ("quote_identifier",),
     "sqlgate.engine.statements": ("Tier",),
+    "sqlgate.engine.undo": ("changeset_states",),
     "sqlgate.memory.chain_copy": (
         "holds_chain",
         "stored_hash",
@@ -387,6 +410,18 @@ BEHIND_THE_DOOR = {
         "prior_imports",
     ),
     "sqlgate.memory.privacy": ("Redactor",),
+    "sqlgate.memory.reading": (
+        "MEMORY_EXPORT",
+        "count_rows",
+        "event_and_neighbours",
+        "event_times",
+        "events_by_id",
+        "head_event",
+        "last_event_time",
+        "newest_events",
+        "sessions_since",
+        "table_records",
+    ),
     "sqlgate.memory.restore_record": (
         "ChainRestoreRecorder",
         "append_restore_event",

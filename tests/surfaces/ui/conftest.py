@@ -44,12 +44,15 @@ def client(console: Console) -> Iterator[TestClient]:
 
 
 def audit_plan(db: Path, query: dict[str, str], columns: str) -> str:
-    """SQLite's plan of the activity page's SELECT under the filters in `query`."""
+    """SQLite's plan of the activity page's SELECT under the filters in `query` (`*`: every
+    column)."""
     import apsw
 
-    from sqlgate.surfaces.ui.activity import audit_select
+    from sqlgate.service import AUDIT_COLUMNS, AuditReader
+    from sqlgate.surfaces.ui.activity import audit_filter
 
-    sql, params = audit_select(query, columns, 51)
+    shown = AUDIT_COLUMNS if columns == "*" else tuple(columns.split(", "))
+    sql, params = AuditReader().select(audit_filter(query), shown, 51)
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return " ; ".join(str(row[3]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))

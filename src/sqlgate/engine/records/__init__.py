@@ -4,6 +4,8 @@ The package's front door: what other rooms may import (`engine.front_door`). Its
 modules are private to it.
 
     audit            The audit log: one `query_log` row for every tool call, successful or not.
+    audit_reader     Reading the audit log: the one query builder of `sqlgate log`, `stats` and
+                     the console, and the outcomes of a recorded call.
     audit_queue      The audit queue: query_log rows that could not be written at once, kept until
                      they can.
     actors           Who makes a call: the actor named in every audit row, memory event and claim
@@ -33,14 +35,21 @@ if TYPE_CHECKING:
         tier_allows,
     )
     from sqlgate.engine.records.audit import (
-        ACTOR_SINCE,
         AuditEntry,
         AuditLog,
-        actor_sql,
         json_value,
         utc_timestamp,
     )
-    from sqlgate.engine.records.audit_queue import AuditQueue, queue_path, queued_rows
+    from sqlgate.engine.records.audit_queue import AuditQueue, queue_path
+    from sqlgate.engine.records.audit_reader import (
+        AUDIT_COLUMNS,
+        OUTCOME_SQL,
+        OUTCOMES,
+        REFUSED_SQL,
+        AuditFilter,
+        AuditReader,
+        call_outcome,
+    )
     from sqlgate.engine.records.identity import (
         AGENT_FINDS_CALLS,
         LIST_CALLS,
@@ -50,13 +59,18 @@ if TYPE_CHECKING:
     from sqlgate.engine.records.members import Member, Members, check_name, looks_like_member_token
 
 __all__ = [
-    "ACTOR_SINCE",
     "AGENT_FINDS_CALLS",
+    "AUDIT_COLUMNS",
     "LIST_CALLS",
+    "OUTCOMES",
+    "OUTCOME_SQL",
+    "REFUSED_SQL",
     "TIERS",
     "AuditEntry",
+    "AuditFilter",
     "AuditLog",
     "AuditQueue",
+    "AuditReader",
     "AuthRefusal",
     "Caller",
     "Identity",
@@ -64,7 +78,7 @@ __all__ = [
     "Members",
     "acting_as",
     "actor_name_problem",
-    "actor_sql",
+    "call_outcome",
     "caller_session",
     "check_name",
     "current_caller",
@@ -73,7 +87,6 @@ __all__ = [
     "looks_like_member_token",
     "parse_call_ref",
     "queue_path",
-    "queued_rows",
     "session_now",
     "tier_allows",
     "utc_timestamp",
@@ -92,8 +105,17 @@ BEHIND_THE_DOOR = {
         "session_now",
         "tier_allows",
     ),
-    "audit": ("ACTOR_SINCE", "AuditEntry", "AuditLog", "actor_sql", "json_value", "utc_timestamp"),
-    "audit_queue": ("AuditQueue", "queue_path", "queued_rows"),
+    "audit": ("AuditEntry", "AuditLog", "json_value", "utc_timestamp"),
+    "audit_queue": ("AuditQueue", "queue_path"),
+    "audit_reader": (
+        "AUDIT_COLUMNS",
+        "AuditFilter",
+        "AuditReader",
+        "OUTCOMES",
+        "OUTCOME_SQL",
+        "REFUSED_SQL",
+        "call_outcome",
+    ),
     "identity": ("AGENT_FINDS_CALLS", "LIST_CALLS", "database_id", "parse_call_ref"),
     "members": ("Member", "Members", "check_name", "looks_like_member_token"),
 }

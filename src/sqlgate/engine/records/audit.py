@@ -33,7 +33,6 @@ __all__ = [
     "ACTOR_SINCE",
     "AuditEntry",
     "AuditLog",
-    "actor_sql",
     "json_value",
     "storable_text",
     "utc_timestamp",
@@ -43,13 +42,6 @@ log = logging.getLogger("sqlgate.audit")
 
 MAX_QUERY_CHARS = 20_000
 ACTOR_SINCE = 9  # the schema version whose migration added query_log.actor (issue 22)
-
-
-def actor_sql(schema_version: int) -> str:
-    """A query_log row's actor in SQL, for a reader of a file of `schema_version`: the
-    column, or NULL in an older file that a read-only command opened without upgrading it
-    (every row of such a file was written before actors were recorded)."""
-    return "actor" if schema_version >= ACTOR_SINCE else "NULL"
 
 
 MAX_DETAIL_VALUE_CHARS = 2_000

@@ -4,8 +4,8 @@ call's outcome.
 
 Outcomes (the console, `sqlgate log` and `sqlgate stats` use these words and no others):
 ok; refused (the server's policy said no: the row's `detail.refused` is true); error (any
-other failure: SQLite, a limit, a bad argument). `call_outcome` decides it for one row,
-`OUTCOME_SQL` selects each outcome's rows in query_log; a test holds the two equal.
+other failure: SQLite, a limit, a bad argument). They are the audit log's, defined beside
+its reader (`engine.records.audit_reader`) and shown here too.
 """
 
 from __future__ import annotations
@@ -14,28 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlgate.engine.records import OUTCOME_SQL, OUTCOMES, REFUSED_SQL, call_outcome
+
 __all__ = ["OUTCOMES", "OUTCOME_SQL", "REFUSED_SQL", "Outcome", "call_outcome", "unchanged",
            "with_note"]  # fmt: skip
-
-OUTCOMES = ("ok", "refused", "error")
-
-# 1 when the row's `detail.refused` is JSON true, else 0 (a `detail` that is not JSON too:
-# another program may have written the row)
-REFUSED_SQL = (
-    "(CASE WHEN json_valid(detail) THEN json_type(detail, '$.refused') IS 'true' ELSE 0 END)"
-)
-OUTCOME_SQL = {
-    "ok": "ok = 1",
-    "refused": f"ok = 0 AND {REFUSED_SQL}",
-    "error": f"ok = 0 AND NOT {REFUSED_SQL}",
-}
-
-
-def call_outcome(ok: bool, detail: Any) -> str:
-    """The outcome of one query_log row, from its `ok` and its parsed `detail`."""
-    if ok:
-        return "ok"
-    return "refused" if isinstance(detail, dict) and detail.get("refused") is True else "error"
 
 
 @dataclass

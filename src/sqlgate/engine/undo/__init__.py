@@ -11,6 +11,7 @@ modules are private to it.
                      what stands in the way of dropping it again.
     keys             Rows a changeset cannot record: those whose declared PRIMARY KEY holds NULL
                      (issue 30).
+    states           Which changesets were applied back (the console's destructive page).
     restore          Row-level undo, restore side: `sqlgate undo AUDIT_ID` and `sqlgate undo
                      --list`.
     writes           Row-level undo of write_query: every INSERT, UPDATE, upsert and REPLACE keeps
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from sqlgate.engine.undo.ddl import capturing_schema, store_created
     from sqlgate.engine.undo.keys import NullKeyWatch
     from sqlgate.engine.undo.restore import UndoRestore, UndoTarget
+    from sqlgate.engine.undo.states import changeset_states
     from sqlgate.engine.undo.writes import WriteFacts, prune_writes
 
 __all__ = [
@@ -58,6 +60,7 @@ __all__ = [
     "WriteFacts",
     "capturing",
     "capturing_schema",
+    "changeset_states",
     "chunk_size",
     "prune_changesets",
     "prune_writes",
@@ -88,6 +91,7 @@ BEHIND_THE_DOOR = {
     "ddl": ("capturing_schema", "store_created"),
     "keys": ("NullKeyWatch",),
     "restore": ("UndoRestore", "UndoTarget"),
+    "states": ("changeset_states",),
     "writes": ("WriteFacts", "prune_writes"),
 }
 

@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from sqlgate.errors import InvalidArgument
-from sqlgate.service import json_value
+from sqlgate.service import CLAIMS_EXPORT, MEMORY_EXPORT, count_rows, table_records
 from sqlgate.surfaces import terminal
 from sqlgate.surfaces.cli.options import (
     existing_service,
@@ -31,13 +31,9 @@ if TYPE_CHECKING:  # imported when the command runs, not at start-up
 
 __all__ = ["EXPORT_TABLES", "export"]
 
-# what `export` writes, in this order: (table, the `type` of its lines, its JSON text columns)
-EXPORT_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("memory_events", "event", ("tags",)),
-    ("memory_checkpoints", "checkpoint", ()),
-    ("claims", "claim", ("evidence",)),
-    ("claims_history", "claim_history", ("detail",)),
-)
+# what `export` writes, in this order: (table, the `type` of its lines, its JSON text
+# columns), as memory and claims declare them
+EXPORT_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (*MEMORY_EXPORT, *CLAIMS_EXPORT)
 _EXPORT_FORMAT = 1
 _PROGRESS_ROWS = 1000  # export rows between two progress updates
 
@@ -59,7 +55,7 @@ def export(out: str, **values: Any) -> None:
     from sqlgate.service import utc_timestamp
 
     with existing_service(values, read_only=True) as service, service.db.snapshot_reader() as conn:
-        counts = {kind: _count(conn, table) for table, kind, _ in EXPORT_TABLES}
+        counts = {kind: count_rows(conn, table) for table, kind, _ in EXPORT_TABLES}
         header = {"type": "export", "format": _EXPORT_FORMAT, "sqlgate": __version__,
                   "exported_at": utc_timestamp(time.time()), "counts": counts}  # fmt: skip
         with _output(out) as sink, stderr_progress() as progress:
@@ -74,21 +70,9 @@ def export(out: str, **values: Any) -> None:
         click.echo(f"exported to {out}: {shown}", err=True)
 
 
-def _count(conn: apsw.Connection, table: str) -> int:
-    rows: list[tuple[Any, ...]] = conn.execute(f"SELECT count(*) FROM {table}").fetchall()
-    return int(rows[0][0])
-
-
 def _records(conn: apsw.Connection) -> Iterator[dict[str, Any]]:
     for table, kind, json_columns in EXPORT_TABLES:
-        columns = [str(name) for (name,) in conn.execute(
-            "SELECT name FROM pragma_table_info(?) ORDER BY cid", (table,))]  # fmt: skip
-        # one statement stepped row by row: constant memory however long the table
-        for row in conn.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY id"):
-            record: dict[str, Any] = {"type": kind, **dict(zip(columns, row, strict=True))}
-            for column in json_columns:
-                record[column] = json_value(record[column])
-            yield record
+        yield from table_records(conn, table, kind, json_columns)
 
 
 def _jsonl(record: dict[str, Any]) -> bytes:

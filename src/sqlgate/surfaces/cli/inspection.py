@@ -20,10 +20,10 @@ import click
 
 from sqlgate.errors import ChainBroken
 from sqlgate.service import (
-    ACTOR_SINCE,
-    OUTCOME_SQL,
+    AUDIT_COLUMNS,
     OUTCOMES,
-    actor_sql,
+    AuditFilter,
+    AuditReader,
     call_outcome,
     counted,
     json_value,
@@ -109,20 +109,7 @@ def _restores_line(restores: dict[str, Any]) -> str:
 
 
 # -- log ------------------------------------------------------------------------------------
-_LOG_COLUMNS = ("id", "ts", "actor", "session", "tool", "query", "ok", "rows", "error",
-                "duration_ms", "detail")  # fmt: skip
 NOT_RECORDED = "-"  # the actor of a row written before actors were recorded (migration 9)
-# the actors of query_log as recorded that equal `?` ignoring case (member names are unique
-# ignoring case): a skip-scan of query_log_by_actor, one index seek per distinct actor, so
-# the calls are then found through the index rather than by reading the whole log
-_ACTOR_SPELLINGS = """
-    WITH RECURSIVE recorded(name) AS (
-        SELECT (SELECT min(actor) FROM query_log)
-        UNION ALL
-        SELECT (SELECT min(actor) FROM query_log WHERE actor > name)
-        FROM recorded WHERE name IS NOT NULL
-    )
-    SELECT name FROM recorded WHERE name = ? COLLATE NOCASE"""
 
 
 @click.command()
@@ -157,35 +144,16 @@ def log(
     from sqlgate.service import moment
 
     start = moment(since, "--since")
-    where: list[str] = []
-    params: list[Any] = []
-    if errors:
-        where.append("ok = 0")
-    if outcome is not None:
-        where.append(OUTCOME_SQL[outcome])
-    if start is not None:
-        where.append("ts >= ?")
-        params.append(start)
-    if tool is not None:
-        where.append("tool = ?")
-        params.append(tool)
+    filters = AuditFilter(
+        actor=None if actor == NOT_RECORDED else actor, actor_any_case=True,
+        unrecorded=actor == NOT_RECORDED, tool=tool, outcome=outcome, failed=errors,
+        since=start,
+    )  # fmt: skip
+    filtered = errors or any(v is not None for v in (outcome, start, tool, actor))
     with existing_service(values, read_only=True) as service, service.db.reading() as conn:
-        recorded = service.db.schema_version >= ACTOR_SINCE  # else no row names an actor
-        if actor == NOT_RECORDED:
-            where.append("actor IS NULL" if recorded else "1")
-        elif actor is not None and recorded:
-            where.append(f"actor IN ({_ACTOR_SPELLINGS})")
-            params.append(actor)
-        elif actor is not None:
-            where.append("0")
-        shown = (c if c != "actor" else f"{actor_sql(service.db.schema_version)} AS actor"
-                 for c in _LOG_COLUMNS)  # fmt: skip
-        sql = (
-            f"SELECT {', '.join(shown)} FROM query_log "
-            f"{'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC LIMIT ?"
-        )
-        params.append(limit or -1)
-        calls = [_log_record(row) for row in conn.execute(sql, params)]
+        reader = AuditReader.for_schema(service.db.schema_version)
+        rows = reader.rows(conn, filters, AUDIT_COLUMNS, limit or None)
+    calls = [_log_record(row) for row in rows]
     if not as_json:
         dates = [None, *(str(call["ts"])[:10] for call in calls)]
         calls = [
@@ -196,13 +164,13 @@ def log(
         ]  # fmt: skip
     print_listing(
         calls, _LOG_TABLE, as_json=as_json, title="audit log, newest first",
-        empty="no calls in the audit log" + (" match" if where else ""),
+        empty="no calls in the audit log" + (" match" if filtered else ""),
         terminal_columns=_LOG_TERMINAL,
     )  # fmt: skip
 
 
 def _log_record(row: Sequence[Any]) -> dict[str, Any]:
-    record = dict(zip(_LOG_COLUMNS, row, strict=True))
+    record = dict(zip(AUDIT_COLUMNS, row, strict=True))
     record["ok"] = bool(record["ok"])
     record["detail"] = json_value(record["detail"])
     record["outcome"] = call_outcome(record["ok"], record["detail"])
@@ -273,26 +241,21 @@ def stats(as_json: bool, **values: Any) -> None:
     lock (another process held it). `replication`: running, restarting (Litestream died: its
     exit and last error), gone (the process replicating it was killed), stopped, or not
     configured."""
-    from sqlgate.service import CallControl, queued_rows
+    from sqlgate.service import CallControl, claims_by_state
     from sqlgate.surfaces.replication.status import replication_report
 
     with existing_service(values, read_only=True) as service:
         memory = json.loads(service.memory.stats().text)
         listing, _ = service.introspection.list_tables(True, CallControl())
+        reader = AuditReader.for_schema(service.db.schema_version)
         with service.db.reading() as conn:
-            claims = dict(conn.execute("SELECT state, count(*) FROM claims GROUP BY 1 ORDER BY 1"))
-            actors = _calls_by_actor(conn, actor_sql(service.db.schema_version))
-    counts = {o: sum(actor[o] for actor in actors) for o in OUTCOMES}
+            claims = claims_by_state(conn)
+            audit = reader.tally(conn, service.settings.db)
     report = {
         "db": str(service.settings.db),
         "memory": memory,
         "claims": claims,
-        "audit": {
-            "calls": sum(counts.values()),
-            **counts,
-            "queued": queued_rows(service.settings.db),
-            "actors": actors,
-        },
+        "audit": audit,
         "tables": _tables(listing),
         "replication": replication_report(service.settings.db),
     }
@@ -300,20 +263,6 @@ def stats(as_json: bool, **values: Any) -> None:
         click.echo(terminal.json_dumps(report))
     else:
         _print_stats(report)
-
-
-def _calls_by_actor(conn: Any, column: str = "actor") -> list[dict[str, Any]]:
-    """Each actor's calls by outcome, by name (any case), the calls of no recorded actor
-    (rows written before migration 9) last with actor None."""
-    sums = ", ".join(f"sum({OUTCOME_SQL[o]})" for o in OUTCOMES)
-    return [
-        {"actor": actor, "calls": calls,
-         **{o: int(n or 0) for o, n in zip(OUTCOMES, found, strict=True)}}
-        for actor, calls, *found in conn.execute(
-            f"SELECT {column}, count(*), {sums} FROM query_log GROUP BY 1 "
-            f"ORDER BY {column} IS NULL, {column} COLLATE NOCASE, {column}"
-        )
-    ]  # fmt: skip
 
 
 def _tables(listing: str) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ from sqlgate.service import (
     check_database_file,
     connect_read_only,
     counted,
+    last_event_time,
     owner_of,
     read_facts,
     refusal,
@@ -191,12 +192,11 @@ def _last_event(db: Path) -> float | None:
     except (apsw.Error, StartupError):
         return None
     try:
-        rows = conn.execute("SELECT max(ts) FROM memory_events").fetchall()
+        stamp = last_event_time(conn)
     except apsw.Error:
         return None
     finally:
         conn.close()
-    stamp = rows[0][0] if rows else None
     try:
         return _seconds(stamp) if isinstance(stamp, str) else None
     except ValueError:

@@ -1,7 +1,7 @@
 """Activity: the audit log newest first (filters, keyset pages, each call expandable), calls
 per hour by outcome, `query_errors`, and `query_patterns` with a ready `create_view` call.
 
-Outcomes: ok, refused or error, as `engine.running.outcome` decides them for every surface. Pages
+Outcomes: ok, refused or error, as the audit log's reader decides them for every surface. Pages
 go back with `before=<id>` (keyset on the primary key, never OFFSET), so the 1000th page
 costs what the first does.
 
@@ -21,8 +21,9 @@ from datetime import timedelta
 from typing import Any
 
 from sqlgate.service import (
-    OUTCOME_SQL,
+    AUDIT_COLUMNS,
     OUTCOMES,
+    AuditFilter,
     call_outcome,
     counted,
     json_value,
@@ -50,7 +51,7 @@ from sqlgate.surfaces.ui.svg import HourBucket, calls_per_hour
 __all__ = [
     "OUTCOMES",
     "activity_page",
-    "audit_select",
+    "audit_filter",
     "errors_page",
     "patterns_page",
     "suggested_view",
@@ -58,59 +59,31 @@ __all__ = [
 
 PAGE_ROWS = 50
 CHART_HOURS = 48
-_COLUMNS = "id, ts, actor, session, tool, query, ok, rows, error, duration_ms, detail"
+_ERROR_COLUMNS = ("id", "ts", "actor", "session", "tool", "query", "error", "duration_ms")
 FILTERS = ("actor", "session", "tool", "outcome", "since", "until")
 
 
-def audit_select(
-    query: Mapping[str, str], columns: str, limit: int, recorded: str = "actor"
-) -> tuple[str, list[Any]]:
-    """The SELECT (values bound) of a page of the audit log under the activity filters in
-    `query`; bad values of `since`/`until` raise InvalidArgument, an unknown outcome is
-    ignored. By id, newest first; with an actor, through its index (the module's docstring).
-    `recorded`: the SQL of a row's actor (`audit.actor_sql`: NULL in an older file)."""
-    where: list[str] = []
-    params: list[Any] = []
-    actor = query.get("actor")
-    if actor == NOT_RECORDED:
-        where.append(f"{recorded} IS NULL")
-    elif actor:
-        where.append(f"{recorded} = ?")
-        params.append(actor)
-    for name in ("session", "tool"):
-        value = query.get(name)
-        if value:
-            where.append(f"{name} = ?")
-            params.append(value)
+def audit_filter(query: Mapping[str, str]) -> AuditFilter:
+    """The calls the activity filters in `query` let by (an empty value lets every call by);
+    bad values of `since`/`until` raise InvalidArgument, an unknown outcome is ignored. With
+    an actor, pages go through its index (the module's docstring)."""
+    actor = query.get("actor") or None
     outcome = query.get("outcome")
-    if outcome in OUTCOME_SQL:
-        where.append(OUTCOME_SQL[outcome])
-    since = moment(query.get("since") or None, "since")
-    if since is not None:
-        where.append("ts >= ?")
-        params.append(since)
-    until = moment(query.get("until") or None, "until", end_of_day=True)
-    if until is not None:
-        where.append("ts <= ?")
-        params.append(until)
     before = query.get("before", "")
-    source, order = "query_log", "id DESC"
-    if actor and recorded == "actor":
-        source, order = "query_log INDEXED BY query_log_by_actor", "ts DESC, id DESC"
-    if before.isdigit():
-        by_time = source != "query_log"  # the actor index's order: time, then id
-        where.append("(ts, id) < (SELECT ts, id FROM query_log WHERE id = ?)" if by_time
-                     else "id < ?")  # fmt: skip
-        params.append(int(before))
-    sql = f"SELECT {columns} FROM {source} WHERE {' AND '.join(where) or '1'} ORDER BY {order}"
-    return f"{sql} LIMIT ?", [*params, limit]
+    return AuditFilter(
+        actor=None if actor == NOT_RECORDED else actor, unrecorded=actor == NOT_RECORDED,
+        by_actor_index=True, session=query.get("session") or None,
+        tool=query.get("tool") or None, outcome=outcome if outcome in OUTCOMES else None,
+        since=moment(query.get("since") or None, "since"),
+        until=moment(query.get("until") or None, "until", end_of_day=True),
+        before=int(before) if before.isdigit() else None,
+    )  # fmt: skip
 
 
 def activity_page(console: Console, query: Mapping[str, str]) -> Page:
-    columns = _COLUMNS.replace("actor", f"{console.actor} AS actor", 1)
-    sql, params = audit_select(query, columns, PAGE_ROWS + 1, console.actor)
+    filters = audit_filter(query)
     with console.reading() as conn:
-        rows = list(conn.execute(sql, params))
+        rows = console.audit.rows(conn, filters, AUDIT_COLUMNS, PAGE_ROWS + 1)
         console.summary.refresh(conn)
     tools = console.summary.known_tools()
     actors = console.summary.known_actors()
@@ -199,12 +172,9 @@ def _hours(console: Console) -> list[HourBucket]:
 def errors_page(console: Console, query: Mapping[str, str]) -> Page:
     """The server view query_errors, newest first, a page at a time."""
     before = query.get("before", "")
-    where, params = ("WHERE id < ?", [int(before)]) if before.isdigit() else ("", [])
+    filters = AuditFilter(failed=True, before=int(before) if before.isdigit() else None)
     with console.reading() as conn:
-        rows = list(conn.execute(
-            f"SELECT id, ts, {console.actor}, session, tool, query, error, duration_ms "
-            f"FROM query_errors {where} LIMIT ?", (*params, PAGE_ROWS + 1),
-        ))  # fmt: skip
+        rows = console.audit.rows(conn, filters, _ERROR_COLUMNS, PAGE_ROWS + 1)
     more = len(rows) > PAGE_ROWS
     rows = rows[:PAGE_ROWS]
     shown = [

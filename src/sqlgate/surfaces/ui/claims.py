@@ -14,7 +14,14 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlgate.service import STALE_THRESHOLD, Claim, find_contradictions, is_live, parse_timestamp
+from sqlgate.service import (
+    STALE_THRESHOLD,
+    Claim,
+    claim_history,
+    find_contradictions,
+    is_live,
+    parse_timestamp,
+)
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.html import Markup, el
 from sqlgate.surfaces.ui.layout import Page, select, short_text, table
@@ -72,13 +79,8 @@ def claims_page(console: Console, query: Mapping[str, str]) -> Page:
     shown.sort(key=lambda c: c.effective(now))
     cut = max(0, len(shown) - MAX_SHOWN)
     shown = shown[:MAX_SHOWN]
-    history: dict[int, list[tuple[str, str]]] = {c.id: [] for c in shown}
     with console.reading() as conn:
-        for claim_id, action, detail in conn.execute(
-            "SELECT claim_id, action, detail FROM claims_history WHERE claim_id IN "
-            "(SELECT value FROM json_each(?)) ORDER BY id", (json.dumps(list(history)),),
-        ):  # fmt: skip
-            history[int(claim_id)].append((str(action), str(detail)))
+        history = claim_history(conn, [c.id for c in shown])
     rows = [_claim_row(c, history[c.id], now) for c in shown]
     form = el("form", {"method": "get", "action": "/claims", "class": "filters"},
               select("state", wanted_state, STATES, "any state"),

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 import apsw
 
 from sqlgate.config import Settings
-from sqlgate.service import ChainStatus, Service, actor_sql
+from sqlgate.service import AuditReader, ChainStatus, Service
 from sqlgate.surfaces.ui.summary import AuditSummary, SessionSummary
 
 __all__ = ["ChainWatch", "Console", "WatchedStatus"]
@@ -82,9 +82,10 @@ class Console:
         self.settings: Settings = service.settings
         self.wall_clock = wall_clock
         self.chain = ChainWatch(service, wall_clock)
-        # a row's actor in SQL: NULL in a file older than migration 9, opened without upgrading
-        self.actor = actor_sql(service.db.schema_version)
-        self.summary = AuditSummary(self.actor)
+        # the audit log as this file holds it: no actor in a file older than migration 9,
+        # opened without upgrading
+        self.audit = AuditReader.for_schema(service.db.schema_version)
+        self.summary = AuditSummary(self.audit)
         self.sessions = SessionSummary()
 
     @classmethod

@@ -20,7 +20,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sqlgate.service import call_outcome, database_id, list_snapshots
+from sqlgate.service import (
+    AuditFilter,
+    call_outcome,
+    changeset_states,
+    database_id,
+    list_snapshots,
+)
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.html import Markup, el
 from sqlgate.surfaces.ui.layout import (
@@ -39,6 +45,7 @@ from sqlgate.surfaces.ui.layout import (
 __all__ = ["UndoState", "confirmer", "destructive_page", "undo_state"]
 
 PAGE_ROWS = 50
+_COLUMNS = ("id", "ts", "actor", "session", "query", "ok", "rows", "error", "detail")
 
 
 class UndoState:
@@ -100,27 +107,18 @@ def undo_state(
 
 def destructive_page(console: Console, query: Mapping[str, str]) -> Page:
     before = query.get("before", "")
-    extra, params = ("AND id < ?", [int(before)]) if before.isdigit() else ("", [])
+    filters = AuditFilter(
+        tool="destructive_query", before=int(before) if before.isdigit() else None
+    )
     db = console.settings.db
     snapshots = list_snapshots(console.settings.snapshot_dir)
     names = frozenset(info.name for info in snapshots)
     with console.reading() as conn:
         identity = database_id(conn)
-        rows = list(conn.execute(
-            f"SELECT id, ts, {console.actor}, session, query, ok, rows, error, detail "
-            "FROM query_log "
-            f"WHERE tool = 'destructive_query' {extra} ORDER BY id DESC LIMIT ?",
-            (*params, PAGE_ROWS + 1),
-        ))  # fmt: skip
+        rows = console.audit.rows(conn, filters, _COLUMNS, PAGE_ROWS + 1)
         details = {int(row[0]): _detail(row[8]) for row in rows}
-        wanted = sorted({d["undo"] for d in details.values() if isinstance(d.get("undo"), int)})
-        changesets = {
-            int(cid): (at, by)
-            for cid, at, by in conn.execute(
-                "SELECT id, undone_at, undone_by FROM undo_changesets WHERE id IN "
-                "(SELECT value FROM json_each(?))", (json.dumps(wanted),),
-            )
-        }  # fmt: skip
+        wanted = [d["undo"] for d in details.values() if isinstance(d.get("undo"), int)]
+        changesets = changeset_states(conn, wanted)
     more = len(rows) > PAGE_ROWS
     rows = rows[:PAGE_ROWS]
     shown = []

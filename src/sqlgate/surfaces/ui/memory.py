@@ -10,7 +10,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from sqlgate.errors import SqlgateError
-from sqlgate.service import GENESIS, counted
+from sqlgate.service import (
+    GENESIS,
+    counted,
+    event_and_neighbours,
+    event_times,
+    events_by_id,
+    head_event,
+    newest_events,
+)
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.html import Markup, el, href
 from sqlgate.surfaces.ui.layout import (
@@ -31,7 +39,6 @@ PAGE_ROWS = 50
 SESSIONS = 20
 LABEL_CHARS = 36  # a session on the timeline: whole up to this, else without its start time
 SEARCH_TOP_K = 20
-_EVENT_COLUMNS = "id, ts, session, kind, content, tags, prev_hash, hash"
 
 
 def search_ids(console: Console, words: str) -> tuple[list[tuple[int, str]], str]:
@@ -88,9 +95,7 @@ def _sessions(console: Console, conn: Any) -> list[tuple[str, int, str, str]]:
     console.sessions.refresh(conn)
     out = []
     for session, count, first, last in console.sessions.newest(SESSIONS):
-        ts = dict(
-            conn.execute("SELECT id, ts FROM memory_events WHERE id IN (?, ?)", (first, last))
-        )
+        ts = event_times(conn, (first, last))
         out.append((session, count, str(ts.get(first, "")), str(ts.get(last, ""))))
     return out
 
@@ -134,31 +139,15 @@ def memory_page(console: Console, query: Mapping[str, str]) -> Page:
     note = ""
     if words:
         found, note = search_ids(console, words)
-    where: list[str] = []
-    params: list[object] = []
-    if session:
-        where.append("session = ?")
-        params.append(session)
-    if before.isdigit():
-        where.append("id < ?")
-        params.append(int(before))
+    scores = dict(found)
     with console.reading() as conn:
-        (head,) = conn.execute("SELECT max(id) FROM memory_events").fetchall()[0]
+        head = head_event(conn)
         sessions = _sessions(console, conn)
         if words:
-            scores = dict(found)
-            rows = list(conn.execute(
-                "SELECT id, ts, session, kind, content FROM memory_events WHERE id IN "
-                "(SELECT value FROM json_each(?))", (str([i for i, _ in found]),),
-            ))  # fmt: skip
-            rows.sort(key=lambda r: [i for i, _ in found].index(r[0]))
+            rows = events_by_id(conn, [i for i, _ in found])
         else:
-            scores = {}
-            rows = list(conn.execute(
-                f"SELECT id, ts, session, kind, content FROM memory_events "
-                f"WHERE {' AND '.join(where) or '1'} ORDER BY id DESC LIMIT ?",
-                (*params, PAGE_ROWS + 1),
-            ))  # fmt: skip
+            below = int(before) if before.isdigit() else None
+            rows = newest_events(conn, session, below, PAGE_ROWS + 1)
     more = not words and len(rows) > PAGE_ROWS
     rows = rows[:PAGE_ROWS]
     shown = [
@@ -173,7 +162,7 @@ def memory_page(console: Console, query: Mapping[str, str]) -> Page:
     title = (f"Search results for {words!r}" if words
              else f"Events of session {session}" if session else "Newest events")  # fmt: skip
     body = [
-        _chain_card(console, None if head is None else int(head)),
+        _chain_card(console, head),
         el("h2", None, "Sessions (newest 20)"),
         _timeline(sessions),
         el("h2", None, "Events"),
@@ -191,18 +180,10 @@ def memory_page(console: Console, query: Mapping[str, str]) -> Page:
 
 def event_page(console: Console, event_id: int) -> Page | None:
     with console.reading() as conn:
-        row = conn.execute(
-            f"SELECT {_EVENT_COLUMNS} FROM memory_events WHERE id = ?", (event_id,)
-        ).fetchone()
-        if row is None:
-            return None
-        previous = conn.execute(
-            "SELECT id, hash FROM memory_events WHERE id < ? ORDER BY id DESC LIMIT 1",
-            (event_id,),
-        ).fetchone()
-        following = conn.execute(
-            "SELECT id FROM memory_events WHERE id > ? ORDER BY id LIMIT 1", (event_id,)
-        ).fetchone()
+        found = event_and_neighbours(conn, event_id)
+    if found is None:
+        return None
+    row, previous, following = found
     _, ts, session, kind, content, tags, prev_hash, digest = row
     expected = GENESIS if previous is None else previous[1]
     link = (
@@ -217,7 +198,8 @@ def event_page(console: Console, event_id: int) -> Page | None:
     ]  # fmt: skip
     nav = [
         el("a", {"href": f"/memory/event/{int(previous[0])}"}, "« previous") if previous else None,
-        el("a", {"href": f"/memory/event/{int(following[0])}"}, "next »") if following else None,
+        el("a", {"href": f"/memory/event/{following}"}, "next »")
+        if following is not None else None,
         el("a", {"href": "/memory"}, "all events"),
     ]  # fmt: skip
     body = [

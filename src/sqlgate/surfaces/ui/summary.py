@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 
 import apsw
 
-from sqlgate.service import REFUSED_SQL
+from sqlgate.service import AuditFilter, AuditReader, sessions_since
 
 __all__ = ["AuditSummary", "Pattern", "SessionSummary"]
 
-FINGERPRINT = "(CASE WHEN json_valid(detail) THEN json_extract(detail, '$.fingerprint') END)"
-EXAMPLE_CHARS = 2000
 _BATCH = 5000
+# a row as the summary folds it in: its hour, whether it was refused, its statement's shape
+# and the start of its statement (the shape's example)
+_FOLDED = ("id", "hour", "ts", "tool", "ok", "refused", "fingerprint", "example", "actor")
 
 
 @dataclass
@@ -44,9 +45,9 @@ def _by_name(name: str) -> tuple[str, str]:
 class AuditSummary:
     """Hourly counts by outcome, the distinct tools and actors, and the statement shapes."""
 
-    def __init__(self, actor: str = "actor") -> None:
+    def __init__(self, audit: AuditReader | None = None) -> None:
         self._lock = threading.Lock()
-        self._actor = actor  # the SQL of a row's actor (`audit.actor_sql`)
+        self._audit = audit or AuditReader()
         self.high = 0  # the newest query_log id folded in
         self.hours: dict[str, list[int]] = {}  # "2026-12-01T10" -> [ok, refused, error]
         self.tools: set[str] = set()
@@ -58,12 +59,7 @@ class AuditSummary:
         """Fold in the rows added since the last call (all of them the first time)."""
         with self._lock:
             while True:
-                rows = conn.execute(
-                    f"SELECT id, substr(ts, 1, 13), ts, tool, ok, {REFUSED_SQL}, {FINGERPRINT}, "
-                    f"substr(query, 1, ?), {self._actor} FROM query_log WHERE id > ? "
-                    "ORDER BY id LIMIT ?",
-                    (EXAMPLE_CHARS, self.high, _BATCH),
-                ).fetchall()
+                rows = self._audit.rows(conn, AuditFilter(after=self.high), _FOLDED, _BATCH)
                 for row in rows:
                     self._fold(row)
                 if len(rows) < _BATCH:
@@ -133,18 +129,14 @@ class SessionSummary:
 
     def refresh(self, conn: apsw.Connection) -> None:
         with self._lock:
-            for session, count, first, last in conn.execute(
-                "SELECT session, count(*), min(id), max(id) FROM memory_events WHERE id > ? "
-                "GROUP BY session",
-                (self.high,),
-            ):
+            for session, count, first, last in sessions_since(conn, self.high):
                 found = self.sessions.get(str(session))
                 if found is None:
-                    self.sessions[str(session)] = [int(count), int(first), int(last)]
+                    self.sessions[str(session)] = [count, first, last]
                 else:
-                    found[0] += int(count)
-                    found[2] = max(found[2], int(last))
-                self.high = max(self.high, int(last))
+                    found[0] += count
+                    found[2] = max(found[2], last)
+                self.high = max(self.high, last)
 
     def newest(self, limit: int) -> list[tuple[str, int, int, int]]:
         """(session, events, first id, last id) of the sessions with the newest events."""

@@ -13,6 +13,7 @@ from typing import Any
 
 import apsw
 
+from sqlgate.config import Settings
 from sqlgate.errors import QueryTimeout
 from sqlgate.service import (
     CallControl,
@@ -130,6 +131,24 @@ def _fetch(
     return described[1:], fetched, sorted(set(hidden))
 
 
+def _cells(fetched: list[tuple[Any, ...]], settings: Settings) -> tuple[list[list[object]], bool]:
+    """The cells of `fetched` (after their first, the rowid), each cut at --max-cell-chars,
+    and whether the rows stop early at --max-result-bytes."""
+    shown: list[list[object]] = []
+    used = 0
+    for row in fetched:
+        cells: list[object] = []
+        for value in row[1:]:
+            text, cut = bounded(value, settings.max_cell_chars)
+            used += len(text.encode("utf-8", "surrogatepass"))
+            cells.append(el("span", {"class": "null"}, "NULL") if value is None
+                         else Markup(el("span", None, text) + cut_note(cut)))  # fmt: skip
+        shown.append(cells)
+        if used > settings.max_result_bytes:
+            return shown, True
+    return shown, False
+
+
 def rows_page(console: Console, query: Mapping[str, str]) -> Page | None:
     name = query.get("name") or ""
     settings = console.settings
@@ -158,18 +177,7 @@ def rows_page(console: Console, query: Mapping[str, str]) -> Page | None:
             columns, fetched, hidden = [], [], ["every column"]
     more = len(fetched) > size
     fetched = fetched[:size]
-    shown, used, byte_cut = [], 0, False
-    for row in fetched:
-        cells: list[object] = []
-        for value in row[1:]:
-            text, cut = bounded(value, settings.max_cell_chars)
-            used += len(text.encode("utf-8", "surrogatepass"))
-            cells.append(el("span", {"class": "null"}, "NULL") if value is None
-                         else Markup(el("span", None, text) + cut_note(cut)))  # fmt: skip
-        shown.append(cells)
-        if used > settings.max_result_bytes:
-            byte_cut = True
-            break
+    shown, byte_cut = _cells(fetched, settings)
     notes = [f"{counted(len(shown), 'row')} shown"]
     if hidden:
         notes.append(f"hidden by policy, shown as NULL: {', '.join(hidden)}")
