@@ -68,6 +68,7 @@ if TYPE_CHECKING:
         queued_rows,
         tier_allows,
         utc_timestamp,
+        working_member_count,
     )
     from sqlgate.engine.rules import (
         LiveRules,
@@ -225,6 +226,7 @@ __all__ = [
     "utc_timestamp",
     "watched",
     "word_list",
+    "working_member_count",
 ]
 
 BEHIND_THE_DOOR = {
@@ -303,6 +305,7 @@ BEHIND_THE_DOOR = {
         "queued_rows",
         "tier_allows",
         "utc_timestamp",
+        "working_member_count",
     ),
     "sqlgate.engine.rules": (
         "LiveRules",

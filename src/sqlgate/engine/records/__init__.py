@@ -47,7 +47,13 @@ if TYPE_CHECKING:
         database_id,
         parse_call_ref,
     )
-    from sqlgate.engine.records.members import Member, Members, check_name, looks_like_member_token
+    from sqlgate.engine.records.members import (
+        Member,
+        Members,
+        check_name,
+        looks_like_member_token,
+        working_member_count,
+    )
 
 __all__ = [
     "ACTOR_SINCE",
@@ -77,6 +83,7 @@ __all__ = [
     "session_now",
     "tier_allows",
     "utc_timestamp",
+    "working_member_count",
 ]
 
 BEHIND_THE_DOOR = {
@@ -95,7 +102,13 @@ BEHIND_THE_DOOR = {
     "audit": ("ACTOR_SINCE", "AuditEntry", "AuditLog", "actor_sql", "json_value", "utc_timestamp"),
     "audit_queue": ("AuditQueue", "queue_path", "queued_rows"),
     "identity": ("AGENT_FINDS_CALLS", "LIST_CALLS", "database_id", "parse_call_ref"),
-    "members": ("Member", "Members", "check_name", "looks_like_member_token"),
+    "members": (
+        "Member",
+        "Members",
+        "check_name",
+        "looks_like_member_token",
+        "working_member_count",
+    ),
 }
 
 if not TYPE_CHECKING:
