@@ -72,6 +72,7 @@ if TYPE_CHECKING:
         parse_call_ref,
         tier_allows,
         utc_timestamp,
+        working_member_count,
     )
     from sqlgate.engine.rules import (
         LiveRules,
@@ -262,6 +263,7 @@ __all__ = [
     "utc_timestamp",
     "watched",
     "word_list",
+    "working_member_count",
 ]
 
 BEHIND_THE_DOOR = {
@@ -352,6 +354,7 @@ BEHIND_THE_DOOR = {
         "parse_call_ref",
         "tier_allows",
         "utc_timestamp",
+        "working_member_count",
     ),
     "sqlgate.engine.rules": (
         "LiveRules",

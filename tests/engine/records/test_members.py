@@ -12,6 +12,7 @@ import hashlib
 import re
 import string
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from sqlgate.engine.records.members import (
     Members,
     looks_like_member_token,
     token_digest,
+    working_member_count,
 )
 from sqlgate.errors import InvalidArgument, NotFound
 from sqlgate.service import Service
@@ -376,3 +378,93 @@ def test_no_table_ever_holds_a_token_only_its_digest(
         assert token_digest(token) in digests
         assert holders_of(conn, token) == set()
         assert holders_of(conn, token[len(TOKEN_PREFIX) :]) == set()
+
+
+# -- who can connect, read from the file alone ------------------------------------------------
+
+STEPS = {
+    "none": ((), 0),
+    "two": ((("add", "ann"), ("add", "ben")), 2),
+    "one-revoked": ((("add", "ann"), ("add", "ben"), ("revoke", "ben")), 1),
+    "one-removed": ((("add", "ann"), ("add", "ben"), ("remove", "ann")), 1),
+    "rotated-after-revoke": ((("add", "ann"), ("revoke", "ann"), ("rotate", "ann")), 1),
+}
+
+
+def beside(db: Path) -> set[str]:
+    return {path.name for path in db.parent.iterdir()}
+
+
+@pytest.mark.parametrize("open_server", [True, False], ids=["changes-in-the-wal", "closed"])
+@pytest.mark.parametrize("case", list(STEPS))
+def test_working_members_are_those_with_a_token_that_works(
+    tmp_path: Path, wall: WallClock, case: str, open_server: bool
+) -> None:
+    """Read while a server holds the changes in its -wal, or from the closed file alone,
+    leaving nothing beside it."""
+    steps, working = STEPS[case]
+    db = tmp_path / "team.db"
+    service = Service.open(Settings(db=db), session="s-test", wall_clock=wall)
+    try:
+        members = Members(service.db.server, wall_clock=wall)
+        for step, name in steps:
+            if step == "add":
+                members.add(name, "read")
+            else:
+                getattr(members, step)(name)
+        if open_server:
+            assert (tmp_path / "team.db-wal").stat().st_size > 0
+            assert working_member_count(db, 1.0) == working
+    finally:
+        service.close()
+    if not open_server:
+        files = beside(db)
+        assert working_member_count(db, 0.0) == working
+        assert beside(db) == files == {"team.db"}
+
+
+@pytest.mark.parametrize("wal_bytes", [b"", b"x"], ids=["empty-wal", "one-byte-wal"])
+def test_a_left_over_wal_is_read_through_sqlite(tmp_path: Path, wal_bytes: bytes) -> None:
+    """A -wal file with bytes in it is SQLite's to read (and to clear), an empty one is
+    left alone: the closed file is read by itself."""
+    db = tmp_path / "team.db"
+    Service.open(Settings(db=db)).close()
+    with closing(apsw.Connection(str(db))) as conn:
+        Members(conn).add("ann", "read")
+    wal = tmp_path / "team.db-wal"
+    wal.write_bytes(wal_bytes)
+    assert working_member_count(db, 0.0) == 1
+    assert ("team.db-shm" in beside(db)) is bool(wal_bytes)
+
+
+NOT_SQLITE = "not SQLite at all, but long enough to look at " * 4
+
+
+@pytest.mark.parametrize(
+    "content",
+    [None, "plain", "not-a-database", "folder"],
+    ids=["absent", "no-members-tables", "not-a-database", "a-folder"],
+)
+def test_a_file_without_members_has_none_and_is_left_as_it_was(
+    tmp_path: Path, content: str | None
+) -> None:
+    db = tmp_path / "some.db"
+    if content == "plain":
+        with closing(apsw.Connection(str(db))) as conn:
+            conn.execute("CREATE TABLE x (y)")
+    elif content == "not-a-database":
+        db.write_text(NOT_SQLITE, encoding="utf-8")
+    elif content == "folder":
+        db.mkdir()
+    files = beside(db)
+    assert working_member_count(db, 0.0) == 0
+    assert beside(db) == files
+    assert db.exists() is (content is not None)
+
+
+def test_a_file_sqlite_refuses_to_open_has_no_members(tmp_path: Path) -> None:
+    """With a -wal beside it, the file is opened through SQLite, which refuses it."""
+    db = tmp_path / "some.db"
+    db.write_text(NOT_SQLITE, encoding="utf-8")
+    (tmp_path / "some.db-wal").write_bytes(b"\0" * 64)
+    assert working_member_count(db, 0.0) == 0

@@ -1,5 +1,6 @@
-"""`sqlgate serve --transport http`: the token rules, the bearer gate alone, and the real
-server on 127.0.0.1 shared by several SDK clients.
+"""`sqlgate serve --transport http`: --insecure-no-token, the DNS-rebinding check, the bearer
+gate alone, the JSON-RPC guard, and the real server on 127.0.0.1 shared by several SDK
+clients (which host needs which token: tests/surfaces/web/test_access.py).
 
 Readiness without sleeps: the server prints its URL on stderr only once it accepts requests,
 so the tests wait (bounded) for that line instead of polling or sleeping.
@@ -38,90 +39,16 @@ from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces.cli.app import main
 from sqlgate.surfaces.mcp import http as http_surface
 from sqlgate.surfaces.mcp import http_access, http_identity
-from sqlgate.surfaces.mcp.http import (
-    MCP_PATH,
-    MIN_TOKEN_CHARS,
-    Message,
-    Receive,
-    Scope,
-    Send,
-    check_tokenless,
-    is_loopback,
-    rebinding_protection,
-    token_for,
-)
+from sqlgate.surfaces.mcp.http import MCP_PATH
+from sqlgate.surfaces.mcp.http_access import check_tokenless, rebinding_protection
 from sqlgate.surfaces.mcp.http_identity import BearerTokenGate
 from sqlgate.surfaces.mcp.server import CLAIMS_TOOLS, MEMORY_TOOLS, SQL_TOOLS
+from sqlgate.surfaces.web.asgi import Message, Receive, Scope, Send
 
 SRC = Path(__file__).resolve().parents[3] / "src"
 TOKEN = "t0k3n-for-the-tests-0123456789"
 STARTUP_SECONDS = 30.0
 CALL_SECONDS = 30.0
-
-
-# -- which host needs which token ------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("host", "loopback"),
-    [
-        pytest.param("127.0.0.1", True, id="ipv4-loopback"),
-        pytest.param("127.8.9.10", True, id="ipv4-loopback-range"),
-        pytest.param("::1", True, id="ipv6-loopback"),
-        pytest.param("[::1]", True, id="ipv6-bracketed"),
-        pytest.param("localhost", True, id="localhost"),
-        pytest.param("LocalHost", True, id="localhost-any-case"),
-        pytest.param("0.0.0.0", False, id="all-ipv4"),
-        pytest.param("::", False, id="all-ipv6"),
-        pytest.param("192.168.1.20", False, id="lan"),
-        pytest.param("10.0.0.1", False, id="private"),
-        pytest.param("db.example.com", False, id="name-not-resolved"),
-        pytest.param("localhost.example.com", False, id="localhost-lookalike"),
-    ],
-)
-def test_is_loopback_only_for_this_machine(host: str, loopback: bool) -> None:
-    assert is_loopback(host) is loopback
-
-
-def test_loopback_without_token_generates_one() -> None:
-    token = token_for("127.0.0.1", None, generate=lambda: "generated-token-value")
-    assert (token.value, token.generated) == ("generated-token-value", True)
-
-
-def test_generated_tokens_are_long_and_fresh() -> None:
-    first, second = token_for("localhost", None), token_for("localhost", None)
-    assert len(first.value) >= 43  # secrets.token_urlsafe(32)
-    assert first.value != second.value
-
-
-@pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0", "192.168.1.20"])
-def test_a_given_token_is_used_on_any_host(host: str) -> None:
-    token = token_for(host, TOKEN)
-    assert (token.value, token.generated) == (TOKEN, False)
-
-
-@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20", "db.example.com"])
-def test_non_loopback_without_token_is_refused(host: str) -> None:
-    with pytest.raises(InvalidArgument, match="not a loopback address") as refused:
-        token_for(host, None)
-    # the page it names exists, and says how to put TLS in front
-    (page,) = re.findall(r"docs/[\w/-]+\.md", str(refused.value))
-    assert "### TLS" in (Path(__file__).resolve().parents[3] / page).read_text(encoding="utf-8")
-
-
-@pytest.mark.parametrize(
-    ("given", "phrase"),
-    [
-        pytest.param("x" * (MIN_TOKEN_CHARS - 1), "at least", id="too-short"),
-        pytest.param("", "at least", id="empty"),
-        pytest.param("a token with spaces in it", "without spaces", id="spaces"),
-        pytest.param("tökenwithumlauts-0123456", "ASCII", id="not-ascii"),
-        pytest.param("token-with\nnewline-012345", "without spaces", id="newline"),
-    ],
-)
-def test_malformed_tokens_are_refused(given: str, phrase: str) -> None:
-    with pytest.raises(InvalidArgument, match=phrase):
-        token_for("127.0.0.1", given)
 
 
 # -- --insecure-no-token: loopback only, never with a token ------------------------------------
@@ -833,33 +760,3 @@ async def test_http_server_answers_unservable_messages_and_keeps_serving(
         async with connected(shared_server.url, shared_server.token) as client:
             answer = await call(client, "read_query", query="SELECT 6 * 7 AS answer")
     assert answer == "answer\n42\n# 1 row"
-
-
-def test_connections_accepted_by_the_server_send_without_waiting_for_acks() -> None:
-    """Nagle's algorithm held every response until the client's delayed ACK (about 40 ms a
-    call): the listening socket says TCP, so asyncio turns it off on each connection."""
-    listener = http_surface.listen_socket("127.0.0.1", 0)
-    seen: list[int] = []
-
-    async def check() -> None:
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        accepted = asyncio.Event()
-
-        class Probe(asyncio.Protocol):
-            def connection_made(self, transport: asyncio.BaseTransport) -> None:
-                sock = transport.get_extra_info("socket")
-                seen.append(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
-                accepted.set()
-
-        server = await loop.create_server(Probe, sock=listener)
-        async with server:
-            _, writer = await asyncio.open_connection(*listener.getsockname()[:2])
-            await asyncio.wait_for(accepted.wait(), 10)
-            writer.close()
-
-    anyio.run(check)
-    assert seen
-    assert seen[0] != 0
-    assert listener.proto == socket.IPPROTO_TCP

@@ -16,7 +16,8 @@ from sqlgate.config import Settings
 from sqlgate.engine.records.members import Members
 from sqlgate.errors import InvalidArgument
 from sqlgate.service import Service
-from sqlgate.surfaces.mcp.http_access import Audience, Token, audience_of, required_token
+from sqlgate.surfaces.mcp.http_access import Audience, audience_of, required_token
+from sqlgate.surfaces.web.access import Token
 from tests.surfaces.mcp.team_server import ADMIN_TOKEN, with_members
 from tests.surfaces.mcp.test_http import CALL_SECONDS, child_env, start_server
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from sqlgate.surfaces.cli.app import main
-from sqlgate.surfaces.mcp.http_access import Token
 from sqlgate.surfaces.ui.serve import console_url
+from sqlgate.surfaces.web.access import Token
 
 
 def test_a_public_host_without_a_chosen_token_is_refused(tmp_path: Path) -> None:

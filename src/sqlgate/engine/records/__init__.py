@@ -56,7 +56,13 @@ if TYPE_CHECKING:
         database_id,
         parse_call_ref,
     )
-    from sqlgate.engine.records.members import Member, Members, check_name, looks_like_member_token
+    from sqlgate.engine.records.members import (
+        Member,
+        Members,
+        check_name,
+        looks_like_member_token,
+        working_member_count,
+    )
 
 __all__ = [
     "AGENT_FINDS_CALLS",
@@ -90,6 +96,7 @@ __all__ = [
     "session_now",
     "tier_allows",
     "utc_timestamp",
+    "working_member_count",
 ]
 
 BEHIND_THE_DOOR = {
@@ -117,7 +124,13 @@ BEHIND_THE_DOOR = {
         "call_outcome",
     ),
     "identity": ("AGENT_FINDS_CALLS", "LIST_CALLS", "database_id", "parse_call_ref"),
-    "members": ("Member", "Members", "check_name", "looks_like_member_token"),
+    "members": (
+        "Member",
+        "Members",
+        "check_name",
+        "looks_like_member_token",
+        "working_member_count",
+    ),
 }
 
 if not TYPE_CHECKING:

@@ -20,14 +20,15 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import apsw
 
 from sqlgate.engine.commands import db_option, shell_word
-from sqlgate.engine.connect import immediate_transaction
+from sqlgate.engine.connect import connect_read_only, immediate_transaction
 from sqlgate.engine.records.actors import TIERS, AuthRefusal, Identity, actor_name_problem
 from sqlgate.engine.records.audit import utc_timestamp
-from sqlgate.errors import InvalidArgument, NotFound
+from sqlgate.errors import InvalidArgument, NotFound, StartupError
 
 __all__ = [
     "TOKEN_PREFIX",
@@ -37,6 +38,7 @@ __all__ = [
     "looks_like_member_token",
     "new_token",
     "token_digest",
+    "working_member_count",
 ]
 
 TOKEN_PREFIX = "sqg_"  # noqa: S105 (a prefix, not a secret)
@@ -231,3 +233,33 @@ class Members:
                 str(name),
             )
         return Identity(str(name), str(tier), "member")
+
+
+_WORKING_MEMBERS = (
+    "SELECT count(*) FROM members m WHERE m.removed IS NULL AND EXISTS "
+    "(SELECT 1 FROM member_tokens t WHERE t.member_id = m.id AND t.revoked IS NULL)"
+)
+
+
+def working_member_count(db: Path, busy_timeout: float) -> int:
+    """How many members of the database at `db` have a working token, read without creating
+    or changing it (waiting up to `busy_timeout` seconds for a writer): no file, or one from
+    before the members tables, has none."""
+    if not db.is_file():
+        return 0
+    wal = db.with_name(db.name + "-wal")
+    try:
+        if wal.is_file() and wal.stat().st_size > 0:  # a writer's changes: read them too
+            conn = connect_read_only(db, busy_timeout)
+        else:  # all in the file: read it alone, leaving no -wal or -shm behind
+            uri = f"{db.resolve().as_uri()}?immutable=1"
+            conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    except (apsw.Error, StartupError):
+        return 0  # Service.open says what is wrong with the file
+    try:
+        count = conn.execute(_WORKING_MEMBERS).get
+    except apsw.Error:  # no members table yet (or not a database: Service.open says so)
+        count = 0
+    finally:
+        conn.close()
+    return int(count)

@@ -99,6 +99,26 @@ def install(
     where = setup.Where.here()
     named, per_project = _chosen_db(values, chosen)
     db = setup.database_for(spec, chosen, named, per_project=per_project)
+    changes = _install_plans(spec, name, chosen, db, capture, where)
+    _carry_out(changes, dry_run, as_json, spec.name, name)
+    if warning := _scope_warning(spec.name, name, chosen, changes[0], where):
+        click.echo(visible(warning), err=True)
+    if spec.name == "gemini" and (untrusted := trust_warning(chosen, where)):
+        click.echo(visible(untrusted), err=True)
+    if as_json or dry_run or not any(change.needed for change in changes):
+        return
+    _say_what_follows(spec, name, chosen, changes[0], db, where, warning)
+
+
+def _install_plans(
+    spec: setup.Client,
+    name: str,
+    chosen: str | None,
+    db: Path | None,
+    capture: bool | None,
+    where: setup.Where,
+) -> list[setup.Change]:
+    """The entry's change, then for claude-code its settings' (capture hooks, permissions)."""
     if chosen == "project":
         launcher = setup.PORTABLE
     else:
@@ -113,14 +133,7 @@ def install(
         hooks = {True: "register", False: "remove", None: "follow"}[capture]
         edit = setup.SettingsEdit(hooks, command, permissions="add", server=name)
         changes.append(setup.plan_settings(edit, chosen, where))
-    _carry_out(changes, dry_run, as_json, spec.name, name)
-    if warning := _scope_warning(spec.name, name, chosen, changes[0], where):
-        click.echo(visible(warning), err=True)
-    if spec.name == "gemini" and (untrusted := trust_warning(chosen, where)):
-        click.echo(visible(untrusted), err=True)
-    if as_json or dry_run or not any(change.needed for change in changes):
-        return
-    _say_what_follows(spec, name, chosen, changes[0], db, where, warning)
+    return changes
 
 
 def _say_what_follows(

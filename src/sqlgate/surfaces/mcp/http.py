@@ -5,7 +5,9 @@ starts and closed after it stops (never per MCP session). Every HTTP request mus
 `Authorization: Bearer <token>` naming someone (`http_identity`: the admin --token, a
 member's token), unless the server was started with `--insecure-no-token` (for tests,
 loopback only); `http_access` holds the rules of which token is required and the
-DNS-rebinding check on loopback hosts.
+DNS-rebinding check on loopback hosts. What the web console shares with it (the socket, the
+server that says when it is ready, the ASGI helpers, loopback and token rules) is in
+`surfaces/web/`.
 
 No CORS: the server never sends Access-Control-* headers, so browsers on other origins
 cannot read its answers; a preflight is answered 401 like any request without the token.
@@ -18,40 +20,23 @@ the SDK could not serve 400, both with a JSON-RPC error carrying the request's i
 
 from __future__ import annotations
 
-import os
 import socket
 import sys
 from collections.abc import Callable
-from contextlib import nullcontext
-from types import FrameType
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from sqlgate.errors import InvalidArgument, StartupError
+from sqlgate.errors import InvalidArgument
 from sqlgate.surfaces.mcp.http_access import (
-    MIN_TOKEN_CHARS,
-    TOKENLESS_FLAG,
-    ASGIApp,
     Audience,
-    Message,
-    Receive,
-    Scope,
-    Send,
-    Token,
     announce_start,
     audience_of,
     check_tokenless,
-    is_loopback,
     rebinding_protection,
     require_loopback_socket,
     required_token,
-    token_for,
 )
-from sqlgate.surfaces.mcp.http_options import (
-    DEFAULT_HOST,
-    DEFAULT_PORT,
-    OAuthOptions,
-    http_options,
-)
+from sqlgate.surfaces.mcp.http_options import TOKENLESS_FLAG, OAuthOptions
 from sqlgate.surfaces.mcp.jsonrpc_guard import (
     MAX_REQUEST_BYTES,
     Rejection,
@@ -59,36 +44,20 @@ from sqlgate.surfaces.mcp.jsonrpc_guard import (
     oversized,
     screen,
 )
+from sqlgate.surfaces.web.asgi import ASGIApp, Message, Receive, Scope, Send, header, send_answer
+from sqlgate.surfaces.web.listen import DEFAULT_HOST, listen_socket, serve_on, shown_host
 
 if TYPE_CHECKING:
+    import apsw
+
     from sqlgate.config import Settings
     from sqlgate.service import AuditEntry, Members, Service
-    from sqlgate.surfaces.mcp.oauth import JwtVerifier
+    from sqlgate.surfaces.mcp.oauth import JwtVerifier, KeySet
+    from sqlgate.surfaces.mcp.oauth_claims import OAuthPolicy
     from sqlgate.surfaces.stops import Stops
+    from sqlgate.surfaces.web.access import Token
 
-__all__ = [
-    "DEFAULT_HOST",
-    "DEFAULT_PORT",
-    "MCP_PATH",
-    "MIN_TOKEN_CHARS",
-    "TOKENLESS_FLAG",
-    "ASGIApp",
-    "JsonRpcGuard",
-    "Message",
-    "Receive",
-    "Scope",
-    "Send",
-    "announcing_server_class",
-    "build_http_app",
-    "check_tokenless",
-    "http_options",
-    "is_loopback",
-    "listen_socket",
-    "rebinding_protection",
-    "require_loopback_socket",
-    "serve_http",
-    "token_for",
-]
+__all__ = ["MCP_PATH", "JsonRpcGuard", "build_http_app", "serve_http"]
 
 MCP_PATH = "/mcp"
 # open response streams must not hold a stopping server forever
@@ -135,13 +104,11 @@ class JsonRpcGuard:
 
 
 def _declared_length(scope: Scope) -> int:
-    for name, value in scope.get("headers", ()):
-        if name.lower() == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return 0
-    return 0
+    value = header(scope, b"content-length")
+    try:
+        return 0 if value is None else int(value)
+    except ValueError:
+        return 0
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
@@ -158,17 +125,10 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 
 async def _json_rpc_error(send: Send, status: int, rejection: Rejection) -> None:
-    body = rejection.as_json()
-    await send({
-        "type": "http.response.start",
-        "status": status,
-        "headers": [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode("ascii")),
-            (b"cache-control", b"no-store"),
-        ],
-    })  # fmt: skip
-    await send({"type": "http.response.body", "body": body})
+    await send_answer(
+        send, status, rejection.as_json(), b"application/json",
+        after=[(b"cache-control", b"no-store")],
+    )  # fmt: skip
 
 
 def build_http_app(
@@ -220,41 +180,9 @@ def build_http_app(
     return IdentityGate(guarded, authenticate, challenge=challenge, audit=audit)
 
 
-def listen_socket(host: str, port: int) -> socket.socket:
-    """The listening socket, made with protocol IPPROTO_TCP and TCP_NODELAY.
-
-    asyncio turns Nagle's algorithm off only on sockets whose `proto` says TCP, and
-    `socket.create_server` leaves it 0: every response then waited for the client's delayed
-    ACK, about 40 ms a call on Linux. Accepted sockets inherit both settings.
-    """
-    try:
-        family, _, _, _, address = socket.getaddrinfo(
-            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
-        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        try:
-            if os.name == "posix":  # Windows' SO_REUSEADDR would let another bind steal it
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.bind(address[:2])
-            sock.listen()
-        except BaseException:
-            sock.close()
-            raise
-        return sock
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise StartupError(
-            f"cannot listen on {host}:{port}: {reason}; choose another --host or --port"
-        ) from None
-
-
 def _url(sock: socket.socket) -> str:
     host, port = sock.getsockname()[:2]
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}{MCP_PATH}"
+    return f"http://{shown_host(host)}:{port}{MCP_PATH}"
 
 
 def _announce_oauth(verifier: JwtVerifier) -> None:
@@ -266,42 +194,6 @@ def _announce_oauth(verifier: JwtVerifier) -> None:
         f"(named by their {policy.name_claim}); resource metadata at {metadata_url(policy)}\n"
     )
     sys.stderr.flush()
-
-
-def announcing_server_class() -> type[Any]:
-    import uvicorn
-
-    class AnnouncingServer(uvicorn.Server):
-        """Says where it listens once it accepts requests (its lifespan has started), and
-        reports each stop signal its own handlers catch to `stops` (`surfaces.stops`).
-
-        uvicorn handles SIGINT and SIGTERM while it serves: the first stops it gracefully
-        (open responses get GRACEFUL_SHUTDOWN_SECONDS at most). With `stops`, a later one
-        is only noted: uvicorn's own "second Ctrl-C" skips the application's shutdown and
-        leaves its tasks to be cancelled with a traceback; the wait is bounded anyway.
-        Once stopped, uvicorn hands the signals it caught to the handlers of `stops`."""
-
-        def __init__(
-            self, config: uvicorn.Config, announce: Callable[[], None], stops: Stops | None = None
-        ) -> None:
-            super().__init__(config)
-            self._announce = announce
-            self._stops = stops
-
-        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-            if self._stops is None or self._stops.note(sig):
-                super().handle_exit(sig, frame)
-
-        def stop_now(self, sig: int) -> None:
-            """A stop that reached `stops` (before or after uvicorn's own handlers)."""
-            super().handle_exit(sig, None)
-
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets)
-            if self.started:
-                self._announce()
-
-    return AnnouncingServer
 
 
 def serve_http(
@@ -326,60 +218,15 @@ def serve_http(
     Without --token, a database with members (or with `oauth`) is served to them only, with
     no admin identity (`http_access.required_token`).
     """
-    import apsw
-    import uvicorn
-
-    from sqlgate.config import creates_parent
-    from sqlgate.service import Members, Service, connect_read_only
-
-    required: Token | None = None
-    audience: Audience | None = None
-    if insecure_no_token and oauth is not None:
-        raise InvalidArgument(
-            f"{TOKENLESS_FLAG} serves without any identity check, so --oauth-issuer cannot "
-            f"apply; drop one of them"
-        )
-    if insecure_no_token:
-        check_tokenless(host, token)
-    else:
-        audience = audience_of(settings, None if oauth is None else oauth.issuer)
-        required = required_token(host, token, audience)
-    sock = listen_socket(host, port)
-    if insecure_no_token:
-        try:
-            require_loopback_socket(sock)
-        except InvalidArgument:
-            sock.close()
-            raise
-    service: Service | None = None
-    lookup: apsw.Connection | None = None
-    stop_beside: Callable[[], None] | None = None
+    required, audience = _who_may_connect(settings, host, token, insecure_no_token, oauth)
+    sock = _listening(host, port, tokenless=insecure_no_token)
+    opened = _Opened()
     try:
-        keys = None
-        if oauth is not None:  # before anything is opened: an unreachable issuer stops here
-            from sqlgate.surfaces.mcp.oauth import discover
-            from sqlgate.surfaces.mcp.oauth_claims import OAuthPolicy
-            from sqlgate.surfaces.mcp.oauth_routes import check_resource
-
-            policy = OAuthPolicy(oauth.issuer, oauth.audience or _url(sock), oauth.name_claim)
-            check_resource(policy.audience)
-            keys = discover(oauth.issuer)[1]
-        stop_beside = beside() if beside is not None else None
-        service = Service.open(
-            settings,
-            create_parent=creates_parent(settings.db),
-            actor="anonymous" if insecure_no_token else "local",
-            serving=True,
-        )
-        members = None
-        if not insecure_no_token:  # the gate's own connection: used on the loop's thread only
-            lookup = connect_read_only(settings.db, settings.busy_timeout)
-            members = Members(lookup)
-        verifier = None
-        if keys is not None and members is not None:
-            from sqlgate.surfaces.mcp.oauth import JwtVerifier
-
-            verifier = JwtVerifier(policy, keys, members.tier_of)
+        # before anything is opened: an unreachable issuer stops here
+        discovered = None if oauth is None else _discover(oauth, sock)
+        opened.stop_beside = beside() if beside is not None else None
+        service, members = opened.open(settings, gated=not insecure_no_token)
+        verifier = _verifier(discovered, members)
         app = build_http_app(
             service,
             None if required is None else required.value,
@@ -388,25 +235,102 @@ def serve_http(
             gated=not insecure_no_token,
             oauth=verifier,
         )
-        config = uvicorn.Config(
-            app, lifespan="on", loop="asyncio", log_level="warning", access_log=False,
-            server_header=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-        )  # fmt: skip
 
         def announce() -> None:
             announce_start(_url(sock), required, audience, settings.db)
             if verifier is not None:
                 _announce_oauth(verifier)
 
-        server = announcing_server_class()(config, announce, stops)
-        with nullcontext() if stops is None else stops.serving(server.stop_now):
-            server.run(sockets=[sock])
+        serve_on(sock, app, announce, stops, graceful_seconds=GRACEFUL_SHUTDOWN_SECONDS)
     finally:
         sock.close()
-        if lookup is not None:
-            lookup.close()
-        if service is not None:
-            service.close()
+        opened.close()
+
+
+def _who_may_connect(
+    settings: Settings,
+    host: str,
+    token: str | None,
+    insecure_no_token: bool,
+    oauth: OAuthOptions | None,
+) -> tuple[Token | None, Audience | None]:
+    """The admin token required (None: members or OAuth clients only) and who else can
+    connect (None: anyone, `--insecure-no-token`); refused before anything is bound."""
+    if insecure_no_token and oauth is not None:
+        raise InvalidArgument(
+            f"{TOKENLESS_FLAG} serves without any identity check, so --oauth-issuer cannot "
+            f"apply; drop one of them"
+        )
+    if insecure_no_token:
+        check_tokenless(host, token)
+        return None, None
+    audience = audience_of(settings, None if oauth is None else oauth.issuer)
+    return required_token(host, token, audience), audience
+
+
+def _listening(host: str, port: int, *, tokenless: bool) -> socket.socket:
+    """The bound socket; a tokenless server's must be bound to loopback too."""
+    sock = listen_socket(host, port)
+    if tokenless:
+        try:
+            require_loopback_socket(sock)
+        except InvalidArgument:
+            sock.close()
+            raise
+    return sock
+
+
+def _discover(oauth: OAuthOptions, sock: socket.socket) -> tuple[OAuthPolicy, KeySet]:
+    """The OAuth policy (its audience: this server's URL unless given) and the issuer's keys."""
+    from sqlgate.surfaces.mcp.oauth import discover
+    from sqlgate.surfaces.mcp.oauth_claims import OAuthPolicy
+    from sqlgate.surfaces.mcp.oauth_routes import check_resource
+
+    policy = OAuthPolicy(oauth.issuer, oauth.audience or _url(sock), oauth.name_claim)
+    check_resource(policy.audience)
+    return policy, discover(oauth.issuer)[1]
+
+
+def _verifier(
+    discovered: tuple[OAuthPolicy, KeySet] | None, members: Members | None
+) -> JwtVerifier | None:
+    if discovered is None or members is None:
+        return None
+    from sqlgate.surfaces.mcp.oauth import JwtVerifier
+
+    policy, keys = discovered
+    return JwtVerifier(policy, keys, members.tier_of)
+
+
+@dataclass
+class _Opened:
+    """What `serve_http` opens once bound, closed by `close` in the order it needs."""
+
+    service: Service | None = None
+    lookup: apsw.Connection | None = None  # the gate's own: used on the loop's thread only
+    stop_beside: Callable[[], None] | None = None
+
+    def open(self, settings: Settings, *, gated: bool) -> tuple[Service, Members | None]:
+        """The shared Service, and the members the gate reads (None when not `gated`)."""
+        from sqlgate.config import creates_parent
+        from sqlgate.service import Members, Service, connect_read_only
+
+        self.service = Service.open(
+            settings,
+            create_parent=creates_parent(settings.db),
+            actor="local" if gated else "anonymous",
+            serving=True,
+        )
+        if not gated:
+            return self.service, None
+        self.lookup = connect_read_only(settings.db, settings.busy_timeout)
+        return self.service, Members(self.lookup)
+
+    def close(self) -> None:
+        if self.lookup is not None:
+            self.lookup.close()
+        if self.service is not None:
+            self.service.close()
             sys.stderr.write("sqlgate: stopped; database closed\n")
-        if stop_beside is not None:  # after close: its last sync has the final audit rows
-            stop_beside()
+        if self.stop_beside is not None:  # after close: its last sync has the final audit rows
+            self.stop_beside()

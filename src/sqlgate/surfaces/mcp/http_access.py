@@ -8,9 +8,9 @@ DNS-rebinding check on loopback (`http` builds the app and serves it).
     elsewhere   no            no                 refuse to start (exit 2): no one could connect
                                                  but with a token nobody chose
 
-`required_token` applies this table (`token_for` is its first column alone, for the web
-console); `audience_of` finds the members (those with a working token) before anything is
-opened for writing, and takes the OAuth issuer when one is configured.
+`required_token` applies this table (`web.access.token_for`, which the web console shares,
+is its first column alone); `audience_of` finds the members (those with a working token)
+before anything is opened for writing, and takes the OAuth issuer when one is configured.
 
 `--insecure-no-token` is for tests (the MCP conformance suite sends no header): no gate at
 all, refused with a token or off loopback (the address actually bound is checked too), and
@@ -23,18 +23,17 @@ On a loopback host the SDK's DNS-rebinding check answers a foreign `Host` 421 an
 
 from __future__ import annotations
 
-import ipaddress
-import secrets
 import socket
 import sys
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from sqlgate.errors import InvalidArgument, StartupError
-from sqlgate.service import counted, db_option
+from sqlgate.errors import InvalidArgument
+from sqlgate.service import counted, db_option, working_member_count
 from sqlgate.surfaces.mcp.http_options import TOKENLESS_FLAG
+from sqlgate.surfaces.web.access import Token, is_loopback, loopback_names, token_for
 
 if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
@@ -42,74 +41,15 @@ if TYPE_CHECKING:
     from sqlgate.config import Settings
 
 __all__ = [
-    "LOOPBACK_NAMES",
-    "MIN_TOKEN_CHARS",
-    "TOKENLESS_FLAG",
-    "ASGIApp",
     "Audience",
-    "Message",
-    "Receive",
-    "Scope",
-    "Send",
-    "Token",
     "announce_start",
     "audience_of",
     "check_tokenless",
-    "host_header_allowed",
-    "is_loopback",
-    "loopback_names",
     "rebinding_protection",
     "require_loopback_socket",
     "required_token",
-    "token_for",
     "who_can_connect",
 ]
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-MIN_TOKEN_CHARS = 16
-# the names a browser may use for this machine, besides the address the server listens on
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-
-
-def is_loopback(host: str) -> bool:
-    """Whether `host` names this machine only. Other names are not resolved: not loopback."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-@dataclass(frozen=True)
-class Token:
-    value: str
-    generated: bool
-
-
-def token_for(host: str, given: str | None, *, generate: Callable[[], str] | None = None) -> Token:
-    """The token the server requires, from the table in this module's docstring."""
-    if given is not None:
-        if len(given) < MIN_TOKEN_CHARS:
-            raise InvalidArgument(
-                f"--token must have at least {counted(MIN_TOKEN_CHARS, 'character')}; "
-                "generate one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
-            )
-        if not (given.isascii() and given.isprintable()) or any(c.isspace() for c in given):
-            raise InvalidArgument("--token must be printable ASCII without spaces")
-        return Token(given, generated=False)
-    if not is_loopback(host):
-        raise InvalidArgument(
-            f"refusing to serve on {host}, which is not a loopback address, without a token "
-            "you chose: pass --token or set SQLGATE_TOKEN (and put TLS in front: "
-            "docs/how-to/team-server.md)"
-        )
-    return Token((generate or (lambda: secrets.token_urlsafe(32)))(), generated=True)
 
 
 @dataclass(frozen=True)
@@ -125,38 +65,11 @@ class Audience:
         return self.members > 0 or self.oauth_issuer is not None
 
 
-_WORKING_MEMBERS = (
-    "SELECT count(*) FROM members m WHERE m.removed IS NULL AND EXISTS "
-    "(SELECT 1 FROM member_tokens t WHERE t.member_id = m.id AND t.revoked IS NULL)"
-)
-
-
 def audience_of(settings: Settings, oauth_issuer: str | None = None) -> Audience:
-    """The audience of a server on `settings.db`, read without creating or changing it: no
-    file, or one from before the members tables, has no members."""
-    import apsw
-
-    from sqlgate.service import connect_read_only
-
-    db = settings.db
-    if not db.is_file():
-        return Audience(0, oauth_issuer)
-    wal = db.with_name(db.name + "-wal")
-    try:
-        if wal.is_file() and wal.stat().st_size > 0:  # a writer's changes: read them too
-            conn = connect_read_only(db, settings.busy_timeout)
-        else:  # all in the file: read it alone, leaving no -wal or -shm behind
-            uri = f"{db.resolve().as_uri()}?immutable=1"
-            conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
-    except (apsw.Error, StartupError):
-        return Audience(0, oauth_issuer)  # Service.open says what is wrong with the file
-    try:
-        (count,) = conn.execute(_WORKING_MEMBERS).fetchone() or (0,)
-    except apsw.Error:  # no members table yet (or not a database: Service.open says so)
-        count = 0
-    finally:
-        conn.close()
-    return Audience(int(count), oauth_issuer)
+    """The audience of a server on `settings.db`, read without creating or changing it
+    (`working_member_count`): no file, or one from before the members tables, has no
+    members."""
+    return Audience(working_member_count(settings.db, settings.busy_timeout), oauth_issuer)
 
 
 def required_token(
@@ -260,28 +173,3 @@ def rebinding_protection(host: str) -> TransportSecuritySettings | None:
         allowed_hosts=[*names, *(f"{name}:*" for name in names)],
         allowed_origins=[f"http://{name}{port}" for name in names for port in ("", ":*")],
     )
-
-
-def loopback_names(host: str) -> list[str]:
-    """The names a browser may use for loopback `host`: this machine's, and `host` itself."""
-    bare = host.strip("[]")
-    own = f"[{bare}]" if ":" in bare else bare.lower()
-    return list(dict.fromkeys((*LOOPBACK_NAMES, own)))
-
-
-def host_header_allowed(host: str, presented: str | None) -> bool:
-    """The DNS-rebinding check of `rebinding_protection` for servers that are not the SDK's
-    (the web console): on a loopback `host`, the request's `Host` must be one of
-    `loopback_names`, with or without a port. Any `Host` passes elsewhere (the token guards)."""
-    if not is_loopback(host):
-        return True
-    if not presented:
-        return False
-    given = presented.strip().lower()
-    for name in loopback_names(host):
-        if given == name:
-            return True
-        port = given[len(name) + 1 :] if given.startswith(name + ":") else ""
-        if port.isdigit():
-            return True
-    return False

@@ -46,6 +46,7 @@ from sqlgate.service import (
     caller_session,
     looks_like_member_token,
 )
+from sqlgate.surfaces.web.asgi import ASGIApp, Receive, Scope, Send, header, send_answer
 
 __all__ = [
     "PUBLIC_PATHS",
@@ -68,10 +69,6 @@ UNKNOWN_ACTOR = "(unknown)"  # a refused request's actor when its token names no
 PUBLIC_PATHS = ("/.well-known/oauth-protected-resource",)
 
 Authenticate = Callable[[bytes], Awaitable[Identity | AuthRefusal]]
-Scope = Any
-Receive = Callable[[], Awaitable[Any]]
-Send = Callable[[Any], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 # run `work` in `delay` seconds unless the returned function is called first
 Recheck = Callable[[], Coroutine[Any, Any, None]]
@@ -343,30 +340,24 @@ class IdentityGate:
         body = json.dumps(
             {"error": error or "unauthorized", "reason": refusal.code, "message": refusal.message}
         ).encode()
-        await send({
-            "type": "http.response.start",
-            "status": 401,
-            "headers": [
-                (b"www-authenticate", ", ".join(parts).encode("ascii")),
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode("ascii")),
-                (b"cache-control", b"no-store"),
-            ],
-        })  # fmt: skip
-        await send({"type": "http.response.body", "body": body})
+        await send_answer(
+            send, 401, body, b"application/json",
+            before=[(b"www-authenticate", ", ".join(parts).encode("ascii"))],
+            after=[(b"cache-control", b"no-store")],
+        )  # fmt: skip
 
 
 def _bearer_credentials(scope: Scope) -> bytes | None:
     """The bearer token; None when no Authorization header was sent, empty when it is not
     `Bearer <one printable ASCII token>`."""
-    for name, value in scope.get("headers", ()):
-        if name.lower() == b"authorization":
-            scheme, _, credentials = bytes(value).strip().partition(b" ")
-            token = credentials.strip()
-            if scheme.lower() != b"bearer" or any(c < 0x21 or c > 0x7E for c in token):
-                return b""
-            return token
-    return None
+    value = header(scope, b"authorization")
+    if value is None:
+        return None
+    scheme, _, credentials = value.strip().partition(b" ")
+    token = credentials.strip()
+    if scheme.lower() != b"bearer" or any(c < 0x21 or c > 0x7E for c in token):
+        return b""
+    return token
 
 
 def BearerTokenGate(app: ASGIApp, token: str) -> IdentityGate:

@@ -10,11 +10,12 @@ from typing import Any, TypeVar
 
 import click
 
+from sqlgate.surfaces.web.listen import DEFAULT_HOST
+
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "TOKENLESS_FLAG", "OAuthOptions", "http_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 TOKENLESS_FLAG = "--insecure-no-token"
 

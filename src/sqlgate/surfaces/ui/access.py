@@ -10,9 +10,9 @@ A browser cannot send a bearer header when it follows a link, so the token trave
        bar and the history at once, and the Referrer-Policy keeps it out of Referer.
     3. every later request must carry that cookie; without it: 401 and what to do.
 
-On a loopback host the Host header must name this machine (`host_header_allowed`, the same
-rule as the MCP transport): a DNS-rebinding page cannot read the console. Only GET and HEAD
-are served: the console never changes anything. Every answer carries a strict
+On a loopback host the Host header must name this machine (`web.access.host_header_allowed`,
+the same rule as the MCP transport): a DNS-rebinding page cannot read the console. Only GET
+and HEAD are served: the console never changes anything. Every answer carries a strict
 Content-Security-Policy (no inline script, styles and scripts from /static only), nosniff,
 no-referrer, no framing and no caching. See docs/security-model.md, "Web console".
 """
@@ -24,14 +24,8 @@ import hmac
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl, quote, urlencode
 
-from sqlgate.surfaces.mcp.http_access import (
-    ASGIApp,
-    Message,
-    Receive,
-    Scope,
-    Send,
-    host_header_allowed,
-)
+from sqlgate.surfaces.web.access import host_header_allowed
+from sqlgate.surfaces.web.asgi import ASGIApp, Message, Receive, Scope, Send, header, send_answer
 
 __all__ = ["CONTENT_SECURITY_POLICY", "COOKIE", "ConsoleGate", "cookie_value"]
 
@@ -57,10 +51,8 @@ def cookie_value(token: str) -> str:
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return bytes(value).decode("latin-1")
-    return None
+    value = header(scope, name)
+    return None if value is None else value.decode("latin-1")
 
 
 def _with_security_headers(send: Send) -> Send:
@@ -78,16 +70,7 @@ async def _answer(
     send: Send, status: int, text: str, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
     body = text.encode("utf-8")
-    await send({
-        "type": "http.response.start",
-        "status": status,
-        "headers": [
-            (b"content-type", b"text/plain; charset=utf-8"),
-            (b"content-length", str(len(body)).encode("ascii")),
-            *(headers or []),
-        ],
-    })  # fmt: skip
-    await send({"type": "http.response.body", "body": body})
+    await send_answer(send, status, body, b"text/plain; charset=utf-8", after=headers or [])
 
 
 class ConsoleGate:

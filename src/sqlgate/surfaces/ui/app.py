@@ -20,7 +20,6 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from sqlgate.errors import InvalidArgument, SqlgateError
-from sqlgate.surfaces.mcp.http_access import ASGIApp
 from sqlgate.surfaces.ui.access import ConsoleGate
 from sqlgate.surfaces.ui.activity import activity_page, errors_page, patterns_page
 from sqlgate.surfaces.ui.claims import claims_page
@@ -30,6 +29,7 @@ from sqlgate.surfaces.ui.html import el
 from sqlgate.surfaces.ui.layout import Page, page
 from sqlgate.surfaces.ui.memory import event_page, memory_page
 from sqlgate.surfaces.ui.tables import rows_page, tables_page
+from sqlgate.surfaces.web.asgi import ASGIApp
 
 __all__ = ["STATIC_DIR", "build_ui_app", "build_unguarded_app"]
 

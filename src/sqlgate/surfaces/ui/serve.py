@@ -1,6 +1,6 @@
 """`sqlgate ui`: serve the console on 127.0.0.1 until stopped.
 
-Host and token follow `serve --transport http` (`http_access.token_for`): a loopback host
+Host and token follow `serve --transport http` (`web.access.token_for`): a loopback host
 without a token gets a generated one, printed in the URL to open; any other host needs a
 token you chose (--token or SQLGATE_TOKEN). Nothing is opened when that check or the bind
 fails. The database is opened read-only (`Console.open`). Ctrl-C and SIGTERM stop it as
@@ -10,16 +10,15 @@ they stop `serve` (`surfaces.stops`).
 from __future__ import annotations
 
 import sys
-from contextlib import nullcontext
 from typing import Any
 
 import click
 
 from sqlgate.errors import NotFound
 from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
-from sqlgate.surfaces.mcp.http import DEFAULT_HOST, announcing_server_class, listen_socket
-from sqlgate.surfaces.mcp.http_access import Token, token_for
 from sqlgate.surfaces.stops import Stops, stop_signals
+from sqlgate.surfaces.web.access import Token, token_for
+from sqlgate.surfaces.web.listen import DEFAULT_HOST, listen_socket, serve_on, shown_host
 
 __all__ = ["DEFAULT_UI_PORT", "serve_ui", "ui"]
 
@@ -29,8 +28,7 @@ UI_OPTIONS = ("db", "busy_timeout", "query_timeout", "max_rows", "max_result_byt
 
 
 def console_url(host: str, port: int, token: Token) -> str:
-    shown = f"[{host}]" if ":" in host else host
-    base = f"http://{shown}:{port}/"
+    base = f"http://{shown_host(host)}:{port}/"
     return f"{base}?token={token.value}" if token.generated else base
 
 
@@ -49,8 +47,6 @@ def serve_ui(
     values: dict[str, Any], *, host: str, port: int, token: str | None, stops: Stops | None = None
 ) -> None:
     """Check, listen, open the console read-only, serve until stopped (`surfaces.stops`)."""
-    import uvicorn
-
     from sqlgate.surfaces.ui.app import build_ui_app
     from sqlgate.surfaces.ui.console import Console
 
@@ -63,14 +59,8 @@ def serve_ui(
     try:
         console = Console.open(settings)  # a refused file ends here: one error line, no more
         url = console_url(host, int(sock.getsockname()[1]), required)
-        config = uvicorn.Config(
-            build_ui_app(console, required.value, host), lifespan="on", loop="asyncio",
-            log_level="warning", access_log=False, server_header=False,
-            timeout_graceful_shutdown=2,
-        )  # fmt: skip
-        server = announcing_server_class()(config, lambda: _announce(url, required), stops)
-        with nullcontext() if stops is None else stops.serving(server.stop_now):
-            server.run(sockets=[sock])
+        app = build_ui_app(console, required.value, host)
+        serve_on(sock, app, lambda: _announce(url, required), stops, graceful_seconds=2)
     finally:
         sock.close()
         if console is not None:
