@@ -26,6 +26,7 @@ when a rule came (issue 32), each with its reason; a test fails when one is no l
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import json
 import re
@@ -61,9 +62,15 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 
 
+@functools.cache
+def tree_of(name: str) -> ast.Module:
+    """A module's syntax tree, read once (the tests below read each module several times)."""
+    return ast.parse(MODULES[name].read_text(encoding="utf-8"))
+
+
 def imports_of(name: str) -> Iterator[Import]:
     path = MODULES[name]
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = tree_of(name)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -77,7 +84,11 @@ def imports_of(name: str) -> Iterator[Import]:
             yield Import(name, base, tuple(a.name for a in node.names), node.lineno)
 
 
-ALL_IMPORTS = [found for name in sorted(MODULES) for found in imports_of(name)]
+@functools.cache
+def all_imports() -> list[Import]:
+    """Every import of every module, read when a test first asks (not when the file is
+    collected: each worker of `pytest -n` collects every file)."""
+    return [found for name in sorted(MODULES) for found in imports_of(name)]
 
 
 def internal_targets(found: Import) -> set[str]:
@@ -107,7 +118,7 @@ FORBIDDEN = {
 def test_a_lower_room_never_imports_a_higher_one(source: str) -> None:
     crossings = [
         f"{found.module}:{found.line} imports {target}"
-        for found in ALL_IMPORTS
+        for found in all_imports()
         if room(found.module) == source
         for target in internal_targets(found)
         if room(target) in FORBIDDEN[source]
@@ -118,7 +129,7 @@ def test_a_lower_room_never_imports_a_higher_one(source: str) -> None:
 def test_only_surfaces_import_the_protocol_and_terminal_libraries() -> None:
     outside = [
         f"{found.module}:{found.line} imports {found.target}"
-        for found in ALL_IMPORTS
+        for found in all_imports()
         if room(found.module) != "surfaces" and found.target.split(".")[0] in SURFACE_LIBRARIES
     ]
     assert not outside
@@ -158,7 +169,7 @@ def test_engine_has_packages_and_few_loose_modules() -> None:
 
 def test_code_outside_an_engine_package_imports_only_its_front_door() -> None:
     """Rule: outside an engine package, import only its front door."""
-    assert not behind_the_door(ALL_IMPORTS)
+    assert not behind_the_door(all_imports())
 
 
 @pytest.mark.parametrize(
@@ -181,7 +192,7 @@ def test_the_door_rule_sees_an_import_behind_the_door(
 # -- circles --------------------------------------------------------------------------------
 def module_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {name: set() for name in MODULES}
-    for found in ALL_IMPORTS:
+    for found in all_imports():
         graph[found.module] |= internal_targets(found)
     return graph
 
@@ -254,18 +265,18 @@ def test_no_engine_packages_import_each_other_in_a_circle() -> None:
 
 def test_the_circle_finder_finds_a_circle() -> None:
     extra = Import("sqlgate.engine.names", "sqlgate.engine.statements.policy", (), 0)
-    ALL_IMPORTS.append(extra)
+    all_imports().append(extra)
     try:
         assert any("sqlgate.engine.names" in group for group in import_circles())
     finally:
-        ALL_IMPORTS.remove(extra)
+        all_imports().remove(extra)
 
 
 # -- private names --------------------------------------------------------------------------
 def test_no_module_imports_a_private_name_of_another() -> None:
     taken = [
         f"{found.module}:{found.line} takes {found.target}.{name}"
-        for found in ALL_IMPORTS
+        for found in all_imports()
         if found.target.startswith("sqlgate")
         for name in found.names
         if name.startswith("_") and not name.startswith("__")
@@ -275,8 +286,8 @@ def test_no_module_imports_a_private_name_of_another() -> None:
 
 def test_no_module_reads_a_private_attribute_of_an_imported_module() -> None:
     found_uses = []
-    for name, path in sorted(MODULES.items()):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+    for name in sorted(MODULES):
+        tree = tree_of(name)
         aliases = {
             (alias.asname or alias.name.split(".")[0]): alias.name
             for node in ast.walk(tree)
@@ -331,7 +342,7 @@ def past_the_door(imports: list[Import]) -> list[str]:
 
 def test_surfaces_import_only_the_door() -> None:
     """Rule: surfaces import only the door (sqlgate.service), config, errors and surfaces."""
-    assert not past_the_door(ALL_IMPORTS)
+    assert not past_the_door(all_imports())
 
 
 @pytest.mark.parametrize(
@@ -387,7 +398,7 @@ def console_into_mcp(imports: list[Import]) -> dict[str, list[str]]:
 
 def test_the_console_does_not_import_the_mcp_room() -> None:
     """Rule: the console (surfaces.ui) does not import the MCP room (surfaces.mcp)."""
-    crossings = console_into_mcp(ALL_IMPORTS)
+    crossings = console_into_mcp(all_imports())
     new = [
         line
         for module in sorted(crossings)
@@ -400,7 +411,7 @@ def test_the_console_does_not_import_the_mcp_room() -> None:
 
 
 def test_the_console_allowance_has_no_stale_entry() -> None:
-    crossings = console_into_mcp(ALL_IMPORTS)
+    crossings = console_into_mcp(all_imports())
     stale = sorted(set(CONSOLE_STILL_IMPORTS_MCP) - set(crossings))
     assert not stale, (
         f"no longer importing the MCP room: drop from CONSOLE_STILL_IMPORTS_MCP: {stale}"
@@ -510,11 +521,11 @@ def server_sql_outside(module: str, tree: ast.AST) -> list[str]:
     return found
 
 
+@functools.cache
 def server_sql_offenders() -> dict[str, list[str]]:
     offenders: dict[str, list[str]] = {}
-    for name, path in sorted(MODULES.items()):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        if found := server_sql_outside(name, tree):
+    for name in sorted(MODULES):
+        if found := server_sql_outside(name, tree_of(name)):
             offenders[name] = found
     return offenders
 
@@ -614,10 +625,11 @@ def oversized(module: str, tree: ast.AST) -> dict[str, str]:
     return found
 
 
+@functools.cache
 def oversized_everywhere() -> dict[str, str]:
     found: dict[str, str] = {}
-    for name, path in sorted(MODULES.items()):
-        found |= oversized(name, ast.parse(path.read_text(encoding="utf-8")))
+    for name in sorted(MODULES):
+        found |= oversized(name, tree_of(name))
     return found
 
 
@@ -665,7 +677,7 @@ def test_the_service_door_lists_what_it_shows() -> None:
 
 
 def test_the_service_door_imports_for_type_checkers_what_it_shows() -> None:
-    tree = ast.parse(MODULES["sqlgate.service"].read_text(encoding="utf-8"))
+    tree = tree_of("sqlgate.service")
     checked = {
         (node.module, alias.name)
         for block in ast.walk(tree)
