@@ -26,7 +26,7 @@ def _params_detail(params: object) -> dict[str, Any] | None:
 
 
 def _bindings(params: object) -> Bindings:
-    """`execute.normalize_params`, imported with the SQL engine when a statement runs."""
+    """`engine.running.normalize_params`, imported with the SQL engine when a statement runs."""
     from sqlgate.engine.running import normalize_params
 
     return normalize_params(params)
