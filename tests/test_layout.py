@@ -699,6 +699,20 @@ def test_every_name_of_the_service_door_is_the_object_its_module_defines() -> No
             assert getattr(door, name) is getattr(inner, name), f"the door shows {key}.{name}"
 
 
+def test_the_service_door_shows_only_what_the_surfaces_take() -> None:
+    taken = {
+        name
+        for found in all_imports()
+        if room(found.module) == "surfaces" and found.target == "sqlgate.service"
+        for name in found.names
+    }
+    unused = sorted(set(service_door().__all__) - taken)
+    assert not unused, (
+        f"no surface takes {unused} from the service door: drop them from it "
+        "(__all__, TYPE_CHECKING and BEHIND_THE_DOOR)"
+    )
+
+
 @pytest.mark.parametrize("name", ["nothing", "_private", "Database", "Calls", "SqlTools"])
 def test_a_name_the_service_door_does_not_list_is_refused(name: str) -> None:
     with pytest.raises(AttributeError, match=f"has no attribute '{name}'"):
