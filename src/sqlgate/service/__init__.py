@@ -1,10 +1,12 @@
 """The door of sqlgate's features: the one thing surfaces import (with `config` and `errors`).
 
-`Service` composes engine, memory and claims from Settings; every tool call goes through
-`Service.call`. Beside it the door shows the vocabulary the surfaces share with the rooms
-below: the caller and its tier, the limits of a call, the shapes of answers and records,
-and the words printed for humans (`counted`, `db_option`, ...). Each name is loaded when
-first taken (`engine.front_door`), so importing the door costs nothing.
+`Service` (service/features.py) composes engine, memory and claims from Settings out of its
+parts: the call machinery (service/calls.py: open, close, the audited call) and the tools
+(service/sql_tools.py, undo_tools.py, memory_tools.py, claims_tools.py); every tool call
+goes through `Service.call`. Beside it the door shows the vocabulary the surfaces share with
+the rooms below: the caller and its tier, the limits of a call, the shapes of answers and
+records, and the words printed for humans (`counted`, `db_option`, ...). Each name is loaded
+when first taken (`engine.front_door`), so importing the door costs nothing.
 
 `tests/test_layout.py` holds every surface to it: a surface module imports
 `sqlgate.service`, `sqlgate.config`, `sqlgate.errors` and other surfaces, nothing else
@@ -135,7 +137,8 @@ if TYPE_CHECKING:
     )
     from sqlgate.memory.store import redactor_for
     from sqlgate.memory.witness import Witness, WitnessFile
-    from sqlgate.service.calls import Service, new_session_id
+    from sqlgate.service.calls import new_session_id
+    from sqlgate.service.features import Service
 
 __all__ = [
     "AUDIT_COLUMNS",
@@ -267,10 +270,8 @@ __all__ = [
 ]
 
 BEHIND_THE_DOOR = {
-    "calls": (
-        "Service",
-        "new_session_id",
-    ),
+    "calls": ("new_session_id",),
+    "features": ("Service",),
     "sqlgate.claims.landing": (
         "ClaimPlan",
         "existing_claims",
