@@ -172,6 +172,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "memory/chain.py": _CHAIN,
     "memory/verification.py": _CHAIN,
     "memory/witness_check.py": _CHAIN,
+    "claims/arguments.py": _CLAIMS,
     "claims/model.py": _CLAIMS,
     "claims/rules.py": _CLAIMS,
     "claims/store.py": _CLAIMS,

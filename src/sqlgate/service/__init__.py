@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from sqlgate.engine.front_door import front_door
 
 if TYPE_CHECKING:
+    from sqlgate.claims.arguments import MAX_CLAIM_CHARS, MAX_ENTITY_CHARS, MAX_RANK
     from sqlgate.claims.model import (
         FLOOR,
         HALF_LIFE_DAYS,
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     )
     from sqlgate.claims.present import evaluation_json
     from sqlgate.claims.rules import find_contradictions
-    from sqlgate.claims.store import MAX_CLAIM_CHARS, MAX_ENTITY_CHARS, MAX_RANK
     from sqlgate.engine.commands import db_option, in_folder, list_calls, shell_word
     from sqlgate.engine.connect import check_database_file, connect_read_only, immediate_transaction
     from sqlgate.engine.database import (
@@ -232,6 +232,11 @@ BEHIND_THE_DOOR = {
         "Service",
         "new_session_id",
     ),
+    "sqlgate.claims.arguments": (
+        "MAX_CLAIM_CHARS",
+        "MAX_ENTITY_CHARS",
+        "MAX_RANK",
+    ),
     "sqlgate.claims.model": (
         "Claim",
         "FLOOR",
@@ -245,11 +250,6 @@ BEHIND_THE_DOOR = {
     ),
     "sqlgate.claims.present": ("evaluation_json",),
     "sqlgate.claims.rules": ("find_contradictions",),
-    "sqlgate.claims.store": (
-        "MAX_CLAIM_CHARS",
-        "MAX_ENTITY_CHARS",
-        "MAX_RANK",
-    ),
     "sqlgate.engine.commands": (
         "db_option",
         "in_folder",

@@ -260,9 +260,7 @@ def _chosen_columns(request: SearchRequest, cols: _Columns) -> list[str]:
     if request.columns is None:
         chosen = cols.visible
     else:
-        if isinstance(request.columns, str) or not all(
-            isinstance(c, str) for c in request.columns
-        ):
+        if isinstance(request.columns, str) or not all(isinstance(c, str) for c in request.columns):
             raise InvalidArgument("columns must be a list of column names")
         lookup = cols.lookup
         missing = [c for c in request.columns if fold_name(c) not in lookup]
@@ -380,9 +378,7 @@ class _Scan:
     def outcome(self) -> Outcome:
         shown = len(self.lines) - 1
         if self.stopped:
-            trailer = (
-                f"# {counted(shown, 'match', 'matches')} shown (stopped at {self.stopped[0]})"
-            )
+            trailer = f"# {counted(shown, 'match', 'matches')} shown (stopped at {self.stopped[0]})"
         else:
             trailer = (
                 f"# {counted(shown, 'match', 'matches')} shown; "
