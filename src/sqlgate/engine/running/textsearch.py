@@ -28,7 +28,7 @@ import apsw
 import re2
 
 from sqlgate.engine.csvout import csv_line, csv_reply
-from sqlgate.engine.database import SchemaObject, find_object
+from sqlgate.engine.database import Relation, find_object
 from sqlgate.engine.framing import counted, inline
 from sqlgate.engine.limits import CallControl, Deadline, ResultCaps
 from sqlgate.engine.names import fold_name
@@ -400,7 +400,7 @@ class TextSearch:
             for row in conn.execute("SELECT name FROM pragma_table_info(?) ORDER BY cid", (table,))
         ]
 
-    def _has_rowid(self, conn: apsw.Connection, obj: SchemaObject) -> bool:
+    def _has_rowid(self, conn: apsw.Connection, obj: Relation) -> bool:
         """Tables have a rowid unless WITHOUT ROWID; fts5 and rtree tables have one too."""
         if obj.type == "view":
             return False
