@@ -75,12 +75,12 @@ _FROM_SQL: dict[str, Callable[[Any], Any]] = {
     "int | None": _optional_int,
     "tuple[int, ...]": _evidence_from_sql,
 }
-_READERS = tuple(_FROM_SQL[str(f.type)] for f in fields(Claim))
+_FIELDS = fields(Claim)
 
 
 def _claim(row: Sequence[Any]) -> Claim:
     """A claim from a row of `SELECT {_COLUMNS}`."""
-    return Claim(*(read(value) for read, value in zip(_READERS, row, strict=True)))
+    return Claim(*(_FROM_SQL[str(f.type)](value) for f, value in zip(_FIELDS, row, strict=True)))
 
 
 def _row_values(claim: Claim) -> tuple[Any, ...]:
