@@ -184,6 +184,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/memory/test_chain_copy.py",
         "tests/surfaces/replication/test_witness_log.py",
     ),
+    "claims/arguments.py": _CLAIMS,
     "claims/model.py": _CLAIMS,
     "claims/rules.py": _CLAIMS,
     "claims/store.py": _CLAIMS,

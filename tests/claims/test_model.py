@@ -132,3 +132,37 @@ def test_a_claim_as_a_dict_shows_effective_confidence_at_the_moment() -> None:
         "last_confirmed": "2026-01-01T00:00:00.000Z",
         "evidence": [4, 7],
     }
+
+
+SHOWN_ORDER = [
+    "id", "entity", "kind", "claim", "volatility", "confidence", "effective_confidence", "rank",
+    "state", "created_at", "last_confirmed", "evidence",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        pytest.param(make_claim(1, "acme", rank=2), id="ranked"),
+        pytest.param(make_claim(2, "acme", "fact", state="retired"), id="unranked-retired"),
+        pytest.param(
+            Claim(
+                5,
+                "a",
+                "status",
+                "b",
+                "volatile",
+                0.1,
+                None,
+                "stale",
+                "2026-01-01T00:00:00Z",
+                "2026-01-02T00:00:00Z",
+                (),
+            ),
+            id="no-evidence",
+        ),
+    ],
+)
+def test_a_claim_as_a_dict_keeps_its_keys_in_order(claim: Claim) -> None:
+    # JSON answers and history rows print the keys in this order: the bytes depend on it
+    assert list(claim.as_dict(days_later(1))) == SHOWN_ORDER

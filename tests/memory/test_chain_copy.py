@@ -10,7 +10,7 @@ import apsw
 import pytest
 
 from sqlgate.memory.chain import GENESIS
-from sqlgate.memory.chain_copy import holds_chain, stored_hash, stored_head, stored_links
+from sqlgate.memory.chain_copy import chain_hash_at, holds_chain, stored_head, stored_links
 from sqlgate.service import Service
 from tests.memory.conftest import append_many, rows, tampered
 
@@ -31,7 +31,7 @@ def test_the_stored_hash_of_an_event(
 ) -> None:
     hashes = {r["id"]: r["hash"] for r in rows(db_path)}
     expected = GENESIS if found == "genesis" else hashes.get(found) if found else None
-    assert stored_hash(copy, event_id) == expected
+    assert chain_hash_at(copy, event_id) == expected
 
 
 def test_the_stored_head(copy: apsw.Connection, db_path: Path) -> None:

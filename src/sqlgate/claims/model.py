@@ -15,10 +15,11 @@ Everything here is pure: the moment is always passed in.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 
 __all__ = [
+    "CLAIM_FIELDS",
     "FLOOR",
     "HALF_LIFE_DAYS",
     "KINDS",
@@ -72,20 +73,20 @@ class Claim:
         )
 
     def as_dict(self, at: datetime) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "entity": self.entity,
-            "kind": self.kind,
-            "claim": self.claim,
-            "volatility": self.volatility,
-            "confidence": self.confidence,
-            "effective_confidence": round(self.effective(at), 4),
-            "rank": self.rank,
-            "state": self.state,
-            "created_at": self.created_at,
-            "last_confirmed": self.last_confirmed,
-            "evidence": list(self.evidence),
-        }
+        """The claim's fields in order, the effective confidence (at `at`) after the stored
+        one, evidence as a list: what JSON answers and history rows show."""
+        shown: dict[str, object] = {}
+        for name in CLAIM_FIELDS:
+            shown[name] = getattr(self, name)
+            if name == "confidence":
+                shown["effective_confidence"] = round(self.effective(at), 4)
+        shown["evidence"] = list(self.evidence)
+        return shown
+
+
+# the claim's fields, in the order of the dataclass: the one list the claims table's
+# columns, the store's SQL, its row mapping and `as_dict` are built from
+CLAIM_FIELDS = tuple(f.name for f in fields(Claim))
 
 
 def is_live(claim: Claim, at: datetime, threshold: float, *, as_of: bool) -> bool:

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from dataclasses import dataclass, field, fields, replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import apsw
 
+from sqlgate.claims.arguments import ClaimArguments, NewClaim, checked_confidence, checked_threshold
 from sqlgate.claims.model import (
-    HALF_LIFE_DAYS,
-    KINDS,
+    CLAIM_FIELDS,
     STALE_THRESHOLD,
     STATES,
     Claim,
@@ -29,39 +29,22 @@ from sqlgate.claims.model import (
 from sqlgate.claims.rules import Finding, find_contradictions, parse_observed
 from sqlgate.engine.commands import db_option
 from sqlgate.engine.database import Database
-from sqlgate.engine.framing import counted
 from sqlgate.engine.records import utc_timestamp
 from sqlgate.errors import InvalidArgument, NotFound, PolicyDenied
 from sqlgate.memory.chain import ChainWriter, EventChain
-from sqlgate.memory.inputs import event_ids, moment, text_field
+from sqlgate.memory.inputs import MAX_ID, moment
 from sqlgate.memory.privacy import Redactor
 
 __all__ = ["ClaimStore", "Decayed", "Evaluation"]
 
-MAX_ENTITY_CHARS = 200
-MAX_CLAIM_CHARS = 2000
-MAX_RANK = 1_000_000
-MAX_ID = 2**63 - 1  # SQLite's largest integer: a bigger id cannot even be looked up
-CLOCK_SKEW = timedelta(minutes=1)
-_COLUMNS = (
-    "id, entity, kind, claim, volatility, confidence, rank, state, created_at, "
-    "last_confirmed, evidence"
+# the claims table's columns are the claim's fields (CLAIM_FIELDS), constant identifiers:
+# every value is bound
+_COLUMNS = ", ".join(CLAIM_FIELDS)
+_NEW_COLUMNS = CLAIM_FIELDS[1:]  # all but the id, which SQLite gives
+_INSERT = (
+    f"INSERT INTO claims ({', '.join(_NEW_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in _NEW_COLUMNS)})"
 )
-
-
-@dataclass(frozen=True)
-class _NewClaim:
-    """A claim's arguments, checked and cleaned, ready to be written."""
-
-    entity: str
-    kind: str
-    claim: str
-    volatility: str
-    confidence: float
-    rank: int | None
-    confirmed: str
-    evidence: list[int]
-    now: datetime
 
 
 @dataclass(frozen=True)
@@ -76,44 +59,36 @@ class Evaluation:
     state_changes: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _evidence_from_sql(value: Any) -> tuple[int, ...]:
+    return tuple(int(v) for v in json.loads(value or "[]"))
+
+
+# how a stored value becomes the field's value, by the field's type
+_FROM_SQL: dict[str, Callable[[Any], Any]] = {
+    "int": int,
+    "str": str,
+    "float": float,
+    "int | None": _optional_int,
+    "tuple[int, ...]": _evidence_from_sql,
+}
+_FIELDS = fields(Claim)
+
+
 def _claim(row: Sequence[Any]) -> Claim:
-    evidence = tuple(int(v) for v in json.loads(row[10] or "[]"))
-    return Claim(
-        int(row[0]), str(row[1]), str(row[2]), str(row[3]), str(row[4]), float(row[5]),
-        None if row[6] is None else int(row[6]), str(row[7]), str(row[8]), str(row[9]),
-        evidence,
-    )  # fmt: skip
+    """A claim from a row of `SELECT {_COLUMNS}`."""
+    return Claim(*(_FROM_SQL[str(f.type)](value) for f, value in zip(_FIELDS, row, strict=True)))
 
 
-def _choice(value: object, name: str, allowed: Sequence[str]) -> str:
-    if not isinstance(value, str) or value not in allowed:
-        raise InvalidArgument(f"{name} {value!r} is not one of: {', '.join(allowed)}")
-    return value
-
-
-def _unit_interval(value: object, name: str) -> float:
-    # compared before any float() conversion: a huge int would overflow it; NaN fails the test
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise InvalidArgument(f"{name} {value!r} must be a number from 0 to 1")
-    return float(value)
-
-
-def _confidence(value: object) -> float:
-    return _unit_interval(value, "confidence")
-
-
-def _threshold(value: object) -> float:
-    return _unit_interval(value, "threshold")
-
-
-def _rank(value: object, kind: str) -> int | None:
-    if value is None:
-        return None
-    if kind != "priority":
-        raise InvalidArgument(f"rank is only for priority claims, not {kind}")
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_RANK:
-        raise InvalidArgument(f"rank {value!r} must be a whole number from 1 to {MAX_RANK}")
-    return value
+def _row_values(claim: Claim) -> tuple[Any, ...]:
+    """The values of a claims row, in column order, for the fields in `_NEW_COLUMNS`."""
+    return tuple(
+        json.dumps(list(claim.evidence)) if name == "evidence" else getattr(claim, name)
+        for name in _NEW_COLUMNS
+    )
 
 
 class ClaimStore:
@@ -128,6 +103,7 @@ class ClaimStore:
         self.chain = chain
         self.redactor = redactor
         self.wall_clock = wall_clock
+        self.arguments = ClaimArguments(db, redactor)
 
     # -- moments --------------------------------------------------------------------------
     def now(self) -> datetime:
@@ -136,17 +112,6 @@ class ClaimStore:
     def _as_of(self, value: object) -> datetime | None:
         text = moment(value, "as_of")
         return None if text is None else parse_timestamp(text)
-
-    def _confirmed_at(self, value: object, now: datetime) -> str:
-        """The stored text of `confirmed_at` (default: now); never later than now."""
-        text = moment(value, "confirmed_at")
-        if text is None:
-            return utc_timestamp(now.timestamp())
-        if parse_timestamp(text) > now + CLOCK_SKEW:
-            raise InvalidArgument(
-                f"confirmed_at={value!r} is in the future; pass when it was last confirmed"
-            )
-        return text
 
     # -- reading --------------------------------------------------------------------------
     def all(self) -> list[Claim]:
@@ -201,38 +166,6 @@ class ClaimStore:
         ]
 
     # -- writing --------------------------------------------------------------------------
-    def _text(self, value: object, name: str, limit: int) -> str:
-        if isinstance(value, str) and len(value) > limit:  # a fixed limit, not --max-event-chars
-            raise InvalidArgument(
-                f"{name} is {counted(len(value), 'character')}, over the limit of {limit} for "
-                "claims; say it shorter and keep the detail in a memory event (evidence)"
-            )
-        text = " ".join(text_field(value, name, limit).split())
-        redacted = self.redactor.redact(text)
-        if redacted.counts:
-            raise InvalidArgument(
-                f"{name} looks like it holds a secret ({', '.join(redacted.counts)}); claims "
-                "are shown everywhere, so leave secrets out"
-            )
-        return text
-
-    def _evidence(self, value: object) -> list[int]:
-        if value is None:
-            return []
-        ids = event_ids(value)
-        with self.db.reading() as conn:
-            known = {
-                int(row[0])
-                for row in conn.execute(
-                    "SELECT id FROM memory_events WHERE id IN (SELECT value FROM json_each(?))",
-                    (json.dumps(ids),),
-                )
-            }
-        missing = [i for i in ids if i not in known]
-        if missing:
-            raise NotFound(f"evidence names no memory event {', '.join(map(str, missing))}")
-        return ids
-
     def _record(
         self, writer: ChainWriter, claim_id: int, action: str, changes: dict[str, Any]
     ) -> None:
@@ -261,8 +194,8 @@ class ClaimStore:
         evidence: object = None,
     ) -> tuple[Claim, bool]:
         """Add a claim, or update the one with the same (entity, kind, claim). -> (claim, new?)"""
-        values = self._cleaned(
-            entity, kind, claim, volatility, confidence, rank, confirmed_at, evidence
+        values = self.arguments.new_claim(
+            self.now, entity, kind, claim, volatility, confidence, rank, confirmed_at, evidence
         )
         with self.chain.writing() as writer:
             return self._write(writer, values)
@@ -280,48 +213,19 @@ class ClaimStore:
     ) -> tuple[Claim, bool]:
         """`add` inside the caller's `chain.writing()` transaction, so that several claims
         (an import's) land together or not at all."""
-        values = self._cleaned(entity, kind, claim, volatility, confidence, rank, confirmed_at)
+        values = self.arguments.new_claim(
+            self.now, entity, kind, claim, volatility, confidence, rank, confirmed_at
+        )
         return self._write(writer, values)
 
-    def _cleaned(
-        self,
-        entity: object,
-        kind: object,
-        claim: object,
-        volatility: object,
-        confidence: object,
-        rank: object,
-        confirmed_at: object,
-        evidence: object = None,
-    ) -> _NewClaim:
-        clean_kind = _choice(kind, "kind", KINDS)
-        clean_volatility = _choice(volatility, "volatility", tuple(HALF_LIFE_DAYS))
-        clean_confidence = _confidence(confidence)
-        clean_rank = _rank(rank, clean_kind)
-        clean_entity = self._text(entity, "entity", MAX_ENTITY_CHARS)
-        clean_claim = self._text(claim, "claim", MAX_CLAIM_CHARS)
-        now = self.now()
-        confirmed_text = self._confirmed_at(confirmed_at, now)
-        proof = self._evidence(evidence)
-        return _NewClaim(
-            clean_entity, clean_kind, clean_claim, clean_volatility, clean_confidence,
-            clean_rank, confirmed_text, proof, now,
-        )  # fmt: skip
-
-    def _write(self, writer: ChainWriter, new: _NewClaim) -> tuple[Claim, bool]:
+    def _write(self, writer: ChainWriter, new: NewClaim) -> tuple[Claim, bool]:
         conn = writer.conn
         row = conn.execute(
             f"SELECT {_COLUMNS} FROM claims WHERE entity = ? AND kind = ? AND claim = ?",
             (new.entity, new.kind, new.claim),
         ).fetchone()
         if row is None:
-            conn.execute(
-                "INSERT INTO claims (entity, kind, claim, volatility, confidence, rank, "
-                "state, created_at, last_confirmed, evidence) "
-                "VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?, ?)",
-                (new.entity, new.kind, new.claim, new.volatility, new.confidence, new.rank,
-                 utc_timestamp(new.now.timestamp()), new.confirmed, json.dumps(new.evidence)),
-            )  # fmt: skip
+            conn.execute(_INSERT, _row_values(_first_state(new)))
             added = self.get(int(conn.last_insert_rowid()), conn)
             self._record(writer, added.id, "add", added.as_dict(new.now))
             return added, True
@@ -347,8 +251,8 @@ class ClaimStore:
         self, claim_id: object, confidence: object = None, evidence: object = None
     ) -> Claim:
         """Reset decay (now is the last confirmation) and make the claim active again."""
-        new_confidence = None if confidence is None else _confidence(confidence)
-        proof = self._evidence(evidence)
+        new_confidence = None if confidence is None else checked_confidence(confidence)
+        proof = self.arguments.evidence(evidence)
         with self.chain.writing() as writer:
             old = self.get(claim_id, writer.conn)
             if old.state == "retired":
@@ -402,7 +306,7 @@ class ClaimStore:
         A claim already stale is listed again (the reminder stays until claim_confirm or
         claim_retract acts on it) and not marked again: nothing is written for it.
         """
-        limit = _threshold(threshold)
+        limit = checked_threshold(threshold)
         at_moment = self._as_of(as_of)
         at = at_moment or self.now()
         below = [
@@ -452,12 +356,21 @@ class ClaimStore:
         return Evaluation(findings, self._set_states(changes))
 
 
+def _first_state(new: NewClaim) -> Claim:
+    """The claim an add writes first: active, created and confirmed as given (its id, 0
+    here, is the one SQLite gives the row)."""
+    return Claim(
+        0, new.entity, new.kind, new.claim, new.volatility, new.confidence, new.rank, "active",
+        utc_timestamp(new.now.timestamp()), new.confirmed, tuple(new.evidence),
+    )  # fmt: skip
+
+
 def _diff(old: Claim, new: Claim) -> dict[str, Any]:
-    """{field: [before, after]} for the fields that changed."""
-    fields = ("volatility", "confidence", "rank", "state", "last_confirmed", "evidence")
+    """{field: [before, after]} for the fields that changed (an update changes neither the
+    id, the entity, the kind, the wording nor the creation time)."""
     return {
         name: [getattr(old, name), getattr(new, name)]
-        for name in fields
+        for name in CLAIM_FIELDS
         if getattr(old, name) != getattr(new, name)
     }
 

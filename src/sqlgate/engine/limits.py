@@ -36,7 +36,7 @@ Clock = Callable[[], float]
 SQLITE_INT_MIN = -(2**63)
 SQLITE_INT_MAX = 2**63 - 1
 
-PROGRESS_STEPS = 200  # VM instructions between checks: cheap, and sub-millisecond to react
+DEADLINE_CHECK_STEPS = 200  # VM instructions between checks: cheap, and sub-millisecond to react
 
 
 class Deadline:
@@ -104,7 +104,7 @@ def watched(conn: apsw.Connection, deadline: Deadline, control: CallControl) -> 
     def should_stop() -> bool:
         return control.cancelled or deadline.expired()
 
-    conn.set_progress_handler(should_stop, PROGRESS_STEPS)
+    conn.set_progress_handler(should_stop, DEADLINE_CHECK_STEPS)
     try:
         with control.holding(conn):
             if control.cancelled:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import apsw
 
 from sqlgate.memory.contract import GENESIS, head_of
+from sqlgate.memory.witness_check import stored_hash
 
-__all__ = ["holds_chain", "stored_hash", "stored_head", "stored_links"]
+__all__ = ["chain_hash_at", "holds_chain", "stored_head", "stored_links"]
 
 
 def holds_chain(conn: apsw.Connection) -> bool:
@@ -23,12 +24,13 @@ def holds_chain(conn: apsw.Connection) -> bool:
     return found is not None
 
 
-def stored_hash(conn: apsw.Connection, event_id: int) -> str | None:
-    """The stored hash of event `event_id` (64 zeros for 0), or None when there is none."""
+def chain_hash_at(conn: apsw.Connection, event_id: int) -> str | None:
+    """The stored hash of event `event_id` as text (64 zeros for 0), or None when there is
+    none."""
     if event_id == 0:
         return GENESIS
-    row = conn.execute("SELECT hash FROM memory_events WHERE id = ?", (event_id,)).fetchone()
-    return None if row is None else str(row[0])
+    found = stored_hash(conn, event_id)
+    return None if found is None else str(found)
 
 
 def stored_head(conn: apsw.Connection) -> tuple[int, str]:

@@ -1,6 +1,7 @@
 """Reading memory for the surfaces that show it: the console's Memory pages, `sqlgate export`
-and the capture health check. The memory room's SQL those surfaces need, on a connection
-they hold (one read transaction: a consistent page, a consistent export).
+and the capture health check (and, for the claims room, which evidence ids exist). The
+memory room's SQL those surfaces need, on a connection they hold (one read transaction: a
+consistent page, a consistent export).
 
 The tools read memory through `MemoryStore`; these readers only show what is stored.
 """

@@ -69,6 +69,40 @@ def shown_scores(scores: Sequence[float]) -> list[str]:
     return [f"{min(1.0, max(0.0, score / best)):.2f}" for score in scores]
 
 
+def _best_matches_sql(extra: str) -> str:
+    """The best CANDIDATES matching events (id, BM25 score, session, start of the text) of
+    the newest RANK_WINDOW, each with how many matched; `extra` is the filters' condition.
+
+    BM25 has no early exit: ranking every match costs O(matches), which for a common word
+    grows with the chain. So only the newest RANK_WINDOW matching events (fts5 walks its
+    doclists in rowid order, so that costs O(window)) are ranked, and only the top_k of them
+    are fetched from the table.
+    """
+    if extra:
+        window = (
+            "SELECT memory_events_fts.rowid AS id, memory_events_fts.rank AS r "
+            "FROM memory_events_fts JOIN memory_events AS e "
+            "ON e.id = memory_events_fts.rowid "
+            f"WHERE memory_events_fts MATCH ?{extra} "
+            "ORDER BY memory_events_fts.rowid DESC LIMIT ?"
+        )
+    else:
+        window = (
+            "SELECT rowid AS id, rank AS r FROM memory_events_fts "
+            "WHERE memory_events_fts MATCH ? ORDER BY rowid DESC LIMIT ?"
+        )
+    # The best CANDIDATES of the window by BM25 (fts5's rank is negative: lower is better)
+    # with their sessions and the start of their text, and how many matched; ranking.rank
+    # adjusts their scores (neighbours, labels, time) and only the top_k are fetched.
+    return (
+        f"WITH hit AS MATERIALIZED ({window}), "
+        "best AS MATERIALIZED (SELECT id, r FROM hit ORDER BY r LIMIT ?) "
+        "SELECT best.id, -best.r, e.session, substr(e.content, 1, ?), "
+        "(SELECT count(*) FROM hit) "
+        "FROM best JOIN memory_events AS e ON e.id = best.id ORDER BY best.r"
+    )
+
+
 def _short_time(ts: str) -> str:
     return ts[:16].replace("T", " ")
 
@@ -121,33 +155,7 @@ class EventReader:
             raise InvalidArgument(f"top_k must be a whole number from 1 to {MAX_TOP_K}")
         match = fts_query(query)
         extra, values = filters.where()
-        # BM25 has no early exit: ranking every match costs O(matches), which for a common
-        # word grows with the chain. So only the newest RANK_WINDOW matching events (fts5
-        # walks its doclists in rowid order, so that costs O(window)) are ranked, and only
-        # the top_k of them are fetched from the table.
-        if extra:
-            window = (
-                "SELECT memory_events_fts.rowid AS id, memory_events_fts.rank AS r "
-                "FROM memory_events_fts JOIN memory_events AS e "
-                "ON e.id = memory_events_fts.rowid "
-                f"WHERE memory_events_fts MATCH ?{extra} "
-                "ORDER BY memory_events_fts.rowid DESC LIMIT ?"
-            )
-        else:
-            window = (
-                "SELECT rowid AS id, rank AS r FROM memory_events_fts "
-                "WHERE memory_events_fts MATCH ? ORDER BY rowid DESC LIMIT ?"
-            )
-        # The best CANDIDATES of the window by BM25 (fts5's rank is negative: lower is better)
-        # with their sessions and the start of their text, and how many matched; ranking.rank
-        # adjusts their scores (neighbours, labels, time) and only the top_k are fetched.
-        sql = (
-            f"WITH hit AS MATERIALIZED ({window}), "
-            "best AS MATERIALIZED (SELECT id, r FROM hit ORDER BY r LIMIT ?) "
-            "SELECT best.id, -best.r, e.session, substr(e.content, 1, ?), "
-            "(SELECT count(*) FROM hit) "
-            "FROM best JOIN memory_events AS e ON e.id = best.id ORDER BY best.r"
-        )
+        sql = _best_matches_sql(extra)
         from sqlgate.memory.ranking import Candidate, rank
 
         with self.db.reading() as conn:
@@ -170,6 +178,11 @@ class EventReader:
                 )
             }
         rows = [(*fetched[event_id], ranked[event_id]) for event_id in chosen]
+        return self._search_reply(rows, matched), len(rows)
+
+    def _search_reply(self, rows: list[tuple[Any, ...]], matched: int) -> str:
+        """The ranked index: one line per event (id, score, kind, date, tags, preview), and
+        the next steps, or what to try when nothing matched."""
         lines = [csv_line(("id", "score", "kind", "date", "tags", "preview"), self.cell_chars)]
         shown = shown_scores([row[-1] for row in rows])
         for (event_id, kind, ts, tags, content, _), score in zip(rows, shown, strict=True):
@@ -189,7 +202,7 @@ class EventReader:
                 )
         else:
             trailer = "# 0 results; try other words, fewer filters, or a prefix like deploy*"
-        return csv_reply(lines, trailer), len(rows)
+        return csv_reply(lines, trailer)
 
     def timeline(self, ids: Sequence[int], window: int) -> tuple[str, int]:
         if isinstance(window, bool) or not isinstance(window, int) or not 0 <= window <= MAX_WINDOW:

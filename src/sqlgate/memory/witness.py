@@ -32,7 +32,7 @@ from sqlgate.errors import SqlgateError
 
 __all__ = ["Witness", "WitnessFile"]
 
-FORMAT = 1
+WITNESS_FORMAT = 1
 _HASH = re.compile(r"[0-9a-f]{64}")
 
 
@@ -89,7 +89,7 @@ class WitnessFile:
             raise SqlgateError(f"cannot read the witness {self.path}: {exc.strerror}") from None
 
     def write(self, witness: Witness) -> None:
-        payload = json.dumps({"format": FORMAT, **asdict(witness)}, indent=1) + "\n"
+        payload = json.dumps({"format": WITNESS_FORMAT, **asdict(witness)}, indent=1) + "\n"
         self._replace(payload.encode("utf-8"))
 
     def restore(self, raw: bytes | None) -> None:

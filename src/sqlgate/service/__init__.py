@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from sqlgate.engine.front_door import front_door
 
 if TYPE_CHECKING:
+    from sqlgate.claims.arguments import MAX_CLAIM_CHARS, MAX_ENTITY_CHARS, MAX_RANK
     from sqlgate.claims.landing import ClaimPlan, existing_claims, land_claims
     from sqlgate.claims.model import (
         FLOOR,
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from sqlgate.claims.present import evaluation_json
     from sqlgate.claims.reading import CLAIMS_EXPORT, claim_history, claims_by_state
     from sqlgate.claims.rules import find_contradictions
-    from sqlgate.claims.store import MAX_CLAIM_CHARS, MAX_ENTITY_CHARS, MAX_RANK
     from sqlgate.engine.commands import db_option, in_folder, list_calls, shell_word
     from sqlgate.engine.connect import check_database_file, connect_read_only, immediate_transaction
     from sqlgate.engine.database import (
@@ -98,7 +98,7 @@ if TYPE_CHECKING:
     from sqlgate.engine.sqltext import quote_identifier
     from sqlgate.engine.statements import Tier
     from sqlgate.engine.undo import changeset_states
-    from sqlgate.memory.chain_copy import holds_chain, stored_hash, stored_head, stored_links
+    from sqlgate.memory.chain_copy import chain_hash_at, holds_chain, stored_head, stored_links
     from sqlgate.memory.contract import GENESIS, ChainStatus, event_hash, stored_tags
     from sqlgate.memory.inputs import (
         MAX_IDS,
@@ -195,6 +195,7 @@ __all__ = [
     "busy_error",
     "call_outcome",
     "caller_session",
+    "chain_hash_at",
     "changeset_states",
     "check_against",
     "check_database_file",
@@ -254,7 +255,6 @@ __all__ = [
     "sessions_since",
     "shell_word",
     "shown_path",
-    "stored_hash",
     "stored_head",
     "stored_links",
     "stored_tags",
@@ -272,6 +272,11 @@ __all__ = [
 BEHIND_THE_DOOR = {
     "calls": ("new_session_id",),
     "features": ("Service",),
+    "sqlgate.claims.arguments": (
+        "MAX_CLAIM_CHARS",
+        "MAX_ENTITY_CHARS",
+        "MAX_RANK",
+    ),
     "sqlgate.claims.landing": (
         "ClaimPlan",
         "existing_claims",
@@ -295,11 +300,6 @@ BEHIND_THE_DOOR = {
         "claims_by_state",
     ),
     "sqlgate.claims.rules": ("find_contradictions",),
-    "sqlgate.claims.store": (
-        "MAX_CLAIM_CHARS",
-        "MAX_ENTITY_CHARS",
-        "MAX_RANK",
-    ),
     "sqlgate.engine.commands": (
         "db_option",
         "in_folder",
@@ -385,8 +385,8 @@ BEHIND_THE_DOOR = {
     "sqlgate.engine.statements": ("Tier",),
     "sqlgate.engine.undo": ("changeset_states",),
     "sqlgate.memory.chain_copy": (
+        "chain_hash_at",
         "holds_chain",
-        "stored_hash",
         "stored_head",
         "stored_links",
     ),

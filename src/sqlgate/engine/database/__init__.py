@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from sqlgate.engine.database.file import Database
     from sqlgate.engine.database.introspect import (
         Introspection,
-        SchemaObject,
+        Relation,
         find_object,
         schema_objects,
     )
@@ -36,7 +36,7 @@ __all__ = [
     "Database",
     "Introspection",
     "Owner",
-    "SchemaObject",
+    "Relation",
     "check_ownership",
     "find_object",
     "owner_of",
@@ -48,7 +48,7 @@ __all__ = [
 
 BEHIND_THE_DOOR = {
     "file": ("Database",),
-    "introspect": ("Introspection", "SchemaObject", "find_object", "schema_objects"),
+    "introspect": ("Introspection", "Relation", "find_object", "schema_objects"),
     "ownership": ("Owner", "check_ownership", "owner_of", "read_facts", "refusal", "shown_path"),
 }
 

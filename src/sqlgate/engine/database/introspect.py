@@ -21,27 +21,30 @@ from sqlgate.engine.rules import schema_notes, table_notes
 from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.errors import InvalidArgument, NotFound, QueryTimeout
 
-__all__ = ["Introspection", "SchemaObject", "find_object", "schema_objects"]
+__all__ = ["Introspection", "Relation", "find_object", "schema_objects"]
 
 
 @dataclass(frozen=True)
-class SchemaObject:
+class Relation:
+    """A table, view or virtual table of "main": what a query reads from (`system` for the
+    server's own)."""
+
     name: str
     type: str  # table, view, virtual
     system: bool
 
 
-def schema_objects(conn: apsw.Connection, protected: frozenset[str]) -> list[SchemaObject]:
+def schema_objects(conn: apsw.Connection, protected: frozenset[str]) -> list[Relation]:
     """Tables, views and virtual tables of "main", by name; `system` for server objects."""
     rows = conn.execute(
         "SELECT name, type FROM pragma_table_list WHERE schema = 'main' "
         "AND type IN ('table', 'view', 'virtual') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
         "ORDER BY name"
     )
-    return [SchemaObject(str(n), str(t), fold_name(str(n)) in protected) for n, t in rows]
+    return [Relation(str(n), str(t), fold_name(str(n)) in protected) for n, t in rows]
 
 
-def find_object(conn: apsw.Connection, name: object, protected: frozenset[str]) -> SchemaObject:
+def find_object(conn: apsw.Connection, name: object, protected: frozenset[str]) -> Relation:
     """The table or view called `name` (exact, then as SQLite matches names), or NotFound."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidArgument("table must be the name of a table or view")

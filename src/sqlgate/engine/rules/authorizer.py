@@ -33,10 +33,10 @@ from sqlgate.engine.rules.rule_policy import decide_with_rules
 from sqlgate.engine.schema_cookie import schema_version
 from sqlgate.engine.statements import (
     WRITE_ACTIONS,
+    Decision,
     Operation,
     Reference,
     Tier,
-    Verdict,
     decide_reference,
 )
 from sqlgate.errors import PolicyDenied
@@ -86,14 +86,14 @@ class PolicyRecorder:
         self.operations: list[Operation] = []
         # hidden columns whose reads were answered NULL: (table, column) as SQLite named them
         self.hidden_reads: dict[tuple[str, str], None] = {}
-        self.refusal: Verdict | None = None
+        self.refusal: Decision | None = None
         self.running = False  # set once preparation is over: later facts are nested
         # (index, table) of a plan allowed to walk an index over a hidden column, its result
         # being free of row order (`engine.rules.hidden_checks`): its errors must be too
         self.hidden_order: tuple[str, str] | None = None
         self.shadow_tables: frozenset[str] = frozenset()  # folded; set by `recording`
 
-    def _verdict(self, op: Operation) -> Verdict:
+    def _verdict(self, op: Operation) -> Decision:
         self.operations.append(op)
         verdict = decide_with_rules(self.tier, op, self.protected, self.rules, self.operations)
         if not verdict.allowed and self.refusal is None:

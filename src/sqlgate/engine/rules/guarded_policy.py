@@ -31,15 +31,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlgate.engine.names import fold_name
+from sqlgate.engine.rules.hidden_policy import ASK
 from sqlgate.engine.rules.live_rules import LiveRules
 from sqlgate.engine.statements import (
     ALLOW,
     CATALOG,
     ROW_ACTIONS,
     WRITE_ACTIONS,
+    Decision,
     Operation,
     Tier,
-    Verdict,
 )
 
 __all__ = [
@@ -62,7 +63,6 @@ ON_TABLE = frozenset(
 DROPS = frozenset({"DROP_TABLE", "DROP_VTABLE"})
 # the index SQLite makes for a PRIMARY KEY or UNIQUE constraint of a table being created
 AUTOINDEX = "sqlite_autoindex_"
-ASK = "ask the person who runs sqlgate"
 SET_BY = "set by the person who runs sqlgate"
 UNWATCHED = "where sqlgate does not watch"
 
@@ -79,16 +79,16 @@ def _rows(op: Operation) -> str:
     return f"{op.action.replace('_', ' ')} of its rows (by the statement or a foreign key's action)"
 
 
-def _protected(table: str, rules: LiveRules, what: str) -> Verdict:
-    return Verdict(
+def _protected(table: str, rules: LiveRules, what: str) -> Decision:
+    return Decision(
         False,
         f"{rules.name_of(table)} is protected by {rules.origin}: {what}; agents may read it "
         f"(read_query) but no tool will change it; {ASK}",
     )
 
 
-def _append_only(table: str, rules: LiveRules, what: str) -> Verdict:
-    return Verdict(
+def _append_only(table: str, rules: LiveRules, what: str) -> Decision:
+    return Decision(
         False,
         f"{rules.name_of(table)} is append-only by {rules.origin}: {what}, and no tool will "
         "run it; write_query may only INSERT new rows into it",
@@ -124,7 +124,7 @@ def _after_the_run(op: Operation, earlier: Sequence[Operation]) -> bool:
     )
 
 
-def _row_verdict(op: Operation, rules: LiveRules) -> Verdict:
+def _row_verdict(op: Operation, rules: LiveRules) -> Decision:
     target = op.target or ""
     table = fold_name(target)
     if op.action == "EMPTY_TABLE" and table in rules.shadow_of:
@@ -146,7 +146,7 @@ def _own_key(op: Operation, earlier: Sequence[Operation]) -> bool:
 
 def guarded_verdict(
     tier: Tier, op: Operation, rules: LiveRules, earlier: Sequence[Operation] = ()
-) -> Verdict:
+) -> Decision:
     """Allow or refuse one fact that may change a protected or append-only table.
 
     `earlier`: the statement's facts so far, this one included (which write is its own)."""
@@ -169,7 +169,7 @@ def guarded_verdict(
     if folded in rules.append_only:
         return _append_only(table, rules, what)
     if op.action == "ALTER_TABLE" and folded in rules.guarded_parents:
-        return Verdict(
+        return Decision(
             False,
             f"ALTER TABLE {table} is refused: a table guarded by {rules.origin} references "
             f"{table}, and a rename would rewrite that table's definition; no tool will "

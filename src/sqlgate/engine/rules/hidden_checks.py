@@ -41,7 +41,7 @@ from sqlgate.engine.rules.hidden_order import order_free
 from sqlgate.engine.rules.hidden_policy import ASK, changes_anything, read_in_change_message
 from sqlgate.engine.rules.live_rules import LiveRules
 from sqlgate.engine.sqltext import sqlite_tokens, word
-from sqlgate.engine.statements import Verdict
+from sqlgate.engine.statements import Decision
 from sqlgate.errors import PolicyDenied
 
 if TYPE_CHECKING:
@@ -176,7 +176,7 @@ class HiddenWatch:
 
     def _refuse(self, recorder: PolicyRecorder, reason: str) -> bool:
         if recorder.refusal is None:
-            recorder.refusal = Verdict(False, reason)
+            recorder.refusal = Decision(False, reason)
         return False
 
     def prepared(self, recorder: PolicyRecorder, sql: str) -> bool:

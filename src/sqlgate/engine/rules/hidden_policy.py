@@ -20,9 +20,10 @@ from collections.abc import Iterable
 
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.rules.live_rules import LiveRules
-from sqlgate.engine.statements import ALLOW, WRITE_ACTIONS, Operation, Tier, Verdict
+from sqlgate.engine.statements import ALLOW, WRITE_ACTIONS, Decision, Operation, Tier
 
 __all__ = [
+    "ASK",
     "IGNORED",
     "changes_anything",
     "hidden_trailer",
@@ -31,7 +32,8 @@ __all__ = [
     "written_hidden_message",
 ]
 
-IGNORED = Verdict(True, ignore=True)
+IGNORED = Decision(True, ignore=True)
+# the next step of a refusal only the person who runs sqlgate can lift (the rules are theirs)
 ASK = "ask the person who runs sqlgate"
 # facts of a statement that changes nothing: a query, or CREATE VIEW (a view's reads are
 # judged again whenever it is read)
@@ -75,7 +77,7 @@ def _oracle_message(table: str, rules: LiveRules) -> str:
     )
 
 
-def hidden_verdict(tier: Tier, op: Operation, rules: LiveRules) -> Verdict:
+def hidden_verdict(tier: Tier, op: Operation, rules: LiveRules) -> Decision:
     """Allow, ignore or refuse one fact about a hidden column."""
     target = op.target or ""
     in_trigger = op.inside is not None and fold_name(op.inside) in rules.triggers
@@ -83,12 +85,12 @@ def hidden_verdict(tier: Tier, op: Operation, rules: LiveRules) -> Verdict:
         if rules.is_hidden(target, op.detail):
             return ALLOW if in_trigger else IGNORED
         if fold_name(target) in rules.unreadable and not (in_trigger or op.nested):
-            return Verdict(False, _unreadable_message(target, rules))
+            return Decision(False, _unreadable_message(target, rules))
         return ALLOW
     if op.action == "UPDATE" and rules.is_hidden(target, op.detail):
-        return Verdict(False, written_hidden_message(target, str(op.detail), rules))
+        return Decision(False, written_hidden_message(target, str(op.detail), rules))
     if op.action in WRITE_ACTIONS and fold_name(target) in rules.oracle_tables and not op.nested:
-        return Verdict(False, _oracle_message(target, rules))
+        return Decision(False, _oracle_message(target, rules))
     return ALLOW
 
 

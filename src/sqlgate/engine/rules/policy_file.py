@@ -23,7 +23,7 @@ import contextlib
 import importlib
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -157,10 +157,7 @@ def parse_policy(path: Path, text: str) -> tuple[TableRules, list[PolicyProblem]
     if not isinstance(tables, Mapping):
         reader.problem(None, "tables", "tables must be sections like [tables.users]")
         tables = {}
-    hidden: list[ColumnRule] = []
-    protected: list[str] = []
-    append_only: list[str] = []
-    notes: list[tuple[str, str | None, str]] = []
+    found = _Found()
     for given, section in tables.items():
         try:
             table = parse_table_name(given)
@@ -170,43 +167,62 @@ def parse_policy(path: Path, text: str) -> tuple[TableRules, list[PolicyProblem]
         if not isinstance(section, Mapping):
             reader.problem(given, None, f"tables.{given} must be a section, [tables.{given}]")
             continue
-        for key in section:
-            if key not in TABLE_KEYS:
-                reader.problem(
-                    given, key,
-                    f"[tables.{given}] has an unknown key {key!r}; the keys are "
-                    f"{', '.join(TABLE_KEYS)}",
-                )  # fmt: skip
-        for column in reader.names(given, section.get("hide", [])):
-            hidden.append(ColumnRule(table, column))
-        mode = section.get("mode")
-        if mode is not None and mode not in MODES:
-            reader.problem(
-                given, "mode",
-                f"[tables.{given}] mode must be \"protected\" or \"append-only\", not {mode!r}",
-            )  # fmt: skip
-        elif mode == "protected":
-            protected.append(table)
-        elif mode == "append-only":
-            append_only.append(table)
-        if "note" in section:
-            note = reader.text_value(given, "note", section["note"])
-            if note is not None:
-                notes.append((table, None, note))
-        column_notes = section.get("notes", {})
-        if not isinstance(column_notes, Mapping):
-            reader.problem(
-                given,
-                "notes",
-                f'[tables.{given}] notes must map columns to text, like notes = {{ ssn = "..." }}',
-            )
-            column_notes = {}
-        for column, value in column_notes.items():
-            note = reader.text_value(given, "notes", value)
-            if note is not None:
-                notes.append((table, str(column), note))
-    rules = TableRules(tuple(hidden), tuple(protected), tuple(append_only), tuple(notes))
+        _read_section(reader, found, given, table, section)
+    rules = TableRules(
+        tuple(found.hidden), tuple(found.protected), tuple(found.append_only), tuple(found.notes)
+    )
     return rules, reader.problems
+
+
+@dataclass
+class _Found:
+    """The rules read so far, in file order."""
+
+    hidden: list[ColumnRule] = field(default_factory=list)
+    protected: list[str] = field(default_factory=list)
+    append_only: list[str] = field(default_factory=list)
+    notes: list[tuple[str, str | None, str]] = field(default_factory=list)
+
+
+def _read_section(
+    reader: _Reader, found: _Found, given: str, table: str, section: Mapping[str, Any]
+) -> None:
+    """The rules of one `[tables.<given>]` section (`table` is its parsed name)."""
+    for key in section:
+        if key not in TABLE_KEYS:
+            reader.problem(
+                given, key,
+                f"[tables.{given}] has an unknown key {key!r}; the keys are "
+                f"{', '.join(TABLE_KEYS)}",
+            )  # fmt: skip
+    for column in reader.names(given, section.get("hide", [])):
+        found.hidden.append(ColumnRule(table, column))
+    mode = section.get("mode")
+    if mode is not None and mode not in MODES:
+        reader.problem(
+            given, "mode",
+            f"[tables.{given}] mode must be \"protected\" or \"append-only\", not {mode!r}",
+        )  # fmt: skip
+    elif mode == "protected":
+        found.protected.append(table)
+    elif mode == "append-only":
+        found.append_only.append(table)
+    if "note" in section:
+        note = reader.text_value(given, "note", section["note"])
+        if note is not None:
+            found.notes.append((table, None, note))
+    column_notes = section.get("notes", {})
+    if not isinstance(column_notes, Mapping):
+        reader.problem(
+            given,
+            "notes",
+            f'[tables.{given}] notes must map columns to text, like notes = {{ ssn = "..." }}',
+        )
+        column_notes = {}
+    for column, value in column_notes.items():
+        note = reader.text_value(given, "notes", value)
+        if note is not None:
+            found.notes.append((table, str(column), note))
 
 
 def load_policy(path: Path) -> TableRules:

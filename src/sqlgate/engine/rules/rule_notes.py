@@ -15,15 +15,15 @@ from sqlgate.engine.rules.table_rules import TableRules
 __all__ = ["schema_notes", "table_notes"]
 
 HIDDEN = "hidden by policy (reads as NULL, never written)"
-MODES = {"protected": "protected by policy: read only", "append-only": "append-only by "
+MODE_NOTES = {"protected": "protected by policy: read only", "append-only": "append-only by "
          "policy: INSERT only"}  # fmt: skip
 
 
 def _mode(rules: LiveRules, folded: str) -> str | None:
     if folded in rules.protected:
-        return MODES["protected"]
+        return MODE_NOTES["protected"]
     if folded in rules.append_only:
-        return MODES["append-only"]
+        return MODE_NOTES["append-only"]
     return None
 
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from sqlgate.engine.rules.guarded_policy import guarded_verdict
 from sqlgate.engine.rules.hidden_policy import hidden_verdict
 from sqlgate.engine.rules.live_rules import LiveRules
-from sqlgate.engine.statements import Operation, Tier, Verdict, decide
+from sqlgate.engine.statements import Decision, Operation, Tier, decide
 
 __all__ = ["UNJUDGED", "decide_with_rules"]
 
@@ -27,7 +27,7 @@ def decide_with_rules(
     protected: frozenset[str],
     rules: LiveRules,
     earlier: Sequence[Operation] = (),
-) -> Verdict:
+) -> Decision:
     """Allow, ignore or deny one fact: the server's policy, then the user's rules.
     `earlier`: the statement's facts so far, this one included."""
     verdict = decide(tier, op, protected)

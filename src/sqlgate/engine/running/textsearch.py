@@ -28,9 +28,9 @@ import apsw
 import re2
 
 from sqlgate.engine.csvout import csv_line, csv_reply
-from sqlgate.engine.database import SchemaObject, find_object
+from sqlgate.engine.database import Relation, find_object
 from sqlgate.engine.framing import counted, inline
-from sqlgate.engine.limits import CallControl, Deadline
+from sqlgate.engine.limits import CallControl, Deadline, ResultCaps
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.raw_text import RawText, UnreadableText, raw_rows, raw_select, text_codec
 from sqlgate.engine.running.execute import Bindings, RunContext, run_statement
@@ -183,6 +183,212 @@ def _searched(value: object) -> str:
     return str(value)
 
 
+def _cell_bytes(value: object) -> bytes | None:
+    """A cell's text as UTF-8 bytes to match; None for NULL and BLOB, which are not searched."""
+    if not isinstance(value, str):
+        if value is None or isinstance(value, bytes):
+            return None
+        value = _searched(value)
+    return value.encode("utf-8", "surrogatepass")
+
+
+def _checked_limit(request: SearchRequest, max_rows: int) -> int:
+    """The number of matches to show; refuses a bad `limit` or `context_chars`."""
+    limit = request.limit
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise InvalidArgument(f"limit must be a whole number from 1 to {max_rows}")
+    context = request.context_chars
+    if (
+        not isinstance(context, int)
+        or isinstance(context, bool)
+        or not 0 <= context <= MAX_CONTEXT_CHARS
+    ):
+        raise InvalidArgument(f"context_chars must be from 0 to {MAX_CONTEXT_CHARS}")
+    return min(limit, max_rows)  # as read_query: above --max-rows, lowered to it
+
+
+def _select_sql(request: SearchRequest, table: str, columns: list[str], key: str) -> str:
+    """The SELECT of the key and the searched columns, with the agent's condition if any."""
+    selected = ", ".join([key, *(quote_identifier(c) for c in columns)])
+    sql = f"SELECT {selected} FROM {quote_identifier(table)}"
+    if request.where is not None:
+        if not isinstance(request.where, str) or not request.where.strip():
+            raise InvalidArgument("where must be an SQL condition, e.g. \"status = 'open'\"")
+        # the agent's condition runs as agent SQL: read policy, one statement, read-only
+        sql += f" WHERE (\n{check_condition(request.where)}\n)"
+    return sql
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """A table's columns as search_text sees them (`hidden`: folded names of hidden ones)."""
+
+    table: str
+    available: list[str]
+    hidden: set[str]
+    has_rowid: bool
+    primary_key: list[str]
+    origin: str
+
+    @property
+    def lookup(self) -> dict[str, str]:
+        return {fold_name(name): name for name in self.available}
+
+    @property
+    def visible(self) -> list[str]:
+        return [c for c in self.available if fold_name(c) not in self.hidden]
+
+
+def _refuse_hidden(request: SearchRequest, cols: _Columns) -> None:
+    """Refuse a search that names a hidden column, as key or as a column to search."""
+    named = [request.key_column] if isinstance(request.key_column, str) else []
+    if isinstance(request.columns, (list, tuple)):
+        named += [c for c in request.columns if isinstance(c, str)]
+    lookup = cols.lookup
+    refused = [lookup[fold_name(c)] for c in named if fold_name(c) in cols.hidden]
+    if refused:
+        shown = [inline(c) for c in cols.visible]
+        raise PolicyDenied(
+            f"refused: {', '.join(map(inline, dict.fromkeys(refused)))} of "
+            f"{inline(cols.table)} is hidden by {cols.origin}: no tool will search or show "
+            f"it; search the other columns ({', '.join(shown) or 'none'})"
+        )
+
+
+def _chosen_columns(request: SearchRequest, cols: _Columns) -> list[str]:
+    """The columns to search: the ones named, or every visible one."""
+    if request.columns is None:
+        chosen = cols.visible
+    else:
+        if isinstance(request.columns, str) or not all(isinstance(c, str) for c in request.columns):
+            raise InvalidArgument("columns must be a list of column names")
+        lookup = cols.lookup
+        missing = [c for c in request.columns if fold_name(c) not in lookup]
+        if missing:
+            raise InvalidArgument(
+                f"no column {', '.join(map(repr, missing))} in {inline(cols.table)}; it has: "
+                f"{', '.join(map(inline, cols.visible))}"
+            )
+        chosen = [lookup[fold_name(c)] for c in request.columns]
+    if not chosen:
+        raise InvalidArgument(f"{inline(cols.table)} has no columns to search")
+    return chosen
+
+
+def _key(request: SearchRequest, cols: _Columns, chosen: list[str]) -> str:
+    """The key expression each match is shown with, quoted: the rowid, the first column of
+    the primary key, or the first searched column; `key_column` when given."""
+    # `rowid` stays bare: quoted, SQLite would read it as a string where there is no rowid
+    if request.key_column is None:
+        if cols.has_rowid:
+            return "rowid"
+        return quote_identifier((cols.primary_key or chosen)[0])
+    if not isinstance(request.key_column, str):
+        raise InvalidArgument("key_column must be a column name")
+    lookup = cols.lookup
+    if fold_name(request.key_column) in lookup:
+        return quote_identifier(lookup[fold_name(request.key_column)])
+    if fold_name(request.key_column) == "rowid" and cols.has_rowid:
+        return "rowid"
+    raise InvalidArgument(
+        f"key_column {request.key_column!r} is not a column of {inline(cols.table)}; "
+        f"it has: {', '.join(map(inline, cols.visible))}"
+    )
+
+
+class _Scan:
+    """One scan's result: the CSV lines, the counts, and why it stopped early, if it did.
+
+    `consume` reads rows until the result is full: at `limit` matches, or when the next
+    match would not fit the byte cap. Nothing more could be shown, so the rest of the table
+    is not read just to count (the totals then say so). The deadline stops it too, between
+    rows and between windows of a cell.
+    """
+
+    def __init__(
+        self, columns: list[str], matcher: Matcher, limit: int, context: int, caps: ResultCaps
+    ) -> None:
+        self.columns = columns
+        self.matcher = matcher
+        self.limit = limit
+        self.context = context
+        self.caps = caps
+        self.header = csv_line(("key", "column", "snippet"), caps.cell_chars)
+        # how rows are read: as apsw reads them, or again with TEXT as bytes (raw_rows)
+        self.read: Callable[[apsw.Cursor], Iterator[Sequence[Any]]] = iter
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to no row scanned, to scan again."""
+        self.matches = self.rows = self.scanned = 0
+        self.bytes = len(self.header.encode())
+        self.lines = [self.header]
+        self.stopped: list[str] = []  # why the scan stopped before the last row, if it did
+
+    def out_of_time(self, where: str) -> None:
+        seconds = self.matcher.deadline.seconds
+        self.stopped.append(
+            f"the {seconds:g} s time limit (--query-timeout) {where}; more may match"
+        )
+
+    def consume(self, cursor: apsw.Cursor) -> None:
+        for row in self.read(cursor):
+            self.scanned += 1
+            matched, full = self._row(row)
+            self.rows += int(matched)
+            if full:
+                return
+            if self.matcher.deadline.expired():
+                self.out_of_time(f"after {counted(self.scanned, 'row')} scanned")
+                return
+
+    def _row(self, row: Sequence[Any]) -> tuple[bool, bool]:
+        """Whether the row matched, and whether the scan stops at it."""
+        matched = False
+        window, search = self.matcher.window, self.matcher.regex.search
+        for column, value in zip(self.columns, row[1:], strict=False):
+            data = _cell_bytes(value)
+            if data is None or (len(data) <= window and search(data) is None):
+                continue  # one RE2 call settles a short cell without a match
+            try:
+                for start, end in self.matcher.spans(data):
+                    snippet = _snippet(data, start, end, self.context)
+                    line = csv_line((row[0], column, snippet), self.caps.cell_chars)
+                    if self.bytes + len(line.encode()) > self.caps.bytes:
+                        self.stopped.append(
+                            f"the {self.caps.bytes}-byte result cap after "
+                            f"{counted(self.scanned, 'row')} scanned; the next match did not fit"
+                        )
+                        return matched, True
+                    matched = True
+                    self.matches += 1
+                    self.lines.append(line)
+                    self.bytes += len(line.encode())
+                    if self.matches >= self.limit:
+                        self.stopped.append(
+                            f"limit {self.limit} after {counted(self.scanned, 'row')} "
+                            "scanned; more may match"
+                        )
+                        return True, True
+            except QueryTimeout:
+                self.out_of_time(f"partway through row {self.scanned}")
+                return matched, True
+        return matched, False
+
+    def outcome(self) -> Outcome:
+        shown = len(self.lines) - 1
+        if self.stopped:
+            trailer = f"# {counted(shown, 'match', 'matches')} shown (stopped at {self.stopped[0]})"
+        else:
+            trailer = (
+                f"# {counted(shown, 'match', 'matches')} shown; "
+                f"{counted(self.matches, 'match', 'matches')} in "
+                f"{counted(self.rows, 'row')} of {self.scanned} scanned"
+            )
+        detail = {"matches": self.matches, "scanned": self.scanned, "complete": not self.stopped}
+        return Outcome(csv_reply(self.lines, trailer), shown, detail)
+
+
 class TextSearch:
     def __init__(self, tiers: SqlTiers) -> None:
         self.tiers = tiers
@@ -194,7 +400,7 @@ class TextSearch:
             for row in conn.execute("SELECT name FROM pragma_table_info(?) ORDER BY cid", (table,))
         ]
 
-    def _has_rowid(self, conn: apsw.Connection, obj: SchemaObject) -> bool:
+    def _has_rowid(self, conn: apsw.Connection, obj: Relation) -> bool:
         """Tables have a rowid unless WITHOUT ROWID; fts5 and rtree tables have one too."""
         if obj.type == "view":
             return False
@@ -209,146 +415,33 @@ class TextSearch:
         )
         return [str(name) for (name,) in rows]
 
-    def _resolve(self, request: SearchRequest) -> tuple[str, list[str], str]:
-        """(table, columns to search, key expression already quoted)."""
+    def _table_columns(self, name: str) -> _Columns:
+        """The named table's columns, which are hidden, its rowid and its primary key."""
         with self.db.reading() as conn:
-            obj = find_object(conn, request.table, self.db.protected)
+            obj = find_object(conn, name, self.db.protected)
             available = self._columns(conn, obj.name)
             has_rowid = self._has_rowid(conn, obj)
             primary_key = self._primary_key(conn, obj.name)
             live = self.db.live_rules(conn)
         hidden = {fold_name(c) for c in available if live.is_hidden(obj.name, c)}
-        lookup = {fold_name(name): name for name in available}
-        named = [request.key_column] if isinstance(request.key_column, str) else []
-        if isinstance(request.columns, (list, tuple)):
-            named += [c for c in request.columns if isinstance(c, str)]
-        refused = [lookup[fold_name(c)] for c in named if fold_name(c) in hidden]
-        if refused:
-            shown = [inline(c) for c in available if fold_name(c) not in hidden]
-            raise PolicyDenied(
-                f"refused: {', '.join(map(inline, dict.fromkeys(refused)))} of "
-                f"{inline(obj.name)} is hidden by {live.origin}: no tool will search or show "
-                f"it; search the other columns ({', '.join(shown) or 'none'})"
-            )
-        visible_columns = [c for c in available if fold_name(c) not in hidden]
-        primary_key = [c for c in primary_key if fold_name(c) not in hidden]
-        if request.columns is None:
-            chosen = visible_columns
-        else:
-            if isinstance(request.columns, str) or not all(
-                isinstance(c, str) for c in request.columns
-            ):
-                raise InvalidArgument("columns must be a list of column names")
-            missing = [c for c in request.columns if fold_name(c) not in lookup]
-            if missing:
-                raise InvalidArgument(
-                    f"no column {', '.join(map(repr, missing))} in {inline(obj.name)}; it has: "
-                    f"{', '.join(map(inline, visible_columns))}"
-                )
-            chosen = [lookup[fold_name(c)] for c in request.columns]
-        if not chosen:
-            raise InvalidArgument(f"{inline(obj.name)} has no columns to search")
-        # `rowid` stays bare: quoted, SQLite would read it as a string where there is no rowid
-        if request.key_column is None:
-            key = "rowid" if has_rowid else quote_identifier((primary_key or chosen)[0])
-        elif not isinstance(request.key_column, str):
-            raise InvalidArgument("key_column must be a column name")
-        elif fold_name(request.key_column) in lookup:
-            key = quote_identifier(lookup[fold_name(request.key_column)])
-        elif fold_name(request.key_column) == "rowid" and has_rowid:
-            key = "rowid"
-        else:
-            raise InvalidArgument(
-                f"key_column {request.key_column!r} is not a column of {inline(obj.name)}; "
-                f"it has: {', '.join(map(inline, visible_columns))}"
-            )
-        return obj.name, chosen, key
+        visible_key = [c for c in primary_key if fold_name(c) not in hidden]
+        return _Columns(obj.name, available, hidden, has_rowid, visible_key, live.origin)
+
+    def _resolve(self, request: SearchRequest) -> tuple[str, list[str], str]:
+        """(table, columns to search, key expression already quoted)."""
+        cols = self._table_columns(request.table)
+        _refuse_hidden(request, cols)
+        chosen = _chosen_columns(request, cols)
+        return cols.table, chosen, _key(request, cols, chosen)
 
     def search(self, request: SearchRequest, bindings: Bindings, control: CallControl) -> Outcome:
         caps = self.tiers.caps
-        limit = request.limit
-        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-            raise InvalidArgument(f"limit must be a whole number from 1 to {caps.rows}")
-        limit = min(limit, caps.rows)  # as read_query: above --max-rows, lowered to it
-        context = request.context_chars
-        if (
-            not isinstance(context, int)
-            or isinstance(context, bool)
-            or not 0 <= context <= MAX_CONTEXT_CHARS
-        ):
-            raise InvalidArgument(f"context_chars must be from 0 to {MAX_CONTEXT_CHARS}")
+        limit = _checked_limit(request, caps.rows)
         regex = _compile(request)
         table, columns, key = self._resolve(request)
-        selected = ", ".join([key, *(quote_identifier(c) for c in columns)])
-        sql = f"SELECT {selected} FROM {quote_identifier(table)}"
-        if request.where is not None:
-            if not isinstance(request.where, str) or not request.where.strip():
-                raise InvalidArgument("where must be an SQL condition, e.g. \"status = 'open'\"")
-            # the agent's condition runs as agent SQL: read policy, one statement, read-only
-            sql += f" WHERE (\n{check_condition(request.where)}\n)"
-        header = csv_line(("key", "column", "snippet"), caps.cell_chars)
-        state = {"matches": 0, "rows": 0, "scanned": 0, "bytes": len(header.encode())}
-        lines = [header]
-        stopped: list[str] = []  # why the scan stopped before the last row, if it did
+        sql = _select_sql(request, table, columns, key)
         deadline = Deadline(self.tiers.settings.query_timeout, self.tiers.clock)
-        matcher = Matcher(regex, deadline)
-        window, search = matcher.window, regex.search
-        out_of_time = (
-            f"the {deadline.seconds:g} s time limit (--query-timeout) {{where}}; more may match"
-        )
-        # how rows are read: as apsw reads them, or again with TEXT as bytes (raw_rows)
-        reading: list[Callable[[apsw.Cursor], Iterator[Sequence[Any]]]] = [iter]
-
-        def consume(cursor: apsw.Cursor) -> None:
-            """Read rows until the result is full: at `limit` matches, or when the next
-            match would not fit the byte cap. Nothing more could be shown, so the rest of
-            the table is not read just to count (the totals then say so). The deadline
-            stops it too, between rows and between windows of a cell."""
-            for row in reading[0](cursor):
-                state["scanned"] += 1
-                row_matched = False
-                for column, value in zip(columns, row[1:], strict=False):
-                    if not isinstance(value, str):
-                        if value is None or isinstance(value, bytes):
-                            continue
-                        value = _searched(value)
-                    data = value.encode("utf-8", "surrogatepass")
-                    if len(data) <= window and search(data) is None:
-                        continue  # one RE2 call settles a short cell without a match
-                    try:
-                        for start, end in matcher.spans(data):
-                            snippet = _snippet(data, start, end, request.context_chars)
-                            line = csv_line((row[0], column, snippet), caps.cell_chars)
-                            if state["bytes"] + len(line.encode()) > caps.bytes:
-                                stopped.append(
-                                    f"the {caps.bytes}-byte result cap after "
-                                    f"{counted(state['scanned'], 'row')} scanned; the next "
-                                    "match did not fit"
-                                )
-                                state["rows"] += int(row_matched)
-                                return
-                            row_matched = True
-                            state["matches"] += 1
-                            lines.append(line)
-                            state["bytes"] += len(line.encode())
-                            if state["matches"] >= limit:
-                                stopped.append(
-                                    f"limit {limit} after {counted(state['scanned'], 'row')} "
-                                    "scanned; more may match"
-                                )
-                                state["rows"] += 1
-                                return
-                    except QueryTimeout:
-                        where = f"partway through row {state['scanned']}"
-                        stopped.append(out_of_time.format(where=where))
-                        state["rows"] += int(row_matched)
-                        return
-                state["rows"] += int(row_matched)
-                if deadline.expired():
-                    where = f"after {counted(state['scanned'], 'row')} scanned"
-                    stopped.append(out_of_time.format(where=where))
-                    return
-
+        scan = _Scan(columns, Matcher(regex, deadline), limit, request.context_chars, caps)
         with self.db.reading() as conn:
             ctx = RunContext(
                 conn, Tier.READ, self.db.protected, deadline, control,
@@ -358,32 +451,20 @@ class TextSearch:
                 ctx.sent = ("where", request.where)
             try:
                 try:
-                    run_statement(ctx, sql, bindings, consume)
+                    run_statement(ctx, sql, bindings, scan.consume)
                 except UnreadableText:  # TEXT that is not UTF-8: the scan again, such as bytes
-                    state.update(matches=0, rows=0, scanned=0, bytes=len(header.encode()))
-                    del lines[1:], stopped[:]
+                    scan.reset()
                     codec = text_codec(conn)
-                    reading[0] = lambda cursor: raw_rows(cursor, codec)
+                    scan.read = lambda cursor: raw_rows(cursor, codec)
                     again = RunContext(
                         conn, Tier.READ, self.db.protected, deadline, control, sent=ctx.sent,
                         rules=ctx.rules,
                     )  # fmt: skip
                     raw = raw_select(ctx.statement, 1 + len(columns))
-                    run_statement(again, raw, bindings, consume)
+                    run_statement(again, raw, bindings, scan.consume)
             except QueryTimeout:
-                if control.cancelled or not state["scanned"]:
+                if control.cancelled or not scan.scanned:
                     raise  # nothing to show: the statement itself is too slow, as in read_query
                 # the deadline stopped SQLite while it looked for the next row
-                where = f"after {counted(state['scanned'], 'row')} scanned"
-                stopped.append(out_of_time.format(where=where))
-        shown = len(lines) - 1
-        if stopped:
-            trailer = f"# {counted(shown, 'match', 'matches')} shown (stopped at {stopped[0]})"
-        else:
-            trailer = (
-                f"# {counted(shown, 'match', 'matches')} shown; "
-                f"{counted(state['matches'], 'match', 'matches')} in "
-                f"{counted(state['rows'], 'row')} of {state['scanned']} scanned"
-            )
-        detail = {"matches": state["matches"], "scanned": state["scanned"], "complete": not stopped}
-        return Outcome(csv_reply(lines, trailer), shown, detail)
+                scan.out_of_time(f"after {counted(scan.scanned, 'row')} scanned")
+        return scan.outcome()

@@ -38,6 +38,7 @@ from sqlgate.engine.snapshots.holders import holders_of
 from sqlgate.engine.snapshots.restore_carry import RestoreFacts, RestoreRecorder, stage_restore
 from sqlgate.engine.snapshots.restore_plan import (
     KEPT_FOLDER,
+    SNAPSHOT_SUFFIX,
     RestorePlan,
     plan_on,
     snapshot_path,
@@ -57,7 +58,6 @@ __all__ = [
     "take_snapshot",
 ]
 
-SNAPSHOT_SUFFIX = ".sqlite"
 BACKUP_PAGES_PER_STEP = 1024
 
 Progress = Callable[[int, int], None]  # (pages done, pages in all)

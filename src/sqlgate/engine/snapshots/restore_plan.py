@@ -3,7 +3,7 @@
 `plan_restore` only reads: the live database and the snapshot, each on a read-only
 connection. It gathers the facts (row counts of the user's tables on both sides, the rows
 of sqlgate's own tables the snapshot lacks, both database ids, whether the snapshot's memory
-chain is a prefix of the live one) and `refusal` decides, a pure function of them:
+chain is a prefix of the live one) and `restore_refusal` decides, a pure function of them:
 
 - both files carry a database id (migration 8) and the ids differ: the snapshot is another
   database's (a byte copy keeps its id), so it is refused;
@@ -48,12 +48,12 @@ __all__ = [
     "open_read_only",
     "plan_on",
     "plan_restore",
-    "refusal",
+    "restore_refusal",
     "scalar",
     "snapshot_path",
 ]
 
-SNAPSHOT_SUFFIX = ".sqlite"
+SNAPSHOT_SUFFIX = ".sqlite"  # how a snapshot file's name ends
 _EVENT_FIELDS = ("ts", "session", "kind", "content", "tags", "prev_hash", "hash")
 KEPT_FOLDER = "restored"  # <db>.snapshots/restored/: copies of before, never rotated
 # sqlgate's append-only records, carried by id into a restored file
@@ -235,7 +235,7 @@ def chain_facts(conn: apsw.Connection, snapshot_schema: str = "snap") -> ChainFa
     return ChainFacts(live_head, snap_head, first)
 
 
-def refusal(
+def restore_refusal(
     live_id: str | None, snapshot_id: str | None, chain: ChainFacts, foreign: bool
 ) -> str | None:
     """Why the snapshot must not be restored onto this database, or None (a pure decision)."""
@@ -257,7 +257,7 @@ def refusal(
 
 def plan_restore(db: Path, folder: Path, name: str) -> RestorePlan:
     """What restoring `name` onto `db` takes away and carries forward; SnapshotError when
-    the snapshot must not be restored onto it (see `refusal`), NotFound when either is
+    the snapshot must not be restored onto it (see `restore_refusal`), NotFound when either is
     missing. Reads only."""
     source = snapshot_path(folder, name, db)
     if not db.is_file():
@@ -277,7 +277,7 @@ def plan_on(live: apsw.Connection, db: Path, source: Path, name: str) -> Restore
         live_id = database_id(live) if ours else None
         snap_id = _snapshot_id(live) if ours else None
         chain = chain_facts(live) if ours else ChainFacts()
-        why = refusal(live_id, snap_id, chain, foreign)
+        why = restore_refusal(live_id, snap_id, chain, foreign)
         if why is not None:
             raise SnapshotError(
                 f"snapshot {name} cannot be restored onto {db}: {why}; nothing was restored"

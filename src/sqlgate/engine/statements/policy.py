@@ -1,7 +1,7 @@
 """The safety policy as data: which tier may do what, to which objects.
 
 The authorizer (`engine.rules.authorizer`) only records what a statement does as `Operation`
-facts; `decide` is a pure function of (tier, operation, protected names) -> `Verdict`.
+facts; `decide` is a pure function of (tier, operation, protected names) -> `Decision`.
 
     action          read  write  destr.  view   target rule
     SELECT/RECURSIVE  x     x      x      x     -
@@ -52,10 +52,10 @@ from dataclasses import dataclass
 from sqlgate.engine.names import fold_name
 
 __all__ = [
+    "Decision",
     "Operation",
     "Reference",
     "Tier",
-    "Verdict",
     "decide",
     "decide_reference",
     "server_object_message",
@@ -107,7 +107,7 @@ class Reference:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Decision:
     """A decision; `ignore`: allowed, but the value reads as NULL (SQLITE_IGNORE)."""
 
     allowed: bool
@@ -115,7 +115,7 @@ class Verdict:
     ignore: bool = False
 
 
-ALLOW = Verdict(True)
+ALLOW = Decision(True)
 
 # Schema tables SQLite itself writes while running DDL; direct DML on them is refused by
 # SQLite in defensive mode, so letting the authorizer pass them is not an opening.
@@ -225,26 +225,26 @@ def server_object_message(name: str) -> str:
     )
 
 
-def _check_pragma(op: Operation) -> Verdict:
+def _check_pragma(op: Operation) -> Decision:
     name = fold_name(op.target or "")
     if name in INTROSPECTION_PRAGMAS:
         return ALLOW
     if name in READABLE_SETTINGS and op.detail is None:
         return ALLOW
     if name in READABLE_SETTINGS:
-        return Verdict(
+        return Decision(
             False,
             f"PRAGMA {name} may be read but never set through sqlgate: no tool will set it (the "
             f"server owns the connection's settings); read it with `PRAGMA {name}` in read_query",
         )
-    return Verdict(
+    return Decision(
         False,
         f"PRAGMA {name} is not allowed: no tool will run it; only introspection pragmas "
         "(table_info, index_list, foreign_key_list, ...) and reading settings are, in read_query",
     )
 
 
-def _check_target(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdict:
+def _check_target(tier: Tier, op: Operation, protected: frozenset[str]) -> Decision:
     """Rules about which object an allowed action may touch."""
     action, target = op.action, (op.target or "")
     lowered = fold_name(target)
@@ -252,38 +252,38 @@ def _check_target(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdi
         if lowered in CATALOG:
             return ALLOW
         if _is_protected(target, protected):
-            return Verdict(False, server_object_message(target))
+            return Decision(False, server_object_message(target))
         if lowered.startswith(INTERNAL_PREFIX) and tier is not Tier.DESTRUCTIVE:
-            return Verdict(False, f"{target} is SQLite's own bookkeeping; use destructive_query")
+            return Decision(False, f"{target} is SQLite's own bookkeeping; use destructive_query")
         return ALLOW
     if action == "CREATE_INDEX":  # target: index name, detail: table
         if _is_protected(op.detail, protected):
-            return Verdict(False, server_object_message(op.detail or ""))
+            return Decision(False, server_object_message(op.detail or ""))
         if _is_protected(target, protected):
-            return Verdict(False, server_object_message(target))
+            return Decision(False, server_object_message(target))
         return ALLOW
     if action == "CREATE_TRIGGER":  # target: trigger name, detail: table
         table = op.detail or ""
         if _is_protected(table, protected) or fold_name(table).startswith(INTERNAL_PREFIX):
-            return Verdict(False, server_object_message(table))
+            return Decision(False, server_object_message(table))
         if _is_protected(target, protected):
-            return Verdict(False, server_object_message(target))
+            return Decision(False, server_object_message(target))
         return ALLOW
     if action == "ALTER_TABLE":  # target: database, detail: table
         if _is_protected(op.detail, protected):
-            return Verdict(False, server_object_message(op.detail or ""))
+            return Decision(False, server_object_message(op.detail or ""))
         return ALLOW
     if action == "CREATE_VTABLE" and fold_name(op.detail or "") not in VTABLE_MODULES:
         modules = ", ".join(sorted(VTABLE_MODULES))
-        return Verdict(
+        return Decision(
             False,
             f"virtual table module {op.detail!r} is not allowed: no tool will create one; use "
             f"one of {modules}",
         )
     if action in NAMED_OBJECT_ACTIONS and _is_protected(target, protected):
-        return Verdict(False, server_object_message(target))
+        return Decision(False, server_object_message(target))
     if action == "FUNCTION" and fold_name(op.detail or "") in FORBIDDEN_FUNCTIONS:
-        return Verdict(False, f"function {op.detail}() is never allowed: no tool will call it")
+        return Decision(False, f"function {op.detail}() is never allowed: no tool will call it")
     if action == "PRAGMA":
         return _check_pragma(op)
     return ALLOW
@@ -295,7 +295,7 @@ def _database_of(op: Operation) -> str | None:
     return op.target if op.action == "ALTER_TABLE" else op.database
 
 
-def decide(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdict:
+def decide(tier: Tier, op: Operation, protected: frozenset[str]) -> Decision:
     """Allow or deny one operation for one tier. Pure: same facts, same verdict.
 
     `protected` holds the folded names (`fold_name`) of server objects (tables, their FTS
@@ -303,7 +303,7 @@ def decide(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdict:
     this, by `engine.rules.rule_policy.decide_with_rules`.
     """
     if op.action in NEVER:
-        return Verdict(False, NEVER[op.action])
+        return Decision(False, NEVER[op.action])
     database = _database_of(op)
     temp_catalog = (
         database == "temp"
@@ -311,7 +311,7 @@ def decide(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdict:
         and fold_name(op.target or "") in CATALOG
     )
     if database not in (None, "main") and not temp_catalog:
-        return Verdict(
+        return Decision(
             False, f"only the main database may be used, not {database!r}: no tool will use it"
         )
     if (
@@ -329,7 +329,7 @@ def decide(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdict:
         return ALLOW  # ANALYZE replacing its statistics
     rule = TIER_RULES.get(op.action)
     if rule is None:
-        return Verdict(
+        return Decision(
             False,
             f"SQLite action {op.action} is not known to sqlgate's policy, so no tool will run it",
         )
@@ -339,15 +339,15 @@ def decide(tier: Tier, op: Operation, protected: frozenset[str]) -> Verdict:
     if tier not in tiers and not bookkeeping:
         if op.inside:
             hint = f"{hint} (done by trigger or view {op.inside})"
-        return Verdict(False, f"{hint}; {tier.value} does not allow it")
+        return Decision(False, f"{hint}; {tier.value} does not allow it")
     return _check_target(tier, op, protected)
 
 
-def decide_reference(ref: Reference, protected: frozenset[str]) -> Verdict:
+def decide_reference(ref: Reference, protected: frozenset[str]) -> Decision:
     """Allow or deny one foreign key an agent's statement left in the schema. Pure."""
     if not _is_protected(ref.parent, protected):
         return ALLOW
-    return Verdict(
+    return Decision(
         False,
         f"{ref.table}.{ref.column} REFERENCES {ref.parent}: a foreign key may not point at a "
         "sqlgate server object, whose rows the server deletes and rewrites (it prunes "

@@ -106,6 +106,24 @@ def check_tier(
     `protected` (folded server object names, `fold_name`) defaults to the schema's registry;
     `undo` is the --undo setting, which the advice to use destructive_query describes.
     """
+    server_names = _server_names() if protected is None else protected
+    _refuse_in_any_tier(statement, server_names)
+    if statement.kind == "UNKNOWN":
+        if tier is Tier.WRITE:
+            # its WHERE and FTS5 checks cannot be made on text preflight cannot read
+            raise InvalidArgument(
+                "write_query cannot read this statement: it does not start with an SQL verb, "
+                "or a string, quoted name or comment is not closed; check the SQL"
+            )
+        return  # let SQLite report the syntax error in its own words
+    _refuse_in_this_tier(statement, tier, server_names, undo)
+    if statement.auto_id is not None:  # a key SQLite would leave NULL: the fix, never run
+        raise InvalidArgument(auto_id_refusal(statement.auto_id))
+
+
+def _refuse_in_any_tier(statement: Statement, server_names: frozenset[str]) -> None:
+    """Refuse what no tier takes: a NUL, EXPLAIN of a change, the never-allowed kinds, TEMP
+    objects, and statements that write a server object."""
     kind = statement.kind
     if statement.has_nul:
         raise InvalidArgument("the query contains a NUL character; remove it")
@@ -128,7 +146,6 @@ def check_tier(
             f"{kind} is not allowed: TEMP objects vanish and escape the audit, so no tool will "
             "make one" + (f"; {instead}" if instead else "")
         )
-    server_names = _server_names() if protected is None else protected
     for name in statement.writes:
         if fold_name(name) in server_names:
             raise PolicyDenied(
@@ -136,14 +153,13 @@ def check_tier(
                 "trigger may write it, so no tool will run this; agents may only read it "
                 "(read_query)"
             )
-    if kind == "UNKNOWN":
-        if tier is Tier.WRITE:
-            # its WHERE and FTS5 checks cannot be made on text preflight cannot read
-            raise InvalidArgument(
-                "write_query cannot read this statement: it does not start with an SQL verb, "
-                "or a string, quoted name or comment is not closed; check the SQL"
-            )
-        return  # let SQLite report the syntax error in its own words
+
+
+def _refuse_in_this_tier(
+    statement: Statement, tier: Tier, server_names: frozenset[str], undo: str
+) -> None:
+    """Refuse, naming the tool that takes it, a statement (of a known kind) this tier does not."""
+    kind = statement.kind
     allowed = {
         Tier.READ: READ_KINDS,
         Tier.WRITE: WRITE_KINDS,
@@ -172,8 +188,6 @@ def check_tier(
         if home == "create_view":
             home = "create_view (the view's name in name, the SELECT alone in select_sql)"
         raise PolicyDenied(f"{kind} is not allowed in {tier.value}; use {home}")
-    if statement.auto_id is not None:  # a key SQLite would leave NULL: the fix, never run
-        raise InvalidArgument(auto_id_refusal(statement.auto_id))
 
 
 def _refuse_in_every_tier(statement: Statement, server_names: frozenset[str]) -> None:

@@ -37,12 +37,12 @@ from sqlglot.tokenizer_core import Token, TokenType
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.sqltext import bounded_cache, sqlite_tokens, word
 
-__all__ = ["ROWID_NAMES", "Change", "Columns", "read_change", "where_filters"]
+__all__ = ["ROWID_NAMES", "Change", "TableColumns", "read_change", "where_filters"]
 
 ROWID_NAMES = frozenset({"rowid", "oid", "_rowid_"})
 # folded table (or view, or table-valued function) name -> its folded column names, hidden
 # ones included (`pragma_table_xinfo`); a name missing here has unknown columns
-Columns = Mapping[str, frozenset[str]]
+TableColumns = Mapping[str, frozenset[str]]
 _PARAMETER_MARKS = "?$@:#"
 
 
@@ -174,7 +174,7 @@ def _from_items(holder: exp.Expr) -> Iterator[exp.Expr]:
 class _Resolver:
     """Resolves the WHERE's columns of one statement, as SQLite would, against `columns`."""
 
-    def __init__(self, change: Change, columns: Columns) -> None:
+    def __init__(self, change: Change, columns: TableColumns) -> None:
         self.change = change
         self.columns = columns
 
@@ -282,7 +282,7 @@ class _Resolver:
         return self.names_target(node)
 
 
-def where_filters(change: Change, columns: Columns) -> bool:
+def where_filters(change: Change, columns: TableColumns) -> bool:
     """Whether the WHERE of `change` names a column of its target, so that it can filter.
 
     `columns` holds the folded columns of the tables `change.tables` names (those missing

@@ -22,7 +22,7 @@ from typing import Any
 
 import apsw
 
-from sqlgate.service import Witness, counted, stored_hash, stored_head
+from sqlgate.service import Witness, chain_hash_at, counted, stored_head
 from sqlgate.surfaces.replication.witness_log import WitnessLog, last_agreement
 
 __all__ = ["WitnessVerdict", "judge"]
@@ -130,7 +130,7 @@ def judge(
         resets = tuple(log.resets())
         log_last, _ = log.last()
         shared = min(head_id, log_last)
-        agreed = last_agreement(shared, lambda k: log.hash_at(k) == stored_hash(reader, k))
+        agreed = last_agreement(shared, lambda k: log.hash_at(k) == chain_hash_at(reader, k))
         if agreed < shared:
             mismatches.append((
                 agreed + 1,
@@ -148,7 +148,7 @@ def judge(
         ):
             if not 0 < event_id <= head_id:
                 continue
-            if stored_hash(reader, event_id) != digest:
+            if chain_hash_at(reader, event_id) != digest:
                 mismatches.append((
                     event_id,
                     f"event {event_id} differs from {kept_name} ({what}; rewritten, hashes "
@@ -162,7 +162,7 @@ def judge(
     mismatch = min(mismatches) if mismatches else None
     if mismatch is not None:
         witnessed = min(witnessed, mismatch[0] - 1)
-    witnessed_hash = stored_hash(reader, witnessed) or ""
+    witnessed_hash = chain_hash_at(reader, witnessed) or ""
     return WitnessVerdict(
         head_id, head_hash, witnessed, witnessed_hash, tuple(sources), mismatch, lost, seen,
         resets,

@@ -32,7 +32,7 @@ from typing import TypeGuard
 import apsw
 
 from sqlgate.errors import SqlgateError, StartupError
-from sqlgate.service import GENESIS, WitnessFile, connect_read_only, stored_hash, stored_links
+from sqlgate.service import GENESIS, WitnessFile, chain_hash_at, connect_read_only, stored_links
 
 __all__ = ["MirrorPass", "WitnessLog", "mirror_once"]
 
@@ -181,7 +181,7 @@ def mirror_once(
         return MirrorPass(0, last_id)
     reader.execute("BEGIN")  # one snapshot of the chain for the whole pass
     try:
-        head = stored_hash(reader, witness.head_id)
+        head = chain_hash_at(reader, witness.head_id)
         if head is None:
             return MirrorPass(0, last_id, waiting=True)  # an append in flight
         if head != witness.head_hash:
@@ -194,7 +194,7 @@ def mirror_once(
             )
         agreed = last_agreement(
             min(last_id, witness.head_id),
-            lambda k: log.hash_at(k) == stored_hash(reader, k),
+            lambda k: log.hash_at(k) == chain_hash_at(reader, k),
         )
         if agreed < last_id:
             if agreed == witness.head_id:
