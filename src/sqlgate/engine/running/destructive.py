@@ -143,8 +143,16 @@ class DestructiveQuery:
         control: CallControl,
     ) -> Outcome:
         budget = undo_budget(self.settings)
-        overflow = f"the changeset grew past {budget // MIB} MiB (--undo-max-mb)"
-        plan = RowUndo("destructive_query", statement.kind, budget, overflow, self._prune)
+        plan = RowUndo(
+            tool="destructive_query",
+            kind=statement.kind,
+            budget=budget,
+            overflow=UndoFallback(f"the changeset grew past {budget // MIB} MiB (--undo-max-mb)"),
+            limit=None,
+            max_rewrites=None,
+            undo=self.settings.undo,
+            prune=self._prune,
+        )
         # a Session beside our preupdate hook crashes apsw: the destructive tier has none
         ctx = self.runner.context(conn, Tier.DESTRUCTIVE, control)
         done = self.keeping.capture(conn, ctx, text, bindings, plan, self.runner.collect)

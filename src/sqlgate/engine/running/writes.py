@@ -98,15 +98,11 @@ class RowUndo:
     tool: str  # whose undo data it is: pruned with that tool's
     kind: str  # the statement's kind, kept with its changeset
     budget: int  # bytes the session may hold while the statement runs
-    overflow: str  # why no changeset was kept when the session outgrew the budget
+    overflow: UndoFallback  # what is raised when the session outgrows the budget
+    limit: int | None  # the most bytes the changeset may take once built (None: no more)
+    max_rewrites: int | None  # existing rows it may change (None: no mass-rewrite guard)
+    undo: str  # --undo, which the mass-rewrite refusal's advice describes
     prune: Callable[[apsw.Connection, StoredChangeset], None]  # on this record's turn
-    advice: str = SPLIT_ADVICE  # the next step a refusal names, on overflow
-    limit: int | None = None  # the most bytes the changeset may take once built
-    max_rewrites: int | None = None  # existing rows it may change (the mass-rewrite guard)
-    undo: str = "rows"  # --undo, which the mass-rewrite refusal's advice describes
-
-    def too_large(self) -> UndoFallback:
-        return UndoFallback(self.overflow, self.advice)
 
 
 @dataclass(frozen=True)
@@ -153,13 +149,13 @@ class UndoKeeping:
                     returned = run_statement(ctx, text, bindings, lambda c: collect(ctx, c))
                 except QueryTimeout:
                     if capture.overflow and not ctx.control.cancelled:
-                        raise plan.too_large() from None
+                        raise plan.overflow from None
                     raise
                 changes, rowid = conn.changes(), conn.last_insert_rowid()
             changeset = capture.changeset
             # an INSERT's session holds only keys: its changeset reads the rows when built
             if capture.overflow or (plan.limit is not None and len(changeset) > plan.limit):
-                raise plan.too_large()
+                raise plan.overflow
             read = _judged(conn, ctx, changeset, facts, plan)
             keys.check()
             if plan.max_rewrites is not None and read.rewrites > plan.max_rewrites:
@@ -259,16 +255,20 @@ class UndoingWrites:
         control: CallControl,
     ) -> Outcome:
         budget = self.budget()
-        plan = RowUndo(
-            "write_query",
-            statement.kind,
-            budget,
+        overflow = UndoFallback(
             f"the change is larger than the {max(1, budget // MIB)} MiB undo budget "
             "(--write-undo-mb)",
-            lambda conn, stored: self.prune(conn, stored.id, stored.bytes),
+            SPLIT_ADVICE,
+        )
+        plan = RowUndo(
+            tool="write_query",
+            kind=statement.kind,
+            budget=budget,
+            overflow=overflow,
             limit=budget,
             max_rewrites=self.settings.max_update_rows,
             undo=self.settings.undo,
+            prune=lambda conn, stored: self.prune(conn, stored.id, stored.bytes),
         )
         ctx = self.runner.context(conn, Tier.WRITE, control)
         done = self.keeping.capture(conn, ctx, text, bindings, plan, self.runner.collect)
