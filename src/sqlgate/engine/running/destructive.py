@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -29,7 +29,7 @@ from sqlgate.engine.running.if_exists import (
 )
 from sqlgate.engine.running.outcome import Outcome, unchanged
 from sqlgate.engine.running.runner import DML_KINDS, Runner, summary_line
-from sqlgate.engine.running.writes import MIB, RowUndo, UndoHint, UndoKeeping, undo_budget
+from sqlgate.engine.running.writes import MIB, RowUndo, UndoKeeping, undo_budget
 from sqlgate.engine.snapshots import rotate_snapshots, take_snapshot
 from sqlgate.engine.statements import Operation, Statement, Tier
 from sqlgate.engine.undo import (
@@ -40,6 +40,9 @@ from sqlgate.engine.undo import (
     written_tables,
 )
 from sqlgate.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from sqlgate.engine.running.writes import UndoHint
 
 __all__ = ["DestructiveQuery", "Progress"]
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -62,7 +62,6 @@ __all__ = [
     "MIB",
     "ROW_KINDS",
     "RowUndo",
-    "UndoHint",
     "UndoKeeping",
     "UndoingWrites",
     "Written",
@@ -73,8 +72,9 @@ __all__ = [
 MIB = 1024 * 1024
 ROW_KINDS = frozenset({"INSERT", "REPLACE", "UPDATE"})
 DDL_KINDS = frozenset({"CREATE TABLE", "CREATE INDEX", "CREATE VIRTUAL TABLE"})
-# the agent's answer once its audit id is known: the summary with how to undo the call
-UndoHint = Callable[[str, int], Callable[[int | None], str]]
+if TYPE_CHECKING:  # a type only: nothing reads it at run time
+    # the agent's answer once its audit id is known: the summary with how to undo the call
+    UndoHint = Callable[[str, int], Callable[[int | None], str]]
 
 
 def not_undoable(fallback: UndoFallback) -> NotUndoable:
