@@ -62,7 +62,7 @@ class SqlTiers:
         # write_query and destructive_query keep their undo data alike, with one cache
         keeping = UndoKeeping(session, wall_clock, chunk_size(self.settings.max_value_bytes))
         self.writes = UndoingWrites(self.runner, keeping, self.undo_text)
-        self.destructives = DestructiveQuery(
+        self.destructive_query = DestructiveQuery(
             self.runner, keeping, self.undo_text, lambda: self.db_option
         )
         self._quoted_db: str | None = None  # `--db PATH`, the path absolute, for the shell
@@ -164,7 +164,7 @@ class SqlTiers:
     ) -> Outcome:
         """destructive_query (`engine.running.destructive`): `confirm` may veto (raise);
         `progress(pages done, pages in all)` follows a whole-file snapshot."""
-        return self.destructives.run(sql, reason, bindings, control, confirm, progress)
+        return self.destructive_query.run(sql, reason, bindings, control, confirm, progress)
 
     def check_destructive(
         self, sql: object, reason: object, bindings: Bindings, control: CallControl
@@ -172,11 +172,11 @@ class SqlTiers:
         """Raise what `destructive` would raise before its snapshot; nothing runs. False
         when the call would change nothing (a DROP ... IF EXISTS of nothing, a CREATE ...
         IF NOT EXISTS of what exists)."""
-        return self.destructives.check(sql, reason, bindings, control)
+        return self.destructive_query.check(sql, reason, bindings, control)
 
     def snapshot(self, spare: int = 0, progress: Progress | None = None) -> Path:
         """Snapshot the database now, keeping the newest `--snapshots-keep` (plus `spare`)."""
-        return self.destructives.snapshot(spare, progress)
+        return self.destructive_query.snapshot(spare, progress)
 
     # -- the undo hint -----------------------------------------------------------------
     @property

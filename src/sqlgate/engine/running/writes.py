@@ -156,7 +156,7 @@ class UndoKeeping:
             # an INSERT's session holds only keys: its changeset reads the rows when built
             if capture.overflow or (plan.limit is not None and len(changeset) > plan.limit):
                 raise plan.overflow
-            read = _judged(conn, ctx, changeset, facts, plan)
+            read = _judged(conn, ctx, changeset, facts)
             keys.check()
             if plan.max_rewrites is not None and read.rewrites > plan.max_rewrites:
                 raise mass_rewrite(plan.max_rewrites, plan.undo)
@@ -184,9 +184,7 @@ class UndoKeeping:
         )
 
 
-def _judged(
-    conn: apsw.Connection, ctx: RunContext, changeset: bytes, facts: WriteFacts, plan: RowUndo
-) -> Summary:
+def _judged(conn: apsw.Connection, ctx: RunContext, changeset: bytes, facts: WriteFacts) -> Summary:
     """The changeset read once, after refusing what the statement may not change (a guarded
     table's rows, a foreign key to a server table) or what no changeset can restore."""
     # foreign keys are never shown to the authorizer: judged as stored, before COMMIT
