@@ -162,6 +162,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "engine/server_columns.py": ("tests/engine/test_server_columns.py",),
     "engine/undo/checks.py": _UNDO,
     "engine/undo/restore.py": _UNDO,
+    "engine/undo/lookup.py": _UNDO,
     "engine/undo/ddl.py": _UNDO_DDL,
     "engine/undo/ddl_checks.py": _UNDO_DDL,
     # text that is not UTF-8 (issue 30): the changesets the undo reads, the rows it digests

@@ -8,11 +8,14 @@ import json
 import re
 import shlex
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from sqlgate.config import Settings
 from sqlgate.engine.framing import counted
+from sqlgate.engine.running.writes import undo_budget
 from sqlgate.engine.undo.writes import PRUNE_EVERY, prune_writes
 from sqlgate.errors import (
     MassRewrite,
@@ -508,6 +511,25 @@ def test_one_call_s_undo_budget_is_write_undo_mb_in_bytes(
 ) -> None:
     service = make_service(write_undo_mb=mb, undo_max_mb=64, heap_limit_mb=256)
     assert service.sql.writes.budget() == expected
+
+
+@pytest.mark.parametrize(
+    ("undo_mb", "heap_mb", "expected_mb"),
+    [
+        pytest.param(64, 256, 64, id="both-the-same"),
+        pytest.param(64, 1024, 64, id="undo-max-mb-the-smaller"),
+        pytest.param(64, 100, 25, id="a-quarter-of-the-heap-the-smaller"),
+        pytest.param(8, 7, 1, id="a-quarter-rounded-down"),
+        pytest.param(8, 3, 1, id="at-least-one-mib"),
+        pytest.param(1, 256, 1, id="one-mib-asked"),
+    ],
+)
+def test_a_call_s_session_budget_is_undo_max_mb_and_at_most_a_quarter_of_the_heap(
+    settings: Settings, undo_mb: int, heap_mb: int, expected_mb: int
+) -> None:
+    """What one call's session may hold, write_query's and destructive_query's alike."""
+    chosen = replace(settings, undo_max_mb=undo_mb, heap_limit_mb=heap_mb)
+    assert undo_budget(chosen) == expected_mb * 1_048_576
 
 
 def test_an_update_whose_old_rows_outgrow_the_budget_is_refused(

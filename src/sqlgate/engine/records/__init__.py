@@ -49,6 +49,8 @@ if TYPE_CHECKING:
         AuditFilter,
         AuditReader,
         call_outcome,
+        one_call,
+        succeeded_calls,
     )
     from sqlgate.engine.records.identity import (
         AGENT_FINDS_CALLS,
@@ -91,9 +93,11 @@ __all__ = [
     "database_id",
     "json_value",
     "looks_like_member_token",
+    "one_call",
     "parse_call_ref",
     "queue_path",
     "session_now",
+    "succeeded_calls",
     "tier_allows",
     "utc_timestamp",
     "working_member_count",
@@ -122,6 +126,8 @@ BEHIND_THE_DOOR = {
         "OUTCOME_SQL",
         "REFUSED_SQL",
         "call_outcome",
+        "one_call",
+        "succeeded_calls",
     ),
     "identity": ("AGENT_FINDS_CALLS", "LIST_CALLS", "database_id", "parse_call_ref"),
     "members": (

@@ -20,7 +20,8 @@ the actor's calls.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,8 @@ __all__ = [
     "AuditFilter",
     "AuditReader",
     "call_outcome",
+    "one_call",
+    "succeeded_calls",
 ]
 
 OUTCOMES = ("ok", "refused", "error")
@@ -213,3 +216,25 @@ class AuditReader:
         counts = {o: sum(actor[o] for actor in actors) for o in OUTCOMES}
         return {"calls": sum(counts.values()), **counts, "queued": queued_rows(db),
                 "actors": actors}  # fmt: skip
+
+
+def one_call(
+    conn: apsw.Connection, audit_id: int, columns: Sequence[str]
+) -> tuple[Any, ...] | None:
+    """`columns` (by name, as `AuditReader.column_sql` knows them) of the call `audit_id`;
+    None when the log has no such call."""
+    shown = ", ".join(AuditReader().column_sql(name) for name in columns)
+    row = conn.execute(f"SELECT {shown} FROM query_log WHERE id = ?", (audit_id,)).fetchone()
+    return None if row is None else tuple(row)
+
+
+def succeeded_calls(conn: apsw.Connection, tools: Sequence[str]) -> Iterator[tuple[int, Any]]:
+    """(id, detail) of the calls of `tools` that succeeded, newest first, read as the
+    caller walks them (it may stop early)."""
+    names = json.dumps(list(tools))
+    for audit_id, detail in conn.execute(
+        "SELECT id, detail FROM query_log WHERE tool IN (SELECT value FROM json_each(?)) "
+        "AND ok = 1 ORDER BY id DESC",
+        (names,),
+    ):
+        yield int(audit_id), detail

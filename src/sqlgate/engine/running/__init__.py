@@ -5,11 +5,17 @@ modules are private to it.
 
     execute          Running agent SQL: one statement, prepared uncached under the tier's
                      authorizer.
+    runner           One statement of a tier on a connection: read for its tier, its context, its
+                     rows, its line.
     queries          The three SQL tiers: read, write and destructive statements from start to
                      result.
-    writes           write_query with its undo data (issue 19): every row change keeps its
-                     changeset, and every CREATE keeps the catalog rows it made, in the statement's
-                     own transaction.
+    writes           The write path with its undo data (issue 19): one capture for every tool that
+                     changes rows, and write_query's statements, each kept with what undoes it in
+                     its own transaction.
+    destructive      destructive_query: a statement checked on a dry prepare, then run with what
+                     undoes it.
+    if_exists        Statements that change nothing: a `DROP <kind> IF EXISTS` of what the main
+                     schema does not hold, a `CREATE <kind> IF NOT EXISTS` of a name it holds.
     guard_rows       Rows of guarded tables a statement did change, judged after it ran, before its
                      COMMIT.
     where_check      write_query's check that an UPDATE's WHERE can filter: the facts, then

@@ -329,20 +329,12 @@ def mass_rewrite(limit: int, undo: str = "rows") -> MassRewrite:
     )
 
 
-def run_statement(
-    ctx: RunContext,
-    sql: str,
-    bindings: Bindings,
-    consume: Callable[[apsw.Cursor], T],
-) -> T:
-    """Prepare and run `sql` under the tier's policy and budgets; `consume` reads the cursor.
-
-    `consume` runs while the authorizer and the deadline are still installed, since fetching
-    rows is where nested statements and long scans actually happen.
-    """
+def _only_one_statement(
+    ctx: RunContext, sql: str, watch: HiddenWatch | None
+) -> Callable[[apsw.Cursor, str, apsw.Bindings | None], bool]:
+    """The cursor's exec trace: SQLite's own split proves `sql` is one statement, which the
+    hidden-column watch passes; the statement's text and columns go into `ctx`."""
     recorder = ctx.recorder
-    watch = HiddenWatch(ctx.conn, ctx.rules) if ctx.rules.hides else None
-    cursor = ctx.conn.cursor()
     traced: list[str] = []
 
     def only_one_statement(cursor: apsw.Cursor, text: str, __: apsw.Bindings | None) -> bool:
@@ -362,7 +354,24 @@ def run_statement(
             ctx.columns = []
         return True
 
-    cursor.exec_trace = only_one_statement
+    return only_one_statement
+
+
+def run_statement(
+    ctx: RunContext,
+    sql: str,
+    bindings: Bindings,
+    consume: Callable[[apsw.Cursor], T],
+) -> T:
+    """Prepare and run `sql` under the tier's policy and budgets; `consume` reads the cursor.
+
+    `consume` runs while the authorizer and the deadline are still installed, since fetching
+    rows is where nested statements and long scans actually happen.
+    """
+    recorder = ctx.recorder
+    watch = HiddenWatch(ctx.conn, ctx.rules) if ctx.rules.hides else None
+    cursor = ctx.conn.cursor()
+    cursor.exec_trace = _only_one_statement(ctx, sql, watch)
     if ctx.tier is not Tier.READ:
         ctx.conn.set_last_insert_rowid(NO_ROWID)  # what the statement inserts, or nothing
     try:

@@ -1,36 +1,43 @@
-"""write_query with its undo data (issue 19): every row change keeps its changeset, and every
-CREATE keeps the catalog rows it made, in the statement's own transaction.
+"""The write path with its undo data (issue 19): one capture for every tool that changes rows,
+and write_query's statements, each kept with what undoes it in its own transaction.
 
-    rows     INSERT, UPDATE, upsert, REPLACE: an `apsw.Session` records the rows the statement
-             (its triggers and foreign-key actions too) changes; the mass-rewrite guard counts
-             the changeset (`engine.undo.writes`); stored by `engine.undo.capture.store_changeset`
+    capture  `UndoKeeping.capture`, for write_query and destructive_query alike: an
+             `apsw.Session` records the rows the statement (its triggers and foreign-key
+             actions too) changes, within the tool's budget (`RowUndo`); the rows are judged
+             (guarded tables, NULL keys, virtual tables; write_query's mass-rewrite guard counts
+             the changeset, `engine.undo.writes`); the changeset is stored by
+             `engine.undo.capture.store_changeset` and pruned on the tool's turn
+    rows     write_query's INSERT, UPDATE, upsert, REPLACE: kept by that capture
     schema   CREATE TABLE / INDEX / VIRTUAL TABLE: the catalog rows it added
              (`engine.undo.ddl`); the undo drops exactly those, or refuses
 
 A call that changed nothing keeps nothing and offers no undo. A change no changeset can undo
 (`UndoFallback`: a row whose PRIMARY KEY holds NULL, `engine.undo.keys`; a virtual table;
-a change over the undo budget) is refused (`NotUndoable`), rolled back, naming why and what
-to do: write_query never changes what it cannot undo. Only with write undo turned off
-(`off_reason`) does the caller run a write without undo data, saying so in its answer.
+a change over the undo budget) is refused by write_query (`NotUndoable`), rolled back, naming
+why and what to do: write_query never changes what it cannot undo. Only with write undo turned
+off (`off_reason`) does `engine.running.queries` run a write without undo data, saying so in
+its answer. destructive_query takes a whole-file snapshot instead (`engine.running.destructive`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
 from sqlgate.config import Settings
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.csvout import CsvResult
-from sqlgate.engine.limits import CallControl
+from sqlgate.engine.limits import CallControl, Clock
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.records import utc_timestamp
 from sqlgate.engine.rules import check_references
-from sqlgate.engine.running.execute import RunContext, mass_rewrite, run_statement
+from sqlgate.engine.running.execute import Bindings, RunContext, mass_rewrite, run_statement
 from sqlgate.engine.running.guard_rows import guarding, refuse_changed_rows
 from sqlgate.engine.running.outcome import Outcome, unchanged
+from sqlgate.engine.running.runner import Runner, summary_line
 from sqlgate.engine.statements import Statement, Tier
 from sqlgate.engine.undo import (
     SPLIT_ADVICE,
@@ -43,17 +50,31 @@ from sqlgate.engine.undo import (
     capturing,
     capturing_schema,
     prune_writes,
+    store_changeset,
     store_created,
     summarize,
     written_tables,
 )
 from sqlgate.errors import NotUndoable, QueryTimeout
 
-__all__ = ["DDL_KINDS", "ROW_KINDS", "UndoingWrites", "WriteHost", "not_undoable"]
+__all__ = [
+    "DDL_KINDS",
+    "MIB",
+    "ROW_KINDS",
+    "RowUndo",
+    "UndoKeeping",
+    "UndoingWrites",
+    "Written",
+    "not_undoable",
+    "undo_budget",
+]
 
 MIB = 1024 * 1024
 ROW_KINDS = frozenset({"INSERT", "REPLACE", "UPDATE"})
 DDL_KINDS = frozenset({"CREATE TABLE", "CREATE INDEX", "CREATE VIRTUAL TABLE"})
+if TYPE_CHECKING:  # a type only: nothing reads it at run time
+    # the agent's answer once its audit id is known: the summary with how to undo the call
+    UndoHint = Callable[[str, int], Callable[[int | None], str]]
 
 
 def not_undoable(fallback: UndoFallback) -> NotUndoable:
@@ -64,52 +85,127 @@ def not_undoable(fallback: UndoFallback) -> NotUndoable:
     )
 
 
-class WriteHost(Protocol):
-    """What the write path needs of `engine.running.queries.SqlTiers`."""
+def undo_budget(settings: Settings) -> int:
+    """Bytes one call's session may hold: --undo-max-mb, and at most a quarter of the SQLite
+    heap limit (the changeset is built beside the session, under the same limit)."""
+    return min(settings.undo_max_mb, max(1, settings.heap_limit_mb // 4)) * MIB
 
-    settings: Settings
+
+@dataclass(frozen=True)
+class RowUndo:
+    """How one tool keeps the changeset of its statement (`UndoKeeping.capture`)."""
+
+    tool: str  # whose undo data it is: pruned with that tool's
+    kind: str  # the statement's kind, kept with its changeset
+    budget: int  # bytes the session may hold while the statement runs
+    overflow: UndoFallback  # what is raised when the session outgrows the budget
+    limit: int | None  # the most bytes the changeset may take once built (None: no more)
+    max_rewrites: int | None  # existing rows it may change (None: no mass-rewrite guard)
+    undo: str  # --undo, which the mass-rewrite refusal's advice describes
+    prune: Callable[[apsw.Connection, StoredChangeset], None]  # on this record's turn
+
+
+@dataclass(frozen=True)
+class Written:
+    """A statement run by the capture: what it returned, and the changeset it kept (None:
+    it changed no row, and there is nothing to undo)."""
+
+    returned: CsvResult | None
+    changes: int
+    rowid: int
+    stored: StoredChangeset | None
+
+
+@dataclass
+class UndoKeeping:
+    """The undo data the tools that write keep, on one database: who keeps it and when, the
+    chunk size it is stored in, and the schema facts it is judged by (read once per schema
+    version)."""
+
     session: str
-    wall_clock: Callable[[], float]
-    shapes: ShapeCache
+    wall_clock: Clock
+    chunk: int
+    shapes: ShapeCache = field(default_factory=ShapeCache)
+    facts: WriteFacts = field(default_factory=WriteFacts)
 
-    def context(
-        self, conn: apsw.Connection, tier: Tier, control: CallControl, guard: bool = False
-    ) -> RunContext: ...
-
-    def collect(self, ctx: RunContext, cursor: apsw.Cursor) -> CsvResult | None: ...
-
-    def summary(
-        self, statement: Statement, returned: CsvResult | None, changes: int, rowid: int
-    ) -> str: ...
-
-    def undo_budget(self) -> int: ...
-
-    def keep_changeset(
+    def capture(
         self,
         conn: apsw.Connection,
-        changeset: bytes,
-        kind: str,
-        summary: Summary,
-        tool: str,
-    ) -> StoredChangeset: ...
+        ctx: RunContext,
+        text: str,
+        bindings: Bindings,
+        plan: RowUndo,
+        collect: Callable[[RunContext, apsw.Cursor], CsvResult | None],
+    ) -> Written:
+        """Run the statement in its own transaction with a session recording every row it
+        changes; refuse what the changeset cannot undo (`UndoFallback`, rolled back); keep
+        the changeset, when there is one, before COMMIT."""
+        assert ctx.rewrite is None, "never capture a changeset with the rewrite guard installed"
+        with immediate_transaction(conn):
+            facts = self.facts.refresh(conn)  # under the write lock: no schema change between
+            keys = NullKeyWatch(conn, facts.null_keys)
+            with capturing(conn, plan.budget) as capture:
+                try:
+                    returned = run_statement(ctx, text, bindings, lambda c: collect(ctx, c))
+                except QueryTimeout:
+                    if capture.overflow and not ctx.control.cancelled:
+                        raise plan.overflow from None
+                    raise
+                changes, rowid = conn.changes(), conn.last_insert_rowid()
+            changeset = capture.changeset
+            # an INSERT's session holds only keys: its changeset reads the rows when built
+            if capture.overflow or (plan.limit is not None and len(changeset) > plan.limit):
+                raise plan.overflow
+            read = _judged(conn, ctx, changeset, facts)
+            keys.check()
+            if plan.max_rewrites is not None and read.rewrites > plan.max_rewrites:
+                raise mass_rewrite(plan.max_rewrites, plan.undo)
+            stored = None
+            if changeset:
+                stored = self.store(conn, changeset, plan.kind, read, plan.tool)
+                plan.prune(conn, stored)
+        return Written(returned, changes, rowid, stored)
 
-    def undo_text(self, summary: str, changeset_id: int) -> Callable[[int | None], str]: ...
+    def store(
+        self, conn: apsw.Connection, changeset: bytes, kind: str, summary: Summary, tool: str
+    ) -> StoredChangeset:
+        """Store one call's changeset (`engine.undo.capture.store_changeset`) in its
+        transaction."""
+        return store_changeset(
+            conn,
+            changeset,
+            ts=utc_timestamp(self.wall_clock()),
+            session=self.session,
+            kind=kind,
+            chunk=self.chunk,
+            shapes=self.shapes,
+            summary=summary,
+            tool=tool,
+        )
 
-    def rehearse(
-        self, conn: apsw.Connection, text: str, bindings: Any, control: CallControl
-    ) -> None: ...
+
+def _judged(conn: apsw.Connection, ctx: RunContext, changeset: bytes, facts: WriteFacts) -> Summary:
+    """The changeset read once, after refusing what the statement may not change (a guarded
+    table's rows, a foreign key to a server table) or what no changeset can restore."""
+    # foreign keys are never shown to the authorizer: judged as stored, before COMMIT
+    check_references(conn, ctx.recorder.operations, ctx.protected)
+    refuse_changed_rows(conn, changeset, ctx.rules, ctx.recorder.operations)
+    read = summarize(changeset)
+    written = written_tables(ctx.recorder.operations)
+    why = facts.unrestorable(written | {fold_name(name) for name in read.tables})
+    if why is not None:
+        raise UndoFallback(why)
+    return read
 
 
 class UndoingWrites:
     """write_query's statements run with what undoes them."""
 
-    def __init__(self, host: WriteHost) -> None:
-        self.host = host
-        self.facts = WriteFacts()
-
-    @property
-    def settings(self) -> Settings:
-        return self.host.settings
+    def __init__(self, runner: Runner, keeping: UndoKeeping, hint: UndoHint) -> None:
+        self.runner = runner
+        self.settings = runner.settings
+        self.keeping = keeping
+        self.hint = hint
 
     def off_reason(self, statement: Statement) -> str | None:
         """Why this write keeps no undo data at all, or None when it tries to."""
@@ -124,21 +220,14 @@ class UndoingWrites:
     def budget(self) -> int:
         """Bytes one write_query's changeset may take: the destructive budget, and at most
         the whole write budget (--write-undo-mb)."""
-        return min(self.host.undo_budget(), self.settings.write_undo_mb * MIB)
-
-    def _overflow(self) -> UndoFallback:
-        mib = max(1, self.budget() // MIB)
-        return UndoFallback(
-            f"the change is larger than the {mib} MiB undo budget (--write-undo-mb)",
-            SPLIT_ADVICE,
-        )
+        return min(undo_budget(self.settings), self.settings.write_undo_mb * MIB)
 
     def run(
         self,
         conn: apsw.Connection,
         text: str,
         statement: Statement,
-        bindings: Any,
+        bindings: Bindings,
         control: CallControl,
     ) -> Outcome:
         if statement.kind in DDL_KINDS:
@@ -147,7 +236,7 @@ class UndoingWrites:
             return self._rows(conn, text, statement, bindings, control)
         except UndoFallback as fallback:  # its transaction is rolled back: nothing changed
             # a guarded table's refusal comes first: no tool takes such a change
-            self.host.rehearse(conn, text, bindings, control)
+            self.runner.rehearse(conn, text, bindings, control)
             raise not_undoable(fallback) from None
 
     def prune(self, conn: apsw.Connection, changeset_id: int, size: int) -> None:
@@ -160,62 +249,45 @@ class UndoingWrites:
         conn: apsw.Connection,
         text: str,
         statement: Statement,
-        bindings: Any,
+        bindings: Bindings,
         control: CallControl,
     ) -> Outcome:
-        host = self.host
-        ctx = host.context(conn, Tier.WRITE, control)
-        assert ctx.rewrite is None, "never capture a changeset with the rewrite guard installed"
         budget = self.budget()
-        with immediate_transaction(conn):
-            facts = self.facts.refresh(conn)  # under the write lock: no schema change between
-            keys = NullKeyWatch(conn, facts.null_keys)
-            with capturing(conn, budget) as capture:
-                try:
-                    returned = run_statement(ctx, text, bindings, lambda c: host.collect(ctx, c))
-                except QueryTimeout:
-                    if capture.overflow and not control.cancelled:
-                        raise self._overflow() from None
-                    raise
-                changes, rowid = conn.changes(), conn.last_insert_rowid()
-            # an INSERT's session holds only keys: its changeset reads the rows when built
-            if capture.overflow or len(capture.changeset) > budget:
-                raise self._overflow()
-            # foreign keys are never shown to the authorizer: judged as stored, before COMMIT
-            check_references(conn, ctx.recorder.operations, ctx.protected)
-            refuse_changed_rows(conn, capture.changeset, ctx.rules, ctx.recorder.operations)
-            read = summarize(capture.changeset)
-            written = written_tables(ctx.recorder.operations)
-            why = facts.unrestorable(written | {fold_name(name) for name in read.tables})
-            if why is not None:
-                raise UndoFallback(why)
-            keys.check()
-            if read.rewrites > self.settings.max_update_rows:
-                raise mass_rewrite(self.settings.max_update_rows, self.settings.undo)
-            stored = None
-            if capture.changeset:
-                stored = host.keep_changeset(
-                    conn, capture.changeset, statement.kind, read, tool="write_query"
-                )
-                self.prune(conn, stored.id, stored.bytes)
-        summary = host.summary(statement, returned, changes, rowid)
-        if stored is None:  # nothing changed: nothing to undo
-            return self._answer(unchanged(summary, changes), statement, changes, None)
-        return self._answer(summary, statement, changes, stored.id)
+        overflow = UndoFallback(
+            f"the change is larger than the {max(1, budget // MIB)} MiB undo budget "
+            "(--write-undo-mb)",
+            SPLIT_ADVICE,
+        )
+        plan = RowUndo(
+            tool="write_query",
+            kind=statement.kind,
+            budget=budget,
+            overflow=overflow,
+            limit=budget,
+            max_rewrites=self.settings.max_update_rows,
+            undo=self.settings.undo,
+            prune=lambda conn, stored: self.prune(conn, stored.id, stored.bytes),
+        )
+        ctx = self.runner.context(conn, Tier.WRITE, control)
+        done = self.keeping.capture(conn, ctx, text, bindings, plan, self.runner.collect)
+        summary = summary_line(statement, done.returned, done.changes, done.rowid)
+        if done.stored is None:  # nothing changed: nothing to undo
+            return self._answer(unchanged(summary, done.changes), statement, done.changes, None)
+        return self._answer(summary, statement, done.changes, done.stored.id)
 
     def _schema(
         self,
         conn: apsw.Connection,
         text: str,
         statement: Statement,
-        bindings: Any,
+        bindings: Bindings,
         control: CallControl,
     ) -> Outcome:
-        host = self.host
-        ctx = host.context(conn, Tier.WRITE, control, guard=True)
+        runner, keeping = self.runner, self.keeping
+        ctx = runner.context(conn, Tier.WRITE, control, guard=True)
         with immediate_transaction(conn):
             with guarding(conn, ctx.rules), capturing_schema(conn) as created:
-                returned = run_statement(ctx, text, bindings, lambda c: host.collect(ctx, c))
+                returned = run_statement(ctx, text, bindings, lambda c: runner.collect(ctx, c))
                 changes, rowid = conn.changes(), conn.last_insert_rowid()
             check_references(conn, ctx.recorder.operations, ctx.protected)
             record = None
@@ -223,13 +295,13 @@ class UndoingWrites:
                 record = store_created(
                     conn,
                     created.objects,
-                    ts=utc_timestamp(host.wall_clock()),
-                    session=host.session,
+                    ts=utc_timestamp(keeping.wall_clock()),
+                    session=keeping.session,
                     tool="write_query",
                     kind=statement.kind,
                 )
                 self.prune(conn, record, 0)  # a catalog record: small, pruned on its turn
-        summary = host.summary(statement, returned, changes, rowid)
+        summary = summary_line(statement, returned, changes, rowid)
         return self._answer(summary, statement, 0, record)
 
     def _answer(
@@ -241,5 +313,5 @@ class UndoingWrites:
         if changeset_id is None:
             return Outcome(summary, rows, detail)
         detail["undo"] = changeset_id
-        finish = self.host.undo_text(summary, changeset_id)
+        finish = self.hint(summary, changeset_id)
         return Outcome(finish(None), rows, detail, finish=finish)

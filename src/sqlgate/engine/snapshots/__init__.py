@@ -22,6 +22,7 @@ from sqlgate.engine.front_door import front_door
 
 if TYPE_CHECKING:
     from sqlgate.engine.snapshots.files import (
+        Progress,
         RestoreFacts,
         RestoreResult,
         list_kept,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from sqlgate.engine.snapshots.restore_plan import RestorePlan, plan_restore
 
 __all__ = [
+    "Progress",
     "RestoreFacts",
     "RestorePlan",
     "RestoreResult",
@@ -46,6 +48,7 @@ __all__ = [
 
 BEHIND_THE_DOOR = {
     "files": (
+        "Progress",
         "RestoreFacts",
         "RestoreResult",
         "list_kept",

@@ -3,7 +3,8 @@
 The package's front door: what other rooms may import (`engine.front_door`). Its
 modules are private to it.
 
-    capture          Row-level undo, capture side: the changeset of one destructive DML statement.
+    capture          Row-level undo, capture side: the changeset of one statement, stored with what
+                     its undo checks.
     checks           What an undo checks before it writes a row, and what the call records for it.
     ddl              Undo of additive DDL: CREATE TABLE / INDEX / VIRTUAL TABLE in write_query, and
                      create_view.
@@ -14,6 +15,8 @@ modules are private to it.
     states           Which changesets were applied back (the console's destructive page).
     restore          Row-level undo, restore side: `sqlgate undo AUDIT_ID` and `sqlgate undo
                      --list`.
+    lookup           Which undo data a call kept: the call the user named (`UndoTarget`), the
+                     changeset its audit row points to, and the calls that can still be undone.
     writes           Row-level undo of write_query: every INSERT, UPDATE, upsert and REPLACE keeps
                      its changeset.
     changesets       A reader of the session extension's changesets that survives text that is not
@@ -44,7 +47,8 @@ if TYPE_CHECKING:
     from sqlgate.engine.undo.changesets import read_changeset
     from sqlgate.engine.undo.ddl import capturing_schema, store_created
     from sqlgate.engine.undo.keys import NullKeyWatch
-    from sqlgate.engine.undo.restore import UndoRestore, UndoTarget
+    from sqlgate.engine.undo.lookup import UndoTarget
+    from sqlgate.engine.undo.restore import UndoRestore
     from sqlgate.engine.undo.states import changeset_states
     from sqlgate.engine.undo.writes import WriteFacts, prune_writes
 
@@ -90,7 +94,8 @@ BEHIND_THE_DOOR = {
     "changesets": ("read_changeset",),
     "ddl": ("capturing_schema", "store_created"),
     "keys": ("NullKeyWatch",),
-    "restore": ("UndoRestore", "UndoTarget"),
+    "lookup": ("UndoTarget",),
+    "restore": ("UndoRestore",),
     "states": ("changeset_states",),
     "writes": ("WriteFacts", "prune_writes"),
 }

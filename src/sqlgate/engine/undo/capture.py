@@ -1,8 +1,12 @@
-"""Row-level undo, capture side: the changeset of one destructive DML statement.
+"""Row-level undo, capture side: the changeset of one statement, stored with what its undo checks.
 
-    plan     the dry prepare's authorizer facts name the tables the statement writes; a
-             virtual table (fts5, rtree) or its shadow tables cannot be restored from a
-             changeset under DEFENSIVE mode, so such a call takes a whole-file snapshot
+The one capture routine that runs these steps, for write_query and destructive_query alike,
+is `engine.running.writes` (`UndoKeeping.capture`).
+
+    plan     the authorizer's facts name the tables the statement writes; a virtual table
+             (fts5, rtree) or its shadow tables cannot be restored from a changeset under
+             DEFENSIVE mode: destructive_query takes a whole-file snapshot of such a call
+             (judged on its dry prepare), write_query refuses it
     capture  inside the write transaction: `apsw.Session` on "main" (rowid tables without a
              declared PRIMARY KEY recorded by rowid), a progress handler that stops the
              statement once the session holds more than the budget, then `changeset()`
@@ -255,27 +259,7 @@ def store_changeset(
     Format 2: data, shapes and row states go in the changeset's own row when each fits in
     one chunk, else in undo_chunks, undo_table_shapes and undo_row_states."""
     read = summary
-    if shapes.codec(conn) != "utf-8" and holds_raw_text(changeset):
-        # the session hands a UTF-16 database's text over as UTF-8: a lone surrogate becomes
-        # bytes that SQLite turns into U+FFFD when the changeset is applied
-        raise UndoFallback(
-            "a changed row holds text that is not valid UTF-16 (a lone surrogate), which the "
-            "changeset of a UTF-16 database cannot give back exactly"
-        )
-    shaped = _shapes(conn, read.tables, shapes)
-    # a table without a declared key whose columns take all three of the rowid's names: the
-    # session extension cannot read its rows by rowid either, and records an UPDATE there as
-    # a DELETE (its inverse would add a row), so no changeset of it is kept
-    nameless = any(s.keyed_by_rowid() and s.rowid_name() is None for s in shaped.values())
-    digests = (
-        None
-        if nameless
-        else row_digests(conn, changeset, shaped, updates=read.updates, format=FORMAT)
-    )
-    if digests is None:
-        raise UndoFallback(
-            "a changed table has no rowid the undo can name (columns rowid, _rowid_ and oid)"
-        )
+    shaped, digests = _checked(conn, changeset, read, shapes)
 
     def rows() -> list[tuple[str, int, int, str]]:
         return [
@@ -305,23 +289,73 @@ def store_changeset(
         ),
     )
     changeset_id = int(conn.last_insert_rowid())
-    if not inline_data:
+    _store_apart(
+        conn,
+        changeset_id,
+        chunk,
+        data=None if inline_data else changeset,
+        shape_rows=None if inline_shapes else rows(),
+        digests=None if inline_digests else digests,
+    )
+    return StoredChangeset(changeset_id, read.tables, read.changes, len(changeset))
+
+
+def _checked(
+    conn: apsw.Connection, changeset: bytes, read: Summary, shapes: ShapeCache
+) -> tuple[dict[str, TableShape], bytes]:
+    """The changed tables' shapes (by folded name) and the row states an undo checks;
+    `UndoFallback` when no changeset can give those rows back exactly."""
+    if shapes.codec(conn) != "utf-8" and holds_raw_text(changeset):
+        # the session hands a UTF-16 database's text over as UTF-8: a lone surrogate becomes
+        # bytes that SQLite turns into U+FFFD when the changeset is applied
+        raise UndoFallback(
+            "a changed row holds text that is not valid UTF-16 (a lone surrogate), which the "
+            "changeset of a UTF-16 database cannot give back exactly"
+        )
+    shaped = _shapes(conn, read.tables, shapes)
+    # a table without a declared key whose columns take all three of the rowid's names: the
+    # session extension cannot read its rows by rowid either, and records an UPDATE there as
+    # a DELETE (its inverse would add a row), so no changeset of it is kept
+    nameless = any(s.keyed_by_rowid() and s.rowid_name() is None for s in shaped.values())
+    digests = (
+        None
+        if nameless
+        else row_digests(conn, changeset, shaped, updates=read.updates, format=FORMAT)
+    )
+    if digests is None:
+        raise UndoFallback(
+            "a changed table has no rowid the undo can name (columns rowid, _rowid_ and oid)"
+        )
+    return shaped, digests
+
+
+def _store_apart(
+    conn: apsw.Connection,
+    changeset_id: int,
+    chunk: int,
+    *,
+    data: bytes | None,
+    shape_rows: list[tuple[str, int, int, str]] | None,
+    digests: bytes | None,
+) -> None:
+    """What did not fit in the changeset's own row: its data and row states in chunks, its
+    table shapes one row each (None: kept inline)."""
+    if data is not None:
         conn.executemany(
             "INSERT INTO undo_chunks (changeset_id, seq, data) VALUES (?, ?, ?)",
-            ((changeset_id, seq, data) for seq, data in _chunks(changeset, chunk)),
+            ((changeset_id, seq, part) for seq, part in _chunks(data, chunk)),
         )
-    if not inline_shapes:
+    if shape_rows is not None:
         conn.executemany(
             "INSERT INTO undo_table_shapes (changeset_id, name, schema_rowid, rootpage, shape) "
             "VALUES (?, ?, ?, ?, ?)",
-            ((changeset_id, *row) for row in rows()),
+            ((changeset_id, *row) for row in shape_rows),
         )
-    if not inline_digests:
+    if digests is not None:
         conn.executemany(
             "INSERT INTO undo_row_states (changeset_id, seq, digests) VALUES (?, ?, ?)",
-            ((changeset_id, seq, data) for seq, data in _chunks(digests, chunk)),
+            ((changeset_id, seq, part) for seq, part in _chunks(digests, chunk)),
         )
-    return StoredChangeset(changeset_id, read.tables, read.changes, len(changeset))
 
 
 @dataclass(frozen=True)

@@ -16,18 +16,16 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 import apsw
 
-from sqlgate.engine.commands import db_option, list_calls, shell_word
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.database import Database
 from sqlgate.engine.framing import counted
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.records import AGENT_FINDS_CALLS, utc_timestamp
+from sqlgate.engine.records import utc_timestamp
 from sqlgate.engine.undo.capture import Kept, load_changeset
 from sqlgate.engine.undo.changesets import Change, outline, read_changeset
 from sqlgate.engine.undo.checks import (
@@ -38,9 +36,10 @@ from sqlgate.engine.undo.checks import (
     table_shape,
 )
 from sqlgate.engine.undo.ddl import undo_created
-from sqlgate.errors import InvalidArgument, NotFound, UndoConflict, UndoRefused, WrongDatabase
+from sqlgate.engine.undo.lookup import UndoLookup, UndoTarget
+from sqlgate.errors import NotFound, UndoConflict, UndoRefused
 
-__all__ = ["UNDOABLE_TOOLS", "Conflict", "UndoRestore", "UndoTarget"]
+__all__ = ["Conflict", "UndoRestore", "UndoTarget"]
 
 _CONFLICT_NAMES = {
     apsw.SQLITE_CHANGESET_DATA: "DATA",
@@ -50,44 +49,6 @@ _CONFLICT_NAMES = {
     apsw.SQLITE_CHANGESET_FOREIGN_KEY: "FOREIGN_KEY",
 }
 _SHOWN_CONFLICTS = 5
-# ids are SQLite integers: signed 64-bit
-_LARGEST_ID = 2**63 - 1
-
-
-# the tools whose successful calls keep undo data (and so can be undone)
-UNDOABLE_TOOLS = ("destructive_query", "write_query", "create_view")
-
-
-@dataclass(frozen=True)
-class UndoTarget:
-    """Which call to undo, as the user named it: an audit id or a changeset id, and the
-    database it belongs to (`15@3f9a1c07`; None: the database the command was given)."""
-
-    audit_id: int | None = None
-    changeset: int | None = None
-    database: str | None = None
-    by_agent: bool = False  # undo_call: the next steps name tools, not commands
-
-    def next_step(self, command: str, agent: str) -> str:
-        """A refusal's next step in the words of who asked: a command for a person at the
-        CLI; for an agent, a tool, or what to ask the person who runs sqlgate."""
-        return agent if self.by_agent else command
-
-    @property
-    def label(self) -> str:
-        if self.audit_id is not None:
-            return f"call {self.audit_id}"
-        return f"changeset {self.changeset}"
-
-
-def _whole_number(value: object, what: str, target: UndoTarget, listing: str) -> int:
-    """`value`, when it is an id; `listing` is the command that lists the ids."""
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= _LARGEST_ID:
-        raise InvalidArgument(
-            f"{what} must be a whole number from 1 to {_LARGEST_ID}; "
-            + target.next_step(listing, AGENT_FINDS_CALLS)
-        )
-    return value
 
 
 class _Hidden:
@@ -157,14 +118,6 @@ class _Changes:
         return self._read[position]
 
 
-def _detail(text: object) -> dict[str, Any]:
-    try:
-        parsed = json.loads(str(text)) if text is not None else {}
-    except ValueError:
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
-
-
 class UndoRestore:
     """Undo of destructive DML calls over one `Database`."""
 
@@ -172,88 +125,14 @@ class UndoRestore:
         self.db = db
         self.session = session
         self.wall_clock = wall_clock
-
-    @property
-    def _db(self) -> str:
-        """`--db PATH`: the commands a refusal names run as written from any folder."""
-        return db_option(self.db.path)
-
-    def _changeset_of_call(self, conn: apsw.Connection, audit_id: int, target: UndoTarget) -> int:
-        row = conn.execute(
-            "SELECT tool, ok, detail FROM query_log WHERE id = ?", (audit_id,)
-        ).fetchone()
-        if row is None:
-            raise NotFound(
-                f"no call {audit_id} in query_log; "
-                + target.next_step(
-                    f"`sqlgate undo --list {self._db}` shows them", AGENT_FINDS_CALLS
-                )
-            )
-        tool, ok, text = row
-        detail = _detail(text)
-        if tool in ("undo", "undo_call"):
-            raise UndoRefused(
-                f"call {audit_id} is itself an undo, which cannot be undone; to have the change "
-                "back, run the original statement again"
-            )
-        if tool not in UNDOABLE_TOOLS or not ok:
-            what = "a failed call" if tool in UNDOABLE_TOOLS else f"a call of {tool}"
-            raise UndoRefused(
-                f"call {audit_id} is {what}, which changed nothing: there is nothing to undo. "
-                "Only successful write_query, destructive_query and create_view calls can be; "
-                + target.next_step(
-                    f"`sqlgate undo --list {self._db}` shows those that can",
-                    "the undo hint in such a call's answer names the id to pass to undo_call",
-                )
-            )
-        if "undo" in detail:
-            return int(detail["undo"])
-        snapshot = detail.get("snapshot")
-        if snapshot:
-            restore = f"sqlgate snapshots restore {shell_word(Path(str(snapshot)).name)} {self._db}"
-            raise UndoRefused(
-                f"call {audit_id} took a whole-file snapshot instead of row-level undo data. "
-                + target.next_step(
-                    f"To go back, run `{restore}` with the server stopped: that restores the "
-                    "WHOLE file (sqlgate lists what it would take away first)",
-                    "No tool restores a whole file: ask the person who runs sqlgate to run "
-                    f"`{restore}` with the server stopped (it lists what the restore would take "
-                    "away first)",
-                )
-            )
-        if detail.get("undo_fallback"):
-            raise UndoRefused(
-                f"call {audit_id} kept no undo data ({detail['undo_fallback']}); nothing was "
-                "undone. Fix the rows by hand with write_query or destructive_query"
-            )
-        raise UndoRefused(f"call {audit_id} changed no rows: there is nothing to undo")
-
-    def _check_database(self, target: UndoTarget) -> None:
-        mine = self.db.database_id
-        if target.database is not None and target.database != mine:
-            raise WrongDatabase(
-                f"{target.label}@{target.database} belongs to another database: "
-                f"{self.db.path.absolute()} is database {mine}. Nothing was undone; "
-                + target.next_step(
-                    "run the command with the --db that the undo hint names",
-                    "this server serves only that file and no tool reaches another. Ask the "
-                    "person who runs sqlgate to run the whole undo hint (its --db names the "
-                    f"database), or undo_call an id ending in @{mine}",
-                )
-            )
+        self.lookup = UndoLookup(db)
 
     def undo(self, target: UndoTarget) -> tuple[str, int, dict[str, Any]]:
         """Restore the rows of one call. Returns (text, rows restored, audit detail)."""
-        if (target.audit_id is None) == (target.changeset is None):
-            raise InvalidArgument("name the call to undo: an audit id, or --changeset N")
-        if target.audit_id is not None:
-            _whole_number(target.audit_id, "the audit id", target, list_calls(self.db.path))
-        else:
-            _whole_number(target.changeset, "the changeset id", target, list_calls(self.db.path))
-        self._check_database(target)
+        self.lookup.check(target)
         with self.db.writing() as conn, immediate_transaction(conn):
             changeset_id = (
-                self._changeset_of_call(conn, target.audit_id, target)
+                self.lookup.changeset_of_call(conn, target.audit_id, target)
                 if target.audit_id is not None
                 else int(target.changeset or 0)
             )
@@ -333,7 +212,7 @@ class UndoRestore:
                 "without the table shapes and row states an undo checks, so it cannot be "
                 "undone safely. Nothing was undone. Next: restore the rows by hand, or the "
                 f"whole file from a snapshot (the person who runs sqlgate: `sqlgate snapshots list "
-                f"{self._db}`)"
+                f"{self.lookup.db_option}`)"
             )
         conflicts: list[Conflict] = []
         read = outline(kept.data)
@@ -354,7 +233,7 @@ class UndoRestore:
                 f"undo of {target.label} refused: the row states kept with changeset "
                 f"{changeset_id} are incomplete. Nothing was undone. Next: restore the rows by "
                 "hand, or the whole file from a snapshot (the person who runs sqlgate: "
-                f"`sqlgate snapshots list {self._db}`)"
+                f"`sqlgate snapshots list {self.lookup.db_option}`)"
             )
         return changed_rows(conn, kept.data, shapes, kept.digests, kept.format)
 
@@ -432,28 +311,6 @@ class UndoRestore:
         masked = _masked(conflicts, hidden if target.by_agent else None)
         return UndoConflict(text(masked), cli=None if target.by_agent else text(conflicts))
 
-    def describe(self, target: UndoTarget) -> str:
-        """What call `target` was (its tool, statement and rows), for the person asked to
-        confirm its undo; NotFound / WrongDatabase as the undo would raise them."""
-        self._check_database(target)
-        if target.audit_id is None:
-            return target.label
-        _whole_number(target.audit_id, "the audit id", target, list_calls(self.db.path))
-        with self.db.reading() as conn:
-            row = conn.execute(
-                "SELECT tool, query, rows FROM query_log WHERE id = ?", (target.audit_id,)
-            ).fetchone()
-        if row is None:
-            raise NotFound(
-                f"no call {target.audit_id} in query_log; "
-                + target.next_step(
-                    f"`sqlgate undo --list {self._db}` shows them", AGENT_FINDS_CALLS
-                )
-            )
-        tool, query, rows = row
-        said = counted(rows, "row") if isinstance(rows, int) else "rows not recorded"
-        return f"{tool} ({said}): {query or ''}"
-
     def _schema_refusal(self, target: UndoTarget, conflicts: list[Conflict]) -> UndoConflict:
         shown = _shown(conflicts)
         return UndoConflict(
@@ -462,42 +319,11 @@ class UndoRestore:
             "and run the undo again, or leave the object"
         )
 
+    def describe(self, target: UndoTarget) -> str:
+        """What call `target` was, for the person asked to confirm its undo
+        (`UndoLookup.describe`)."""
+        return self.lookup.describe(target)
+
     def undoable(self) -> list[dict[str, Any]]:
         """Changesets not undone yet, newest first, each with the audit id of its call."""
-        with self.db.reading() as conn:
-            found = [
-                {
-                    "changeset": int(cid),
-                    "audit_id": None,
-                    "ts": str(ts),
-                    "tool": str(tool),
-                    "kind": str(kind),
-                    "tables": json.loads(str(tables)),
-                    "rows": int(changes),
-                    "reason": None,
-                }
-                for cid, ts, tool, kind, tables, changes in conn.execute(
-                    "SELECT id, ts, tool, kind, tables, changes FROM undo_changesets "
-                    "WHERE undone_at IS NULL ORDER BY id DESC"
-                )
-            ]
-            if found:
-                self._match_calls(conn, found)
-        return found
-
-    @staticmethod
-    def _match_calls(conn: apsw.Connection, found: list[dict[str, Any]]) -> None:
-        """Fill in each changeset's audit id and reason: walk query_log back from its end
-        until every changeset is matched (a call's audit row is written just after it)."""
-        wanted = {item["changeset"]: item for item in found}
-        for audit_id, text in conn.execute(
-            "SELECT id, detail FROM query_log WHERE tool IN "
-            "('destructive_query', 'write_query', 'create_view') AND ok = 1 ORDER BY id DESC"
-        ):
-            detail = _detail(text)
-            item = wanted.pop(detail.get("undo"), None) if "undo" in detail else None
-            if item is not None:
-                item["audit_id"] = int(audit_id)
-                item["reason"] = detail.get("reason")
-            if not wanted:
-                break
+        return self.lookup.undoable()
