@@ -115,6 +115,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "engine/statements/policy.py": _POLICY,
     "engine/statements/preflight.py": (
         "tests/engine/statements/test_preflight.py",
+        "tests/engine/statements/test_statement_shapes.py",
         "tests/test_service_refusals.py",
     ),
     "engine/statements/tier_check.py": (

@@ -159,6 +159,34 @@ def test_a_witness_ahead_of_the_committed_chain_is_unconfirmed_not_broken(
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("head_ahead", "unseen"),
+    [
+        pytest.param(0, 3, id="head-at-the-chain-verified-ahead"),
+        pytest.param(1, 3, id="both-ahead"),
+        pytest.param(2, 4, id="head-further-ahead"),
+    ],
+)
+def test_a_witness_whose_last_verified_event_is_ahead_is_unconfirmed_too(
+    busy_hour: Service, db_path: Path, head_ahead: int, unseen: int
+) -> None:
+    """The witness names the chain's head (or one past it) and a last verified event past
+    the committed chain: without the lock that cannot be told from an append in flight."""
+    status = verify_under_the_lock(
+        busy_hour,
+        db_path,
+        lambda w, _: Witness(
+            w.head_id + head_ahead,
+            w.head_hash if head_ahead == 0 else "a" * 64,
+            w.head_id + 1,
+            "b" * 64,
+        ),
+    )
+    assert (status["ok"], status["events"]) == (True, 2)
+    assert f"event {unseen}, not committed" in status["unconfirmed"]
+
+
+@pytest.mark.timeout(60)
 def test_a_witness_behind_the_committed_chain_is_broken_even_under_the_lock(
     busy_hour: Service, db_path: Path
 ) -> None:

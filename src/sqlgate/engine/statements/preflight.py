@@ -229,9 +229,8 @@ def _is_fts_delete(tokens: list[Token], table: str | None, after: int) -> bool:
     if table is None or at >= len(tokens) or tokens[at].token_type != TokenType.L_PAREN:
         return False
     end = _after_parens(tokens, at)
-    columns = {
-        fold_name(t.text) for t in tokens[at + 1 : end - 1] if t.token_type.name not in _PUNCTUATION
-    }
+    # the parentheses are punctuation; an unclosed group leaves no literal after it
+    columns = {fold_name(t.text) for t in tokens[at:end] if t.token_type.name not in _PUNCTUATION}
     if fold_name(table) not in columns:
         return False
     return any(
@@ -246,7 +245,7 @@ def _trigger_writes(tokens: list[Token], verb_at: int) -> tuple[str, ...]:
     if "BEGIN" not in words[verb_at:]:
         return ()
     names: list[str] = []
-    for index in range(words.index("BEGIN", verb_at) + 1, len(tokens)):
+    for index in range(words.index("BEGIN", verb_at), len(tokens)):  # BEGIN writes nothing
         if words[index] not in ("INTO", "UPDATE", "DELETE"):
             continue
         at = index + 1
@@ -273,7 +272,7 @@ def _created_name(tokens: list[Token], verb_at: int) -> tuple[str, ...]:
 def _on_table(tokens: list[Token], verb_at: int) -> str | None:
     """The table after the first ON of a CREATE INDEX / CREATE TRIGGER (its own table: a
     trigger's body, where other ONs may stand, comes after it)."""
-    for at in range(verb_at + 1, len(tokens)):
+    for at in range(verb_at, len(tokens)):  # the verb is CREATE, never ON
         if word(tokens[at]) == "ON":
             return _name_at(tokens, at + 1)[0]
     return None
@@ -332,8 +331,9 @@ def _with_real_names(sql: str, tokens: list[Token]) -> list[Token]:
             out.append(token)
             continue
         kind, text = TokenType.IDENTIFIER, raw
-        quoted = token.token_type in (TokenType.IDENTIFIER, TokenType.STRING)
-        if quoted and raw[:1] in _CLOSING_QUOTE and len(raw) > 1:
+        # only a quoted name or string starts with a quote: its quotes around the text (an
+        # unterminated one never gets here, a non-ASCII one is longer than one character)
+        if raw[:1] in _CLOSING_QUOTE:
             close = _CLOSING_QUOTE[raw[0]]
             kind, text = token.token_type, raw[1:-1]
             if close != "]":
