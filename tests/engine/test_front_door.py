@@ -63,7 +63,7 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith(("sqlgate", "sqlg
     [
         ("statements", "Tier", "sqlgate.engine.statements.policy", "sqlglot"),
         ("statements", "where_filters", "sqlglot", "sqlgate.engine.statements.double_quotes"),
-        ("running", "call_outcome", "sqlgate.engine.running.outcome", "re2"),
+        ("running", "Outcome", "sqlgate.engine.running.outcome", "re2"),
         (
             "records",
             "utc_timestamp",

@@ -25,8 +25,7 @@ modules are private to it.
     views            Saved views: a SELECT kept under a name, with its description, as a reusable
                      skill.
     outcome          What a finished call hands back: the text the agent reads and the audit row's
-                     facts, and the notes the write tiers add to its first line; and what every
-                     surface calls a recorded call's outcome.
+                     facts, and the notes the write tiers add to its first line.
 """
 
 from __future__ import annotations
@@ -37,21 +36,12 @@ from sqlgate.engine.front_door import front_door
 
 if TYPE_CHECKING:
     from sqlgate.engine.running.execute import Bindings, busy_error, normalize_params
-    from sqlgate.engine.running.outcome import (
-        OUTCOME_SQL,
-        OUTCOMES,
-        REFUSED_SQL,
-        Outcome,
-        call_outcome,
-    )
+    from sqlgate.engine.running.outcome import Outcome
     from sqlgate.engine.running.queries import SqlTiers
     from sqlgate.engine.running.textsearch import SearchRequest, TextSearch
     from sqlgate.engine.running.views import ViewSaver
 
 __all__ = [
-    "OUTCOMES",
-    "OUTCOME_SQL",
-    "REFUSED_SQL",
     "Bindings",
     "Outcome",
     "SearchRequest",
@@ -59,13 +49,12 @@ __all__ = [
     "TextSearch",
     "ViewSaver",
     "busy_error",
-    "call_outcome",
     "normalize_params",
 ]
 
 BEHIND_THE_DOOR = {
     "execute": ("Bindings", "busy_error", "normalize_params"),
-    "outcome": ("OUTCOMES", "OUTCOME_SQL", "Outcome", "REFUSED_SQL", "call_outcome"),
+    "outcome": ("Outcome",),
     "queries": ("SqlTiers",),
     "textsearch": ("SearchRequest", "TextSearch"),
     "views": ("ViewSaver",),

@@ -1,11 +1,6 @@
 """What a finished call hands back: the text the agent reads and the audit row's facts, and
-the notes the write tiers add to its first line; and what every surface calls a recorded
-call's outcome.
-
-Outcomes (the console, `sqlgate log` and `sqlgate stats` use these words and no others):
-ok; refused (the server's policy said no: the row's `detail.refused` is true); error (any
-other failure: SQLite, a limit, a bad argument). They are the audit log's, defined beside
-its reader (`engine.records.audit_reader`) and shown here too.
+the notes the write tiers add to its first line. A recorded call's outcome (ok, refused,
+error) is the audit log's: `engine.records.audit_reader`.
 """
 
 from __future__ import annotations
@@ -14,10 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlgate.engine.records import OUTCOME_SQL, OUTCOMES, REFUSED_SQL, call_outcome
-
-__all__ = ["OUTCOMES", "OUTCOME_SQL", "REFUSED_SQL", "Outcome", "call_outcome", "unchanged",
-           "with_note"]  # fmt: skip
+__all__ = ["Outcome", "unchanged", "with_note"]
 
 
 @dataclass

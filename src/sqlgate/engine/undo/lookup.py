@@ -98,12 +98,7 @@ class UndoLookup:
     def changeset_of_call(self, conn: apsw.Connection, audit_id: int, target: UndoTarget) -> int:
         row = one_call(conn, audit_id, ("tool", "ok", "detail"))
         if row is None:
-            raise NotFound(
-                f"no call {audit_id} in query_log; "
-                + target.next_step(
-                    f"`sqlgate undo --list {self.db_option}` shows them", AGENT_FINDS_CALLS
-                )
-            )
+            raise self._no_call(audit_id, target)
         tool, ok, text = row
         detail = _detail(text)
         if tool in ("undo", "undo_call"):
@@ -159,6 +154,14 @@ class UndoLookup:
                 )
             )
 
+    def _no_call(self, audit_id: object, target: UndoTarget) -> NotFound:
+        return NotFound(
+            f"no call {audit_id} in query_log; "
+            + target.next_step(
+                f"`sqlgate undo --list {self.db_option}` shows them", AGENT_FINDS_CALLS
+            )
+        )
+
     def describe(self, target: UndoTarget) -> str:
         """What call `target` was (its tool, statement and rows), for the person asked to
         confirm its undo; NotFound / WrongDatabase as the undo would raise them."""
@@ -169,12 +172,7 @@ class UndoLookup:
         with self.db.reading() as conn:
             row = one_call(conn, target.audit_id, ("tool", "query", "rows"))
         if row is None:
-            raise NotFound(
-                f"no call {target.audit_id} in query_log; "
-                + target.next_step(
-                    f"`sqlgate undo --list {self.db_option}` shows them", AGENT_FINDS_CALLS
-                )
-            )
+            raise self._no_call(target.audit_id, target)
         tool, query, rows = row
         said = counted(rows, "row") if isinstance(rows, int) else "rows not recorded"
         return f"{tool} ({said}): {query or ''}"

@@ -9,7 +9,7 @@ from typing import Any
 import apsw
 import pytest
 
-from sqlgate.engine.running.outcome import OUTCOME_SQL, OUTCOMES, call_outcome
+from sqlgate.engine.records import OUTCOME_SQL, OUTCOMES, call_outcome
 
 CASES = [
     pytest.param(1, None, "ok", id="ok"),
