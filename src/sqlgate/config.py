@@ -43,13 +43,17 @@ explicit one beats the other's environment variable.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlgate.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from sqlgate.home import RecordFiles
 
 __all__ = [
     "FLAGS",
@@ -156,10 +160,17 @@ class Settings:
                 f"write_undo_mb={size!r} is invalid: must be 1 or more (--write-undo-mb)"
             )
 
+    @functools.cached_property
+    def records(self) -> RecordFiles:
+        """sqlgate's files for this database, in its home (`sqlgate.home`): found once."""
+        from sqlgate.home import record_files
+
+        return record_files(self.db)
+
     @property
     def snapshot_dir(self) -> Path:
-        """Where snapshots of this database live: `<db>.snapshots/` beside it."""
-        return self.db.with_name(self.db.name + ".snapshots")
+        """Where snapshots of this database live: `snapshots/` of its records folder."""
+        return self.records.snapshots
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,12 @@
 """Opening connections, with the hardening applied as a list of named steps.
 
-Three kinds of connection, all on one file:
-- `server`: the server's own (migrations, audit rows, snapshots); never runs agent SQL;
-- `agent_write`: runs agent SQL of the write, destructive and view tiers;
-- `agent_read`: opened read-only with `query_only`, runs the read tier (foreign keys on, as
-  on the writer, so `PRAGMA foreign_keys` reads what writes enforce).
+Two files: the user's database, and sqlgate's records file in its home (`sqlgate.home`).
+- `server`, `audit`, `records reader`: the records file (migrations, audit rows, undo data,
+  memory, claims, members); never run agent SQL;
+- `agent_write`: the user's file, runs agent SQL of the write, destructive and view tiers;
+- `agent_read`: the user's file opened read-only with `query_only`, runs the read tier
+  (foreign keys on, as on the writer, so `PRAGMA foreign_keys` reads what writes enforce).
+Both agent connections attach the records file read-only as `sqlgate`.
 """
 
 from __future__ import annotations
@@ -21,14 +23,18 @@ from sqlgate.config import Settings
 from sqlgate.errors import SqlError, StartupError
 
 __all__ = [
+    "RECORDS_SCHEMA",
     "SQLITE_HEADER",
     "apply_process_limits",
+    "attach_records",
     "check_database_file",
     "connect_read_only",
     "immediate_transaction",
     "lock_if_free",
     "open_agent_connection",
     "open_audit_connection",
+    "open_keeper_connection",
+    "open_records_reader",
     "open_server_connection",
 ]
 
@@ -137,8 +143,10 @@ COMMON: tuple[Step, ...] = (defensive, untrusted_schema, no_extensions, busy_tim
 AGENT: tuple[Step, ...] = (*COMMON, no_attached_files, no_double_quoted_strings, size_limits)
 SERVER_STEPS: tuple[Step, ...] = (*COMMON, no_double_quoted_ddl, wal)
 AUDIT_STEPS: tuple[Step, ...] = (*COMMON, normal_sync)
+KEEPER_STEPS: tuple[Step, ...] = (*COMMON, no_double_quoted_ddl, normal_sync)
 WRITE_STEPS: tuple[Step, ...] = (*AGENT, no_double_quoted_ddl, foreign_keys)
 READ_STEPS: tuple[Step, ...] = (*AGENT, sorts_in_memory, foreign_keys, query_only)
+RECORDS_READ_STEPS: tuple[Step, ...] = (*COMMON, query_only)
 
 
 def apply_process_limits(settings: Settings) -> None:
@@ -202,12 +210,20 @@ def connect_read_only(path: Path, busy_timeout: float = 0.0) -> apsw.Connection:
     return conn
 
 
-def _open(path: Path, flags: int, steps: Sequence[Step], settings: Settings) -> apsw.Connection:
+def _open(
+    path: Path,
+    flags: int,
+    steps: Sequence[Step],
+    settings: Settings,
+    records: Path | None = None,
+) -> apsw.Connection:
     try:
         if flags == apsw.SQLITE_OPEN_READONLY:
             conn = connect_read_only(path, settings.busy_timeout)
         else:
             conn = apsw.Connection(str(path), flags=flags)
+        if records is not None:
+            attach_records(conn, records)
         for step in steps:
             step(conn, settings)
     except apsw.Error as exc:
@@ -215,23 +231,53 @@ def _open(path: Path, flags: int, steps: Sequence[Step], settings: Settings) -> 
     return conn
 
 
-def open_server_connection(settings: Settings) -> apsw.Connection:
+RECORDS_SCHEMA = "sqlgate"  # the schema name agent connections read sqlgate's tables under
+
+
+def attach_records(conn: apsw.Connection, records: Path) -> None:
+    """Attach sqlgate's records file as `sqlgate`, read-only, before any hardening: with
+    attached files no longer writable (set first: it applies at ATTACH time), the attach
+    gives a read-only schema; the size limits then allow no further ATTACH."""
+    if not records.is_file():
+        raise StartupError(f"records file {records} is missing; start `sqlgate serve` once")
+    conn.config(apsw.SQLITE_DBCONFIG_ENABLE_ATTACH_CREATE, 0)
+    conn.config(apsw.SQLITE_DBCONFIG_ENABLE_ATTACH_WRITE, 0)
+    conn.execute(f"ATTACH ? AS {RECORDS_SCHEMA}", (str(records),))
+
+
+def open_server_connection(path: Path, settings: Settings) -> apsw.Connection:
+    """sqlgate's records file, read-write (created when missing), in WAL mode."""
     flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-    return _open(settings.db, flags, SERVER_STEPS, settings)
+    return _open(path, flags, SERVER_STEPS, settings)
 
 
-def open_audit_connection(settings: Settings) -> apsw.Connection:
-    """The audit log's own connection: it never waits for the write lock (busy timeout 0);
-    a row it cannot write at once goes to the audit queue instead."""
-    conn = _open(settings.db, apsw.SQLITE_OPEN_READWRITE, AUDIT_STEPS, settings)
+def open_audit_connection(path: Path, settings: Settings) -> apsw.Connection:
+    """The audit log's own connection to the records file: it never waits for the write
+    lock (busy timeout 0); a row it cannot write at once goes to the audit queue instead."""
+    conn = _open(path, apsw.SQLITE_OPEN_READWRITE, AUDIT_STEPS, settings)
     conn.set_busy_timeout(0)
     return conn
 
 
-def open_agent_connection(settings: Settings, *, readonly: bool) -> apsw.Connection:
+def open_keeper_connection(path: Path, settings: Settings) -> apsw.Connection:
+    """The records connection that keeps undo data while the writer holds the user's file:
+    used only under the write lock, so it waits (busy timeout) only for other servers."""
+    return _open(path, apsw.SQLITE_OPEN_READWRITE, KEEPER_STEPS, settings)
+
+
+def open_records_reader(path: Path, settings: Settings) -> apsw.Connection:
+    """A read-only connection to the records file, for the server's own reads."""
+    return _open(path, apsw.SQLITE_OPEN_READONLY, RECORDS_READ_STEPS, settings)
+
+
+def open_agent_connection(
+    settings: Settings, *, readonly: bool, records: Path | None = None
+) -> apsw.Connection:
+    """A connection to the user's file running agent SQL; `records` attached as `sqlgate`."""
     if readonly:
-        return _open(settings.db, apsw.SQLITE_OPEN_READONLY, READ_STEPS, settings)
-    return _open(settings.db, apsw.SQLITE_OPEN_READWRITE, WRITE_STEPS, settings)
+        return _open(settings.db, apsw.SQLITE_OPEN_READONLY, READ_STEPS, settings, records)
+    flags = apsw.SQLITE_OPEN_READWRITE
+    return _open(settings.db, flags, WRITE_STEPS, settings, records)
 
 
 def lock_if_free(conn: apsw.Connection) -> bool:

@@ -127,7 +127,7 @@ class Memory:
         status = self.chain.verify(progress=progress)
         answer = status.as_dict()
         if status.ok:
-            with self.db.reading() as conn:
+            with self.db.reading_records() as conn:
                 restores = recorded_restores(conn)
             if restores is not None:
                 answer["restores"] = restores

@@ -55,14 +55,18 @@ def _position(data: dict[str, object], id_key: str, hash_key: str) -> tuple[int,
 
 
 class WitnessFile:
-    """`<db>.witness.json`: read, and replaced whole on every change."""
+    """`witness.json` in the database's records folder: read, and replaced whole on every
+    change."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
     @classmethod
     def beside(cls, db: Path) -> WitnessFile:
-        return cls(db.with_name(db.name + ".witness.json"))
+        """The witness of the database `db`, in its records folder (`sqlgate.home`)."""
+        from sqlgate.home import record_files
+
+        return cls(record_files(db).witness)
 
     def read(self) -> Witness | None:
         """The witness, or None when there is no file yet. Raises SqlgateError if unreadable."""

@@ -35,8 +35,10 @@ _SCHEMA = "CREATE TABLE IF NOT EXISTS pending (token TEXT PRIMARY KEY, row TEXT 
 
 
 def queue_path(db: Path) -> Path:
-    """Where the audit queue of the database `db` lives: beside it."""
-    return db.with_name(db.name + QUEUE_SUFFIX)
+    """Where the audit queue of the database `db` lives: in its records folder."""
+    from sqlgate.home import record_files
+
+    return record_files(db).queue
 
 
 def queued_rows(db: Path) -> int:

@@ -11,11 +11,9 @@ import re
 
 import apsw
 
-from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.database import find_object
 from sqlgate.engine.framing import counted
 from sqlgate.engine.limits import CallControl, Deadline
-from sqlgate.engine.records import utc_timestamp
 from sqlgate.engine.running.execute import RunContext, run_statement
 from sqlgate.engine.running.queries import SqlTiers
 from sqlgate.engine.sqltext import quote_identifier
@@ -26,7 +24,7 @@ from sqlgate.engine.statements import (
     inspect_statement,
     validate_new_name,
 )
-from sqlgate.engine.undo import capturing_schema, store_created
+from sqlgate.engine.undo import capturing_schema
 from sqlgate.errors import InvalidArgument, NotFound, PolicyDenied
 
 __all__ = ["MAX_DESCRIPTION_CHARS", "ViewSaver", "description_comment"]
@@ -97,7 +95,8 @@ class ViewSaver:
                 conn, Tier.VIEW, self.db.protected, self._deadline(), control,
                 rules=self.db.live_rules(conn),
             )  # fmt: skip
-            with immediate_transaction(conn):
+            writes = self.tiers.writes
+            with writes.keeping.change(conn) as intent:
                 with capturing_schema(conn) as created:
                     if existing is not None:
                         # SQLite reports dropping a view as a DELETE on it too, which the view
@@ -108,18 +107,12 @@ class ViewSaver:
                         run_statement(drop, f"DROP VIEW {quote_identifier(existing)}", None, list)
                     run_statement(ctx, create, None, list)
                 undo_id = None
-                keeps = self.tiers.writes.off_reason(_CREATE_VIEW) is None
+                keeps = writes.off_reason(_CREATE_VIEW) is None
                 # a replace by the very same SQL in the same place creates nothing
                 if created.objects and keeps:
-                    undo_id = store_created(
-                        conn,
-                        created.objects,
-                        ts=utc_timestamp(self.tiers.wall_clock()),
-                        session=self.tiers.session,
-                        tool="create_view",
-                        kind="CREATE VIEW",
+                    undo_id = writes.keep_created(
+                        intent, created.objects, "create_view", "CREATE VIEW"
                     )
-                    self.tiers.writes.prune(conn, undo_id, 0)
         verb = "replaced" if existing is not None else "created"
         return f"ok: view {view} {verb}", undo_id
 

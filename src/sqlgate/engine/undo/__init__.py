@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         capturing,
         chunk_size,
         prune_changesets,
+        prune_one,
         store_changeset,
         summarize,
         unrestorable_write,
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     )
     from sqlgate.engine.undo.changesets import read_changeset
     from sqlgate.engine.undo.ddl import capturing_schema, store_created
+    from sqlgate.engine.undo.ddl_checks import CreatedObject
     from sqlgate.engine.undo.keys import NullKeyWatch
     from sqlgate.engine.undo.lookup import UndoTarget
     from sqlgate.engine.undo.restore import UndoRestore
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SPLIT_ADVICE",
+    "CreatedObject",
     "NullKeyWatch",
     "ShapeCache",
     "StoredChangeset",
@@ -67,6 +70,7 @@ __all__ = [
     "changeset_states",
     "chunk_size",
     "prune_changesets",
+    "prune_one",
     "prune_writes",
     "read_changeset",
     "store_changeset",
@@ -86,6 +90,7 @@ BEHIND_THE_DOOR = {
         "capturing",
         "chunk_size",
         "prune_changesets",
+        "prune_one",
         "store_changeset",
         "summarize",
         "unrestorable_write",
@@ -93,6 +98,7 @@ BEHIND_THE_DOOR = {
     ),
     "changesets": ("read_changeset",),
     "ddl": ("capturing_schema", "store_created"),
+    "ddl_checks": ("CreatedObject",),
     "keys": ("NullKeyWatch",),
     "lookup": ("UndoTarget",),
     "restore": ("UndoRestore",),
