@@ -118,7 +118,7 @@ def capture(
         given: dict[str, object] = {"adopt_db": adopt_db, "project_db": project_db}
         if db and db.strip():
             given["db"] = Path(db).expanduser()
-        return load_settings(given)
+        return load_settings(given, find_home=False)  # the hooks' database, as the server's
 
     def read_payload() -> bytes:
         return sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
