@@ -391,7 +391,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "project_db",
         "use the project's own database, PROJECT/.sqlgate/agent.db (PROJECT: "
-        "$CLAUDE_PROJECT_DIR when it names a folder, else the working folder); not with --db",
+        "$CLAUDE_PROJECT_DIR when it names a folder, else the first folder up from the "
+        "working folder holding .sqlgate/, else .git, else the working folder); not with --db",
         _bool,
     ),
     Flag(
