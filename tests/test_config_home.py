@@ -20,7 +20,7 @@ from sqlgate.config import (
     project_folder,
 )
 from sqlgate.errors import InvalidArgument
-from sqlgate.home import HOME_DIR, Home, note_guarded
+from sqlgate.home import HOME_DIR, Home, HomeRefused, note_guarded
 
 
 @pytest.fixture(autouse=True)
@@ -189,3 +189,21 @@ def test_claude_project_dir_still_names_the_project(tmp_path: Path) -> None:
     settings = load_settings({"project_db": True}, env={"CLAUDE_PROJECT_DIR": str(other)},
                              cwd=project / "src")  # fmt: skip
     assert settings.db == other / PROJECT_DB
+
+
+@pytest.mark.parametrize("shape", ["file", "link-to-a-folder"])
+def test_project_db_refuses_a_sqlgate_that_is_no_real_folder(tmp_path: Path, shape: str) -> None:
+    """A cloned repository's `.sqlgate` link must not send the agent's database elsewhere."""
+    project = tmp_path / "app"
+    (project / "src").mkdir(parents=True)
+    (project / ".git").mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if shape == "file":
+        (project / HOME_DIR).write_text("x")
+    else:
+        (project / HOME_DIR).symlink_to(elsewhere)
+    with pytest.raises(HomeRefused, match="real folder") as caught:
+        load_settings({"project_db": True}, env={}, cwd=project / "src")
+    assert caught.value.exit_code == 8
+    assert list(elsewhere.iterdir()) == []

@@ -20,6 +20,7 @@ from sqlgate.home import (
     HOME_DIR,
     Home,
     HomeRefused,
+    check_folder,
     db_key,
     find_root,
     guarded,
@@ -419,3 +420,25 @@ def test_a_home_without_a_dbs_folder_guards_nothing(places: dict[str, Path]) -> 
     assert guarded(home) == []  # no .sqlgate at all
     make_dir(home.folder, home)
     assert guarded(home) == []
+
+
+@pytest.mark.parametrize(
+    ("shape", "refused"),
+    [("missing", False), ("folder", False), ("file", True), ("link", True)],
+)
+def test_check_folder_refuses_only_what_is_no_real_folder(
+    tmp_path: Path, shape: str, refused: bool
+) -> None:
+    folder = tmp_path / HOME_DIR
+    if shape == "folder":
+        folder.mkdir()
+    elif shape == "file":
+        folder.write_text("x")
+    elif shape == "link":
+        (tmp_path / "target").mkdir()
+        folder.symlink_to(tmp_path / "target")
+    if refused:
+        with pytest.raises(HomeRefused, match="real folder"):
+            check_folder(folder)
+    else:
+        check_folder(folder)

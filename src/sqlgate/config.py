@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlgate.errors import InvalidArgument
-from sqlgate.home import HOME_DIR, PROJECT_DB_NAME, Home, find_root, guarded
+from sqlgate.home import HOME_DIR, PROJECT_DB_NAME, Home, check_folder, find_root, guarded
 
 __all__ = [
     "DB_SOURCES",
@@ -505,7 +505,9 @@ def _database(
             raise InvalidArgument(
                 "--project-db: the working folder no longer exists; cd into the project"
             )
-        return project_folder(environ, here) / PROJECT_DB, "project"
+        db = project_folder(environ, here) / PROJECT_DB
+        check_folder(db.parent)  # a `.sqlgate` file or link: refused, as everywhere
+        return db, "project"
     if given is not None:
         return Path(given), "option" if strength["db"] == "explicit" else "env"
     here = _working_folder(cwd) if find_home else None

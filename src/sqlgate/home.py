@@ -15,7 +15,8 @@ Finding the project (`find_root`) walks up from a folder, the folder itself firs
 - only a real folder named `.sqlgate` is a home: a file, or a symbolic link (even to a
   folder: a cloned repository could point it anywhere), is not, and the walk goes on; if
   that folder is still the project (it holds `.git`), sqlgate refuses to create anything in
-  its `.sqlgate` (`make_dir`) and finds no database there (`guarded`);
+  its `.sqlgate` (`make_dir`), finds no database there (`guarded`), and `--project-db`
+  stops there (`check_folder`);
 - a folder that cannot be read is passed over as if it held neither name.
 
 A database's home (`home_of`) is found from the database's real path (symbolic links
@@ -60,6 +61,7 @@ __all__ = [
     "PROJECT_DB_NAME",
     "Home",
     "HomeRefused",
+    "check_folder",
     "db_key",
     "find_root",
     "guarded",
@@ -208,6 +210,13 @@ def _made(folder: Path) -> bool:
         return False
     os.chmod(folder, 0o700)  # the umask may have removed bits, never added them
     return True
+
+
+def check_folder(folder: Path) -> None:
+    """Raise HomeRefused when `folder` is there but is no real folder (a file, a symbolic
+    link): nothing of sqlgate's goes through it. A missing folder passes."""
+    if _kind(folder) != 0:
+        _refuse_unless_real_dir(folder)
 
 
 def _refuse_unless_real_dir(folder: Path) -> None:
