@@ -15,6 +15,7 @@ from click.testing import CliRunner, Result
 from sqlgate.config import FLAGS, PROJECT_DB
 from sqlgate.home import HOME_DIR, Home, note_guarded
 from sqlgate.surfaces.cli.app import main
+from sqlgate.surfaces.cli.options import settings_from
 from tests.surfaces.cli.helpers import error_line, read, succeeded
 
 TERMINAL = {"TTY_COMPATIBLE": "1"}
@@ -163,3 +164,21 @@ def test_capture_keeps_the_per_user_database_inside_a_project(
     default = tmp_path / "data" / "memory.db"
     assert read(default, "SELECT content FROM memory_events") == [("hello",)]
     assert read(project / PROJECT_DB, count) == before
+
+
+@pytest.mark.parametrize(
+    ("walked", "why"),
+    [
+        pytest.param(True, "the per-user default: no project's .sqlgate/ above", id="walked"),
+        pytest.param(False, "the per-user default)", id="serve-does-not-walk"),
+    ],
+)
+def test_the_default_line_says_whether_a_project_was_looked_for(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    walked: bool, why: str,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    monkeypatch.chdir(project.parent)
+    settings = settings_from({}, find_home=walked)
+    assert settings.db_source == "default"
+    assert why in capsys.readouterr().err

@@ -163,16 +163,18 @@ def settings_from(values: dict[str, Any], *, find_home: bool = True, say: bool =
     settings = load_settings({k: v for k, v in given.items() if v is not None},
                              find_home=find_home)  # fmt: skip
     if say:
-        say_database(settings)
+        say_database(settings, walked=find_home)
     return settings
 
 
-def _why(settings: Settings) -> str:
+def _why(settings: Settings, walked: bool) -> str:
     """Why a command reads settings.db, in the words of its stderr line."""
     if settings.db_source == "home":
         return f"from {home_of(settings.db).folder}"
     if settings.db_source == "project":
         return f"--project-db: the project {settings.db.parent.parent}"
+    if not walked:  # `serve`: no project is looked for
+        return "the per-user default"
     try:
         here: Path | str = Path.cwd().resolve()
     except OSError:
@@ -180,9 +182,10 @@ def _why(settings: Settings) -> str:
     return f"the per-user default: no project's .sqlgate/ above {here} keeps one"
 
 
-def say_database(settings: Settings) -> None:
+def say_database(settings: Settings, *, walked: bool = True) -> None:
     """One stderr line naming the database a command reads and why, on a terminal only,
-    once per command, and only when the person did not name it (--db, SQLGATE_DB)."""
+    once per command, and only when the person did not name it (--db, SQLGATE_DB).
+    `walked`: the settings looked for the project's home (`settings_from`'s `find_home`)."""
     if settings.db_source in ("option", "env") or not is_terminal(stderr=True):
         return
     ctx = click.get_current_context(silent=True)
@@ -193,7 +196,7 @@ def say_database(settings: Settings) -> None:
     shown = str(settings.db)
     if settings.db.is_symlink():
         shown += f" (a link to {settings.db.resolve()})"
-    click.echo(f"sqlgate: database {visible(shown)} ({visible(_why(settings))})", err=True)
+    click.echo(f"sqlgate: database {visible(shown)} ({visible(_why(settings, walked))})", err=True)
 
 
 _SAID = "sqlgate.database_said"  # the click context's note that the line was written
