@@ -442,3 +442,20 @@ def test_check_folder_refuses_only_what_is_no_real_folder(
             check_folder(folder)
     else:
         check_folder(folder)
+
+
+@pytest.mark.parametrize(
+    ("target", "listed"),
+    [("inside", True), ("outside", False)],
+    ids=["link-inside-the-project", "link-out-of-the-project"],
+)
+def test_a_linked_agent_db_is_listed_only_inside_the_project(
+    places: dict[str, Path], target: str, listed: bool
+) -> None:
+    home = project_home(places)
+    assert home.root is not None
+    make_dir(home.folder, home)
+    real = (home.root / "data.db") if target == "inside" else (places["home"] / "memory.db")
+    real.write_bytes(b"")
+    (home.folder / "agent.db").symlink_to(real)
+    assert guarded(home) == ([home.folder / "agent.db"] if listed else [])

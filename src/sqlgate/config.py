@@ -447,7 +447,8 @@ def load_settings(
 
     Raises InvalidArgument naming the flag and its environment variable when a value is bad,
     when --db and --project-db are both given, and when the project's home guards several
-    databases and none is named. `cwd` is the working folder (where the project is looked
+    databases and none is named; HomeRefused when --project-db's `.sqlgate` is a file or a
+    symbolic link. `cwd` is the working folder (where the project is looked
     for); the process's own when None. `find_home=False`: no database is looked for in the
     project's home (the per-user default stays the default).
     """

@@ -38,7 +38,8 @@ database's absolute path, and guarded.json holds that path.
 `guarded` lists the databases a home keeps records for. A `guarded.json` that cannot be
 read, is not that JSON, names a path outside the project, names a file whose key is not its
 folder's name (a copied or stale folder), or a file that no longer exists, is skipped
-without an error: the listing only offers databases it can stand behind.
+without an error, as is an `agent.db` that is a link to a file outside the project: the
+listing only offers databases it can stand behind.
 
 Pure paths and files: no SQLite here, and platformdirs is imported only when a function
 needs it (a command's start-up pays for nothing).
@@ -289,7 +290,9 @@ def guarded(home: Home) -> list[Path]:
         folders = []
     candidates = [_guarded_db(home, folder) for folder in folders]
     if home.root is not None:
-        candidates.append(home.folder / PROJECT_DB_NAME)
+        agent = home.folder / PROJECT_DB_NAME
+        inside = not PurePosixPath(_relative_text(agent, home)).is_absolute()
+        candidates.append(agent if inside else None)  # a link out of the project: not offered
     for db in candidates:
         if db is not None and _is_file(db):
             found.setdefault(_real(db), db)

@@ -182,3 +182,15 @@ def test_the_default_line_says_whether_a_project_was_looked_for(
     settings = settings_from({}, find_home=walked)
     assert settings.db_source == "default"
     assert why in capsys.readouterr().err
+
+
+def test_the_line_says_when_the_database_is_a_link(project: Path) -> None:
+    real = project / "data" / "app.db"
+    real.parent.mkdir()
+    (project / PROJECT_DB).rename(real)
+    (project / PROJECT_DB).symlink_to(real)
+    result = invoke("log", env=TERMINAL)
+    succeeded(result)
+    assert result.stderr.splitlines()[0] == (
+        f"sqlgate: database {project / PROJECT_DB} (a link to {real}) (from {project / HOME_DIR})"
+    )
