@@ -130,17 +130,31 @@ def test_the_line_is_said_once_per_command(project: Path) -> None:
     assert result.stderr.count("sqlgate: database") == 1
 
 
-def test_two_guarded_databases_exit_2_naming_each(project: Path) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [
+        *READERS,
+        pytest.param(("ui",), id="ui"),
+        pytest.param(("replicate", "file:///nonexistent-replica"), id="replicate"),
+        pytest.param(("claims", "add", "acme", "fact", "slow", "0.8", "x"), id="claims-add"),
+    ],
+)
+def test_two_guarded_databases_exit_2_naming_each(project: Path, command: tuple[str, ...]) -> None:
     other = project / "my data" / "db.sqlite3"
     other.parent.mkdir()
     other.write_bytes(b"")
     note_guarded(other, Home(project / HOME_DIR, project))
-    result = invoke("log")
+    result = invoke(*command)
     line = error_line(result, 2)
     for db in (project / PROJECT_DB, other):
         assert f"--db {shlex.quote(str(db))}" in line
-    chosen = invoke("log", "--db", str(project / PROJECT_DB))
-    succeeded(chosen)
+
+
+def test_the_database_named_among_several_is_used(project: Path) -> None:
+    other = project / "other.db"
+    other.write_bytes(b"")
+    note_guarded(other, Home(project / HOME_DIR, project))
+    succeeded(invoke("log", "--db", str(project / PROJECT_DB)))
 
 
 def test_a_bare_repository_does_not_choose_a_database(project: Path) -> None:
