@@ -207,3 +207,14 @@ def test_project_db_refuses_a_sqlgate_that_is_no_real_folder(tmp_path: Path, sha
         load_settings({"project_db": True}, env={}, cwd=project / "src")
     assert caught.value.exit_code == 8
     assert list(elsewhere.iterdir()) == []
+
+
+def test_project_db_in_the_home_folder_uses_the_home_folder(tmp_path: Path) -> None:
+    """The home folder is never a project found by walking, but a session started there
+    with --project-db keeps its own `~/.sqlgate/agent.db`, as before."""
+    home = tmp_path / "home"
+    (home / ".git").mkdir()  # a dotfiles repository
+    (home / "notes").mkdir()
+    assert load_settings({"project_db": True}, env={}, cwd=home).db == home / PROJECT_DB
+    inside = load_settings({"project_db": True}, env={}, cwd=home / "notes")
+    assert inside.db == home / "notes" / PROJECT_DB
