@@ -191,6 +191,23 @@ def test_claude_project_dir_still_names_the_project(tmp_path: Path) -> None:
     assert settings.db == other / PROJECT_DB
 
 
+@pytest.mark.parametrize("marker", [".sqlgate", ".git"])
+def test_claude_project_dir_in_a_subfolder_names_the_project_above(
+    tmp_path: Path, marker: str
+) -> None:
+    """Claude Code started in a subfolder sets $CLAUDE_PROJECT_DIR to it: the project's own
+    home above it is used, no second `.sqlgate/` is made there."""
+    project = tmp_path / "app"
+    (project / "src" / "deep").mkdir(parents=True)
+    (project / marker).mkdir()
+    start = project / "src" / "deep"
+    settings = load_settings(
+        {"project_db": True}, env={"CLAUDE_PROJECT_DIR": str(start)}, cwd=tmp_path
+    )
+    assert settings.db == project / PROJECT_DB
+    assert not (start / HOME_DIR).exists()
+
+
 @pytest.mark.parametrize("shape", ["file", "link-to-a-folder"])
 def test_project_db_refuses_a_sqlgate_that_is_no_real_folder(tmp_path: Path, shape: str) -> None:
     """A cloned repository's `.sqlgate` link must not send the agent's database elsewhere."""

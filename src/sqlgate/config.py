@@ -99,16 +99,18 @@ DB_SOURCES = ("option", "env", "project", "home", "default")
 
 
 def project_folder(env: Mapping[str, str], cwd: Path) -> Path:
-    """The project of `--project-db`: `$CLAUDE_PROJECT_DIR` when it names a folder (taken
-    from `cwd` when relative), else the project holding `cwd` (`home.find_root`), else
-    `cwd`."""
+    """The project of `--project-db`: the project holding `$CLAUDE_PROJECT_DIR` when it names
+    a folder (taken from `cwd` when relative; Claude Code sets it to the folder it started
+    in, which may be a subfolder), else the project holding `cwd` (`home.find_root`); either
+    folder itself when no project holds it."""
+    start = cwd
     given = env.get("CLAUDE_PROJECT_DIR", "")
     if given.strip():
         folder = Path(given).expanduser()
         folder = folder if folder.is_absolute() else cwd / folder
         if folder.is_dir():
-            return folder
-    return find_root(cwd) or cwd
+            start = folder
+    return find_root(start) or start
 
 
 def home_db(cwd: Path) -> Path | None:
