@@ -11,9 +11,9 @@ import is still a dependency):
 - a package of `engine` has a front door, its `__init__`: code outside the package imports
   that, never one of the modules behind it;
 - no module takes another module's private name (`from x import _name`, `x._name`);
-- surfaces import only the door: of sqlgate, `sqlgate.service`, `config`, `errors` and other
-  surfaces; the service's door (its `__init__`) lists each name it shows three times alike
-  and loads nothing of the rooms below until a name is taken;
+- surfaces import only the door: of sqlgate, `sqlgate.service`, `config`, `errors`, `home`
+  and other surfaces; the service's door (its `__init__`) lists each name it shows three
+  times alike and loads nothing of the rooms below until a name is taken;
 - the console (`surfaces.ui`) does not import the MCP room (`surfaces.mcp`);
 - no server-table SQL outside its room: a string constant of SQL naming one of sqlgate's
   tables (engine/schema.py) is in the module of the room that owns it (SERVER_TABLE_ROOMS);
@@ -111,7 +111,8 @@ FORBIDDEN = {
     "memory": {"claims", "service", "surfaces"},
     "claims": {"service", "surfaces"},
     "config": {"engine", "memory", "claims", "service", "surfaces"},
-    "errors": {"engine", "memory", "claims", "service", "surfaces", "config"},
+    "home": {"engine", "memory", "claims", "service", "surfaces", "config"},
+    "errors": {"engine", "memory", "claims", "service", "surfaces", "config", "home"},
 }
 
 
@@ -316,8 +317,9 @@ def test_no_module_reads_a_private_attribute_of_an_imported_module() -> None:
 
 # -- surfaces import only the door ----------------------------------------------------------
 # what a surface module may import of sqlgate: the service's door, the settings, the errors,
-# other surfaces, and the package itself (`sqlgate/__init__`: the version, settings and errors)
-DOOR = ("sqlgate.service", "sqlgate.config", "sqlgate.errors")
+# sqlgate's home (where a project's records are), other surfaces, and the package itself
+# (`sqlgate/__init__`: the version, settings and errors)
+DOOR = ("sqlgate.service", "sqlgate.config", "sqlgate.errors", "sqlgate.home")
 
 
 def past_the_door(imports: list[Import]) -> list[str]:
@@ -355,6 +357,8 @@ def test_surfaces_import_only_the_door() -> None:
         ("sqlgate.service.calls", ("Calls",), True),
         ("sqlgate", ("engine",), True),
         ("sqlgate", ("service", "config", "errors"), False),
+        ("sqlgate", ("home",), False),
+        ("sqlgate.home", ("find_root",), False),
         ("sqlgate", ("__version__",), False),
         ("sqlgate.service", ("Service",), False),
         ("sqlgate.errors", ("NotFound",), False),

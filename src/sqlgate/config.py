@@ -36,9 +36,18 @@ explicit values, then `SQLGATE_*` environment variables, then the defaults.
 
 `--project-db` chooses the database by where the command runs: `PROJECT/.sqlgate/agent.db`,
 PROJECT being `$CLAUDE_PROJECT_DIR` when it names a folder (Claude Code sets it for its hooks
-and MCP servers), else the working folder. It and `--db` both name the database, so giving
-both at the same strength (both explicit, or both in the environment) is a usage error; an
-explicit one beats the other's environment variable.
+and MCP servers), else the project found above the working folder (`home.find_root`: the
+first folder holding `.sqlgate/`, else `.git`), else the working folder. It and `--db` both
+name the database, so giving both at the same strength (both explicit, or both in the
+environment) is a usage error; an explicit one beats the other's environment variable.
+
+With neither (nor their variables), a command run inside a project uses the project's
+database: walking up from the working folder to the first folder holding `.sqlgate/` (a
+bare `.git` chooses no database), the one database that home guards (`home.guarded`); when
+it guards several, the command is a usage error naming each with the `--db` that picks it;
+when none (or no home), the per-user default. `Settings.db_source` says which way it went.
+`serve` and `capture` leave the walk out (`find_home=False`): a server of a user-scope client
+keeps its one database wherever the client starts it.
 """
 
 from __future__ import annotations
@@ -51,11 +60,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlgate.errors import InvalidArgument
+from sqlgate.home import HOME_DIR, PROJECT_DB_NAME, Home, check_folder, find_root, guarded
 
 if TYPE_CHECKING:
     from sqlgate.home import RecordFiles
 
 __all__ = [
+    "DB_SOURCES",
     "FLAGS",
     "PROJECT_DB",
     "TOOL_GROUPS",
@@ -84,19 +95,45 @@ def default_db_path() -> Path:
 
 
 # A project's own database (`sqlgate install CLIENT --scope project`), relative to the project
-PROJECT_DB = Path(".sqlgate") / "agent.db"
+PROJECT_DB = Path(HOME_DIR) / PROJECT_DB_NAME
+
+# how Settings.db was chosen: --db, SQLGATE_DB, --project-db (or its variable), the project's
+# home found by walking up, the per-user default
+DB_SOURCES = ("option", "env", "project", "home", "default")
 
 
 def project_folder(env: Mapping[str, str], cwd: Path) -> Path:
-    """The project of `--project-db`: `$CLAUDE_PROJECT_DIR` when it names a folder (taken
-    from `cwd` when relative), else `cwd`."""
+    """The project of `--project-db`: the project holding `$CLAUDE_PROJECT_DIR` when it names
+    a folder (taken from `cwd` when relative; Claude Code sets it to the folder it started
+    in, which may be a subfolder), else the project holding `cwd` (`home.find_root`); either
+    folder itself when no project holds it."""
+    start = cwd
     given = env.get("CLAUDE_PROJECT_DIR", "")
     if given.strip():
         folder = Path(given).expanduser()
         folder = folder if folder.is_absolute() else cwd / folder
         if folder.is_dir():
-            return folder
-    return cwd
+            start = folder
+    return find_root(start) or start
+
+
+def home_db(cwd: Path) -> Path | None:
+    """The database of the project's home above `cwd` when it guards exactly one; None when
+    there is no home or it guards none. Raises InvalidArgument when it guards several."""
+    root = find_root(cwd, git=False)
+    if root is None:
+        return None
+    folder = root / HOME_DIR
+    found = guarded(Home(folder, root))
+    if len(found) <= 1:
+        return found[0] if found else None
+    import shlex  # only this message needs it
+
+    choices = ", ".join(f"--db {shlex.quote(str(db))}" for db in found)
+    raise InvalidArgument(
+        f"{folder} keeps the records of {len(found)} databases; name the one to use: {choices} "
+        f"(or set SQLGATE_DB)"
+    )
 
 
 def creates_parent(db: Path) -> bool:
@@ -136,6 +173,7 @@ class Settings:
     replicate: str | None = None  # a replica URL; checked by surfaces/replication/target.py
     adopt_db: bool = False  # consent to add sqlgate's tables to a file of another program's
     project_db: bool = False  # db was chosen per project (--project-db); db holds the path
+    db_source: str = "option"  # how db was chosen: one of DB_SOURCES (by hand: named)
     # the user's table rules, names as given (checked by engine.rules.table_rules when opened)
     hide_column: tuple[str, ...] = ()
     protect_table: tuple[str, ...] = ()
@@ -143,6 +181,10 @@ class Settings:
     policy: Path | None = None  # a TOML file of the same rules, and notes for the agent
 
     def __post_init__(self) -> None:
+        if self.db_source not in DB_SOURCES:
+            raise InvalidArgument(
+                f"db_source={self.db_source!r} is invalid: must be one of {', '.join(DB_SOURCES)}"
+            )
         if self.undo not in UNDO_MODES:
             raise InvalidArgument(f"undo={self.undo!r} is invalid: must be rows or file (--undo)")
         if not isinstance(self.undo_max_mb, int) or self.undo_max_mb < 1:
@@ -362,7 +404,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "project_db",
         "use the project's own database, PROJECT/.sqlgate/agent.db (PROJECT: "
-        "$CLAUDE_PROJECT_DIR when it names a folder, else the working folder); not with --db",
+        "$CLAUDE_PROJECT_DIR when it names a folder, else the first folder up from the "
+        "working folder holding .sqlgate/, else .git, else the working folder); not with --db",
         _bool,
     ),
     Flag(
@@ -410,12 +453,17 @@ def load_settings(
     explicit: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    *,
+    find_home: bool = True,
 ) -> Settings:
     """Build Settings from explicit values (already typed), then env vars, then defaults.
 
     Raises InvalidArgument naming the flag and its environment variable when a value is bad,
-    and when --db and --project-db are both given. `cwd` is the working folder
-    (--project-db's fallback project); the process's own when None.
+    when --db and --project-db are both given, and when the project's home guards several
+    databases and none is named; HomeRefused when --project-db's `.sqlgate` is a file or a
+    symbolic link. `cwd` is the working folder (where the project is looked
+    for); the process's own when None. `find_home=False`: no database is looked for in the
+    project's home (the per-user default stays the default).
     """
     environ = os.environ if env is None else env
     values: dict[str, Any] = {}
@@ -441,13 +489,44 @@ def load_settings(
     if unknown:
         raise InvalidArgument(f"unknown setting(s): {', '.join(sorted(unknown))}")
     _choose_db(values, strength)
-    if values.get("project_db"):
-        here = Path.cwd() if cwd is None else cwd
-        values["db"] = project_folder(environ, here) / PROJECT_DB
-    db = values.pop("db", None) or default_db_path()
-    settings = Settings(db=Path(db))
+    db, source = _database(values, strength, environ, cwd, find_home)
+    settings = Settings(db=db, db_source=source)
     known = {f.name for f in fields(Settings)}
     return replace(settings, **{k: v for k, v in values.items() if k in known})
+
+
+def _working_folder(cwd: Path | None) -> Path | None:
+    if cwd is not None:
+        return cwd
+    try:
+        return Path.cwd()
+    except OSError:  # the working folder was deleted: there is no project to find
+        return None
+
+
+def _database(
+    values: dict[str, Any],
+    strength: dict[str, str],
+    environ: Mapping[str, str],
+    cwd: Path | None,
+    find_home: bool,
+) -> tuple[Path, str]:
+    """The database and how it was chosen (one of DB_SOURCES); takes `db` out of `values`."""
+    given = values.pop("db", None)
+    if values.get("project_db"):
+        here = _working_folder(cwd)
+        if here is None:
+            raise InvalidArgument(
+                "--project-db: the working folder no longer exists; cd into the project"
+            )
+        db = project_folder(environ, here) / PROJECT_DB
+        check_folder(db.parent)  # a `.sqlgate` file or link: refused, as everywhere
+        return db, "project"
+    if given is not None:
+        return Path(given), "option" if strength["db"] == "explicit" else "env"
+    here = _working_folder(cwd) if find_home else None
+    found = None if here is None else home_db(here)
+    return (found, "home") if found is not None else (default_db_path(), "default")
 
 
 def _choose_db(values: dict[str, Any], strength: dict[str, str]) -> None:

@@ -92,6 +92,13 @@ def _refuse_tables_inside(path: Path, busy_timeout: float) -> None:
         )
 
 
+def _make_records(files: RecordFiles, db: Path) -> None:
+    try:
+        files.make(db)
+    except OSError as exc:
+        raise StartupError(f"cannot create {files.folder}: {exc.strerror}") from None
+
+
 def _create_user_file(path: Path, settings: Settings) -> None:
     """A database sqlgate starts itself (none was there): in WAL mode, so reads run beside
     a write. An existing file keeps its journal mode."""
@@ -173,18 +180,16 @@ class Database:
         migrated or written, and no lock is waited for)."""
         if read_only:
             return cls._open_read_only(settings)
-        if create_parent:
+        files = settings.records
+        if create_parent:  # a folder of sqlgate's own: the home first (0700, .gitignore)
+            _make_records(files, settings.db)
             try:
                 settings.db.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StartupError(f"cannot create {settings.db.parent}: {exc.strerror}") from None
         check_database_file(settings.db)
         _refuse_tables_inside(settings.db, settings.busy_timeout)
-        files = settings.records
-        try:
-            files.make()
-        except OSError as exc:
-            raise StartupError(f"cannot create {files.folder}: {exc.strerror}") from None
+        _make_records(files, settings.db)
         _records_version(files.records, settings.busy_timeout)
         apply_process_limits(settings)
         if not settings.db.exists():

@@ -82,7 +82,8 @@ def _db_guess(db: str | None, project_db: bool | None) -> Path:
               help="SQLite database file [env SQLGATE_DB]")  # fmt: skip
 @click.option("--project-db", "project_db", is_flag=True, default=None,
               help="the project's database, PROJECT/.sqlgate/agent.db (PROJECT: "
-                   "$CLAUDE_PROJECT_DIR, else the working folder) "
+                   "$CLAUDE_PROJECT_DIR, else the project above the working folder, else "
+                   "the working folder) "
                    "[env SQLGATE_PROJECT_DB]")  # fmt: skip
 @click.option("--log", "log_path", default=None, metavar="PATH",
               help="file for problems [default: <db>.capture.log]")  # fmt: skip
@@ -118,7 +119,7 @@ def capture(
         given: dict[str, object] = {"adopt_db": adopt_db, "project_db": project_db}
         if db and db.strip():
             given["db"] = Path(db).expanduser()
-        return load_settings(given)
+        return load_settings(given, find_home=False)  # the hooks' database, as the server's
 
     def read_payload() -> bytes:
         return sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)

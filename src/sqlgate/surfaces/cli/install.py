@@ -194,7 +194,7 @@ def _chosen_db(values: dict[str, Any], scope: str | None) -> tuple[Path | None, 
         if given is not None and values.get("project_db"):
             load_settings({"db": given, "project_db": True}, env={})  # the usage error
         return (Path(given) if given is not None else None), bool(values.get("project_db"))
-    settings = settings_from(values)
+    settings = settings_from(values, find_home=False, say=False)  # what the entry names
     named = given is not None or bool(os.environ.get("SQLGATE_DB", "").strip())
     if settings.project_db or not named:
         return None, settings.project_db

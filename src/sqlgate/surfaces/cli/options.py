@@ -16,6 +16,7 @@ import click
 
 from sqlgate.config import FLAGS, Flag, Settings, default_db_path, load_settings, quoted
 from sqlgate.errors import DatabaseBusy, NotFound, SqlError, SqlgateError
+from sqlgate.home import home_of
 from sqlgate.surfaces.terminal import is_terminal, visible
 
 if TYPE_CHECKING:  # imported when a command runs, not at start-up
@@ -26,6 +27,7 @@ __all__ = [
     "ProgressBar",
     "existing_service",
     "reports_errors",
+    "say_database",
     "settings_from",
     "settings_options",
     "stderr_progress",
@@ -152,9 +154,52 @@ def _given(value: Any) -> Any:
     return value
 
 
-def settings_from(values: dict[str, Any]) -> Settings:
+def settings_from(values: dict[str, Any], *, find_home: bool = True, say: bool = True) -> Settings:
+    """The settings of a command's options. `find_home`: with no database named, use the
+    one the project's home guards (`config.load_settings`); `say`: on a terminal, say
+    which database the command reads when no --db nor SQLGATE_DB named it (`say_database`).
+    """
     given = {k: _given(v) for k, v in values.items()}
-    return load_settings({k: v for k, v in given.items() if v is not None})
+    settings = load_settings({k: v for k, v in given.items() if v is not None},
+                             find_home=find_home)  # fmt: skip
+    if say:
+        say_database(settings, walked=find_home)
+    return settings
+
+
+def _why(settings: Settings, walked: bool) -> str:
+    """Why a command reads settings.db, in the words of its stderr line."""
+    if settings.db_source == "home":
+        return f"from {home_of(settings.db).folder}"
+    if settings.db_source == "project":
+        return f"--project-db: the project {settings.db.parent.parent}"
+    if not walked:  # `serve`: no project is looked for
+        return "the per-user default"
+    try:
+        here: Path | str = Path.cwd().resolve()
+    except OSError:
+        here = "the working folder"
+    return f"the per-user default: no project's .sqlgate/ above {here} keeps one"
+
+
+def say_database(settings: Settings, *, walked: bool = True) -> None:
+    """One stderr line naming the database a command reads and why, on a terminal only,
+    once per command, and only when the person did not name it (--db, SQLGATE_DB).
+    `walked`: the settings looked for the project's home (`settings_from`'s `find_home`)."""
+    if settings.db_source in ("option", "env") or not is_terminal(stderr=True):
+        return
+    ctx = click.get_current_context(silent=True)
+    meta = {} if ctx is None else ctx.find_root().meta
+    if meta.get(_SAID) == settings.db:
+        return
+    meta[_SAID] = settings.db
+    shown = str(settings.db)
+    if settings.db.is_symlink():
+        shown += f" (a link to {settings.db.resolve()})"
+    click.echo(f"sqlgate: database {visible(shown)} ({visible(_why(settings, walked))})", err=True)
+
+
+_SAID = "sqlgate.database_said"  # the click context's note that the line was written
 
 
 def reports_errors(fn: F) -> F:
@@ -187,7 +232,8 @@ def _sqlite_error(exc: Exception, values: dict[str, Any]) -> SqlgateError:
     if isinstance(exc, apsw.BusyError):
         known = {flag.name for flag in FLAGS}
         try:
-            timeout = settings_from({k: v for k, v in values.items() if k in known}).busy_timeout
+            given = {k: v for k, v in values.items() if k in known}
+            timeout = settings_from(given, say=False).busy_timeout
         except SqlgateError:
             timeout = Settings(db=Path()).busy_timeout
         return busy_error(timeout)

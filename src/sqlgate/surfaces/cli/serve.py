@@ -42,7 +42,7 @@ def run_server(
             "--oauth-issuer (a stdio client is the local agent, with no token)"
         )
     with stop_signals() as stops:
-        settings = settings_from(values)
+        settings = settings_from(values, find_home=False)  # a client's server: its own db
         replica = replica_target(settings)  # a bad --replicate URL stops here, before any file
         if transport == "http":
             from sqlgate.surfaces.mcp.http import serve_http

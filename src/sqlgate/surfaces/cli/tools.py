@@ -43,7 +43,7 @@ def tools(size: bool, as_json: bool, **values: Any) -> None:
     """
     import anyio
 
-    settings = settings_from(values)
+    settings = settings_from(values, find_home=False, say=False)  # a database of its own
     with tempfile.TemporaryDirectory(prefix="sqlgate-tools-") as folder:
         listings = anyio.run(_list_tools, replace(settings, db=Path(folder) / "tools.db"))
     report = _tools_report(listings, settings.tools)

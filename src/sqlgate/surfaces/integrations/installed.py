@@ -7,7 +7,8 @@ database an entry names, as `serve` would pick it in the project folder:
 
     --db PATH         PATH (`${workspaceFolder}` and `~` expanded, relative to the project)
     --project-db      PROJECT/.sqlgate/agent.db (PROJECT: $CLAUDE_PROJECT_DIR when it names
-                      a folder, else the working folder)
+                      a folder, else the project above the working folder, else the
+                      working folder: `config.project_folder`)
     env SQLGATE_DB / SQLGATE_PROJECT_DB in the entry, then in this environment
     neither           the per-user database (`platformdirs`)
 """
