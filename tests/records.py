@@ -21,10 +21,7 @@ def records_path(db: Path | str) -> Path:
 def connect_both(db: Path | str, flags: int | None = None) -> apsw.Connection:
     """A connection to the database at `db` with its records attached as `sqlgate`: server
     tables read by their plain names (none of the test's tables shares one)."""
-    if flags is None:
-        conn = apsw.Connection(str(db))
-    else:
-        conn = apsw.Connection(str(db), flags=flags)
+    conn = apsw.Connection(str(db)) if flags is None else apsw.Connection(str(db), flags=flags)
     records = records_path(db)
     if records.is_file():
         conn.execute("ATTACH ? AS sqlgate", (str(records),))

@@ -20,13 +20,14 @@ from sqlgate.engine.schema import (
     protected_names,
 )
 from sqlgate.errors import StartupError
+from tests.records import connect_both
 
 NEWEST = MIGRATIONS[-1].version
 
 
 @pytest.fixture
 def conn(tmp_path: Path) -> Iterator[apsw.Connection]:
-    connection = apsw.Connection(str(tmp_path / "schema.db"))
+    connection = connect_both(tmp_path / "schema.db")
     yield connection
     connection.close()
 
@@ -232,7 +233,7 @@ def test_a_database_sqlgate_does_not_own_is_refused_and_left_untouched(
     tmp_path: Path, user_version: int, application_id: int
 ) -> None:
     path = tmp_path / "other.db"
-    other = apsw.Connection(str(path))
+    other = connect_both(path)
     other.execute("CREATE TABLE theirs(x); INSERT INTO theirs VALUES (1)")
     other.pragma("user_version", user_version)
     other.pragma("application_id", application_id)

@@ -19,10 +19,11 @@ from sqlgate.engine.snapshots.files import restore_snapshot
 from sqlgate.errors import InvalidArgument
 from sqlgate.memory.restore_record import ChainRestoreRecorder
 from sqlgate.service import Service
+from tests.records import connect_both
 
 
 def table(db: Path, name: str) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return [tuple(row) for row in conn.execute(f"SELECT * FROM {name} ORDER BY id")]
     finally:
@@ -30,7 +31,7 @@ def table(db: Path, name: str) -> list[tuple[Any, ...]]:
 
 
 def notes(db: Path) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return [tuple(row) for row in conn.execute("SELECT rowid, * FROM notes ORDER BY rowid")]
     finally:

@@ -11,13 +11,15 @@ from scripts.screenshots import seed_screenshots
 from scripts.ui_demo_seed import SESSIONS, TEAM, TEAM_SERVER
 from scripts.ui_seed import seed
 
+from tests.records import connect_both
+
 HOSTILE = ("<script", "alert(", "onerror", "onload", "javascript:", "\u202e", "\x1b")
 NOW = 1796126400.0  # 2026-12-01T12:00:00Z
 
 
 def hostile_text(db: Path) -> list[tuple[str, str]]:
     """(table, text) of every stored text, name or SQL in the file holding a hostile string."""
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         found = []
         tables = [
@@ -51,7 +53,7 @@ def test_the_browser_tests_database_still_holds_them(tmp_path: Path) -> None:
 def test_the_screenshot_database_tells_a_project_story(tmp_path: Path) -> None:
     db = tmp_path / "agent.db"
     seed_screenshots(db, now=NOW, history_rows=0)
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         sessions = {
             str(s)

@@ -19,13 +19,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import apsw
 import pytest
 
 from sqlgate.config import Settings
 from sqlgate.errors import SqlError
 from sqlgate.service import Service
 from tests.conftest import FakeClock
+from tests.records import connect_both
 from tests.security.fingerprint import DatabaseState, capture
 
 MAX_UPDATE_ROWS = 5
@@ -101,7 +101,7 @@ class World:
 
 def seed(path: Path) -> None:
     """User objects, written by a plain connection as any program could."""
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     try:
         conn.execute(SEED)
     finally:

@@ -25,6 +25,7 @@ from typing import Any
 import apsw
 
 from sqlgate.service import Service
+from tests.records import connect_both
 
 __all__ = ["DatabaseState", "appended_log_rows", "assert_unchanged", "capture"]
 
@@ -97,7 +98,7 @@ def _connection_state(conn: apsw.Connection) -> dict[str, Any]:
 
 def capture(service: Service, watched: Path) -> DatabaseState:
     """Everything a refused call must leave as it was; `watched` is the folder to list."""
-    conn = apsw.Connection(str(service.db.path), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(service.db.path, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         tables = _tables(conn)
         query_log = [tuple(row) for row in conn.execute("SELECT * FROM query_log ORDER BY id")]

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import apsw
 import pytest
 
 from sqlgate.errors import InvalidArgument, LimitExceeded, PolicyDenied, SqlError
 from sqlgate.service import Service
+from tests.records import connect_both
 from tests.security.cases import HARMLESS, Expected, case, check_refused_and_unchanged
 from tests.security.cases import destructive as d
 from tests.security.cases import read as r
@@ -1136,7 +1136,7 @@ def test_litestreams_tables_are_server_objects(
     """Under `--replicate` Litestream keeps two tables of its own in the database: an agent may
     read them, never drop or write them (replication would lose its place)."""
     service = make_service()
-    conn = apsw.Connection(str(service.db.path))
+    conn = connect_both(service.db.path)
     conn.execute("CREATE TABLE _litestream_seq (id INTEGER PRIMARY KEY, seq INTEGER)")
     conn.execute("CREATE TABLE _litestream_lock (id INTEGER)")
     conn.execute("INSERT INTO _litestream_seq VALUES (1, 1)")

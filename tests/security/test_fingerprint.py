@@ -12,12 +12,13 @@ from collections.abc import Callable
 import apsw
 import pytest
 
+from tests.records import connect_both
 from tests.security.conftest import World
 from tests.security.fingerprint import DatabaseState, appended_log_rows, assert_unchanged
 
 
 def _plain(world: World, sql: str) -> None:
-    conn = apsw.Connection(str(world.service.db.path))
+    conn = connect_both(world.service.db.path)
     try:
         conn.execute(sql)
     finally:

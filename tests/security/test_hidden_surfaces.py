@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import apsw
 import pytest
 from starlette.testclient import TestClient
 
@@ -21,6 +20,7 @@ from sqlgate.service import Service
 from sqlgate.surfaces.ui.app import build_ui_app
 from sqlgate.surfaces.ui.console import Console
 from tests.conftest import FakeClock
+from tests.records import connect_both
 
 SECRET = "999-13-5813"
 TOKEN = "t" * 32
@@ -121,7 +121,7 @@ def test_the_rule_follows_a_rename_by_the_agent_or_another_program(hidden: Servi
     hidden.read_query("SELECT count(*) FROM people")
     hidden.destructive_query("ALTER TABLE people RENAME TO staff", reason="rename")
     assert SECRET not in hidden.read_query("SELECT ssn FROM staff")
-    other = apsw.Connection(str(hidden.db.path))
+    other = connect_both(hidden.db.path)
     other.execute("ALTER TABLE staff RENAME TO crew")
     other.close()
     answer = hidden.read_query("SELECT * FROM crew")
@@ -130,7 +130,7 @@ def test_the_rule_follows_a_rename_by_the_agent_or_another_program(hidden: Servi
 
 
 def test_a_hidden_column_renamed_away_by_another_program_fails_closed(hidden: Service) -> None:
-    other = apsw.Connection(str(hidden.db.path))
+    other = connect_both(hidden.db.path)
     other.execute("ALTER TABLE people RENAME COLUMN ssn TO tax_id")
     other.close()
     answer = hidden.read_query("SELECT name, tax_id FROM people")

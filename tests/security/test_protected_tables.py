@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import apsw
 import pytest
 
 from sqlgate.config import Settings
 from sqlgate.errors import PolicyDenied, SqlgateError
 from sqlgate.service import Service
 from tests.conftest import FakeClock
+from tests.records import connect_both
 
 SCHEMA = """
 PRAGMA foreign_keys = ON;
@@ -218,7 +218,7 @@ def test_a_guarded_table_created_after_the_server_started_is_guarded(
 
 def test_a_guarded_table_renamed_by_another_program_stays_guarded(guarded: Service) -> None:
     guarded.read_query("SELECT count(*) FROM ledger")  # the server has seen the table
-    other = apsw.Connection(str(guarded.db.path))
+    other = connect_both(guarded.db.path)
     other.execute("ALTER TABLE ledger RENAME TO books")
     other.close()
     with pytest.raises(PolicyDenied, match="protected"):

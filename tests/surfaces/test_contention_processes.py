@@ -26,6 +26,7 @@ import apsw
 import pytest
 
 from sqlgate.service import Service
+from tests.records import connect_both
 from tests.surfaces.mcp.test_stdio import child_env
 from tests.surfaces.stdio_helpers import rpc
 
@@ -124,7 +125,7 @@ def cli_process(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def audit_count(db: Path) -> int:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return int(conn.execute("SELECT count(*) FROM query_log").fetchall()[0][0])
     finally:

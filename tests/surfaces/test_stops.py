@@ -43,6 +43,7 @@ from sqlgate.surfaces.stops import (
     serve_until_stopped,
     stop_signals,
 )
+from tests.records import connect_both
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX terminals and signals")
 
@@ -456,6 +457,6 @@ def test_ctrl_c_interrupts_a_running_query_instead_of_waiting_for_it(
         child.wait_for("never printed", 0.02)  # reads what it writes meanwhile
     child.send(b"\x03")
     assert_clean(child, 130, child.finish())
-    conn = apsw.Connection(str(made_db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(made_db, flags=apsw.SQLITE_OPEN_READONLY)
     rows = conn.execute("SELECT ok FROM query_log WHERE tool = 'read_query'").fetchall()
     assert rows == [(0,)]  # its audit row was written: the call ended before the database closed

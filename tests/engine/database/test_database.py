@@ -22,6 +22,7 @@ from sqlgate.engine.schema import APPLICATION_ID, MIGRATIONS
 from sqlgate.errors import StartupError
 from tests.app_database import folder_state
 from tests.app_database import make_app_db as shared_app_db
+from tests.records import connect_both
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -166,7 +167,7 @@ def test_the_same_user_opens_a_folder_it_may_write(shared_dir: Path) -> None:
 
 def test_a_corrupt_sqlite_file_is_a_startup_error(tmp_path: Path) -> None:
     path = tmp_path / "corrupt.db"
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     conn.execute("CREATE TABLE t(a); INSERT INTO t VALUES (1)")
     conn.close()
     data = bytearray(path.read_bytes())
@@ -193,7 +194,7 @@ def test_open_migrates_and_records_the_schema_version(settings: Settings) -> Non
 
 def test_an_existing_user_database_is_adopted_with_its_data(tmp_path: Path) -> None:
     path = tmp_path / "existing.db"
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     conn.execute("CREATE TABLE mine(x); INSERT INTO mine VALUES ('kept')")
     conn.close()
     db = Database.open(Settings(db=path, adopt_db=True))
@@ -255,7 +256,7 @@ def test_shadow_tables_see_a_virtual_table_another_process_created(settings: Set
     db = Database.open(settings)
     try:
         before = db.shadow_tables(db.writer)
-        other = apsw.Connection(str(settings.db))
+        other = connect_both(settings.db)
         try:
             other.execute("CREATE VIRTUAL TABLE docs USING fts5(body)")
         finally:
@@ -381,7 +382,7 @@ def test_consent_does_not_let_sqlgate_overwrite_another_applications_header(
 
 
 def _empty_schema_file(path: Path) -> None:
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     conn.execute("CREATE TABLE scratch (x); DROP TABLE scratch; VACUUM")
     conn.close()
     assert path.stat().st_size > 0
@@ -442,7 +443,7 @@ def test_a_relative_path_is_shown_absolute(tmp_path: Path, monkeypatch: pytest.M
 def test_a_copy_of_sqlgates_tables_without_its_header_is_refused(tmp_path: Path) -> None:
     """`sqlite3 agent.db .dump | sqlite3 copy.db` keeps the tables, not the header."""
     path = tmp_path / "copy.db"
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     for statement in MIGRATIONS[0].statements:
         conn.execute(statement)
     conn.close()

@@ -5,17 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import apsw
 import pytest
 
 from sqlgate.errors import InvalidArgument, NotFound
 from sqlgate.service import Service
 from tests.conftest import FakeClock
+from tests.records import connect_both
 
 
 def setup_sql(db: Path, sql: str) -> None:
     """Build fixtures through a direct connection: the tests are about reading, not policy."""
-    conn = apsw.Connection(str(db))
+    conn = connect_both(db)
     try:
         conn.execute(sql)
     finally:

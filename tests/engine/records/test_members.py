@@ -41,6 +41,7 @@ from sqlgate.engine.records.members import (
 )
 from sqlgate.errors import InvalidArgument, NotFound
 from sqlgate.service import Service
+from tests.records import connect_both
 
 
 class WallClock:
@@ -429,7 +430,7 @@ def test_a_left_over_wal_is_read_through_sqlite(tmp_path: Path, wal_bytes: bytes
     left alone: the closed file is read by itself."""
     db = tmp_path / "team.db"
     Service.open(Settings(db=db)).close()
-    with closing(apsw.Connection(str(db))) as conn:
+    with closing(connect_both(db)) as conn:
         Members(conn).add("ann", "read")
     wal = tmp_path / "team.db-wal"
     wal.write_bytes(wal_bytes)
@@ -450,7 +451,7 @@ def test_a_file_without_members_has_none_and_is_left_as_it_was(
 ) -> None:
     db = tmp_path / "some.db"
     if content == "plain":
-        with closing(apsw.Connection(str(db))) as conn:
+        with closing(connect_both(db)) as conn:
             conn.execute("CREATE TABLE x (y)")
     elif content == "not-a-database":
         db.write_text(NOT_SQLITE, encoding="utf-8")

@@ -13,6 +13,7 @@ from sqlgate.engine.running import views
 from sqlgate.engine.running.views import MAX_DESCRIPTION_CHARS, description_comment
 from sqlgate.errors import InvalidArgument, PolicyDenied, SqlgateError
 from sqlgate.service import Service
+from tests.records import connect_both
 from tests.undo_hint import plain
 
 SELECT = "SELECT id, body FROM t WHERE id > 0"
@@ -26,7 +27,7 @@ def ready(service: Service) -> Service:
 
 
 def stored_sql(db: Path, name: str) -> str | None:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         rows = conn.execute("SELECT sql FROM sqlite_schema WHERE name = ?", (name,)).fetchall()
     finally:
@@ -35,7 +36,7 @@ def stored_sql(db: Path, name: str) -> str | None:
 
 
 def names(db: Path) -> set[str]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return {str(n) for (n,) in conn.execute("SELECT name FROM sqlite_schema")}
     finally:

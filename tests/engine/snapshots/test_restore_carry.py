@@ -19,12 +19,13 @@ from sqlgate.engine.snapshots.files import list_snapshots, restore_snapshot, tak
 from sqlgate.engine.snapshots.restore_plan import KEPT_FOLDER, plan_restore
 from sqlgate.errors import SnapshotError, UndoRefused
 from sqlgate.service import Service
+from tests.records import connect_both
 
 SERVER_TABLES = ("query_log", "memory_events", "memory_checkpoints", "claims", "claims_history")
 
 
 def rows(db: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return [tuple(row) for row in conn.execute(sql, params)]
     finally:
@@ -139,7 +140,7 @@ def test_the_copy_of_before_is_kept_outside_the_rotation(
     result = restore_snapshot(db_path, folder, history["snapshot"].name, keep=2)
     assert result.before.parent == folder / KEPT_FOLDER
     assert result.before_name == f"{KEPT_FOLDER}/{result.before.name}"
-    conn = apsw.Connection(str(db_path))
+    conn = connect_both(db_path)
     try:
         for _ in range(6):  # more than --snapshots-keep new snapshots
             take_snapshot(conn, folder, keep=2)
@@ -188,7 +189,7 @@ def test_a_snapshot_whose_chain_is_not_a_prefix_is_refused(
     db_path: Path, history: dict[str, Any]
 ) -> None:
     snap: Path = history["snapshot"]
-    conn = apsw.Connection(str(snap))
+    conn = connect_both(snap)
     try:
         conn.execute("DROP TRIGGER memory_events_no_update")
         conn.execute("UPDATE memory_events SET content = 'rewritten' WHERE id = 1")
@@ -205,7 +206,7 @@ def test_a_snapshot_older_than_database_ids_is_restored_and_keeps_the_live_id(
 ) -> None:
     snap: Path = history["snapshot"]
     live_id = rows(db_path, "SELECT value FROM server_info")[0][0]
-    conn = apsw.Connection(str(snap))
+    conn = connect_both(snap)
     try:  # what a file of schema 7 looked like: no server_info, no undo tool column
         conn.execute("DROP TABLE server_info")
         for column in ("tool", "created", "format", "data", "shapes", "digests"):
@@ -239,7 +240,7 @@ def test_an_event_whose_text_is_not_utf8_is_carried_byte_for_byte(
 ) -> None:
     """Another program appended an event whose content and tags are bytes, not UTF-8 (issue
     30): the restore carries it as it is, with its full-text row."""
-    conn = apsw.Connection(str(db_path))
+    conn = connect_both(db_path)
     conn.execute(
         "INSERT INTO memory_events (ts, session, kind, content, tags, prev_hash, hash) "
         "VALUES ('2026-01-01', 'other', 'note', CAST(x'ff61' AS TEXT), CAST(x'5bff5d' AS TEXT), "

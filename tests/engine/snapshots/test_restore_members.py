@@ -33,6 +33,7 @@ from sqlgate.engine.records.members import Member, Members
 from sqlgate.engine.snapshots.files import restore_snapshot
 from sqlgate.engine.snapshots.restore_plan import plan_restore
 from sqlgate.service import Service
+from tests.records import connect_both
 
 Step = tuple[str, ...]  # ("add", name, tier) | ("revoke", name) | ("rotate", name) | ...
 
@@ -56,7 +57,7 @@ class Team:
 
     @contextmanager
     def members(self) -> Iterator[Members]:
-        with closing(apsw.Connection(str(self.db))) as conn:
+        with closing(connect_both(self.db)) as conn:
             yield Members(conn, wall_clock=self.clock)
 
     def run(self, steps: Sequence[Step]) -> None:
@@ -162,7 +163,7 @@ def test_the_plan_and_the_audit_row_count_the_members_carried(tmp_path: Path) ->
     assert plan.carried["members"] == 1  # bob (alice and carol changed tokens only)
     assert plan.carried["member_tokens"] == 4  # alice's, carol's two, bob's
     restore(team, snapshot)
-    with closing(apsw.Connection(str(team.db))) as conn:
+    with closing(connect_both(team.db)) as conn:
         (detail,) = conn.execute(
             "SELECT json_extract(detail, '$.carried') FROM query_log "
             "WHERE tool = 'snapshots restore'"
@@ -188,7 +189,7 @@ def test_a_snapshot_older_than_members_keeps_the_live_members(tmp_path: Path) ->
     team = Team(tmp_path / "team.db")
     Service.open(Settings(db=team.db)).close()
     snapshot = team.snapshot()
-    with closing(apsw.Connection(str(snapshot))) as conn:  # a file of schema 8: no members
+    with closing(connect_both(snapshot)) as conn:  # a file of schema 8: no members
         for statement in SCHEMA_9:
             conn.execute(statement)
         conn.pragma("user_version", 8)

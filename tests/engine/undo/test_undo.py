@@ -24,6 +24,7 @@ from sqlgate.errors import (
     UndoRefused,
 )
 from sqlgate.service import Service
+from tests.records import connect_both
 
 UNDO = re.compile(r"; undo: sqlgate undo (?P<id>\d+)@[0-9a-f]{8} --db \S+$", re.MULTILINE)
 SERVER = protected_names()
@@ -63,7 +64,7 @@ INSERT INTO odd VALUES ('r1', 1, 'one'), ('r2', 2, 'two');
 
 @contextmanager
 def direct(db: Path) -> Iterator[apsw.Connection]:
-    conn = apsw.Connection(str(db))
+    conn = connect_both(db)
     conn.pragma("foreign_keys", True)
     try:
         yield conn

@@ -15,6 +15,7 @@ import pytest
 
 from sqlgate.errors import InvalidArgument, NotFound, UndoConflict, UndoRefused
 from sqlgate.service import Service
+from tests.records import connect_both
 
 UNDO = re.compile(r"; undo: sqlgate undo (?P<id>\d+)@[0-9a-f]{8} --db \S+$", re.MULTILINE)
 
@@ -38,7 +39,7 @@ CREATE TRIGGER t_logged AFTER INSERT ON t BEGIN INSERT INTO log VALUES (NEW.v); 
 
 @contextmanager
 def direct(db: Path) -> Iterator[apsw.Connection]:
-    conn = apsw.Connection(str(db))
+    conn = connect_both(db)
     try:
         yield conn
     finally:

@@ -8,7 +8,6 @@ import hashlib
 import json
 from pathlib import Path
 
-import apsw
 import pytest
 from click.testing import CliRunner, Result
 
@@ -18,6 +17,7 @@ from sqlgate.surfaces.cli.app import main
 from sqlgate.surfaces.integrations.capture import CaptureLog
 from tests.app_database import folder_state as shared_folder_state
 from tests.app_database import make_app_db as shared_app_db
+from tests.records import connect_both
 from tests.surfaces.cli.helpers import error_line, read, succeeded
 from tests.surfaces.integrations.test_importers import build_mycorrhiza
 
@@ -192,7 +192,7 @@ def test_a_table_name_with_control_characters_reaches_the_terminal_escaped(
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "app.db"
-    conn = apsw.Connection(str(db))
+    conn = connect_both(db)
     conn.execute('CREATE TABLE "evil\x1b]0;pwned\x07\nname" (x)')
     conn.close()
     line = error_line(invoke("claims", "add", *CLAIM, "--db", str(db)), 8)

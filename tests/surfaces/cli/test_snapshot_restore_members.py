@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import apsw
 import httpx2
 import pytest
 
@@ -22,6 +21,7 @@ from sqlgate.config import Settings
 from sqlgate.engine.records.members import Members
 from sqlgate.service import Service
 from sqlgate.surfaces.mcp.http_identity import IdentityGate, server_authenticator
+from tests.records import connect_both
 from tests.surfaces.cli.helpers import invoke, succeeded
 
 pytestmark = pytest.mark.usefixtures("no_sqlgate_environment")
@@ -40,7 +40,7 @@ def statuses(db: Path, tokens: dict[str, str]) -> dict[str, tuple[int, str]]:
     """What the identity gate of a server on `db` answers each token: (status, reason)."""
 
     async def ask() -> dict[str, tuple[int, str]]:
-        with closing(apsw.Connection(str(db))) as conn:
+        with closing(connect_both(db)) as conn:
             gate = IdentityGate(_answer, server_authenticator(None, Members(conn)))
             transport = httpx2.ASGITransport(app=gate, client=("10.0.0.7", 5000))
             answers: dict[str, tuple[int, str]] = {}

@@ -23,6 +23,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
 from sqlgate.surfaces.mcp.server import CLAIMS_TOOLS, MEMORY_TOOLS, SQL_TOOLS
+from tests.records import connect_both
 from tests.surfaces.stdio_helpers import rpc
 
 pytestmark = pytest.mark.stdio
@@ -298,7 +299,7 @@ def test_directory_as_db_is_refused(tmp_path: Path) -> None:
 
 def _app_database(path: Path) -> Path:
     """An application's own database (an Alembic-managed app, rollback journal)."""
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     conn.execute(
         "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);"
         "CREATE TABLE alembic_version (version_num TEXT PRIMARY KEY);"
@@ -328,7 +329,7 @@ def test_with_consent_the_stdio_server_adopts_an_app_database(tmp_path: Path) ->
         env={**child_env(), "SQLGATE_ADOPT_DB": "1"},
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("3f2a1b",)]
         assert conn.pragma("application_id") == 0x53514754
@@ -345,7 +346,7 @@ permission_bits_apply = pytest.mark.skipif(
 @permission_bits_apply
 def test_unwritable_database_file_is_refused_and_left_untouched(tmp_path: Path) -> None:
     db = tmp_path / "agent.db"
-    conn = apsw.Connection(str(db))
+    conn = connect_both(db)
     conn.execute("CREATE TABLE kept (x)")
     conn.close()
     content = db.read_bytes()

@@ -22,6 +22,7 @@ from mcp.types import CallToolResult
 
 from sqlgate.memory.chain import GENESIS, event_hash
 from sqlgate.surfaces.mcp.server import MEMORY_TOOLS
+from tests.records import connect_both
 from tests.surfaces.mcp.test_stdio import serve_params, stdio_server, text
 
 pytestmark = [pytest.mark.stdio, pytest.mark.anyio]
@@ -40,7 +41,7 @@ def ok(result: CallToolResult) -> str:
 
 
 def read_events(db: Path) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return [
             tuple(row)

@@ -28,6 +28,7 @@ from sqlgate.errors import StartupError
 from sqlgate.surfaces.replication.litestream import Litestream, find_litestream
 from sqlgate.surfaces.replication.status import read_status, replication_dir
 from sqlgate.surfaces.replication.witness_log import WitnessLog
+from tests.records import connect_both
 from tests.surfaces.mcp.test_stdio import child_env
 from tests.surfaces.replication.conftest import eventually
 from tests.surfaces.stdio_helpers import rpc
@@ -172,7 +173,7 @@ def what_happened(db: Path, replica: Path) -> str:
 
 
 def count(db: Path, sql: str) -> int:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return int(conn.execute(sql).fetchall()[0][0])
     finally:

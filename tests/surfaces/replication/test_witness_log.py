@@ -10,7 +10,6 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-import apsw
 import pytest
 
 from sqlgate.config import Settings
@@ -20,6 +19,7 @@ from sqlgate.service import Service
 from sqlgate.surfaces.replication.verdict import judge
 from sqlgate.surfaces.replication.witness_log import WitnessLog, mirror_once
 from tests.memory.conftest import rehash_from, rewitness, rows, tampered
+from tests.records import connect_both
 
 NOW = "2026-01-01T00:00:00.000Z"
 
@@ -147,7 +147,7 @@ def test_the_log_keeps_its_database_id(tmp_path: Path) -> None:
 
 def test_the_log_is_a_wal_database_litestream_can_replicate(tmp_path: Path) -> None:
     WitnessLog.open(tmp_path / "w").close()
-    conn = apsw.Connection(str(tmp_path / "w"))
+    conn = connect_both(tmp_path / "w")
     assert conn.pragma("journal_mode") == "wal"
     conn.close()
 

@@ -19,6 +19,7 @@ from sqlgate.surfaces.ui.app import build_ui_app
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.destructive import undo_state
 from sqlgate.surfaces.ui.summary import AuditSummary
+from tests.records import connect_both
 from tests.surfaces.ui.conftest import TOKEN, audit_plan
 
 PAGES = ["/", "/errors", "/patterns", "/destructive", "/memory", "/claims", "/tables",
@@ -266,7 +267,7 @@ def test_the_summary_folded_in_by_id_equals_the_server_view(tmp_path: Path) -> N
     db = tmp_path / "grow.db"
     seed(db)
     summary = AuditSummary()
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         summary.refresh(conn)
         assert _summary_figures(summary) == _view_figures(conn)
@@ -308,7 +309,7 @@ def test_a_tampered_chain_is_shown_broken_at_its_event(tmp_path: Path) -> None:
 
     db = tmp_path / "tampered.db"
     seed(db)
-    conn = apsw.Connection(str(db))  # someone with the file, past the triggers
+    conn = connect_both(db)  # someone with the file, past the triggers
     conn.execute("DROP TRIGGER memory_events_no_update")
     conn.execute("UPDATE memory_events SET content = 'rewritten' WHERE id = 3")
     conn.close()
