@@ -119,8 +119,8 @@ def test_the_line_says_the_per_user_default(
     assert missing.exit_code == 3
     default = tmp_path / "data" / "memory.db"
     assert missing.stderr.splitlines()[0] == (
-        f"sqlgate: database {default} (the per-user default: no project's .sqlgate/ above "
-        f"{outside.resolve()} keeps one)"
+        f"sqlgate: database {default} (the per-user default: above {outside.resolve()}, no "
+        "project's .sqlgate/ keeps one)"
     )
 
 
