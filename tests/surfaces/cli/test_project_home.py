@@ -183,7 +183,7 @@ def test_capture_keeps_the_per_user_database_inside_a_project(
 @pytest.mark.parametrize(
     ("walked", "why"),
     [
-        pytest.param(True, "the per-user default: no project's .sqlgate/ above", id="walked"),
+        pytest.param(True, "the per-user default: above ", id="walked"),
         pytest.param(False, "the per-user default)", id="serve-does-not-walk"),
     ],
 )
