@@ -131,8 +131,8 @@ def home_db(cwd: Path) -> Path | None:
 
     choices = ", ".join(f"--db {shlex.quote(str(db))}" for db in found)
     raise InvalidArgument(
-        f"{folder} keeps the records of {len(found)} databases; name the one to use: {choices} "
-        f"(or set SQLGATE_DB)"
+        f"the home {folder} holds the records of more than one database; name the one to use: "
+        f"{choices} (or set SQLGATE_DB)"
     )
 
 

@@ -119,8 +119,8 @@ def test_the_line_says_the_per_user_default(
     assert missing.exit_code == 3
     default = tmp_path / "data" / "memory.db"
     assert missing.stderr.splitlines()[0] == (
-        f"sqlgate: database {default} (the per-user default: no project's .sqlgate/ above "
-        f"{outside.resolve()} keeps one)"
+        f"sqlgate: database {default} (the per-user default: above {outside.resolve()}, no "
+        "project's .sqlgate/ keeps one)"
     )
 
 
@@ -183,7 +183,7 @@ def test_capture_keeps_the_per_user_database_inside_a_project(
 @pytest.mark.parametrize(
     ("walked", "why"),
     [
-        pytest.param(True, "the per-user default: no project's .sqlgate/ above", id="walked"),
+        pytest.param(True, "the per-user default: above ", id="walked"),
         pytest.param(False, "the per-user default)", id="serve-does-not-walk"),
     ],
 )

@@ -179,7 +179,7 @@ def _why(settings: Settings, walked: bool) -> str:
         here: Path | str = Path.cwd().resolve()
     except OSError:
         here = "the working folder"
-    return f"the per-user default: no project's .sqlgate/ above {here} keeps one"
+    return f"the per-user default: above {here}, no project's .sqlgate/ keeps one"
 
 
 def say_database(settings: Settings, *, walked: bool = True) -> None:
