@@ -396,10 +396,10 @@ def plan_restore(db: Path, folder: Path, name: str) -> RestorePlan:
     """What restoring `name` onto `db` changes, with the calls made after the snapshot whose
     undo it marks done (read from the records); SnapshotError when the snapshot is not one
     of `db`'s, NotFound when either is missing. Reads only."""
-    check_folder(db, folder)
-    source = snapshot_path(folder, name, db)
     if not db.is_file():
         raise NotFound(f"database {db} does not exist")
+    check_folder(db, folder)
+    source = snapshot_path(folder, name, db)
     with open_read_only(db) as live:
         plan = plan_on(live, db.absolute(), source, name)
     records = record_files(db).records
@@ -427,10 +427,10 @@ def restore_snapshot(
     module's docstring. `keep` is unused since the copy of before is kept outside the
     rotation (kept for the callers' signature)."""
     del keep
-    check_folder(db, folder)
-    source = snapshot_path(folder, name, db)
     if not db.is_file():
         raise NotFound(f"database {db} does not exist")
+    check_folder(db, folder)
+    source = snapshot_path(folder, name, db)
     db = db.absolute()
     live = _lock_exclusively(db, name)
     staging: Path | None = None

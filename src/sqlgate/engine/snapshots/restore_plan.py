@@ -108,7 +108,8 @@ def snapshot_path(folder: Path, name: str, db: Path) -> Path:
     ):
         raise NotFound(f"{name!r} is not a snapshot name; {listing}")
     path = folder.joinpath(*parts)
-    if not path.is_file() or path.is_symlink():
+    if not path.is_file() or path.is_symlink() or path.stat().st_size == 0:
+        # an empty file is a claim: a snapshot still being written, or one that never was
         raise NotFound(f"no snapshot {name} in {folder}; {listing}")
     with path.open("rb") as handle:
         if handle.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
