@@ -47,7 +47,8 @@ def user_state(db: Path) -> dict[str, Any]:
     """The user's schema and every row of the user's tables."""
     schema = rows(db, "SELECT type, name, sql FROM sqlite_schema ORDER BY name")
     tables = {str(name) for kind, name, _ in schema if kind == "table"}
-    return {"schema": schema, **{t: rows(db, f"SELECT * FROM {t} ORDER BY rowid") for t in sorted(tables)}}  # fmt: skip
+    data = {t: rows(db, f'SELECT * FROM "{t}" ORDER BY rowid') for t in sorted(tables)}
+    return {"schema": schema, **data}
 
 
 def records(db: Path) -> dict[str, list[tuple[Any, ...]]]:
@@ -56,7 +57,9 @@ def records(db: Path) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def changesets(db: Path) -> list[tuple[Any, ...]]:
-    return rows(records_path(db), "SELECT id, ts, undone_at, undone_by FROM undo_changesets ORDER BY id")
+    return rows(
+        records_path(db), "SELECT id, ts, undone_at, undone_by FROM undo_changesets ORDER BY id"
+    )
 
 
 @pytest.fixture

@@ -131,7 +131,8 @@ def server_objects(conn: apsw.Connection, schema: str = "main") -> tuple[str, ..
     views), when the file is one sqlgate kept its tables in (its application_id); () for
     any other file, whose tables named like sqlgate's are the user's own."""
     quoted = quote_identifier(schema)
-    if int(conn.execute(f"PRAGMA {quoted}.application_id").fetchone()[0]) != APPLICATION_ID:
+    row = conn.execute(f"PRAGMA {quoted}.application_id").fetchone()
+    if row is None or int(row[0]) != APPLICATION_ID:
         return ()
     protected = protected_names()
     return tuple(

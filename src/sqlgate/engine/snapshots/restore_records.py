@@ -24,17 +24,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from datetime import datetime
+from pathlib import Path
 from typing import Protocol
 
 import apsw
 
 from sqlgate.engine.records import AuditEntry, AuditLog
 from sqlgate.engine.schema import migrate
-from sqlgate.errors import SnapshotError
-
 from sqlgate.engine.snapshots.restore_plan import RestorePlan
+from sqlgate.errors import SnapshotError
 
 __all__ = [
     "RecordsWork",

@@ -3,9 +3,10 @@
 The listing comes first (stdout, or one JSON object with `--json`): the rows of every user
 table now and in the snapshot, and the calls made since whose undo the restore marks done
 (sqlgate's records are in its home, not in the database file: the restore leaves them as
-they are and adds itself to them). On a terminal it asks `restore? [y/N]`; anywhere else it needs
-`--yes`, and without it exits 2 having changed nothing. Refusals (a snapshot that is not
-in this database's snapshots folder, a database another process holds) exit 7 with one line naming the next step.
+they are and adds itself to them). On a terminal it asks `restore? [y/N]`; anywhere else
+it needs `--yes`, and without it exits 2 having changed nothing. A name that is not a
+snapshot of this database's folder exits 3; refusals (a database another process holds)
+exit 7 with one line naming the next step.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from sqlgate.service import RestorePlan, RestoreResult
 
 __all__ = ["snapshots_restore"]
+
 
 def on_terminal() -> bool:
     """Whether a person can be asked (stdin and stdout are a terminal)."""
