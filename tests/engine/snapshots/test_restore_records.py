@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import apsw
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sqlgate.config import Settings
+from sqlgate.engine.records import utc_timestamp
 from sqlgate.engine.schema import REGISTRY, migrate
 from sqlgate.engine.snapshots.files import (
     list_snapshots,
@@ -21,6 +25,7 @@ from sqlgate.engine.snapshots.files import (
     take_snapshot,
 )
 from sqlgate.engine.snapshots.restore_plan import KEPT_FOLDER
+from sqlgate.engine.snapshots.restore_records import snapshot_moment
 from sqlgate.errors import SnapshotError, UndoRefused
 from sqlgate.service import Service
 from tests.records import connect_both, records_path
@@ -268,3 +273,27 @@ def test_a_users_tables_named_like_sqlgates_come_back_from_a_snapshot(
     restore_snapshot(db, snap.path.parent, snap.name, keep=5)
     for name in names:
         assert rows(db, f"SELECT x FROM {name}") == [("then",)]
+
+
+# -- which calls a restore marks ------------------------------------------------------------
+
+EPOCHS = st.floats(min_value=0, max_value=4_000_000_000, allow_nan=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(taken=EPOCHS, offset=st.floats(min_value=0, max_value=5, allow_nan=False))
+def test_every_call_made_after_a_snapshot_sorts_at_or_after_its_moment(
+    taken: float, offset: float
+) -> None:
+    """The records store a call's time as utc_timestamp; a call made at or after the moment
+    a snapshot's name records is never left unmarked by the restore (`ts >= moment`)."""
+    moment = datetime.fromtimestamp(taken, timezone.utc)
+    name = f"{moment.strftime('%Y%m%dT%H%M%S%fZ')}-abcdef.sqlite"
+    called = moment.timestamp() + offset
+    assert utc_timestamp(called) >= snapshot_moment(name)
+    assert utc_timestamp(called) >= snapshot_moment(f"{KEPT_FOLDER}/{name}")
+
+
+@pytest.mark.parametrize("name", ["notes.sqlite", "x-y.sqlite", "2026-01-01.sqlite"])
+def test_a_name_recording_no_moment_marks_every_call(name: str) -> None:
+    assert snapshot_moment(name) == ""
