@@ -297,3 +297,49 @@ def test_every_call_made_after_a_snapshot_sorts_at_or_after_its_moment(
 @pytest.mark.parametrize("name", ["notes.sqlite", "x-y.sqlite", "2026-01-01.sqlite"])
 def test_a_name_recording_no_moment_marks_every_call(name: str) -> None:
     assert snapshot_moment(name) == ""
+
+
+# -- a restore that fails changes neither file -----------------------------------------------
+
+
+class FailingRecorder:
+    """A recorder whose event cannot be written (as a full disk would)."""
+
+    published = False
+
+    def record(self, staging: apsw.Connection, facts: Any) -> int | None:
+        raise apsw.FullError("database or disk is full")
+
+    def publish(self) -> None:
+        self.published = True
+
+    def revert(self) -> None:
+        """Nothing was published."""
+
+
+@pytest.mark.parametrize("failing", ["recording", "copy-in"])
+def test_a_restore_that_fails_leaves_the_file_and_the_records_as_they_were(
+    db_path: Path, history: dict[str, Any], monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    from sqlgate.engine.snapshots import files
+
+    recorder = FailingRecorder() if failing == "recording" else None
+    if failing == "copy-in":
+
+        def copy_fails(live: apsw.Connection, source: Path) -> None:
+            raise apsw.IOError("disk I/O error")
+
+        monkeypatch.setattr(files, "_copy_into", copy_fails)
+    original = db_path.read_bytes()
+    kept = records(db_path), changesets(db_path), count(records_path(db_path), "query_log")
+    folder: Path = history["folder"]
+    with pytest.raises(SnapshotError, match="the database is unchanged"):
+        restore_snapshot(db_path, folder, history["snapshot"].name, keep=5, recorder=recorder)  # type: ignore[arg-type]
+    assert db_path.read_bytes() == original
+    assert (
+        records(db_path),
+        changesets(db_path),
+        count(records_path(db_path), "query_log"),
+    ) == kept
+    assert list((folder / KEPT_FOLDER).iterdir()) == []
+    assert recorder is None or not recorder.published

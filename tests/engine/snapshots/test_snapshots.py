@@ -451,7 +451,7 @@ def test_a_snapshot_interrupted_midway_is_never_listed(
     assert [info.path for info in list_kept(folder)] == []
     for path in folder.glob("*" + SNAPSHOT_SUFFIX):  # no snapshot name holds a part copy
         assert path == good or path.stat().st_size == 0
-    # the next snapshot is fine, and the rotation sweeps what the interrupted one left
+    # the next snapshot is whole, and the interrupted one's leftovers stay unlisted
     monkeypatch.undo()
     snapshot_of(db, folder, keep=1)
     (only,) = list_snapshots(folder)

@@ -10,7 +10,7 @@ the newest `keep` are kept.
 A snapshot is written to `<name>.partial` beside its claim, synced, and renamed over the
 claim only once complete (`os.replace`, then the folder synced): a snapshot killed halfway
 leaves an empty claim and a partial file, neither of which is ever listed, restored or
-counted by the rotation (which removes a leftover partial file with its claim's name).
+counted by the rotation; they may be deleted by hand.
 
 A restore runs only when no other connection (in any process) has the database open: it
 holds SQLite's exclusive lock from that check to the end. Under it, it
@@ -461,7 +461,8 @@ def restore_snapshot(
 
 
 def _commit(work: RecordsWork, db: Path, name: str, before_name: str) -> None:
-    """Keep the restore's records; the database is restored whatever happens here."""
+    """Keep the restore's records, then move the witness on; the database is restored
+    whatever happens here."""
     try:
         work.commit()
     except (apsw.Error, SqlgateError, OSError) as exc:
@@ -469,4 +470,12 @@ def _commit(work: RecordsWork, db: Path, name: str, before_name: str) -> None:
             f"{db} was restored from {name}, but the restore is not in sqlgate's records "
             f"({exc}): the calls it rolled back are still listed by `sqlgate undo --list` "
             f"(their undo is refused: their rows changed); the previous content is {before_name}"
+        ) from None
+    try:
+        work.publish()
+    except (SqlgateError, OSError) as exc:
+        raise SnapshotError(
+            f"{db} was restored from {name} and the restore recorded, but the memory's witness "
+            f"was not moved on to its event ({exc}): `sqlgate verify {db_option(db)}` reports "
+            "it; the previous content is " + before_name
         ) from None

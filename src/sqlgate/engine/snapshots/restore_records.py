@@ -121,6 +121,7 @@ class RecordsWork:
     conn: apsw.Connection | None = None
     event_id: int | None = None
     undone: int = 0
+    committed: bool = False
 
     def begin(self, facts: RestoreFacts) -> None:
         """Open the records (none yet: nothing to record) and write the restore's rows in a
@@ -153,14 +154,18 @@ class RecordsWork:
         log.write(AuditEntry("snapshots restore", ok=True, rows=rows, detail=detail), 0.0)
 
     def commit(self) -> None:
-        """After the user's file was replaced: keep the rows, then move the witness on."""
+        """After the user's file was replaced: keep the rows."""
         if self.conn is None:
             return
         try:
             self.conn.execute("COMMIT")
         finally:
             self.close()
-        if self.recorder is not None:
+        self.committed = True
+
+    def publish(self) -> None:
+        """After `commit`: move the memory's witness on to the restore's event."""
+        if self.committed and self.recorder is not None:
             self.recorder.publish()
 
     def close(self) -> None:
