@@ -407,6 +407,18 @@ def test_the_records_live_in_the_home_not_in_or_beside_the_file(tmp_path: Path) 
         db.close()
 
 
+def test_the_records_are_readable_by_their_owner_only(tmp_path: Path) -> None:
+    previous = os.umask(0o022)
+    try:
+        db = Database.open(Settings(db=tmp_path / "agent.db"))
+        db.close()
+    finally:
+        os.umask(previous)
+    files = Settings(db=tmp_path / "agent.db").records
+    assert stat.S_IMODE(files.records.stat().st_mode) == 0o600
+    assert stat.S_IMODE(files.folder.stat().st_mode) == 0o700
+
+
 def test_a_file_that_still_holds_sqlgates_tables_is_left_untouched(tmp_path: Path) -> None:
     """A database of sqlgate 0.1.0 (its tables inside, application_id "SQGT") is refused,
     byte for byte as it was, until its tables are moved out."""

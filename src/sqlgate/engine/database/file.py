@@ -94,8 +94,13 @@ def _refuse_tables_inside(path: Path, busy_timeout: float) -> None:
 
 
 def _make_records(files: RecordFiles, db: Path) -> None:
+    """The records folder (0700) and an empty records file readable by its owner only (it
+    holds the audit log's statements and values); SQLite gives its -wal and -shm the same
+    mode."""
     try:
         files.make(db)
+        fd = os.open(files.records, os.O_CREAT | os.O_WRONLY, 0o600)
+        os.close(fd)
     except OSError as exc:
         raise StartupError(f"cannot create {files.folder}: {exc.strerror}") from None
 
