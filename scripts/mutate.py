@@ -108,6 +108,7 @@ _POLICY = (
     "tests/engine/test_names.py",
     "tests/engine/statements/test_policy.py",
     "tests/engine/statements/test_policy_edges.py",
+    "tests/engine/statements/test_policy_records.py",
 )
 # module (under src/sqlgate) -> the test files that target it
 TARGETS: dict[str, tuple[str, ...]] = {

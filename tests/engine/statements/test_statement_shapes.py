@@ -25,6 +25,7 @@ _NOTHING: dict[str, Any] = {
     "explained": None,
     "on_table": None,
     "auto_id": None,
+    "server_object": None,
 }
 
 
@@ -53,6 +54,13 @@ def _read(sql: str) -> dict[str, Any]:
         _case("REINDEX .", "REINDEX", "reindex-dot"),
         _case("REINDEX ;", "REINDEX", "reindex-semicolon"),
         _case("WITH x AS (SELECT 1) REINDEX t", "REINDEX", "with-reindex", target="t"),
+        # the records' schema: the first object named after `sqlgate.`, in any spelling
+        _case("SELECT * FROM sqlgate.query_log", "SELECT", "records", server_object="query_log"),
+        _case('SELECT * FROM "SQLGATE"."q"', "SELECT", "records-quoted", server_object="q"),
+        _case("SELECT * FROM sqlgate . a, sqlgate.b", "SELECT", "records-first", server_object="a"),
+        _case("SELECT sqlgate", "SELECT", "records-no-dot"),
+        _case("SELECT 1 FROM t, sqlgate.", "SELECT", "records-nothing-after"),
+        _case("SELECT * FROM main.query_log", "SELECT", "main-is-not-records"),
     ],
 )
 def test_a_name_is_read_with_its_real_characters_or_not_at_all(

@@ -25,6 +25,7 @@ from sqlgate.engine.sqltext import (
     word,
 )
 from sqlgate.engine.statements.auto_ids import AutoIdKey, auto_id_key
+from sqlgate.engine.statements.policy import SERVER_SCHEMA
 
 if TYPE_CHECKING:
     from sqlglot.tokenizer_core import Token, TokenType
@@ -90,6 +91,9 @@ class Statement:
     # a CREATE TABLE's key spelled as another dialect's auto-generated id
     # (engine.statements.auto_ids)
     auto_id: AutoIdKey | None = None
+    # the first object the text names in sqlgate's records (`sqlgate.name`): no view or
+    # trigger may use one (SQLite keeps them to their own database)
+    server_object: str | None = None
 
 
 def _after_parens(tokens: list[Token], at: int) -> int:
@@ -296,6 +300,17 @@ def _pragma(tokens: list[Token], verb_at: int) -> tuple[str, str | None] | None:
     return name, None
 
 
+def _server_object(tokens: list[Token]) -> str | None:
+    """The name after the first `sqlgate.` (the records' schema) in the statement, if any."""
+    for at in range(len(tokens) - 2):
+        if (
+            fold_name(tokens[at].text) == SERVER_SCHEMA
+            and tokens[at + 1].token_type == TokenType.DOT
+        ):
+            return tokens[at + 2].text
+    return None
+
+
 def _explained(tokens: list[Token], verb_at: int) -> str:
     """The kind of the statement after EXPLAIN [QUERY PLAN]."""
     at = verb_at + 1
@@ -379,7 +394,7 @@ def inspect_statement(sql: str) -> Statement:
     auto_id = auto_id_key(sql) if kind == "CREATE TABLE" else None
     return Statement(
         kind, has_where, fts_delete, writes, target, pragma=pragma, explained=explained,
-        on_table=on_table, auto_id=auto_id,
+        on_table=on_table, auto_id=auto_id, server_object=_server_object(tokens),
     )  # fmt: skip
 
 
