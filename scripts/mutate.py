@@ -150,6 +150,18 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/security/test_protected_tables.py",
     ),
     "engine/rules/guard_facts.py": ("tests/engine/rules/test_guard_facts.py",),
+    # the rules by (database, table) (issue 33): the records are the server policy's
+    "engine/rules/rule_policy.py": (
+        "tests/engine/rules/test_rule_policy.py",
+        "tests/engine/rules/test_records_rules.py",
+        "tests/engine/rules/test_guarded_policy.py",
+        "tests/engine/rules/test_hidden_policy.py",
+    ),
+    "engine/rules/table_rules.py": (
+        "tests/engine/rules/test_table_rules.py",
+        "tests/engine/rules/test_records_rules.py",
+        "tests/engine/rules/test_policy_file.py",
+    ),
     # what a statement changed or left behind in a guarded table's world (issue 30)
     "engine/running/guard_rows.py": ("tests/engine/running/test_guard_rows.py",),
     "engine/rules/guard_schema.py": ("tests/engine/rules/test_guard_schema.py",),

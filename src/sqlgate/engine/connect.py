@@ -22,7 +22,7 @@ from pathlib import Path
 import apsw
 
 from sqlgate.config import Settings
-from sqlgate.engine.statements import SERVER_SCHEMA
+from sqlgate.engine.names import SERVER_SCHEMA
 from sqlgate.errors import SqlError, StartupError
 
 __all__ = [

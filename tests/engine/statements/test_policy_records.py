@@ -50,6 +50,10 @@ RECORDS: list[tuple[str, Operation, frozenset[Tier], str]] = [
     ("select", op("SELECT"), ALL, ""),
     ("recursive", op("RECURSIVE"), ALL, ""),
     ("function", op("FUNCTION", None, "lower"), ALL, ""),
+    ("function-without-a-name", op("FUNCTION"), ALL, ""),
+    # a column may be called like a forbidden function: only a FUNCTION fact names one
+    ("read-column-named-readfile", op("READ", "t", "readfile"), ALL, ""),
+    ("read-column-named-edit", op("READ", "t", "EDIT"), ALL, ""),
     ("function-forbidden", op("FUNCTION", None, "load_extension"), NONE,
      "function load_extension() is never allowed"),
     ("function-forbidden-upper", op("FUNCTION", None, "WriteFile"), NONE,
@@ -94,6 +98,10 @@ RECORDS: list[tuple[str, Operation, frozenset[Tier], str]] = [
     ("catalog-insert", op("INSERT", "sqlite_master"), frozenset({W, D, V}), ""),
     ("catalog-update", op("UPDATE", "sqlite_master", "sql"), frozenset({W, D, V}), ""),
     ("catalog-delete", op("DELETE", "sqlite_schema"), frozenset({W, D, V}), ""),
+    # only its rows: anything else done to a catalog of the records is refused
+    ("catalog-drop", op("DROP_TABLE", "sqlite_master"), NONE, "sqlgate.sqlite_master is"),
+    ("catalog-index", op("CREATE_INDEX", "i", "sqlite_schema"), NONE,
+     "sqlgate.sqlite_schema is"),
     # never, in any database
     ("attach", op("ATTACH", "x"), NONE, "ATTACH (and VACUUM, which attaches) is never"),
     ("detach", op("DETACH", "sqlgate"), NONE, "DETACH is never allowed"),

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlgate.engine.names import fold_name
-from sqlgate.engine.statements import SERVER_SCHEMA
+from sqlgate.engine.names import SERVER_SCHEMA, fold_name
 
 __all__ = [
     "FLAG_ORIGIN",
@@ -97,9 +96,12 @@ RECORDS_RULE = (
 
 def _without_schema(parts: list[str], size: int) -> list[str]:
     """`parts` without a `main.` before them; a `sqlgate.` before `size` parts is refused."""
-    if len(parts) > 1 and fold_name(_unquoted(parts[0], "schema")) == "main":
+    if len(parts) < 2:
+        return parts
+    schema = fold_name(_unquoted(parts[0], "schema"))
+    if schema == "main":
         return parts[1:]
-    if len(parts) == size + 1 and fold_name(_unquoted(parts[0], "schema")) == SERVER_SCHEMA:
+    if schema == SERVER_SCHEMA and len(parts) == size + 1:
         raise ValueError(RECORDS_RULE)
     return parts
 

@@ -67,7 +67,7 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sqlgate.engine.names import fold_name
+from sqlgate.engine.names import SERVER_SCHEMA, fold_name
 
 __all__ = [
     "SERVER_SCHEMA",
@@ -83,8 +83,6 @@ __all__ = [
     "server_object_message",
 ]
 
-# the schema name under which sqlgate's records are attached to the agent's connections
-SERVER_SCHEMA = "sqlgate"
 MAIN = "main"
 # (database, folded name) of the server objects outside `SERVER_SCHEMA`
 Protected = frozenset[tuple[str, str]]
