@@ -171,8 +171,17 @@ CHANGES = [
     (D, "ALTER TABLE sqlgate.query_log RENAME TO q2", _server("query_log")),
     (D, "ALTER TABLE sqlgate.query_log ADD COLUMN z", _server("query_log")),
     (D, "ALTER TABLE sqlgate.members DROP COLUMN removed", _server("members")),
-    (W, "CREATE INDEX sqlgate.i ON query_log(tool)", _server("query_log")),
+    (W, "CREATE INDEX sqlgate.i ON query_log(tool)", _server("i")),
     (W, "CREATE TABLE sqlgate.mine(a)", _server("mine")),
+    # with IF [NOT] EXISTS SQLite would skip these without asking: preflight answers them
+    (W, "CREATE TABLE IF NOT EXISTS sqlgate.query_log(a)", _server("query_log")),
+    (W, "CREATE INDEX IF NOT EXISTS sqlgate.query_log_by_actor ON query_log(actor)",
+     _server("query_log_by_actor")),
+    (W, "CREATE VIRTUAL TABLE IF NOT EXISTS sqlgate.memory_events_fts USING fts5(a)",
+     _server("memory_events_fts")),
+    (D, "DROP TABLE IF EXISTS sqlgate.gone", _server("gone")),
+    (D, "DROP INDEX IF EXISTS sqlgate.gone", _server("gone")),
+    (D, "DROP TRIGGER IF EXISTS \"SQLGATE\".gone", _server("gone")),
     (W, "INSERT INTO member_tokens(digest, member_id, created) VALUES (x'00', 1, 't')",
      _server("member_tokens")),
     (W, "REINDEX sqlgate.query_log", "refused: sqlgate."),
@@ -185,7 +194,7 @@ CHANGES = [
     (R, "PRAGMA sqlgate.user_version = 3", "refused: PRAGMA user_version may be read but never"),
     (R, "PRAGMA sqlgate.journal_mode = delete", "refused: PRAGMA journal_mode may be read but"),
     (D, "CREATE TRIGGER sqlgate.tr AFTER INSERT ON query_log BEGIN SELECT 1; END",
-     _no_view("tr")),
+     _server("tr")),
     (D, "CREATE TRIGGER tr AFTER INSERT ON sqlgate.query_log BEGIN SELECT 1; END",
      _no_view("query_log")),
     (D, "CREATE TRIGGER tr AFTER INSERT ON events BEGIN "
@@ -306,3 +315,20 @@ def test_the_users_hidden_column_reads_null_and_the_records_stay_readable(layout
     assert (verdict, rows) == ("ok", [("login", None)])
     verdict, rows = judge(layout.reader, R, "SELECT tool FROM sqlgate.query_log", FUTURE, rules)
     assert (verdict, rows) == ("ok", [("read_query",)])
+
+
+@pytest.mark.parametrize(
+    ("sql", "rows"),
+    [
+        ("SELECT count(*) FROM sqlgate.undo_changesets WHERE data = x'feed'", [(0,)]),
+        ("SELECT count(*) FROM sqlgate.undo_changesets WHERE digests IS NOT NULL", [(0,)]),
+        ("SELECT length(data), hex(digests) FROM sqlgate.undo_changesets", [(None, "")]),
+        ("SELECT max(data) FROM sqlgate.undo_changesets", [(None,)]),
+        ("SELECT kind FROM sqlgate.undo_changesets WHERE data < x'ff' OR kind = 'x'", []),
+    ],
+)
+def test_no_read_of_the_records_tells_the_hidden_undo_data(
+    layout: Layout, sql: str, rows: list[tuple[object, ...]]
+) -> None:
+    rules = _hidden(layout.reader)
+    assert judge(layout.reader, R, sql, FUTURE, rules) == ("ok", rows)

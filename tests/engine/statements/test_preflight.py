@@ -781,3 +781,37 @@ def test_a_view_or_trigger_of_the_records_is_refused_with_the_next_step(
 )
 def test_reading_the_records_is_left_to_the_authorizer(sql: str, tier: Tier) -> None:
     check_tier(inspect_statement(sql), tier, frozenset())
+
+
+@pytest.mark.parametrize(
+    ("sql", "tier", "name"),
+    [
+        pytest.param("CREATE TABLE IF NOT EXISTS sqlgate.query_log(a)", W, "query_log", id="table"),
+        pytest.param("CREATE INDEX IF NOT EXISTS SQLGATE.i ON t(a)", W, "i", id="index"),
+        pytest.param("DROP TABLE IF EXISTS sqlgate.gone", D, "gone", id="drop-table"),
+        pytest.param('DROP VIEW "sqlgate".v', D, "v", id="drop-view"),
+        pytest.param("ALTER TABLE sqlgate.members ADD COLUMN z", D, "members", id="alter"),
+        pytest.param("CREATE TRIGGER sqlgate.tr AFTER INSERT ON t BEGIN SELECT 1; END", D, "tr",
+                     id="trigger-in-records"),
+        pytest.param("DROP TABLE sqlgate.t", R, "t", id="before-the-tier-advice"),
+    ],
+)  # fmt: skip
+def test_an_object_of_the_records_is_never_created_dropped_or_altered(
+    sql: str, tier: Tier, name: str
+) -> None:
+    with pytest.raises(PolicyDenied) as caught:
+        check_tier(inspect_statement(sql), tier, frozenset({"query_log", "members"}))
+    assert str(caught.value).startswith(f"sqlgate.{name} is a sqlgate server object")
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "CREATE TABLE IF NOT EXISTS main.notes(a)",
+        "DROP TABLE IF EXISTS main.notes",
+        "CREATE TABLE copy AS SELECT * FROM sqlgate.query_log",
+        "CREATE INDEX i ON notes(a)",
+    ],
+)
+def test_an_object_of_main_is_left_to_the_tiers(sql: str) -> None:
+    check_tier(inspect_statement(sql), D, frozenset())

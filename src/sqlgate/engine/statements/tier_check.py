@@ -114,8 +114,8 @@ def check_tier(
     `undo` is the --undo setting, which the advice to use destructive_query describes.
     """
     server_names = _server_names() if protected is None else protected
-    _refuse_in_any_tier(statement, server_names)
     _refuse_a_view_of_the_records(statement, tier)
+    _refuse_in_any_tier(statement, server_names)
     if statement.kind == "UNKNOWN":
         if tier is Tier.WRITE:
             # its WHERE and FTS5 checks cannot be made on text preflight cannot read
@@ -174,8 +174,13 @@ def view_of_records_message(name: str) -> str:
 
 
 def _refuse_a_view_of_the_records(statement: Statement, tier: Tier) -> None:
-    """SQLite refuses a view or trigger of main that names `sqlgate.x` in its own words
-    ("cannot reference objects in database sqlgate"); say what works instead."""
+    """Refuse a CREATE, DROP or ALTER of an object in sqlgate's records (with IF [NOT]
+    EXISTS SQLite would answer one that is or is not there without asking the authorizer),
+    and a view or trigger that names `sqlgate.x`, which SQLite refuses in its own words
+    ("cannot reference objects in database sqlgate"): say what works instead."""
+    if fold_name(statement.object_schema or "") == SERVER_SCHEMA:
+        name = statement.target or next(iter(statement.writes), "")
+        raise PolicyDenied(server_object_message(f"{SERVER_SCHEMA}.{name}"))
     makes_one = tier is Tier.VIEW or statement.kind in ("CREATE VIEW", "CREATE TRIGGER")
     if makes_one and statement.server_object is not None:
         raise PolicyDenied(view_of_records_message(statement.server_object))
