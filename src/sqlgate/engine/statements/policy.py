@@ -57,6 +57,7 @@ no schema), so an agent's key in main can never point into `sqlgate`; a key in a
 database is refused all the same (`decide_reference`). A view or trigger cannot read
 another database either (SQLite: "cannot reference objects in database"); preflight
 answers that first (`engine.statements.tier_check`).
+
 EMPTY_TABLE is the one fact not from SQLite's authorizer: the statement tracer reports a
 DELETE without WHERE that a virtual table module runs (see `engine.rules.authorizer`).
 """
