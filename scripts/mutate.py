@@ -108,6 +108,7 @@ _POLICY = (
     "tests/engine/test_names.py",
     "tests/engine/statements/test_policy.py",
     "tests/engine/statements/test_policy_edges.py",
+    "tests/engine/statements/test_policy_records.py",
 )
 # module (under src/sqlgate) -> the test files that target it
 TARGETS: dict[str, tuple[str, ...]] = {
@@ -147,6 +148,18 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/security/test_protected_tables.py",
     ),
     "engine/rules/guard_facts.py": ("tests/engine/rules/test_guard_facts.py",),
+    # the rules by (database, table) (issue 33): the records are the server policy's
+    "engine/rules/rule_policy.py": (
+        "tests/engine/rules/test_rule_policy.py",
+        "tests/engine/rules/test_records_rules.py",
+        "tests/engine/rules/test_guarded_policy.py",
+        "tests/engine/rules/test_hidden_policy.py",
+    ),
+    "engine/rules/table_rules.py": (
+        "tests/engine/rules/test_table_rules.py",
+        "tests/engine/rules/test_records_rules.py",
+        "tests/engine/rules/test_policy_file.py",
+    ),
     # what a statement changed or left behind in a guarded table's world (issue 30)
     "engine/running/guard_rows.py": ("tests/engine/running/test_guard_rows.py",),
     "engine/rules/guard_schema.py": ("tests/engine/rules/test_guard_schema.py",),

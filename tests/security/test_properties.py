@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.schema import protected_names
-from sqlgate.engine.statements.policy import NEVER, TIER_RULES, Operation, Tier, decide
+from sqlgate.engine.statements.policy import NEVER, TIER_RULES, Operation, Tier, decide, in_main
 from sqlgate.errors import SqlgateError
 from tests.security.conftest import World
 from tests.security.fingerprint import DatabaseState, assert_unchanged
@@ -211,6 +211,7 @@ def test_no_sql_tool_changes_the_claims(claims_world: World, sql: str, destructi
 
 # -- the policy over generated facts ------------------------------------------------------
 PROTECTED = protected_names()
+SERVER_OBJECTS = in_main(PROTECTED)
 SQLITE_ACTIONS = sorted(
     name.removeprefix("SQLITE_")
     for name in apsw.mapping_authorizer_function
@@ -260,20 +261,20 @@ def _written_names(op: Operation) -> list[str | None]:
 @given(tier=tiers, op=operations)
 def test_decide_never_allows_a_never_action(tier: Tier, op: Operation) -> None:
     if op.action in NEVER:
-        assert not decide(tier, op, PROTECTED).allowed
+        assert not decide(tier, op, SERVER_OBJECTS).allowed
 
 
 @settings(max_examples=500, deadline=None)
 @given(tier=tiers, op=operations)
 def test_decide_never_lets_any_tier_write_a_server_object(tier: Tier, op: Operation) -> None:
     if any(name is not None and fold_name(name) in PROTECTED for name in _written_names(op)):
-        assert not decide(tier, op, PROTECTED).allowed
+        assert not decide(tier, op, SERVER_OBJECTS).allowed
 
 
 @settings(max_examples=500, deadline=None)
 @given(op=operations)
 def test_decide_never_lets_read_query_change_the_schema_or_rows(op: Operation) -> None:
-    verdict = decide(Tier.READ, op, PROTECTED)
+    verdict = decide(Tier.READ, op, SERVER_OBJECTS)
     if op.action in SCHEMA_CHANGES | {"EMPTY_TABLE", "ANALYZE", "REINDEX"}:
         assert not verdict.allowed
     if op.action in ROW_WRITES and verdict.allowed:
@@ -290,11 +291,11 @@ def test_decide_only_touches_the_main_database(tier: Tier, op: Operation) -> Non
     temp_catalog = fold_name(op.target or "") in {"sqlite_temp_master", "sqlite_temp_schema",
                                                  "sqlite_master", "sqlite_schema"}  # fmt: skip
     if database not in (None, "main") and not (database == "temp" and temp_catalog):
-        assert not decide(tier, op, PROTECTED).allowed
+        assert not decide(tier, op, SERVER_OBJECTS).allowed
 
 
 @settings(max_examples=500, deadline=None)
 @given(tier=tiers, op=operations)
 def test_decide_refuses_actions_it_does_not_know(tier: Tier, op: Operation) -> None:
     if op.action not in TIER_RULES:
-        assert not decide(tier, op, PROTECTED).allowed
+        assert not decide(tier, op, SERVER_OBJECTS).allowed

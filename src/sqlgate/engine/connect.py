@@ -6,7 +6,10 @@ Two files: the user's database, and sqlgate's records file in its home (`sqlgate
 - `agent_write`: the user's file, runs agent SQL of the write, destructive and view tiers;
 - `agent_read`: the user's file opened read-only with `query_only`, runs the read tier
   (foreign keys on, as on the writer, so `PRAGMA foreign_keys` reads what writes enforce).
-Both agent connections attach the records file read-only as `sqlgate`.
+
+An agent connection may be given sqlgate's records file: it is attached read-only under
+the schema name `sqlgate` (`attach_records`) before any hardening step runs, and no other
+file can be attached after it.
 """
 
 from __future__ import annotations
@@ -20,10 +23,10 @@ from pathlib import Path
 import apsw
 
 from sqlgate.config import Settings
+from sqlgate.engine.names import SERVER_SCHEMA
 from sqlgate.errors import SqlError, StartupError
 
 __all__ = [
-    "RECORDS_SCHEMA",
     "SQLITE_HEADER",
     "apply_process_limits",
     "attach_records",
@@ -210,6 +213,27 @@ def connect_read_only(path: Path, busy_timeout: float = 0.0) -> apsw.Connection:
     return conn
 
 
+def attach_records(conn: apsw.Connection, records: Path) -> None:
+    """Attach sqlgate's records file as `sqlgate`, read-only, and allow no further ATTACH.
+
+    SQLite applies ATTACH_WRITE when it attaches, so it is off before the ATTACH (set after,
+    the attached file would stay writable); ATTACH_CREATE off, a missing file is never
+    created. The path is bound, and no authorizer is installed yet: this is the server's
+    own statement. Lowering the limit of attached files to 0 afterwards keeps this one and
+    refuses any other ("too many attached databases").
+    """
+    check_database_file(records, writable=False)
+    if not records.is_file():
+        raise StartupError(
+            f"sqlgate's records file {records} does not exist; it is made by the server when "
+            "it opens the database, never by an agent's connection"
+        )
+    conn.config(apsw.SQLITE_DBCONFIG_ENABLE_ATTACH_WRITE, 0)
+    conn.config(apsw.SQLITE_DBCONFIG_ENABLE_ATTACH_CREATE, 0)
+    conn.execute(f"ATTACH ? AS {SERVER_SCHEMA}", (str(records),))
+    conn.limit(apsw.SQLITE_LIMIT_ATTACHED, 0)
+
+
 def _open(
     path: Path,
     flags: int,
@@ -217,6 +241,7 @@ def _open(
     settings: Settings,
     records: Path | None = None,
 ) -> apsw.Connection:
+    conn: apsw.Connection | None = None
     try:
         if flags == apsw.SQLITE_OPEN_READONLY:
             conn = connect_read_only(path, settings.busy_timeout)
@@ -227,22 +252,14 @@ def _open(
         for step in steps:
             step(conn, settings)
     except apsw.Error as exc:
+        if conn is not None:
+            conn.close()
         raise StartupError(f"cannot open {path}: {exc}") from None
+    except StartupError:
+        if conn is not None:
+            conn.close()
+        raise
     return conn
-
-
-RECORDS_SCHEMA = "sqlgate"  # the schema name agent connections read sqlgate's tables under
-
-
-def attach_records(conn: apsw.Connection, records: Path) -> None:
-    """Attach sqlgate's records file as `sqlgate`, read-only, before any hardening: with
-    attached files no longer writable (set first: it applies at ATTACH time), the attach
-    gives a read-only schema; the size limits then allow no further ATTACH."""
-    if not records.is_file():
-        raise StartupError(f"records file {records} is missing; start `sqlgate serve` once")
-    conn.config(apsw.SQLITE_DBCONFIG_ENABLE_ATTACH_CREATE, 0)
-    conn.config(apsw.SQLITE_DBCONFIG_ENABLE_ATTACH_WRITE, 0)
-    conn.execute(f"ATTACH ? AS {RECORDS_SCHEMA}", (str(records),))
 
 
 def open_server_connection(path: Path, settings: Settings) -> apsw.Connection:
@@ -273,11 +290,11 @@ def open_records_reader(path: Path, settings: Settings) -> apsw.Connection:
 def open_agent_connection(
     settings: Settings, *, readonly: bool, records: Path | None = None
 ) -> apsw.Connection:
-    """A connection to the user's file running agent SQL; `records` attached as `sqlgate`."""
+    """The reader (`readonly`) or the writer of agent SQL on `settings.db`; with `records`,
+    sqlgate's records file attached read-only as `sqlgate` (`attach_records`)."""
     if readonly:
         return _open(settings.db, apsw.SQLITE_OPEN_READONLY, READ_STEPS, settings, records)
-    flags = apsw.SQLITE_OPEN_READWRITE
-    return _open(settings.db, flags, WRITE_STEPS, settings, records)
+    return _open(settings.db, apsw.SQLITE_OPEN_READWRITE, WRITE_STEPS, settings, records)
 
 
 def lock_if_free(conn: apsw.Connection) -> bool:

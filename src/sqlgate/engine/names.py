@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import string
 
-__all__ = ["fold_name", "same_name"]
+__all__ = ["SERVER_SCHEMA", "fold_name", "same_name"]
+
+# the schema name under which sqlgate's records are attached to the agent's connections
+# (`engine.connect.attach_records`); the policy judges every object in it as the server's
+SERVER_SCHEMA = "sqlgate"
 
 _ASCII_FOLD = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 

@@ -15,6 +15,11 @@ on one that is not, so no new column of user values can be left readable by mist
                   (`engine.rules.hidden_errors`), an undo conflict shows no hidden key
     SERVER_FACTS  ids, times, names, states, counts and sizes, the schema (column names and
                   types), digests of sqlgate's own records
+
+The headings are keyed by table name, so they hold wherever the agent reads the table: in
+main while the server tables live in the user's file, and as `sqlgate.<table>` once the
+records are attached to the agent's connections (`engine.rules.rule_policy` judges a read
+of the records by the hidden columns alone).
 """
 
 from __future__ import annotations

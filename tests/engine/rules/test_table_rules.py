@@ -65,3 +65,60 @@ def test_a_rule_is_keyed_as_sqlite_folds_names_and_merged_once() -> None:
     assert merged.notes == (("u", None, "n"),)
     assert not TableRules()
     assert TableRules(append_only=("e",))
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ('"a"b', '"a"b'),  # quotes that do not close the name are part of it
+        ("ab]", "ab]"),
+        ("[a]b", "[a]b"),
+        ("main", "main"),  # a table called main
+        ("sqlgate", "sqlgate"),
+        ("x" * 200, "x" * 200),
+        ("caf\x80", "caf\x80"),
+    ],
+)
+def test_table_names_at_the_edges(text: str, name: str) -> None:
+    assert parse_table_name(text) == name
+
+
+@pytest.mark.parametrize(
+    ("parse", "text", "words"),
+    [
+        (parse_table_name, '""', "has an empty table name"),
+        (parse_table_name, "[]", "has an empty table name"),
+        (parse_table_name, '"".t', "has an empty schema name"),
+        (parse_table_name, "x" * 201, "has a table name that is too long"),
+        (parse_table_name, "a\x7fb", "has a table name that is too long or holds control"),
+        (parse_table_name, "a\x1fb", "has a table name that is too long or holds control"),
+        (parse_column_name, 'main."".c', "has an empty table name"),
+        (parse_column_name, 't.""', "has an empty column name"),
+        (parse_column_name, "t.c\x7f", "has a column name that is too long or holds control"),
+        (parse_column_name, "[].t.c", "has an empty schema name"),
+    ],
+)
+def test_what_is_wrong_with_a_name_is_said(parse: object, text: str, words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        parse(text)  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [
+        TableRules(hidden=(ColumnRule("a", "b"),)),
+        TableRules(protected=("p",)),
+        TableRules(append_only=("e",)),
+    ],
+)
+def test_any_one_rule_makes_rules(rules: TableRules) -> None:
+    assert rules
+    assert not TableRules(notes=(("t", None, "a note is no rule"),))
+
+
+def test_merged_rules_keep_both_sides_in_order() -> None:
+    first = TableRules(append_only=("a",), notes=(("a", None, "first"),))
+    second = TableRules(append_only=("b",), notes=(("b", "c", "second"),))
+    merged = first.merged(second)
+    assert merged.append_only == ("a", "b")
+    assert merged.notes == (("a", None, "first"), ("b", "c", "second"))

@@ -14,13 +14,14 @@ from sqlgate.engine.statements.policy import (
     Tier,
     decide,
     decide_reference,
+    in_main,
 )
 
 R, W, D, V = Tier.READ, Tier.WRITE, Tier.DESTRUCTIVE, Tier.VIEW
 ALL = frozenset(Tier)
 NONE: frozenset[Tier] = frozenset()
 
-PROTECTED = frozenset(
+PROTECTED = in_main(
     {
         "query_log", "query_log_no_update", "query_errors", "memory_events",
         "memory_events_fts", "memory_events_fts_data", "memory_checkpoints",
@@ -265,7 +266,7 @@ def test_protected_names_come_from_the_caller() -> None:
     """The same operation is allowed or refused only by what the caller says is protected."""
     operation = op("INSERT", "notes")
     assert decide(W, operation, frozenset()).allowed
-    assert not decide(W, operation, frozenset({"notes"})).allowed
+    assert not decide(W, operation, in_main({"notes"})).allowed
 
 
 def test_nested_bookkeeping_is_not_a_view_loophole() -> None:

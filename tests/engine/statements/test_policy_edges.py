@@ -13,12 +13,13 @@ from sqlgate.engine.statements.policy import (
     Operation,
     Tier,
     decide,
+    in_main,
 )
 
 R, W, D, V = Tier.READ, Tier.WRITE, Tier.DESTRUCTIVE, Tier.VIEW
 ALL = frozenset(Tier)
 NONE: frozenset[Tier] = frozenset()
-PROTECTED = frozenset({"query_log", "memory_events"})
+PROTECTED = in_main({"query_log", "memory_events"})
 
 # written out, not imported: removing a pragma from the policy must fail a test
 INTROSPECTION = (

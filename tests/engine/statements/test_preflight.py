@@ -736,3 +736,82 @@ def test_the_tiers_that_create_no_table_name_the_one_that_does(tier: Tier) -> No
     statement = inspect_statement("CREATE TABLE c(id SERIAL PRIMARY KEY, v TEXT)")
     with pytest.raises(PolicyDenied, match="use write_query"):
         check_tier(statement, tier)
+
+
+_NO_VIEW = r"a view or trigger can neither use nor live in sqlgate's records \(sqlgate\.{}\)"
+
+
+@pytest.mark.parametrize(
+    ("sql", "tier", "name"),
+    [
+        pytest.param("SELECT * FROM sqlgate.query_log", V, "query_log", id="view-select"),
+        pytest.param("SELECT 1 FROM t JOIN SQLGATE.members", V, "members", id="view-join"),
+        pytest.param("WITH x AS (SELECT * FROM sqlgate.claims) SELECT * FROM x", V, "claims",
+                     id="view-with"),
+        pytest.param("CREATE VIEW v AS SELECT * FROM sqlgate.query_log", D, "query_log",
+                     id="create-view-in-destructive"),
+        pytest.param("CREATE TRIGGER tr AFTER INSERT ON t BEGIN "
+                     "INSERT INTO t SELECT id FROM sqlgate.query_log; END", D, "query_log",
+                     id="trigger-body"),
+        pytest.param("CREATE TRIGGER tr AFTER INSERT ON sqlgate.members BEGIN SELECT 1; END",
+                     D, "members", id="trigger-on"),
+        pytest.param("CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END; sqlgate.x", W,
+                     "x", id="trigger-in-write"),
+    ],
+)  # fmt: skip
+def test_a_view_or_trigger_of_the_records_is_refused_with_the_next_step(
+    sql: str, tier: Tier, name: str
+) -> None:
+    with pytest.raises(PolicyDenied, match=_NO_VIEW.format(name)) as caught:
+        check_tier(inspect_statement(sql), tier, frozenset())
+    assert str(caught.value).endswith(f"query sqlgate.{name} directly with read_query")
+    assert "no tool will" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("sql", "tier"),
+    [
+        pytest.param("SELECT * FROM sqlgate.query_log", R, id="read"),
+        pytest.param("INSERT INTO t SELECT id FROM sqlgate.query_log", W, id="write-reads"),
+        pytest.param("DELETE FROM t WHERE id IN (SELECT id FROM sqlgate.claims)", D, id="delete"),
+        pytest.param("CREATE TABLE c AS SELECT * FROM sqlgate.members", W, id="create-table-as"),
+        pytest.param("SELECT * FROM main.query_log", V, id="view-of-main"),
+        pytest.param("CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END", D, id="trigger"),
+    ],
+)
+def test_reading_the_records_is_left_to_the_authorizer(sql: str, tier: Tier) -> None:
+    check_tier(inspect_statement(sql), tier, frozenset())
+
+
+@pytest.mark.parametrize(
+    ("sql", "tier", "name"),
+    [
+        pytest.param("CREATE TABLE IF NOT EXISTS sqlgate.query_log(a)", W, "query_log", id="table"),
+        pytest.param("CREATE INDEX IF NOT EXISTS SQLGATE.i ON t(a)", W, "i", id="index"),
+        pytest.param("DROP TABLE IF EXISTS sqlgate.gone", D, "gone", id="drop-table"),
+        pytest.param('DROP VIEW "sqlgate".v', D, "v", id="drop-view"),
+        pytest.param("ALTER TABLE sqlgate.members ADD COLUMN z", D, "members", id="alter"),
+        pytest.param("CREATE TRIGGER sqlgate.tr AFTER INSERT ON t BEGIN SELECT 1; END", D, "tr",
+                     id="trigger-in-records"),
+        pytest.param("DROP TABLE sqlgate.t", R, "t", id="before-the-tier-advice"),
+    ],
+)  # fmt: skip
+def test_an_object_of_the_records_is_never_created_dropped_or_altered(
+    sql: str, tier: Tier, name: str
+) -> None:
+    with pytest.raises(PolicyDenied) as caught:
+        check_tier(inspect_statement(sql), tier, frozenset({"query_log", "members"}))
+    assert str(caught.value).startswith(f"sqlgate.{name} is a sqlgate server object")
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "CREATE TABLE IF NOT EXISTS main.notes(a)",
+        "DROP TABLE IF EXISTS main.notes",
+        "CREATE TABLE copy AS SELECT * FROM sqlgate.query_log",
+        "CREATE INDEX i ON notes(a)",
+    ],
+)
+def test_an_object_of_main_is_left_to_the_tiers(sql: str) -> None:
+    check_tier(inspect_statement(sql), D, frozenset())

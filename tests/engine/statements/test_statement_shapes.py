@@ -25,6 +25,8 @@ _NOTHING: dict[str, Any] = {
     "explained": None,
     "on_table": None,
     "auto_id": None,
+    "server_object": None,
+    "object_schema": None,
 }
 
 
@@ -53,6 +55,15 @@ def _read(sql: str) -> dict[str, Any]:
         _case("REINDEX .", "REINDEX", "reindex-dot"),
         _case("REINDEX ;", "REINDEX", "reindex-semicolon"),
         _case("WITH x AS (SELECT 1) REINDEX t", "REINDEX", "with-reindex", target="t"),
+        # the records' schema: the first object named after `sqlgate.`, in any spelling
+        _case("SELECT * FROM sqlgate.query_log", "SELECT", "records", server_object="query_log"),
+        _case('SELECT * FROM "SQLGATE"."q"', "SELECT", "records-quoted", server_object="q"),
+        _case("SELECT * FROM sqlgate . a, sqlgate.b", "SELECT", "records-first", server_object="a"),
+        _case("SELECT sqlgate", "SELECT", "records-no-dot"),
+        _case("SELECT sqlgate FROM t", "SELECT", "a-column-called-sqlgate"),
+        _case("SELECT sqlgate, x FROM sqlgate", "SELECT", "a-table-called-sqlgate"),
+        _case("SELECT 1 FROM t, sqlgate.", "SELECT", "records-nothing-after"),
+        _case("SELECT * FROM main.query_log", "SELECT", "main-is-not-records"),
     ],
 )
 def test_a_name_is_read_with_its_real_characters_or_not_at_all(
@@ -275,7 +286,48 @@ def test_a_create_is_read_as_the_names_it_writes(sql: str, expected: dict[str, A
     ("sql", "expected"),
     [
         _case("DROP TABLE IF EXISTS t", "DROP TABLE", "drop-if-exists", target="t"),
-        _case("DROP VIEW IF EXISTS main.v", "DROP VIEW", "drop-schema", target="v"),
+        _case(
+            "DROP VIEW IF EXISTS main.v",
+            "DROP VIEW",
+            "drop-schema",
+            target="v",
+            object_schema="main",
+        ),
+        _case(
+            'DROP TABLE "sqlgate".t',
+            "DROP TABLE",
+            "drop-records",
+            target="t",
+            object_schema="sqlgate",
+            server_object="t",
+        ),
+        _case(
+            "ALTER TABLE sqlgate.t RENAME TO u",
+            "ALTER TABLE",
+            "alter-records",
+            target="t",
+            writes=("u",),
+            object_schema="sqlgate",
+            server_object="t",
+        ),
+        _case(
+            "DROP TABLE IF EXISTS sqlgate .", "DROP TABLE", "drop-schema-dot-only", target="sqlgate"
+        ),
+        _case(
+            "CREATE UNIQUE INDEX IF NOT EXISTS s.i ON t(a)",
+            "CREATE INDEX",
+            "create-index-schema",
+            writes=("i",),
+            on_table="t",
+            object_schema="s",
+        ),
+        _case(
+            "CREATE TABLE c AS SELECT * FROM sqlgate.m",
+            "CREATE TABLE",
+            "create-as-records",
+            writes=("c",),
+            server_object="m",
+        ),
         _case("EXPLAIN", "EXPLAIN", "explain-only", explained="UNKNOWN"),
         _case("EXPLAIN QUERY PLAN", "EXPLAIN", "explain-query-plan-only", explained="UNKNOWN"),
         _case("ALTER TABLE t RENAME TO", "ALTER TABLE", "rename-to-cut", target="t"),

@@ -59,7 +59,7 @@ def find_object(conn: apsw.Connection, name: object, protected: frozenset[str]) 
 
 
 _SCHEMA_SQL = """
-SELECT type, name, tbl_name, sql FROM sqlite_schema
+SELECT type, name, tbl_name, sql FROM main.sqlite_schema
 WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
 ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 WHEN 'view' THEN 2 ELSE 3 END, name
 """
@@ -105,7 +105,7 @@ class Introspection:
             columns = list(
                 conn.execute(
                     'SELECT cid, name, type, "notnull", dflt_value, pk, hidden '
-                    "FROM pragma_table_xinfo(?) WHERE hidden IN (0, 2, 3)",
+                    "FROM pragma_table_xinfo(?, 'main') WHERE hidden IN (0, 2, 3)",
                     (obj.name,),
                 )
             )

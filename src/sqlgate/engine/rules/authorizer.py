@@ -38,6 +38,7 @@ from sqlgate.engine.statements import (
     Reference,
     Tier,
     decide_reference,
+    in_main,
 )
 from sqlgate.errors import PolicyDenied
 
@@ -45,7 +46,7 @@ __all__ = ["PolicyRecorder", "check_references", "recording", "shadow_tables"]
 
 _PREFIX = "SQLITE_"
 _TRACER_ID = "sqlgate-policy-tracer"
-_SHADOW_TABLES = "SELECT name FROM pragma_table_list WHERE type = 'shadow'"
+_SHADOW_TABLES = "SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'shadow'"
 _shadow_cache: weakref.WeakKeyDictionary[apsw.Connection, tuple[int, frozenset[str]]] = (
     weakref.WeakKeyDictionary()
 )
@@ -53,7 +54,8 @@ _shadow_cache_lock = threading.Lock()
 
 
 def shadow_tables(conn: apsw.Connection) -> frozenset[str]:
-    """Folded names (`fold_name`) of the virtual-table shadow tables (module bookkeeping).
+    """Folded names (`fold_name`) of the main database's virtual-table shadow tables (module
+    bookkeeping; the records' are sqlgate's, which no agent statement writes).
 
     Listing them scans the schema; they only change with the schema, so the list is kept
     per connection and read again only when `PRAGMA schema_version` has moved.
@@ -77,11 +79,15 @@ def _action_name(code: int) -> str:
 
 
 class PolicyRecorder:
-    """Authorizer callback (and statement tracer) for one statement in one tier."""
+    """Authorizer callback (and statement tracer) for one statement in one tier.
+
+    `protected`: the folded names of the server objects in the main database (the policy
+    judges them as (main, name); every object of the attached records is one too)."""
 
     def __init__(self, tier: Tier, protected: frozenset[str], rules: LiveRules = NO_RULES) -> None:
         self.tier = tier
         self.protected = protected
+        self.server_objects = in_main(protected)
         self.rules = rules
         self.operations: list[Operation] = []
         # hidden columns whose reads were answered NULL: (table, column) as SQLite named them
@@ -95,7 +101,7 @@ class PolicyRecorder:
 
     def _verdict(self, op: Operation) -> Decision:
         self.operations.append(op)
-        verdict = decide_with_rules(self.tier, op, self.protected, self.rules, self.operations)
+        verdict = decide_with_rules(self.tier, op, self.server_objects, self.rules, self.operations)
         if not verdict.allowed and self.refusal is None:
             self.refusal = verdict
         if verdict.ignore:
@@ -172,11 +178,15 @@ def check_references(
 ) -> None:
     """Refuse (PolicyDenied) a foreign key that a statement, whose authorizer facts are
     `operations`, gave a table it created or altered, when the policy does not allow it.
-    Call it after the statement ran, inside its transaction, so a refusal rolls it back."""
+    Call it after the statement ran, inside its transaction, so a refusal rolls it back.
+    `protected`: folded names of the server objects in main; the tables are main's (the
+    policy refused any other database's CREATE or ALTER)."""
+    server_objects = in_main(protected)
     for table in sorted(_created_or_altered(operations)):
         for column, parent in conn.execute(
-            'SELECT "from", "table" FROM pragma_foreign_key_list(?)', (table,)
+            'SELECT "from", "table" FROM pragma_foreign_key_list(?, \'main\')', (table,)
         ):
-            verdict = decide_reference(Reference(table, str(column), str(parent)), protected)
+            ref = Reference(table, str(column), str(parent))
+            verdict = decide_reference(ref, server_objects)
             if not verdict.allowed:
                 raise PolicyDenied(f"refused: {verdict.reason}")

@@ -49,7 +49,7 @@ def key_actions(conn: apsw.Connection, table: str) -> tuple[tuple[str, str], ...
     once per key and event, in SQLite's order."""
     found: dict[tuple[str, str], None] = {}
     for parent, on_update, on_delete in conn.execute(
-        'SELECT "table", on_update, on_delete FROM pragma_foreign_key_list(?)', (table,)
+        "SELECT \"table\", on_update, on_delete FROM pragma_foreign_key_list(?, 'main')", (table,)
     ):
         for event, action in (("DELETE", str(on_delete)), ("UPDATE", str(on_update))):
             if action.upper() not in _NO_ACTION:
@@ -63,7 +63,7 @@ def guarded_parents(conn: apsw.Connection, guarded: Iterable[str]) -> frozenset[
     parents: set[str] = set()
     for table in sorted(set(guarded)):
         for (parent,) in conn.execute(
-            'SELECT DISTINCT "table" FROM pragma_foreign_key_list(?)', (table,)
+            "SELECT DISTINCT \"table\" FROM pragma_foreign_key_list(?, 'main')", (table,)
         ):
             if fold_name(str(parent)) != table:
                 parents.add(fold_name(str(parent)))

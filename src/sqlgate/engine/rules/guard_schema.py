@@ -100,7 +100,9 @@ def _columns(conn: apsw.Connection, table: str) -> list[str]:
     """The columns an UPDATE may set: the stored ones a statement names (no generated)."""
     return [
         str(name)
-        for name, hidden in conn.execute("SELECT name, hidden FROM pragma_table_xinfo(?)", (table,))
+        for name, hidden in conn.execute(
+            "SELECT name, hidden FROM pragma_table_xinfo(?, 'main')", (table,)
+        )
         if not hidden
     ]
 

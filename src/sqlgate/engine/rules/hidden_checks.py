@@ -52,20 +52,20 @@ else:
 __all__ = ["HiddenWatch", "inserted_hidden", "trigger_literals", "veiled_error"]
 
 _USING_INDEX = re.compile(r"USING (?:COVERING )?INDEX (\S+)")
-_SQL_OF = "SELECT sql FROM sqlite_schema WHERE name = ? COLLATE NOCASE"
+_SQL_OF = "SELECT sql FROM main.sqlite_schema WHERE name = ? COLLATE NOCASE"
 _TEMP_SQL_OF = "SELECT sql FROM sqlite_temp_schema WHERE name = ? COLLATE NOCASE"
-_COLUMNS = "SELECT name FROM pragma_table_xinfo(?)"
-_TRIGGERS = "SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND sql IS NOT NULL"
-_VIEWS = "SELECT name, sql FROM sqlite_schema WHERE type = 'view' AND sql IS NOT NULL"
+_COLUMNS = "SELECT name FROM pragma_table_xinfo(?, 'main')"
+_TRIGGERS = "SELECT sql FROM main.sqlite_schema WHERE type = 'trigger' AND sql IS NOT NULL"
+_VIEWS = "SELECT name, sql FROM main.sqlite_schema WHERE type = 'view' AND sql IS NOT NULL"
 _AGGREGATES = "SELECT name FROM pragma_function_list WHERE type IN ('a', 'w')"
 _TABLE_OF_INDEX = (
-    "SELECT tbl_name FROM sqlite_schema WHERE type = 'index' AND name = ? COLLATE NOCASE"
+    "SELECT tbl_name FROM main.sqlite_schema WHERE type = 'index' AND name = ? COLLATE NOCASE"
 )
 _TEMP_TABLE_OF_INDEX = (
     "SELECT tbl_name FROM sqlite_temp_schema WHERE type = 'index' AND name = ? COLLATE NOCASE"
 )
 _TEMP_TRIGGERS = "SELECT sql FROM sqlite_temp_schema WHERE type = 'trigger' AND sql IS NOT NULL"
-_INDEX_KEYS = "SELECT name FROM pragma_index_xinfo(?) WHERE key = 1 AND name IS NOT NULL"
+_INDEX_KEYS = "SELECT name FROM pragma_index_xinfo(?, 'main') WHERE key = 1 AND name IS NOT NULL"
 _DDL_ACTIONS = frozenset(
     {"CREATE_TRIGGER", "CREATE_TEMP_TRIGGER", "CREATE_INDEX", "CREATE_TEMP_INDEX",
      "CREATE_VTABLE", "ALTER_TABLE"}

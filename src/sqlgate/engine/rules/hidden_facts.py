@@ -37,11 +37,11 @@ __all__ = ["VALUE_TABLES", "HiddenFacts", "hidden_facts", "names_in"]
 _VALUE_COLUMNS = {"sqlite_stat4": frozenset({"sample"}), **ROW_VALUES}
 VALUE_TABLES = frozenset(_VALUE_COLUMNS)
 FTS_SHADOWS = ("_data", "_idx", "_content", "_docsize", "_config")
-_OBJECTS = "SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE sql IS NOT NULL"
-_XINFO = "SELECT name, hidden FROM pragma_table_xinfo(?)"
-_INDEXES = 'SELECT name, "unique", partial FROM pragma_index_list(?)'
-_INDEX_COLUMNS = "SELECT name FROM pragma_index_xinfo(?) WHERE key = 1"
-_FOREIGN_KEYS = 'SELECT "table", "to" FROM pragma_foreign_key_list(?)'
+_OBJECTS = "SELECT type, name, tbl_name, sql FROM main.sqlite_schema WHERE sql IS NOT NULL"
+_XINFO = "SELECT name, hidden FROM pragma_table_xinfo(?, 'main')"
+_INDEXES = "SELECT name, \"unique\", partial FROM pragma_index_list(?, 'main')"
+_INDEX_COLUMNS = "SELECT name FROM pragma_index_xinfo(?, 'main') WHERE key = 1"
+_FOREIGN_KEYS = 'SELECT "table", "to" FROM pragma_foreign_key_list(?, \'main\')'
 
 
 def names_in(sql: str) -> Counter[str]:

@@ -31,9 +31,9 @@ from sqlgate.engine.schema_cookie import read_schema_version
 
 __all__ = ["NO_RULES", "LiveRules", "RuleResolver"]
 
-_TABLES = "SELECT name, rootpage FROM sqlite_schema WHERE type = 'table'"
-_COLUMNS = "SELECT name FROM pragma_table_xinfo(?)"
-_TRIGGERS = "SELECT name FROM sqlite_schema WHERE type = 'trigger'"
+_TABLES = "SELECT name, rootpage FROM main.sqlite_schema WHERE type = 'table'"
+_COLUMNS = "SELECT name FROM pragma_table_xinfo(?, 'main')"
+_TRIGGERS = "SELECT name FROM main.sqlite_schema WHERE type = 'trigger'"
 
 
 @dataclass(frozen=True)

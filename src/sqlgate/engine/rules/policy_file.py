@@ -257,7 +257,8 @@ def _columns(conn: apsw.Connection, table: str) -> dict[str, tuple[bool, bool]] 
     """folded column -> (NOT NULL without a default, generated); None: no such table."""
     rows = list(
         conn.execute(
-            'SELECT name, "notnull", dflt_value, hidden FROM pragma_table_xinfo(?)', (table,)
+            "SELECT name, \"notnull\", dflt_value, hidden FROM pragma_table_xinfo(?, 'main')",
+            (table,),
         )
     )
     if not rows:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlgate.engine.names import fold_name
+from sqlgate.engine.names import SERVER_SCHEMA, fold_name
 
 __all__ = [
     "FLAG_ORIGIN",
@@ -87,15 +87,28 @@ def _split_dotted(text: str) -> list[str]:
     return parts
 
 
-def _without_schema(parts: list[str]) -> list[str]:
-    if len(parts) > 1 and fold_name(_unquoted(parts[0], "schema")) == "main":
+RECORDS_RULE = (
+    "names a table of sqlgate's own records (the sqlgate schema): rules are about your "
+    "database's tables (main); agents never change sqlgate's tables, and their undo data "
+    "reads NULL while any column is hidden"
+)
+
+
+def _without_schema(parts: list[str], size: int) -> list[str]:
+    """`parts` without a `main.` before them; a `sqlgate.` before `size` parts is refused."""
+    if len(parts) < 2:
+        return parts
+    schema = fold_name(_unquoted(parts[0], "schema"))
+    if schema == "main":
         return parts[1:]
+    if schema == SERVER_SCHEMA and len(parts) == size + 1:
+        raise ValueError(RECORDS_RULE)
     return parts
 
 
 def parse_table_name(text: str) -> str:
     """`users`, `"Users"` or `main.users` -> the table's name; ValueError says what is wrong."""
-    parts = _without_schema(_split_dotted(text.strip()))
+    parts = _without_schema(_split_dotted(text.strip()), 1)
     if len(parts) != 1:
         raise ValueError("must name one table of the main database, like invoices")
     return _unquoted(parts[0], "table")
@@ -104,7 +117,7 @@ def parse_table_name(text: str) -> str:
 def parse_column_name(text: str) -> ColumnRule:
     """`users.ssn`, `"users"."ssn"` or `main.users.ssn` -> a rule; ValueError says what is
     wrong, in words that follow the flag's name."""
-    parts = _without_schema(_split_dotted(text.strip()))
+    parts = _without_schema(_split_dotted(text.strip()), 2)
     if len(parts) != 2:
         raise ValueError("must name a column as TABLE.COLUMN, like users.ssn")
     return ColumnRule(_unquoted(parts[0], "table"), _unquoted(parts[1], "column"))

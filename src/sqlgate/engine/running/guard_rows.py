@@ -103,23 +103,29 @@ def _columns(conn: apsw.Connection, table: str, kinds: tuple[int, ...]) -> list[
     return [
         str(name)
         for name, hidden in conn.execute(
-            "SELECT name, hidden FROM pragma_table_xinfo(?) ORDER BY cid", (table,)
+            "SELECT name, hidden FROM pragma_table_xinfo(?, 'main') ORDER BY cid", (table,)
         )
         if int(hidden) in kinds
     ]
 
 
 def _primary_key(conn: apsw.Connection, table: str) -> list[str]:
-    rows = conn.execute("SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk", (table,))
+    rows = conn.execute(
+        "SELECT name FROM pragma_table_info(?, 'main') WHERE pk > 0 ORDER BY pk", (table,)
+    )
     return [str(name) for (name,) in rows]
 
 
 def _unique_keys(conn: apsw.Connection, table: str) -> list[list[str]]:
     """The table's keys a new row may conflict on: its PRIMARY KEY, then each UNIQUE index."""
     keys = [_primary_key(conn, table)]
-    indexes = list(conn.execute('SELECT name FROM pragma_index_list(?) WHERE "unique"', (table,)))
+    indexes = list(
+        conn.execute("SELECT name FROM pragma_index_list(?, 'main') WHERE \"unique\"", (table,))
+    )
     for (index,) in indexes:
-        columns = conn.execute("SELECT name FROM pragma_index_info(?) ORDER BY seqno", (index,))
+        columns = conn.execute(
+            "SELECT name FROM pragma_index_info(?, 'main') ORDER BY seqno", (index,)
+        )
         keys.append([str(name) for (name,) in columns])
     return keys
 

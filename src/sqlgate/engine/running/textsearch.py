@@ -397,7 +397,9 @@ class TextSearch:
     def _columns(self, conn: apsw.Connection, table: str) -> list[str]:
         return [
             str(row[0])
-            for row in conn.execute("SELECT name FROM pragma_table_info(?) ORDER BY cid", (table,))
+            for row in conn.execute(
+                "SELECT name FROM pragma_table_info(?, 'main') ORDER BY cid", (table,)
+            )
         ]
 
     def _has_rowid(self, conn: apsw.Connection, obj: Relation) -> bool:
@@ -411,7 +413,7 @@ class TextSearch:
 
     def _primary_key(self, conn: apsw.Connection, table: str) -> list[str]:
         rows = conn.execute(
-            "SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk", (table,)
+            "SELECT name FROM pragma_table_info(?, 'main') WHERE pk > 0 ORDER BY pk", (table,)
         )
         return [str(name) for (name,) in rows]
 

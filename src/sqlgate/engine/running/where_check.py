@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # `where` parses with sqlglot: imported when an UPDATE is jud
 
 __all__ = ["refuse_unfiltered_update", "table_columns"]
 
-_COLUMNS = "SELECT name FROM pragma_table_xinfo(?)"
+_COLUMNS = "SELECT name FROM pragma_table_xinfo(?, 'main')"
 
 
 def table_columns(conn: apsw.Connection, names: Iterable[str]) -> dict[str, frozenset[str]]:

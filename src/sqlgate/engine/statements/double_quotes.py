@@ -33,7 +33,7 @@ _MISSING = re.compile(
 # statements whose double-quoted tokens name only existing objects, aliases or CTEs
 _KINDS = frozenset({"SELECT", "VALUES", "WITH", "INSERT", "REPLACE", "UPDATE", "DELETE"})
 _SCHEMA_NAMES = (
-    "SELECT m.name, p.name FROM sqlite_schema AS m, pragma_table_xinfo(m.name) AS p "
+    "SELECT m.name, p.name FROM main.sqlite_schema AS m, pragma_table_xinfo(m.name, 'main') AS p "
     "WHERE m.type IN ('table', 'view')"
 )
 _ROWID = frozenset({"rowid", "oid", "_rowid_"})

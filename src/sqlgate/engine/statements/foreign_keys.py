@@ -29,13 +29,16 @@ _SHOWN = 5  # tables named in one answer; the rest are counted
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # every foreign key of the main database: (child table, key id, child column, parent table)
 _KEYS = (
-    'SELECT m.name, f.id, f."from", f."table" FROM sqlite_schema AS m, '
-    "pragma_foreign_key_list(m.name) AS f WHERE m.type = 'table' ORDER BY m.name, f.id, f.seq"
+    'SELECT m.name, f.id, f."from", f."table" FROM main.sqlite_schema AS m, '
+    "pragma_foreign_key_list(m.name, 'main') AS f WHERE m.type = 'table' "
+    "ORDER BY m.name, f.id, f.seq"
 )
 _PARENT_SIDE = frozenset({"DELETE", "UPDATE", "REPLACE"})
 _CHILD_SIDE = frozenset({"INSERT", "UPDATE", "REPLACE"})
 # the rows of one table whose keys match no parent row (a bounded look: it names keys)
-_BROKEN = "SELECT DISTINCT fkid FROM (SELECT fkid FROM pragma_foreign_key_check(?) LIMIT 1000)"
+_BROKEN = (
+    "SELECT DISTINCT fkid FROM (SELECT fkid FROM pragma_foreign_key_check(?, 'main') LIMIT 1000)"
+)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The safety policy as data: which tier may do what, to which objects.
 
 The authorizer (`engine.rules.authorizer`) only records what a statement does as `Operation`
-facts; `decide` is a pure function of (tier, operation, protected names) -> `Decision`.
+facts; `decide` is a pure function of (tier, operation, protected objects) -> `Decision`.
 
     action          read  write  destr.  view   target rule
     SELECT/RECURSIVE  x     x      x      x     -
@@ -37,9 +37,27 @@ external-content fts5 tables, trigger bodies that only read).
 
 Names are compared as SQLite compares them (`engine.names.fold_name`): only A-Z fold.
 
-Every fact is about the main database, except the temp catalog's rows: ALTER TABLE ...
-RENAME reads and rewrites them to fix temp triggers, and since temp objects are never
-allowed it is always empty (direct DML on any catalog is refused by defensive mode).
+Every rule is about (database, table): SQLite names the database of every fact about a
+table, unqualified names included. Two databases are served:
+
+    main      the user's file: every rule above; a server object there is one whose
+              (database, folded name) is in `protected` (sqlgate's tables that still live
+              in the user's file, until they move to the records file)
+    sqlgate   sqlgate's records, attached read-only (`engine.connect`): every object in it is
+              a server object, whatever its name. READ, SELECT, FUNCTION and the pragmas
+              that only describe or read a setting are allowed to every tier; any other
+              fact about it is refused (`server_object_message`, which names the schema)
+
+Any other database is refused, but for the temp catalog's rows: ALTER TABLE ... RENAME reads
+and rewrites them to fix temp triggers, and since temp objects are never allowed it is
+always empty (direct DML on any catalog is refused by defensive mode).
+
+A foreign key's parent is resolved by SQLite in its child's database only (REFERENCES takes
+no schema), so an agent's key in main can never point into `sqlgate`; a key in any other
+database is refused all the same (`decide_reference`). A view or trigger cannot read
+another database either (SQLite: "cannot reference objects in database"); preflight
+answers that first (`engine.statements.tier_check`).
+
 EMPTY_TABLE is the one fact not from SQLite's authorizer: the statement tracer reports a
 DELETE without WHERE that a virtual table module runs (see `engine.rules.authorizer`).
 """
@@ -47,19 +65,28 @@ DELETE without WHERE that a virtual table module runs (see `engine.rules.authori
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sqlgate.engine.names import fold_name
+from sqlgate.engine.names import SERVER_SCHEMA, fold_name
 
 __all__ = [
+    "SERVER_SCHEMA",
     "Decision",
     "Operation",
+    "Protected",
     "Reference",
     "Tier",
+    "database_of",
     "decide",
     "decide_reference",
+    "in_main",
     "server_object_message",
 ]
+
+MAIN = "main"
+# (database, folded name) of the server objects outside `SERVER_SCHEMA`
+Protected = frozenset[tuple[str, str]]
 
 
 class Tier(enum.Enum):
@@ -104,6 +131,7 @@ class Reference:
     table: str
     column: str
     parent: str
+    database: str = MAIN  # the child's, and so the parent's: REFERENCES takes no schema
 
 
 @dataclass(frozen=True)
@@ -213,12 +241,19 @@ NAMED_OBJECT_ACTIONS = frozenset(
 )  # fmt: skip
 
 
-def _is_protected(name: str | None, protected: frozenset[str]) -> bool:
-    return name is not None and fold_name(name) in protected
+def in_main(names: Iterable[str]) -> Protected:
+    """`protected` for server objects of these names in the main database."""
+    return frozenset((MAIN, fold_name(name)) for name in names)
+
+
+def _is_protected(name: str | None, protected: Protected) -> bool:
+    """Whether `name` in the main database is a server object."""
+    return name is not None and (MAIN, fold_name(name)) in protected
 
 
 def server_object_message(name: str) -> str:
-    """The refusal of a write to a server object, in every tool."""
+    """The refusal of a write to a server object, in every tool (`name` as the agent should
+    write it: `sqlgate.query_log` for the records' objects)."""
     return (
         f"{name} is a sqlgate server object: only the server writes, alters, drops, indexes or "
         "attaches triggers to it, and no tool will; agents may read it (read_query)"
@@ -244,7 +279,7 @@ def _check_pragma(op: Operation) -> Decision:
     )
 
 
-def _check_target(tier: Tier, op: Operation, protected: frozenset[str]) -> Decision:
+def _check_target(tier: Tier, op: Operation, protected: Protected) -> Decision:
     """Rules about which object an allowed action may touch."""
     action, target = op.action, (op.target or "")
     lowered = fold_name(target)
@@ -289,28 +324,56 @@ def _check_target(tier: Tier, op: Operation, protected: frozenset[str]) -> Decis
     return ALLOW
 
 
-def _database_of(op: Operation) -> str | None:
+def database_of(op: Operation) -> str | None:
+    """The database a fact is about (None: no table, or SQLite did not say)."""
     # ALTER_TABLE names (database, table) first; its fourth argument holds the column that
     # ALTER TABLE ... DROP COLUMN drops, not a database
     return op.target if op.action == "ALTER_TABLE" else op.database
 
 
-def decide(tier: Tier, op: Operation, protected: frozenset[str]) -> Decision:
+# what every tier may do with the records: read them, and describe them
+SERVER_READS = frozenset({"SELECT", "RECURSIVE", "READ", "FUNCTION"})
+# the facts whose second argument is the table they act on (the first: an index or trigger)
+_ON_TABLE = frozenset(
+    {"ALTER_TABLE", "CREATE_INDEX", "CREATE_TRIGGER", "DROP_INDEX", "DROP_TRIGGER"}
+)
+
+
+def _decide_server(op: Operation) -> Decision:
+    """A fact about an object of the records (`SERVER_SCHEMA`): read, never changed."""
+    if op.action == "PRAGMA":
+        return _check_pragma(op)
+    if op.action in SERVER_READS:
+        if op.action == "FUNCTION" and fold_name(op.detail or "") in FORBIDDEN_FUNCTIONS:
+            return Decision(False, f"function {op.detail}() is never allowed: no tool will call it")
+        return ALLOW
+    name = op.detail if op.action in _ON_TABLE else op.target
+    shown = f"{SERVER_SCHEMA}.{name}" if name else f"the {SERVER_SCHEMA} database"
+    return Decision(False, server_object_message(shown))
+
+
+def decide(tier: Tier, op: Operation, protected: Protected) -> Decision:
     """Allow or deny one operation for one tier. Pure: same facts, same verdict.
 
-    `protected` holds the folded names (`fold_name`) of server objects (tables, their FTS
-    shadow tables, views, triggers, indexes). The user's own table rules are judged after
-    this, by `engine.rules.rule_policy.decide_with_rules`.
+    `protected` holds (database, folded name) of the server objects in the main database
+    (tables, their FTS shadow tables, views, triggers, indexes; `in_main` builds it); every
+    object of `SERVER_SCHEMA` is one, listed or not. The user's own table rules are judged
+    after this, by `engine.rules.rule_policy.decide_with_rules`.
     """
     if op.action in NEVER:
         return Decision(False, NEVER[op.action])
-    database = _database_of(op)
+    database = database_of(op)
+    # the records' catalog rows are written only by DDL on the records, which is refused:
+    # they are judged as the main catalog's are, so the refusal names the object
+    server_catalog = op.action in WRITE_ACTIONS and fold_name(op.target or "") in CATALOG
+    if database == SERVER_SCHEMA and not server_catalog:
+        return _decide_server(op)
     temp_catalog = (
         database == "temp"
         and op.action in WRITE_ACTIONS | {"READ"}
         and fold_name(op.target or "") in CATALOG
     )
-    if database not in (None, "main") and not temp_catalog:
+    if database not in (None, MAIN, SERVER_SCHEMA) and not temp_catalog:
         return Decision(
             False, f"only the main database may be used, not {database!r}: no tool will use it"
         )
@@ -343,8 +406,18 @@ def decide(tier: Tier, op: Operation, protected: frozenset[str]) -> Decision:
     return _check_target(tier, op, protected)
 
 
-def decide_reference(ref: Reference, protected: frozenset[str]) -> Decision:
-    """Allow or deny one foreign key an agent's statement left in the schema. Pure."""
+def decide_reference(ref: Reference, protected: Protected) -> Decision:
+    """Allow or deny one foreign key an agent's statement left in the schema. Pure.
+
+    SQLite looks a key's parent up in its child's database only, so a key of a table in
+    main points into main; a key in any other database is refused (no tool makes one)."""
+    if ref.database != MAIN:
+        return Decision(
+            False,
+            f"{ref.table}.{ref.column} REFERENCES {ref.parent} in database {ref.database!r}: "
+            "only tables of the main database are yours, so no tool will create it; nothing "
+            "was changed",
+        )
     if not _is_protected(ref.parent, protected):
         return ALLOW
     return Decision(

@@ -25,6 +25,7 @@ from sqlgate.engine.sqltext import (
     word,
 )
 from sqlgate.engine.statements.auto_ids import AutoIdKey, auto_id_key
+from sqlgate.engine.statements.policy import SERVER_SCHEMA
 
 if TYPE_CHECKING:
     from sqlglot.tokenizer_core import Token, TokenType
@@ -90,6 +91,11 @@ class Statement:
     # a CREATE TABLE's key spelled as another dialect's auto-generated id
     # (engine.statements.auto_ids)
     auto_id: AutoIdKey | None = None
+    # the first object the text names in sqlgate's records (`sqlgate.name`): no view or
+    # trigger may use one (SQLite keeps them to their own database)
+    server_object: str | None = None
+    # the schema a CREATE, DROP or ALTER TABLE names its object in (`schema.name`), if given
+    object_schema: str | None = None
 
 
 def _after_parens(tokens: list[Token], at: int) -> int:
@@ -257,16 +263,28 @@ def _trigger_writes(tokens: list[Token], verb_at: int) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _created_name(tokens: list[Token], verb_at: int) -> tuple[str, ...]:
-    """The name a CREATE ... [IF NOT EXISTS] name gives its new object."""
+def _created_at(tokens: list[Token], verb_at: int) -> int:
+    """Where a CREATE ... [IF NOT EXISTS] [schema.]name names its new object."""
     skipped = {"TEMP", "TEMPORARY", "UNIQUE", "VIRTUAL", "TABLE", "INDEX", "VIEW", "TRIGGER"}
     at = verb_at + 1
     while at < len(tokens) and word(tokens[at]) in skipped:
         at += 1
     if [word(token) for token in tokens[at : at + 3]] == ["IF", "NOT", "EXISTS"]:
         at += 3
-    name, _ = _name_at(tokens, at)
+    return at
+
+
+def _created_name(tokens: list[Token], verb_at: int) -> tuple[str, ...]:
+    """The name a CREATE ... [IF NOT EXISTS] name gives its new object."""
+    name, _ = _name_at(tokens, _created_at(tokens, verb_at))
     return () if name is None else (name,)
+
+
+def _schema_at(tokens: list[Token], at: int) -> str | None:
+    """The schema of a `schema.name` at `at`; None for a plain name."""
+    if at + 2 < len(tokens) and tokens[at + 1].token_type == TokenType.DOT:
+        return tokens[at].text
+    return None
 
 
 def _on_table(tokens: list[Token], verb_at: int) -> str | None:
@@ -278,12 +296,17 @@ def _on_table(tokens: list[Token], verb_at: int) -> str | None:
     return None
 
 
-def _dropped_or_altered(tokens: list[Token], verb_at: int) -> str | None:
-    """The object a DROP <kind> [IF EXISTS] name or an ALTER TABLE name acts on."""
+def _dropped_at(tokens: list[Token], verb_at: int) -> int:
+    """Where a DROP <kind> [IF EXISTS] [schema.]name or an ALTER TABLE names its object."""
     at = verb_at + 2
     if [word(token) for token in tokens[at : at + 2]] == ["IF", "EXISTS"]:
         at += 2
-    return _name_at(tokens, at)[0]
+    return at
+
+
+def _dropped_or_altered(tokens: list[Token], verb_at: int) -> str | None:
+    """The object a DROP <kind> [IF EXISTS] name or an ALTER TABLE name acts on."""
+    return _name_at(tokens, _dropped_at(tokens, verb_at))[0]
 
 
 def _pragma(tokens: list[Token], verb_at: int) -> tuple[str, str | None] | None:
@@ -294,6 +317,17 @@ def _pragma(tokens: list[Token], verb_at: int) -> tuple[str, str | None] | None:
     if at < len(tokens) and tokens[at].text in ("=", "("):
         return name, tokens[at + 1].text if at + 1 < len(tokens) else ""
     return name, None
+
+
+def _server_object(tokens: list[Token]) -> str | None:
+    """The name after the first `sqlgate.` (the records' schema) in the statement, if any."""
+    for at in range(len(tokens) - 2):
+        if (
+            fold_name(tokens[at].text) == SERVER_SCHEMA
+            and tokens[at + 1].token_type == TokenType.DOT
+        ):
+            return tokens[at + 2].text
+    return None
 
 
 def _explained(tokens: list[Token], verb_at: int) -> str:
@@ -377,9 +411,15 @@ def inspect_statement(sql: str) -> Statement:
     elif kind == "ALTER TABLE":
         writes = _renamed_to(tokens, verb_at)
     auto_id = auto_id_key(sql) if kind == "CREATE TABLE" else None
+    object_schema = None
+    if kind.startswith("CREATE "):
+        object_schema = _schema_at(tokens, _created_at(tokens, verb_at))
+    elif kind.startswith("DROP ") or kind == "ALTER TABLE":
+        object_schema = _schema_at(tokens, _dropped_at(tokens, verb_at))
     return Statement(
         kind, has_where, fts_delete, writes, target, pragma=pragma, explained=explained,
-        on_table=on_table, auto_id=auto_id,
+        on_table=on_table, auto_id=auto_id, server_object=_server_object(tokens),
+        object_schema=object_schema,
     )  # fmt: skip
 
 

@@ -13,7 +13,14 @@ import re
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.schema import protected_names
 from sqlgate.engine.statements.auto_ids import auto_id_refusal
-from sqlgate.engine.statements.policy import Operation, Tier, decide, server_object_message
+from sqlgate.engine.statements.policy import (
+    SERVER_SCHEMA,
+    Operation,
+    Tier,
+    decide,
+    in_main,
+    server_object_message,
+)
 from sqlgate.engine.statements.preflight import DML_KINDS, Statement
 from sqlgate.errors import InvalidArgument, PolicyDenied
 
@@ -107,6 +114,7 @@ def check_tier(
     `undo` is the --undo setting, which the advice to use destructive_query describes.
     """
     server_names = _server_names() if protected is None else protected
+    _refuse_a_view_of_the_records(statement, tier)
     _refuse_in_any_tier(statement, server_names)
     if statement.kind == "UNKNOWN":
         if tier is Tier.WRITE:
@@ -155,6 +163,29 @@ def _refuse_in_any_tier(statement: Statement, server_names: frozenset[str]) -> N
             )
 
 
+def view_of_records_message(name: str) -> str:
+    """The refusal of a view or trigger that would use an object of sqlgate's records."""
+    shown = f"{SERVER_SCHEMA}.{name}"
+    return (
+        f"a view or trigger can neither use nor live in sqlgate's records ({shown}): SQLite "
+        "keeps each one to the tables of its own database, and the records are read-only, so "
+        f"no tool will make one; query {shown} directly with read_query"
+    )
+
+
+def _refuse_a_view_of_the_records(statement: Statement, tier: Tier) -> None:
+    """Refuse a CREATE, DROP or ALTER of an object in sqlgate's records (with IF [NOT]
+    EXISTS SQLite would answer one that is or is not there without asking the authorizer),
+    and a view or trigger that names `sqlgate.x`, which SQLite refuses in its own words
+    ("cannot reference objects in database sqlgate"): say what works instead."""
+    if fold_name(statement.object_schema or "") == SERVER_SCHEMA:
+        name = statement.target or next(iter(statement.writes), "")
+        raise PolicyDenied(server_object_message(f"{SERVER_SCHEMA}.{name}"))
+    makes_one = tier is Tier.VIEW or statement.kind in ("CREATE VIEW", "CREATE TRIGGER")
+    if makes_one and statement.server_object is not None:
+        raise PolicyDenied(view_of_records_message(statement.server_object))
+
+
 def _refuse_in_this_tier(
     statement: Statement, tier: Tier, server_names: frozenset[str], undo: str
 ) -> None:
@@ -201,7 +232,7 @@ def _refuse_in_every_tier(statement: Statement, server_names: frozenset[str]) ->
             raise PolicyDenied(server_object_message(target))
     if statement.pragma is not None:
         name, value = statement.pragma
-        verdict = decide(Tier.READ, Operation("PRAGMA", name, value), server_names)
+        verdict = decide(Tier.READ, Operation("PRAGMA", name, value), in_main(server_names))
         if not verdict.allowed:
             raise PolicyDenied(verdict.reason)
 

@@ -144,7 +144,8 @@ def table_shape(conn: apsw.Connection, name: str) -> TableShape | None:
     columns = tuple(
         (str(col), str(kind or ""), int(pk), int(hidden))
         for col, kind, pk, hidden in conn.execute(
-            "SELECT name, type, pk, hidden FROM pragma_table_xinfo(?) ORDER BY cid", (stored,)
+            "SELECT name, type, pk, hidden FROM pragma_table_xinfo(?, 'main') ORDER BY cid",
+            (stored,),
         )
     )
     return TableShape(stored, rowid, rootpage, bool(listed and listed[0]), columns)

@@ -89,7 +89,8 @@ def schema_facts(conn: apsw.Connection) -> SchemaFacts:
         (fold_name(str(child)), fold_name(str(parent)))
         for child, parent in conn.execute(
             'SELECT t.name, f."table" FROM pragma_table_list AS t, '
-            "pragma_foreign_key_list(t.name) AS f WHERE t.schema = 'main' AND t.type = 'table'"
+            "pragma_foreign_key_list(t.name, 'main') AS f "
+            "WHERE t.schema = 'main' AND t.type = 'table'"
         )
     )
     return SchemaFacts(schema_rows(conn), keys)
