@@ -229,10 +229,9 @@ def test_shadow_tables_are_listed(settings: Settings) -> None:
     db = Database.open(settings)
     try:
         db.writer.execute("CREATE VIRTUAL TABLE docs USING fts5(body)")
-        # memory_events_fts is external content: no _content shadow of its own
-        server = {f"memory_events_fts_{part}" for part in ("data", "idx", "docsize", "config")}
         docs = {"docs_data", "docs_idx", "docs_content", "docs_docsize", "docs_config"}
-        assert db.shadow_tables(db.reader) == frozenset(docs | server)
+        # the user's file only: memory_events_fts lives in the records (schema sqlgate)
+        assert db.shadow_tables(db.reader) == frozenset(docs)
     finally:
         db.close()
 
