@@ -40,7 +40,7 @@ from sqlgate.engine.undo.ddl import undo_created
 from sqlgate.engine.undo.lookup import UndoLookup, UndoTarget
 from sqlgate.errors import NotFound, UndoConflict, UndoRefused
 
-__all__ = ["Conflict", "UndoRestore", "UndoTarget"]
+__all__ = ["Conflict", "UndoRestore", "UndoTarget", "mark_undone"]
 
 _CONFLICT_NAMES = {
     apsw.SQLITE_CHANGESET_DATA: "DATA",
@@ -50,6 +50,14 @@ _CONFLICT_NAMES = {
     apsw.SQLITE_CHANGESET_FOREIGN_KEY: "FOREIGN_KEY",
 }
 _SHOWN_CONFLICTS = 5
+
+
+def mark_undone(records: apsw.Connection, changeset_id: int, now: float, by: str) -> None:
+    """Mark changeset `changeset_id` undone (in the records' current transaction)."""
+    records.execute(
+        "UPDATE undo_changesets SET undone_at = ?, undone_by = ? WHERE id = ?",
+        (utc_timestamp(now), by, changeset_id),
+    )
 
 
 class _Hidden:
@@ -142,18 +150,22 @@ class UndoRestore:
                 )
             kept = None if created is not None else load_changeset(records, changeset_id)
             # the rows go back in the user's file first, then the record says so: a crash
-            # between leaves rows whose undo a retry refuses (they differ from the call's)
-            with immediate_transaction(conn):
-                if target.by_agent:
-                    self._refuse_guarded(conn, target, json.loads(str(tables_json)))
-                self._restore(conn, target, changeset_id, kept, created, int(changes))
-                fault_point("undo.before_commit")
-            fault_point("undo.applied")
-            with immediate_transaction(records):
-                records.execute(
-                    "UPDATE undo_changesets SET undone_at = ?, undone_by = ? WHERE id = ?",
-                    (utc_timestamp(self.wall_clock()), f"session {self.session}", changeset_id),
-                )
+            # between leaves rows whose undo a retry refuses (they differ from the call's),
+            # and the start-up recovery marks it (engine.undo.recovery). The records' write
+            # lock is taken before the user's COMMIT: busy, and nothing was changed
+            try:
+                with immediate_transaction(conn):
+                    if target.by_agent:
+                        self._refuse_guarded(conn, target, json.loads(str(tables_json)))
+                    self._restore(conn, target, changeset_id, kept, created, int(changes))
+                    records.execute("BEGIN IMMEDIATE")
+                    fault_point("undo.before_commit")
+                fault_point("undo.applied")
+                mark_undone(records, changeset_id, self.wall_clock(), f"session {self.session}")
+                records.execute("COMMIT")
+            finally:
+                if records.in_transaction:
+                    records.execute("ROLLBACK")
         tables = ", ".join(json.loads(str(tables_json)))
         what = f"{kind}, {counted(int(changes), 'row')} in {tables}"
         if created is not None:
