@@ -95,7 +95,7 @@ def test_a_busy_records_file_refuses_the_call_and_changes_nothing(
     ready: Service, db_path: Path, tool: str, sql: str
 ) -> None:
     before, kept = user_rows(db_path), undo_records(db_path)
-    with records_held(db_path), pytest.raises(DatabaseBusy, match="busy.*nothing was changed"):
+    with records_held(db_path), pytest.raises(DatabaseBusy, match=r"busy.*nothing was changed"):
         run(ready, tool, sql)
     assert user_rows(db_path) == before
     assert undo_records(db_path) == kept

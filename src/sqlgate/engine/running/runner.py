@@ -50,6 +50,8 @@ def main_only(text: str) -> str:
     """A bare ANALYZE as `ANALYZE main`: the user's file, never the records attached beside
     it (which no agent statement writes); any other statement as it is."""
     return "ANALYZE main" if _BARE_ANALYZE.fullmatch(text) else text
+
+
 INSERT_KINDS = frozenset({"INSERT", "REPLACE"})
 # what a write returns: its RETURNING rows (or None), its changes and last_insert_rowid
 Applied = tuple[CsvResult | None, int, int]
