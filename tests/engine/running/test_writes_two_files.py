@@ -15,7 +15,8 @@ import apsw
 import pytest
 
 from sqlgate.engine.running import writes
-from sqlgate.errors import DatabaseBusy, SqlgateError
+from sqlgate.engine.undo import restore
+from sqlgate.errors import DatabaseBusy, SqlgateError, UndoConflict
 from sqlgate.service import Service
 from tests.engine.undo.test_undo_writes import hint
 from tests.records import records_path
@@ -119,12 +120,18 @@ class Cut(Exception):
     """Raised where the user's COMMIT would run: the change does not commit."""
 
 
-def cut_at(monkeypatch: pytest.MonkeyPatch, point: str) -> None:
+def cut_where(point: str, error: BaseException | None = None) -> Callable[[str], None]:
+    """A fault point that raises at `point` (Cut, or `error`) instead of killing."""
+
     def fault(name: str) -> None:
         if name == point:
-            raise Cut(name)
+            raise error if error is not None else Cut(name)
 
-    monkeypatch.setattr(writes, "fault_point", fault)
+    return fault
+
+
+def cut_at(monkeypatch: pytest.MonkeyPatch, point: str) -> None:
+    monkeypatch.setattr(writes, "fault_point", cut_where(point))
 
 
 @pytest.mark.parametrize(("tool", "sql"), CALLS)
@@ -175,3 +182,32 @@ def test_a_change_that_does_not_commit_evicts_no_older_undo_data(
     assert undo_records(db_path) == kept  # the older call keeps its undo data
     monkeypatch.undo()
     assert service.undo(call).startswith(f"undone: call {call} (")
+
+
+def test_an_undo_cut_before_its_commit_changes_nothing_and_runs_again(
+    ready: Service, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    call = int(hint(ready.write_query("UPDATE tasks SET priority = 9 WHERE id = 1"))["id"])
+    after, kept = user_rows(db_path), undo_records(db_path)
+    monkeypatch.setattr(restore, "fault_point", cut_where("undo.before_commit"))
+    with pytest.raises(SqlgateError, match=r"internal error \(Cut\)"):
+        ready.undo(call)
+    assert (user_rows(db_path), undo_records(db_path)) == (after, kept)
+    monkeypatch.undo()
+    assert "undo:" in ready.write_query("INSERT INTO tasks VALUES (5, 'e', 5)")  # records free
+    assert ready.undo(call).startswith(f"undone: call {call} (")
+
+
+def test_an_undo_whose_mark_fails_is_done_and_a_second_one_is_refused(
+    ready: Service, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    call = int(hint(ready.write_query("UPDATE tasks SET priority = 9 WHERE id = 1"))["id"])
+    kept = undo_records(db_path)
+    monkeypatch.setattr(restore, "fault_point", cut_where("undo.applied", apsw.IOError("disk")))
+    assert ready.undo(call).startswith(f"undone: call {call} (")
+    assert user_rows(db_path)[1][0] == (1, "a", 1)
+    assert undo_records(db_path) == kept  # not marked: what a crash there leaves too
+    monkeypatch.undo()
+    with pytest.raises(UndoConflict, match="changes made after it"):
+        ready.undo(call)
+    assert user_rows(db_path)[1][0] == (1, "a", 1)

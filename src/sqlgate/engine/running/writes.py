@@ -184,10 +184,11 @@ class UndoKeeping:
         return intent.id
 
     def _prune(self, prune: Callable[[apsw.Connection], None]) -> None:
-        """Older undo data past its keep limits goes, after the change committed; a busy
-        records file leaves it for the next write's turn (the change is already done)."""
+        """Older undo data past its keep limits goes, after the change committed; a records
+        file that is busy (or fails) leaves it for a later turn: the change is done, and
+        answered as such."""
         records = self._records()
-        with contextlib.suppress(apsw.BusyError), immediate_transaction(records):
+        with contextlib.suppress(apsw.Error), immediate_transaction(records):
             prune(records)
 
     def _void(self, changeset_id: int) -> None:
