@@ -16,8 +16,8 @@ FAULT_POINTS = (
     "write.kept",  # the undo record committed to the records, the user's change not yet
     "write.before_commit",  # the same, just before the user's COMMIT
     "write.committed",  # the user's change committed, its audit row not yet written
-    "undo.marked",  # undo's mark committed to the records, the rows not yet written back
-    "undo.applied",  # the rows written back, the record not yet marked undone
+    "undo.before_commit",  # undo's rows written back, the user's COMMIT not yet run
+    "undo.applied",  # the rows written back and committed, the record not yet marked undone
 )
 _CHOSEN = os.environ.get("SQLGATE_FAULT_AT", "")
 

@@ -30,6 +30,7 @@ from sqlgate.errors import InvalidArgument, NotFound, PolicyDenied
 __all__ = ["MAX_DESCRIPTION_CHARS", "ViewSaver", "description_comment"]
 
 MAX_DESCRIPTION_CHARS = 2000
+RECORDS_SCHEMA = "sqlgate"  # the schema name the records are attached under
 _LINE_BREAKS = re.compile(r"\r\n|[\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 _FORBIDDEN_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 
@@ -56,6 +57,34 @@ def _strip_terminators(sql: str) -> str:
     while text.endswith(";"):
         text = text[:-1].rstrip()
     return text
+
+
+def _refuse_records(conn: apsw.Connection, ctx: RunContext) -> None:
+    """A view is kept in the user's file, and SQLite lets it read only that file: a SELECT
+    over sqlgate's records (attached as `sqlgate`, reached by a plain name when the user's
+    file has no such table) runs, but could never be saved. SQLite does not say which file
+    a `count(*)` reads, so a plain name is looked up: the user's file first, as SQLite does."""
+    for op in ctx.recorder.operations:
+        if op.action != "READ" or not op.target or op.database not in (None, RECORDS_SCHEMA):
+            continue
+        if op.database is None and (
+            _has_table(conn, "main", op.target) or not _has_table(conn, RECORDS_SCHEMA, op.target)
+        ):
+            continue
+        raise PolicyDenied(
+            f"refused: the view would read {RECORDS_SCHEMA}.{op.target}, one of sqlgate's "
+            "records, which live in a file of their own: a view is kept in your database and "
+            "SQLite lets it read only that file. Nothing was saved. Next: query "
+            f"{RECORDS_SCHEMA}.{op.target} with read_query each time instead"
+        )
+
+
+def _has_table(conn: apsw.Connection, schema: str, name: str) -> bool:
+    found = conn.execute(
+        "SELECT 1 FROM pragma_table_list WHERE schema = ? AND name = ? COLLATE NOCASE",
+        (schema, name),
+    ).fetchone()
+    return found is not None
 
 
 class ViewSaver:
@@ -86,6 +115,7 @@ class ViewSaver:
             )  # fmt: skip
             ctx.sent = ("select_sql", body)
             run_statement(ctx, f"EXPLAIN {body}", None, lambda cursor: None)
+            _refuse_records(reader, ctx)
         create = f"CREATE VIEW {quote_identifier(view)} AS\n{comment}{body}"
         if inspect_statement(create).kind != "CREATE VIEW":
             raise InvalidArgument("select_sql must be a single SELECT")

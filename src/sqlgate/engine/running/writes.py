@@ -124,9 +124,11 @@ class Written:
 
 @dataclass
 class Intent:
-    """The undo record one change keeps, once `UndoKeeping.keep` committed it."""
+    """The undo record one change keeps, once `UndoKeeping.keep` committed it, and the
+    pruning its turn asks for once the change itself has committed."""
 
     id: int | None = None
+    prune: Callable[[apsw.Connection], None] | None = None
 
 
 @dataclass
@@ -162,15 +164,32 @@ class UndoKeeping:
                 self._void(intent.id)
             raise
         fault_point("write.committed")
+        if intent.prune is not None:
+            self._prune(intent.prune)
 
-    def keep(self, intent: Intent, store: Callable[[apsw.Connection], int]) -> int:
+    def keep(
+        self,
+        intent: Intent,
+        store: Callable[[apsw.Connection], int],
+        prune: Callable[[apsw.Connection], None] | None = None,
+    ) -> int:
         """Commit the undo record `store` writes on the records connection (returning its
-        id), before the user's change commits."""
+        id), before the user's change commits; `prune` runs once the change has committed
+        (a change that never commits evicts no older undo data)."""
         records = self._records()
         with immediate_transaction(records):
             intent.id = store(records)
+        intent.prune = prune
         fault_point("write.kept")
         return intent.id
+
+    def _prune(self, prune: Callable[[apsw.Connection], None]) -> None:
+        """Older undo data past its keep limits goes, after the change committed; a records
+        file that is busy (or fails) leaves it for a later turn: the change is done, and
+        answered as such."""
+        records = self._records()
+        with contextlib.suppress(apsw.Error), immediate_transaction(records):
+            prune(records)
 
     def _void(self, changeset_id: int) -> None:
         """The change did not commit: its undo record goes (a crash leaves it for the
@@ -246,11 +265,10 @@ class UndoKeeping:
                 summary=summary,
                 tool=plan.tool,
             )
-            plan.prune(records, kept)
             stored.append(kept)
             return kept.id
 
-        self.keep(intent, write)
+        self.keep(intent, write, lambda records: plan.prune(records, stored[0]))
         return stored[0]
 
 
@@ -374,7 +392,7 @@ class UndoingWrites:
         keeping = self.keeping
 
         def write(records: apsw.Connection) -> int:
-            record = store_created(
+            return store_created(
                 records,
                 objects,
                 ts=utc_timestamp(keeping.wall_clock()),
@@ -382,10 +400,12 @@ class UndoingWrites:
                 tool=tool,
                 kind=kind,
             )
-            self.prune(records, record, 0)
-            return record
 
-        return keeping.keep(intent, write)
+        def prune(records: apsw.Connection) -> None:
+            if intent.id is not None:
+                self.prune(records, intent.id, 0)
+
+        return keeping.keep(intent, write, prune)
 
     def _answer(
         self, summary: str, statement: Statement, rows: int, changeset_id: int | None

@@ -14,6 +14,7 @@ in the way.
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
@@ -40,7 +41,7 @@ from sqlgate.engine.undo.ddl import undo_created
 from sqlgate.engine.undo.lookup import UndoLookup, UndoTarget
 from sqlgate.errors import NotFound, UndoConflict, UndoRefused
 
-__all__ = ["Conflict", "UndoRestore", "UndoTarget"]
+__all__ = ["Conflict", "UndoRestore", "UndoTarget", "mark_undone"]
 
 _CONFLICT_NAMES = {
     apsw.SQLITE_CHANGESET_DATA: "DATA",
@@ -50,6 +51,15 @@ _CONFLICT_NAMES = {
     apsw.SQLITE_CHANGESET_FOREIGN_KEY: "FOREIGN_KEY",
 }
 _SHOWN_CONFLICTS = 5
+log = logging.getLogger("sqlgate")
+
+
+def mark_undone(records: apsw.Connection, changeset_id: int, now: float, by: str) -> None:
+    """Mark changeset `changeset_id` undone (in the records' current transaction)."""
+    records.execute(
+        "UPDATE undo_changesets SET undone_at = ?, undone_by = ? WHERE id = ?",
+        (utc_timestamp(now), by, changeset_id),
+    )
 
 
 class _Hidden:
@@ -141,19 +151,19 @@ class UndoRestore:
                     "nothing was done"
                 )
             kept = None if created is not None else load_changeset(records, changeset_id)
-            # the rows go back in the user's file first, then the record says so: a crash
-            # between leaves rows whose undo a retry refuses (they differ from the call's)
-            with immediate_transaction(conn):
-                if target.by_agent:
-                    self._refuse_guarded(conn, target, json.loads(str(tables_json)))
-                self._restore(conn, target, changeset_id, kept, created, int(changes))
-                fault_point("undo.before_commit")
-            fault_point("undo.applied")
-            with immediate_transaction(records):
-                records.execute(
-                    "UPDATE undo_changesets SET undone_at = ?, undone_by = ? WHERE id = ?",
-                    (utc_timestamp(self.wall_clock()), f"session {self.session}", changeset_id),
-                )
+            try:
+                with immediate_transaction(conn):
+                    if target.by_agent:
+                        self._refuse_guarded(conn, target, json.loads(str(tables_json)))
+                    self._restore(conn, target, changeset_id, kept, created, int(changes))
+                    # the records' write lock before the user's COMMIT: busy, nothing changed
+                    records.execute("BEGIN IMMEDIATE")
+                    fault_point("undo.before_commit")
+            except BaseException:
+                if records.in_transaction:  # the user's COMMIT failed: nothing to mark
+                    records.execute("ROLLBACK")
+                raise
+            self._mark(records, changeset_id)
         tables = ", ".join(json.loads(str(tables_json)))
         what = f"{kind}, {counted(int(changes), 'row')} in {tables}"
         if created is not None:
@@ -164,6 +174,21 @@ class UndoRestore:
         text = f"undone: {target.label} ({what}) in {self.db.path.absolute()}"
         detail = {"undoes": target.audit_id, "changeset": changeset_id}
         return text, int(changes), detail
+
+    def _mark(self, records: apsw.Connection, changeset_id: int) -> None:
+        """The rows are back (committed): the record says so, under the lock taken before.
+        Should the mark fail or a crash come first, the record stays unmarked and a second
+        undo is refused by the checks, the rows no longer being the call's (docs/decisions.md,
+        "Two files, one order"); the undo itself is done and answered as such."""
+        try:
+            fault_point("undo.applied")
+            mark_undone(records, changeset_id, self.wall_clock(), f"session {self.session}")
+            records.execute("COMMIT")
+        except apsw.Error:
+            log.exception("undo of changeset %s: its rows are back, the mark failed", changeset_id)
+        finally:
+            if records.in_transaction:
+                records.execute("ROLLBACK")
 
     def _records(self) -> apsw.Connection:
         if self.db.keeper is None:
