@@ -1,4 +1,5 @@
-"""The witness file: kept in the db's records folder, replaced atomically, and what happens when it is lost."""
+"""The witness file: kept in the db's records folder, replaced atomically, and what happens
+when it is lost."""
 
 from __future__ import annotations
 
