@@ -22,17 +22,19 @@ def hostile_text(db: Path) -> list[tuple[str, str]]:
     conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         found = []
-        tables = [
-            str(n) for (n,) in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")
-        ]
-        for (sql,) in conn.execute(
-            "SELECT group_concat(name || ' ' || coalesce(sql, '')) FROM sqlite_schema"
-        ):
-            found += [("sqlite_schema", str(sql))]
-        for table in tables:
-            quoted = '"' + table.replace('"', '""') + '"'
-            for row in conn.execute(f"SELECT * FROM {quoted}"):
-                found += [(table, cell) for cell in row if isinstance(cell, str)]
+        schemas = [str(name) for (_, name, _) in conn.execute("PRAGMA database_list")]
+        for schema in schemas:  # the user's file and its records (attached as sqlgate)
+            tables = [str(n) for (n,) in conn.execute(
+                f"SELECT name FROM {schema}.sqlite_schema WHERE type = 'table'"
+            )]  # fmt: skip
+            for (sql,) in conn.execute(
+                f"SELECT group_concat(name || ' ' || coalesce(sql, '')) FROM {schema}.sqlite_schema"
+            ):
+                found += [("sqlite_schema", str(sql))]
+            for table in tables:
+                quoted = '"' + table.replace('"', '""') + '"'
+                for row in conn.execute(f"SELECT * FROM {schema}.{quoted}"):
+                    found += [(table, cell) for cell in row if isinstance(cell, str)]
     finally:
         conn.close()
     return [(table, text) for table, text in found if any(h in text for h in HOSTILE)]

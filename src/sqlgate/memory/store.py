@@ -68,7 +68,7 @@ class Memory:
         self.db = db
         self.settings = db.settings
         self.redactor = redactor
-        self.witness = WitnessFile.beside(db.path)
+        self.witness = WitnessFile(db.settings.records.witness)
         self.chain = EventChain(db, self.witness, session, wall_clock)
         self.session = session
         self.wall_clock = wall_clock

@@ -1,9 +1,11 @@
-"""The witness: the chain's head and last verified position, kept in a file beside the db.
+"""The witness: the chain's head and last verified position, kept in a file of its own.
 
-Someone with write access to the database file can rewrite history and recompute every
+Someone with write access to the records file can rewrite history and recompute every
 hash after it, and the chain alone would still verify. The witness remembers, outside the
-database, which event was the head (id and hash) and which position was last verified, so
-such a rewrite shows up as a witnessed event that no longer matches.
+records file, which event was the head (id and hash) and which position was last verified,
+so such a rewrite shows up as a witnessed event that no longer matches. It is `witness.json`
+in the database's records folder (`sqlgate.home.record_files(db).witness`), beside
+`records.sqlite`, which holds the chain.
 
 What it does not buy: someone who can write both files can rewrite both consistently.
 Keep a copy of the witness elsewhere (or publish its head hash) to raise that bar.

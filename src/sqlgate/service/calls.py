@@ -30,7 +30,6 @@ from sqlgate.engine.records import (
     Caller,
     Identity,
     current_caller,
-    queue_path,
 )
 from sqlgate.engine.running import Outcome
 from sqlgate.engine.sqltext import fingerprint
@@ -133,7 +132,7 @@ class Calls:
             enabled=db.settings.audit and not db.read_only,
             queue=None
             if db.read_only
-            else AuditQueue(queue_path(db.path), db.settings.busy_timeout),
+            else AuditQueue(db.settings.records.queue, db.settings.busy_timeout),
             redact=redactor.redact_text if redactor.enabled else None,
             wall_clock=wall_clock,
             actor=actor,

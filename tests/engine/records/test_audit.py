@@ -19,7 +19,7 @@ from sqlgate.engine.records.audit import MAX_QUERY_CHARS, utc_timestamp
 from sqlgate.engine.running.textsearch import SearchRequest
 from sqlgate.errors import NotFound, PolicyDenied, SqlError, SqlgateError
 from sqlgate.service import Service
-from tests.records import connect_both
+from tests.records import connect_both, records_path
 
 Row = dict[str, Any]
 
@@ -190,7 +190,7 @@ def test_query_patterns_group_statements_that_differ_only_in_literals(
 def test_a_failing_audit_write_never_loses_the_result(
     ready: Service, db_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    saboteur = connect_both(db_path)
+    saboteur = apsw.Connection(str(records_path(db_path)))  # the audit log's file
     saboteur.execute(
         "CREATE TRIGGER sabotage BEFORE INSERT ON query_log "
         "BEGIN SELECT RAISE(ABORT, 'audit sabotaged'); END"
@@ -204,7 +204,7 @@ def test_a_failing_audit_write_never_loses_the_result(
 
 
 def test_a_failing_audit_write_keeps_the_tools_own_error(ready: Service, db_path: Path) -> None:
-    saboteur = connect_both(db_path)
+    saboteur = apsw.Connection(str(records_path(db_path)))  # the audit log's file
     saboteur.execute(
         "CREATE TRIGGER sabotage BEFORE INSERT ON query_log "
         "BEGIN SELECT RAISE(ABORT, 'audit sabotaged'); END"

@@ -52,7 +52,7 @@ from sqlgate.engine.rules import (
     rules_from_settings,
     shadow_tables,
 )
-from sqlgate.engine.schema import APPLICATION_ID, MIGRATIONS, check_owner, migrate
+from sqlgate.engine.schema import APPLICATION_ID, MIGRATIONS, check_owner, migrate, text_encoding
 from sqlgate.errors import StartupError
 from sqlgate.home import RecordFiles
 
@@ -122,7 +122,7 @@ def _create_user_file(path: Path, settings: Settings) -> None:
 
 def _migrated(server: apsw.Connection, settings: Settings) -> int:
     try:
-        return migrate(server)
+        return migrate(server, text_encoding(settings.db))
     except apsw.BusyError:
         raise StartupError(
             f"cannot prepare the records of {settings.db}: another process held their write "

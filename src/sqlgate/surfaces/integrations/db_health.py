@@ -20,6 +20,7 @@ import apsw
 
 from sqlgate.config import creates_parent
 from sqlgate.errors import StartupError
+from sqlgate.home import record_files
 from sqlgate.service import (
     MIGRATIONS,
     Owner,
@@ -185,6 +186,7 @@ def log_facts(path: Path, db: Path) -> LogFacts | None:
 
 
 def _last_event(db: Path) -> float | None:
+    db = record_files(db).records  # the memory lives in the database's records file
     if not db.is_file():
         return None
     try:

@@ -154,7 +154,7 @@ def _import_chain(
 
     # planned on the target read-only first: a source item sqlgate cannot take stops the
     # import before the database is even opened for writing
-    with _target_reader(settings.db) as conn:
+    with _target_reader(settings.records.records) as conn:  # sqlgate's memory and claims
         after, after_checkpoint, plan = plan_from(conn)
     finish(after, plan)
     if report.dry_run or not plan:
@@ -204,7 +204,7 @@ def _import_claims(
         else:
             report.status = "would import" if report.dry_run else "imported"
 
-    with _target_reader(settings.db) as conn:
+    with _target_reader(settings.records.records) as conn:  # sqlgate's memory and claims
         present = {} if conn is None else existing_claims(conn)
         recorded = [] if conn is None else prior_imports(conn, "claims-mcp")
     if any(r.get("head_hash") == report.head_hash for r in recorded):
