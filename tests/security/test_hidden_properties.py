@@ -94,8 +94,8 @@ def hidden(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     )
     service.write_query("CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT, ssn TEXT)")
     service.create_view("v_users", "SELECT id, name, ssn FROM users", "users with ssn")
-    with service.db.server:
-        service.db.server.executemany(
+    with service.db.writer:
+        service.db.writer.executemany(
             "INSERT INTO users VALUES (?, ?, ?)",
             [(i + 1, f"n{i}", secret) for i, secret in enumerate(SECRETS)],
         )

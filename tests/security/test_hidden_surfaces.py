@@ -41,8 +41,8 @@ def hidden(settings: Settings, clock: FakeClock) -> Iterator[Service]:
     service = Service.open(settings, clock=clock, session="s-hide")
     service.write_query("CREATE TABLE people(id INTEGER PRIMARY KEY, name TEXT, ssn TEXT)")
     service.create_view("people_v", "SELECT name, ssn FROM people", "people with ssn")
-    with service.db.server:  # the value comes from elsewhere: the agent could not write it
-        service.db.server.execute(
+    with service.db.writer:  # the value comes from elsewhere: the agent could not write it
+        service.db.writer.execute(
             "INSERT INTO people(name, ssn) VALUES ('ann', ?), ('bo', ?)", (SECRET, SECRET + "0")
         )
     yield service
@@ -146,5 +146,5 @@ def test_undo_data_reads_as_null_and_undo_call_still_restores(hidden: Service) -
     )
     assert SECRET.encode().hex().upper() not in dump.upper()
     assert hidden.undo_call(call, reason="put ann back").startswith("undone")
-    rows = hidden.db.server.execute("SELECT name, ssn FROM people ORDER BY id").fetchall()
+    rows = hidden.db.writer.execute("SELECT name, ssn FROM people ORDER BY id").fetchall()
     assert rows == [("ann", SECRET), ("bo", SECRET + "0")]

@@ -94,8 +94,8 @@ def guarded(tmp_path: Path, clock: FakeClock) -> Iterator[Service]:
         confirm="never",
     )
     service = Service.open(settings, clock=clock, session="s-left")
-    with service.db.server:
-        service.db.server.execute(SCHEMA)
+    with service.db.writer:
+        service.db.writer.execute(SCHEMA)
     yield service
     service.close()
 
@@ -253,7 +253,7 @@ def test_what_would_change_a_guarded_table_when_another_program_fires_it_is_refu
     *ready, last = steps
     for step in ready:
         assert not run(guarded, step).startswith("refused")
-    conn = guarded.db.server
+    conn = guarded.db.writer
     schema, rows = schema_of(conn), guarded_rows(conn)
     with pytest.raises(PolicyDenied) as refused:
         run(guarded, last)

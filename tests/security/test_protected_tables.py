@@ -81,14 +81,14 @@ def guarded(tmp_path: Path, clock: FakeClock) -> Iterator[Service]:
         confirm="never",
     )
     service = Service.open(settings, clock=clock, session="s-red")
-    with service.db.server:
-        service.db.server.execute(SCHEMA)
+    with service.db.writer:
+        service.db.writer.execute(SCHEMA)
     yield service
     service.close()
 
 
 def rows_of(service: Service) -> dict[str, list[tuple[object, ...]]]:
-    conn = service.db.server
+    conn = service.db.writer
     return {t: list(conn.execute(f"SELECT rowid, * FROM {t} ORDER BY rowid")) for t in GUARDED}
 
 
@@ -229,7 +229,7 @@ def test_undo_call_of_a_call_that_wrote_an_append_only_table_is_refused(
     guarded: Service,
 ) -> None:
     answer = guarded.write_query("INSERT INTO events(k, v) VALUES ('u', 'undo me')")
-    audit_id = guarded.db.server.execute("SELECT max(id) FROM query_log").fetchone()[0]
+    audit_id = guarded.db.records.execute("SELECT max(id) FROM query_log").fetchone()[0]
     assert "undo" in answer
     before = rows_of(guarded)
     with pytest.raises(SqlgateError, match=r"events, which is append-only.*nothing was undone"):
