@@ -98,7 +98,7 @@ def test_list_tables_shows_user_and_server_objects_with_row_counts(shop: Service
     assert int(count) >= 2  # the create_view and append_event calls are already logged
     assert rows[13] == "sqlgate.query_patterns,view,1,"
     assert rows[14:] == [
-        "sqlgate.server_info,table,1,1",
+        "sqlgate.server_info,table,1,2",  # the database's id and its file's binding
         "sqlgate.undo_changesets,table,1,1",  # the view's CREATE keeps its undo record
         "sqlgate.undo_chunks,table,1,0",
         "sqlgate.undo_row_states,table,1,0",

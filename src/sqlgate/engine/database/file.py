@@ -25,6 +25,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 
 import apsw
@@ -42,6 +43,7 @@ from sqlgate.engine.connect import (
     open_server_connection,
     wal,
 )
+from sqlgate.engine.database.binding import check_binding, refuse_foreign_records
 from sqlgate.engine.database.ownership import read_facts, shown_path
 from sqlgate.engine.records import database_id
 from sqlgate.engine.rules import (
@@ -120,6 +122,18 @@ def _create_user_file(path: Path, settings: Settings) -> None:
         raise StartupError(f"cannot create {path}: {exc}") from None
 
 
+def _bound(server: apsw.Connection, settings: Settings, files: RecordFiles) -> str | None:
+    """The records' binding to the user's file checked (`engine.database.binding`)."""
+    moment = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    try:
+        return check_binding(server, settings.db, files.records, moment)
+    except apsw.BusyError:
+        raise StartupError(
+            f"cannot check the records of {settings.db}: another process held their write "
+            f"lock for more than {settings.busy_timeout:g} s (--busy-timeout); retry"
+        ) from None
+
+
 def _migrated(server: apsw.Connection, settings: Settings) -> int:
     try:
         return migrate(server, text_encoding(settings.db))
@@ -178,6 +192,8 @@ class Database:
         self.rules = RuleResolver(rules_from_settings(settings))
         self.schema_version = 0
         self.database_id: str | None = None  # server_info's id (None before migration 8)
+        # why the records bound this file anew at this open ("file replaced", ...), if they did
+        self.binding_note: str | None = None
 
     @property
     def path(self) -> Path:
@@ -217,6 +233,7 @@ class Database:
         opened = [server]
         try:
             version = _migrated(server, settings)
+            bound = _bound(server, settings, files)
             opened.append(audit := open_audit_connection(files.records, settings))
             opened.append(keeper := open_keeper_connection(files.records, settings))
             opened.append(records := open_records_reader(files.records, settings))
@@ -235,6 +252,7 @@ class Database:
         db = cls(settings, server, reader, writer, audit, records=records, keeper=keeper)
         db.schema_version = version
         db.database_id = database_id(server)
+        db.binding_note = bound
         return db
 
     @classmethod
@@ -262,6 +280,12 @@ class Database:
                 conn.close()
             raise
         server, writer, reader = opened
+        try:
+            refuse_foreign_records(server, settings.db, files.records)
+        except BaseException:
+            for conn in opened:
+                conn.close()
+            raise
         db = cls(settings, server, reader, writer, None, read_only=True)
         db.schema_version = version
         db.database_id = database_id(server)
