@@ -71,6 +71,8 @@ __all__ = [
     "make_dir",
     "note_guarded",
     "record_files",
+    "remember_records",
+    "remembered_records",
     "user_data_folder",
     "user_home",
 ]
@@ -367,3 +369,51 @@ def record_files(db: Path) -> RecordFiles:
     """Where sqlgate keeps its files for the database at `db` (not created)."""
     home = home_of(db)
     return RecordFiles(home, home.records_dir(db))
+
+
+KNOWN_FILE = "known-records.json"  # in the per-user data folder: which records each file had
+
+
+def _known_path() -> Path:
+    return user_data_folder() / KNOWN_FILE
+
+
+def _known() -> dict[str, dict[str, str]]:
+    import json
+
+    try:
+        data = json.loads(_known_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def remembered_records(db: Path) -> dict[str, str] | None:
+    """Where the records of the file `db` were kept before, and since when
+    (`{"records": FOLDER, "since": TIME}`), as this user's sqlgate remembers it; None when it
+    never kept any (or the note is unreadable)."""
+    entry = _known().get(str(_real(db)))
+    if not isinstance(entry, dict) or not isinstance(entry.get("records"), str):
+        return None
+    return {str(k): str(v) for k, v in entry.items()}
+
+
+def remember_records(db: Path, folder: Path, since: str) -> None:
+    """Note (per user, written whole or not at all) that the file `db` keeps its records in
+    `folder` since `since`: a records folder deleted later is then told apart from a new
+    database (`verify` says the history is gone). Best effort: a note that cannot be
+    written changes nothing else."""
+    import json
+    import tempfile
+
+    known = {path: entry for path, entry in _known().items() if os.path.exists(path)}
+    known[str(_real(db))] = {"records": str(folder), "since": since}
+    target = _known_path()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".known-", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(known, out, sort_keys=True)
+        os.replace(temp, target)
+    except OSError:
+        return

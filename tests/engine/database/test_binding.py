@@ -142,3 +142,29 @@ def test_a_moved_project_keeps_its_history(tmp_path: Path) -> None:
         assert db.binding_note == f"moved from {(project / 'db.sqlite3').resolve()}"
     finally:
         db.close()
+
+
+def test_a_deleted_records_folder_is_reported_as_history_gone(tmp_path: Path) -> None:
+    """A `.sqlgate/` deleted beside a database that had history: the new records say the
+    history is gone, and `verify` says so; never "no events yet"."""
+    from sqlgate.service import Service
+
+    path = make(tmp_path / "db.sqlite3")
+    with Service.open(Settings(db=path)) as service:
+        service.append_event("remember this")
+    folder = Settings(db=path).records.folder
+    shutil.rmtree(folder)
+    with Service.open(Settings(db=path)) as service:
+        status = service.memory.chain.verify()
+    assert status.ok
+    assert status.lost is not None
+    assert "is gone" in status.lost
+    assert str(folder) in status.lost
+    assert status.as_dict()["history_lost"] == status.lost
+
+
+def test_a_new_database_has_no_history_gone(tmp_path: Path) -> None:
+    from sqlgate.service import Service
+
+    with Service.open(Settings(db=make(tmp_path / "db.sqlite3"))) as service:
+        assert service.memory.chain.verify().lost is None

@@ -3,7 +3,9 @@
 The package's front door: what other rooms may import (`engine.front_door`). Its
 modules are private to it.
 
-    file             One database file and the connections sqlgate keeps on it.
+    file             One user database, sqlgate's records file beside it in its home, and the
+                     connections sqlgate keeps on them.
+    binding          Which user database a records file belongs to (issue 33, "bad input").
     ownership        Whose file is it: facts read from a database file without changing it, and the
                      pure judgement of whether sqlgate may add its tables to it (issue 19).
     introspect       What is in the database: list_tables, describe_table and get_schema.
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING
 from sqlgate.engine.front_door import front_door
 
 if TYPE_CHECKING:
+    from sqlgate.engine.database.binding import history_lost
     from sqlgate.engine.database.file import Database
     from sqlgate.engine.database.introspect import (
         Introspection,
@@ -39,6 +42,7 @@ __all__ = [
     "Relation",
     "check_ownership",
     "find_object",
+    "history_lost",
     "owner_of",
     "read_facts",
     "refusal",
@@ -47,6 +51,7 @@ __all__ = [
 ]
 
 BEHIND_THE_DOOR = {
+    "binding": ("history_lost",),
     "file": ("Database",),
     "introspect": ("Introspection", "Relation", "find_object", "schema_objects"),
     "ownership": ("Owner", "check_ownership", "owner_of", "read_facts", "refusal", "shown_path"),

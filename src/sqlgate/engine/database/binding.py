@@ -37,7 +37,9 @@ __all__ = [
     "BindingVerdict",
     "check_binding",
     "decide_binding",
+    "history_lost",
     "newest_binding",
+    "note_history_lost",
     "refuse_foreign_records",
 ]
 
@@ -130,3 +132,31 @@ def refuse_foreign_records(conn: apsw.Connection, db: Path, records: Path) -> No
     verdict = decide_binding(newest, Binding.of(db), str(records))
     if verdict.refusal is not None:
         raise StartupError(verdict.refusal)
+
+
+HISTORY_LOST = "history_lost"
+
+
+def note_history_lost(conn: apsw.Connection, before: dict[str, str], noticed: str) -> None:
+    """New records for a file whose records were kept before (`before`: where, since when):
+    the history before them is gone, and `verify` says so (`history_lost`)."""
+    value = json.dumps({**before, "noticed": noticed}, sort_keys=True)
+    with immediate_transaction(conn):
+        if conn.execute("SELECT 1 FROM server_info WHERE key = ?", (HISTORY_LOST,)).fetchone():
+            return
+        conn.execute("INSERT INTO server_info (key, value) VALUES (?, ?)", (HISTORY_LOST, value))
+
+
+def history_lost(conn: apsw.Connection) -> str | None:
+    """What these records know of a history that is gone, as one sentence; None."""
+    row = conn.execute("SELECT value FROM server_info WHERE key = ?", (HISTORY_LOST,)).fetchone()
+    if row is None:
+        return None
+    try:
+        data = json.loads(str(row[0]))
+        return (
+            f"the history before {data['noticed']} is gone: the records kept since "
+            f"{data['since']} were at {data['records']}, which was deleted or moved"
+        )
+    except (ValueError, KeyError, TypeError):
+        return "an earlier history of this database is gone (its records were deleted)"

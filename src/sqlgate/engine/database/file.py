@@ -43,7 +43,11 @@ from sqlgate.engine.connect import (
     open_server_connection,
     wal,
 )
-from sqlgate.engine.database.binding import check_binding, refuse_foreign_records
+from sqlgate.engine.database.binding import (
+    check_binding,
+    note_history_lost,
+    refuse_foreign_records,
+)
 from sqlgate.engine.database.ownership import read_facts, shown_path
 from sqlgate.engine.records import database_id
 from sqlgate.engine.rules import (
@@ -56,7 +60,7 @@ from sqlgate.engine.rules import (
 )
 from sqlgate.engine.schema import APPLICATION_ID, MIGRATIONS, check_owner, migrate, text_encoding
 from sqlgate.errors import StartupError
-from sqlgate.home import RecordFiles
+from sqlgate.home import RecordFiles, remember_records, remembered_records
 
 __all__ = ["READABLE_FROM", "Database"]
 
@@ -123,10 +127,17 @@ def _create_user_file(path: Path, settings: Settings) -> None:
 
 
 def _bound(server: apsw.Connection, settings: Settings, files: RecordFiles) -> str | None:
-    """The records' binding to the user's file checked (`engine.database.binding`)."""
+    """The records' binding to the user's file checked (`engine.database.binding`); new
+    records of a file that had records before note that its history is gone."""
     moment = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     try:
-        return check_binding(server, settings.db, files.records, moment)
+        reason = check_binding(server, settings.db, files.records, moment)
+        before = remembered_records(settings.db)
+        if reason == "first open" and before is not None:
+            note_history_lost(server, before, moment)
+        if before is None or reason == "first open":
+            remember_records(settings.db, files.folder, moment)
+        return reason
     except apsw.BusyError:
         raise StartupError(
             f"cannot check the records of {settings.db}: another process held their write "

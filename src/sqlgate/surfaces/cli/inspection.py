@@ -83,13 +83,18 @@ def verify(as_json: bool, **values: Any) -> None:
             answer["restores"] = restores
         click.echo(terminal.json_dumps(answer))
     elif status.ok and status.head_id is None:
-        click.echo("chain ok: no events yet")
+        click.echo(
+            "chain ok: no events yet"
+            if status.lost is None
+            else f"chain ok: no events since; {terminal.visible(status.lost)}"
+        )
     elif status.ok:
         click.echo(
             f"chain ok: {counted(status.events, 'event')}, head {status.head_id} "
             f"(hash {(status.head_hash or '')[:16]}…)"
             + (f"; {status.unconfirmed}" if status.unconfirmed else "")
             + ("" if restores is None else f"; {_restores_line(restores)}")
+            + ("" if status.lost is None else f"; {terminal.visible(status.lost)}")
         )
     else:
         where = "" if status.first_broken_id is None else f" at event {status.first_broken_id}"
