@@ -21,7 +21,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, ElicitRequestParams, ElicitResult
 
 SRC = Path(__file__).resolve().parents[3] / "src"
-UNDO_ID = re.compile(r"; undo: sqlgate undo (\d+@[0-9a-f]{8}) ")
+UNDO_ID = re.compile(r"; undo: sqlgate undo (\d+@[0-9a-f]{8})\b")  # then `--db PATH`, or not
 
 
 def server_env(home: Path) -> dict[str, str]:
