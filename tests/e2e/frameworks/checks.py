@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.e2e.frameworks.projects import run
 from tests.e2e.frameworks.sqlite_file import (
     SQLGATE_APPLICATION_ID,
     header,
@@ -61,9 +62,12 @@ def assert_still_the_apps(
 
 
 def assert_home(db: Path) -> None:
-    """sqlgate's records are in the project's `.sqlgate/`, which git ignores."""
+    """sqlgate's records are in the project's `.sqlgate/`, which git ignores (the project
+    folder is a repository)."""
     home = db.parent / HOME
     assert home.is_dir(), f"no {HOME}/ beside {db.name}: {sorted(listing(db.parent))}"
     ignore = home / ".gitignore"
     assert ignore.is_file(), f"{HOME}/ has no .gitignore: {sorted(listing(home))}"
     assert "*" in ignore.read_text(encoding="utf-8").split()
+    status = run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=db.parent)
+    assert f" {HOME}/" not in status, f"git would commit sqlgate's records:\n{status}"

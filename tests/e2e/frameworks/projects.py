@@ -112,9 +112,8 @@ def run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
     """Run a framework's command in `cwd`; its stdout, or a failure showing all it said."""
     done = subprocess.run(argv, cwd=cwd, env=env or framework_env(), capture_output=True,
                           text=True, timeout=120, check=False)  # fmt: skip
-    assert done.returncode == 0, (
-        f"`{' '.join(argv)}` exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
-    )
+    said = f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"  # the end: a framework says much
+    assert done.returncode == 0, f"`{' '.join(argv)}` exited {done.returncode}:\n{said}"
     return done.stdout
 
 

@@ -1,14 +1,17 @@
-"""The header reader the framework sessions rely on reads each field at its offset: files
-made by SQLite with each field set differently (no framework needed: part of the unit run)."""
+"""The file checks the framework sessions rely on, on files SQLite made (no framework needed:
+part of the unit run): the header reader reads each field at its offset, the folder check
+names what nothing explains, the home check wants a `.sqlgate/` that git ignores."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.frameworks.checks import Baseline, left_in_folder
+from tests.e2e.frameworks.checks import Baseline, assert_home, left_in_folder
+from tests.e2e.frameworks.projects import git_init, run
 from tests.e2e.frameworks.sqlite_file import header, journal, listing, schema
 
 DEFAULTS = {
@@ -86,3 +89,43 @@ def test_left_in_folder_names_only_what_nothing_explains(
     before = Baseline.of(db)
     (tmp_path / extra).mkdir()
     assert left_in_folder(db, before, journal_mode) == left
+
+
+@pytest.mark.parametrize(
+    ("ignore", "error"),
+    [
+        pytest.param("*\n", None, id="ignores-itself"),
+        pytest.param("# sqlgate\n*\n", None, id="with-a-comment"),
+        pytest.param(None, "has no .gitignore", id="no-gitignore"),
+        pytest.param("*.sqlite\n", "assert '*' in", id="ignores-some"),
+    ],
+)
+def test_the_home_check_wants_a_home_git_ignores(
+    tmp_path: Path, ignore: str | None, error: str | None
+) -> None:
+    git_init(tmp_path)
+    db = make(tmp_path / "app.db", [])
+    home = tmp_path / ".sqlgate"
+    home.mkdir()
+    (home / "records.sqlite").write_bytes(b"")
+    if ignore is not None:
+        (home / ".gitignore").write_text(ignore, encoding="utf-8")
+    if error is None:
+        assert_home(db)
+    else:
+        with pytest.raises(AssertionError, match=re.escape(error)):
+            assert_home(db)
+
+
+def test_the_home_check_asks_git_itself(tmp_path: Path) -> None:
+    """A .gitignore holding `*` does not keep out a file git already tracks (added with
+    -f): git's own status is what counts."""
+    git_init(tmp_path)
+    db = make(tmp_path / "app.db", [])
+    home = tmp_path / ".sqlgate"
+    home.mkdir()
+    (home / ".gitignore").write_text("*\n", encoding="utf-8")
+    (home / "records.sqlite").write_bytes(b"")
+    run(["git", "add", "-f", ".sqlgate/records.sqlite"], cwd=tmp_path)
+    with pytest.raises(AssertionError, match="git would commit"):
+        assert_home(db)
