@@ -98,7 +98,8 @@ def unwrapped() -> Iterator[None]:
 @asynccontextmanager
 async def agent_session(argv: list[str], cwd: Path, home: Path) -> AsyncIterator[Agent]:
     """A session with the server `argv` starts; a server that does not start fails the test
-    with what it said on stderr (its start-up refusal, if any)."""
+    with what it said on stderr (its start-up refusal, if any), and a failure later shows its
+    stderr among the test's output."""
     home.mkdir(exist_ok=True)
     errlog_path = home / "serve-stderr.txt"
     with errlog_path.open("w+", encoding="utf-8") as errlog, unwrapped():
@@ -115,4 +116,8 @@ async def agent_session(argv: list[str], cwd: Path, home: Path) -> AsyncIterator
                 refused = f"`{' '.join(argv)}` did not start ({type(error).__name__}): {said}"
             if refused:
                 pytest.fail(refused, pytrace=False)
-            yield Agent(client, person)
+            try:
+                yield Agent(client, person)
+            finally:  # shown with a failure, as the test's captured output
+                errlog.flush()
+                print(f"sqlgate serve's stderr:\n{errlog_path.read_text(encoding='utf-8')}")
