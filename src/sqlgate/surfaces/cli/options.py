@@ -162,9 +162,28 @@ def settings_from(values: dict[str, Any], *, find_home: bool = True, say: bool =
     given = {k: _given(v) for k, v in values.items()}
     settings = load_settings({k: v for k, v in given.items() if v is not None},
                              find_home=find_home)  # fmt: skip
+    if settings.adopt_db:
+        say_adopt_is_gone()
     if say:
         say_database(settings, walked=find_home)
     return settings
+
+
+ADOPT_GONE = (
+    "--adopt-db is no longer needed: sqlgate keeps its tables in .sqlgate/ and leaves the "
+    "database as it is"
+)
+
+
+def say_adopt_is_gone() -> None:
+    """--adopt-db (SQLGATE_ADOPT_DB) is still accepted, with no effect: one stderr line per
+    command says so."""
+    ctx = click.get_current_context(silent=True)
+    meta = {} if ctx is None else ctx.find_root().meta
+    if meta.get(_ADOPT_SAID):
+        return
+    meta[_ADOPT_SAID] = True
+    click.echo(f"sqlgate: {ADOPT_GONE}", err=True)
 
 
 def _why(settings: Settings, walked: bool) -> str:
@@ -200,6 +219,7 @@ def say_database(settings: Settings, *, walked: bool = True) -> None:
 
 
 _SAID = "sqlgate.database_said"  # the click context's note that the line was written
+_ADOPT_SAID = "sqlgate.adopt_said"
 
 
 def reports_errors(fn: F) -> F:

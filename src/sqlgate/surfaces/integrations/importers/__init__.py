@@ -29,13 +29,13 @@ import apsw
 
 from sqlgate.config import Settings, creates_parent
 from sqlgate.errors import InvalidArgument, StartupError
+from sqlgate.home import record_files
 from sqlgate.service import (
     IMPORT_KIND,
     IMPORT_SESSION_PREFIX,
     Outcome,
     Prepared,
     Redactor,
-    check_ownership,
     existing_claims,
     land_chain,
     land_claims,
@@ -71,18 +71,22 @@ _CHAIN_READERS: dict[str, Callable[[Path], ChainSource]] = {
 
 @contextmanager
 def _target_reader(db: Path) -> Iterator[apsw.Connection | None]:
-    """The target database read-only, in one read transaction, or None when it does not
-    exist yet (planning and --dry-run never open it for writing)."""
-    if not db.is_file():
+    """The target database's records (sqlgate's tables, in .sqlgate/) read-only, in one
+    read transaction, or None when there are none yet (planning and --dry-run never open
+    them for writing, and never touch the database itself)."""
+    records = record_files(db).records
+    if not records.is_file():
         yield None
         return
     try:
-        conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+        conn = apsw.Connection(str(records), flags=apsw.SQLITE_OPEN_READONLY)
         conn.set_busy_timeout(5000)
         conn.execute("BEGIN")
         conn.execute("SELECT count(*) FROM sqlite_schema").fetchall()
     except apsw.Error as exc:
-        raise StartupError(f"cannot read the database {db}: {exc}; nothing was imported") from None
+        raise StartupError(
+            f"cannot read the records of {db} ({records}): {exc}; nothing was imported"
+        ) from None
     try:
         yield conn
     finally:
@@ -101,8 +105,6 @@ def run_import(
     """Import `path` (a `source` file) into `settings.db`; see the module docstring."""
     path = path.expanduser().absolute()
     guard_source_is_not_target(path, settings.db)
-    # another program's file is refused before anything reads it the usual way (--dry-run too)
-    check_ownership(settings.db, settings.busy_timeout, adopt=settings.adopt_db, read_only=False)
     redactor = redactor_for(settings)
     if source in _CHAIN_READERS:
         chain = _CHAIN_READERS[source](path)  # verified before the target is even opened
