@@ -1,6 +1,7 @@
 """`sqlgate snapshots restore` never changes who may connect (issue 30 §5): members are made,
 revoked and rotated with `sqlgate members`, a snapshot restored with the command, and each
-token is then presented to the HTTP server's identity gate, in process.
+token is then presented to the HTTP server's identity gate, in process. The members live in
+sqlgate's records (issue 33), never in the user's file a restore replaces.
 
 A token revoked, rotated away or of a removed member after the snapshot is answered 401
 after the restore; a member added after it still gets in, with the tier it has now.
@@ -88,25 +89,10 @@ def test_after_a_restore_every_ended_token_is_refused_and_every_new_member_gets_
 
     result = invoke("snapshots", "restore", snapshot.name, "--db", str(db), "--yes")
     out = succeeded(result)
-    # bob added, dave removed, erin's tier changed
-    assert "members added or changed (the live file's members are kept): 3" in out
-    assert "member tokens issued or ended (a revoked token never works again): 5" in out
+    # the members are in sqlgate's records, which a restore of the user's file leaves alone
+    assert "sqlgate's records (audit log, memory, claims, members) are not in the database" in out
 
     assert statuses(db, tokens) == expected
     assert member(db, "list", "--json") == listed_before
     erin = [row for row in map(json.loads, listed_before.splitlines()) if row["name"] == "erin"]
     assert erin[0]["tier"] == "destructive"
-
-
-def test_the_listing_says_what_only_the_snapshot_holds(capsys: pytest.CaptureFixture[str]) -> None:
-    from sqlgate.engine.snapshots.restore_plan import RestorePlan
-    from sqlgate.surfaces.cli.snapshot_restore import print_plan
-
-    plan = RestorePlan(Path("/db"), Path("/s"), "s.sqlite", (), {"members": 0},
-                       not_carried={"members": 1, "member_tokens": 2})  # fmt: skip
-    print_plan(plan)
-    assert (
-        "members and tokens only the snapshot holds (a copy's), not restored: 1 member, "
-        "2 tokens (a token this database does not accept never starts working through a "
-        "restore)"
-    ) in capsys.readouterr().out

@@ -21,6 +21,7 @@ connections only: nothing is created, migrated or written and no write lock is t
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -93,8 +94,13 @@ def _refuse_tables_inside(path: Path, busy_timeout: float) -> None:
 
 
 def _make_records(files: RecordFiles, db: Path) -> None:
+    """The records folder (0700) and an empty records file readable by its owner only (it
+    holds the audit log's statements and values); SQLite gives its -wal and -shm the same
+    mode."""
     try:
         files.make(db)
+        fd = os.open(files.records, os.O_CREAT | os.O_WRONLY, 0o600)
+        os.close(fd)
     except OSError as exc:
         raise StartupError(f"cannot create {files.folder}: {exc.strerror}") from None
 
@@ -125,6 +131,19 @@ def _migrated(server: apsw.Connection, settings: Settings) -> int:
         ) from None
     except apsw.Error as exc:
         raise StartupError(f"cannot prepare the records of {settings.db}: {exc}") from None
+
+
+def _closing_last(settings: Settings, records: Path) -> apsw.Connection:
+    """The user's file for a command that only reads: opened read-write when it may be
+    (`query_only` keeps it from writing), so that on a WAL file the connection closing last
+    removes the -wal and -shm the reading made, as any program's last connection does; a
+    file or folder sqlgate may not write is opened read-only."""
+    db = settings.db
+    if not (os.access(db, os.W_OK) and os.access(db.parent, os.W_OK)):
+        return open_agent_connection(settings, readonly=True, records=records)
+    conn = open_agent_connection(settings, readonly=False, records=records)
+    conn.pragma("query_only", True)
+    return conn
 
 
 class Database:
@@ -236,8 +255,8 @@ class Database:
         opened: list[apsw.Connection] = []
         try:
             opened.append(open_records_reader(files.records, settings))
-            for _ in range(2):
-                opened.append(open_agent_connection(settings, readonly=True, records=files.records))
+            opened.append(_closing_last(settings, files.records))
+            opened.append(open_agent_connection(settings, readonly=True, records=files.records))
         except BaseException:
             for conn in opened:
                 conn.close()
