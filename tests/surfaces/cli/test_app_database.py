@@ -128,20 +128,7 @@ def _args(command: tuple[str, ...], tmp_path: Path, db: Path) -> list[str]:
     return [part.replace("{source}", str(source)) for part in command] + ["--db", str(db)]
 
 
-# a read-only open of a WAL file leaves an empty -wal and a -shm beside it: the engine's
-# read-only Database (engine/database/file.py `_open_read_only`, engine/connect.py) must
-# open such a file without them; strict, so the mark goes when that is fixed
-WAL_READ_LEAVES_FILES = pytest.mark.xfail(
-    strict=True, reason="engine: a read-only open of a WAL user file leaves -wal and -shm"
-)
-READ_JOURNALS = [
-    JOURNALS[0],
-    pytest.param({"wal": True}, id="wal", marks=WAL_READ_LEAVES_FILES),
-    JOURNALS[2],
-]
-
-
-@pytest.mark.parametrize("journal", READ_JOURNALS)
+@pytest.mark.parametrize("journal", JOURNALS)
 @pytest.mark.parametrize("command", READERS)
 def test_a_command_that_reads_leaves_an_app_database_byte_identical(
     tmp_path: Path, command: tuple[str, ...], journal: dict[str, object]
