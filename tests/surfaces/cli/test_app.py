@@ -14,6 +14,7 @@ from sqlgate import __version__
 from sqlgate.config import FLAGS, Settings
 from sqlgate.errors import StartupError
 from sqlgate.service import Service
+from tests.records import connect_both
 from tests.surfaces.cli.helpers import invoke
 
 pytestmark = pytest.mark.usefixtures("no_sqlgate_environment")
@@ -28,7 +29,7 @@ def error_line(result: Result) -> str:
 
 
 def count_rows(db: Path, table: str) -> int:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         row = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
         assert row is not None
