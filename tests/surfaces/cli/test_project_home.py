@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from sqlgate.config import FLAGS, PROJECT_DB
-from sqlgate.home import HOME_DIR, Home, note_guarded
+from sqlgate.home import DBS_DIR, HOME_DIR, Home, note_guarded, record_files
 from sqlgate.surfaces.cli.app import main
 from sqlgate.surfaces.cli.options import settings_from
 from tests.surfaces.cli.helpers import error_line, read, succeeded
@@ -45,6 +45,14 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+CLAIM = ("acme", "fact", "slow", "0.8", "acme ships weekly")
+
+
+def records_of(db: Path) -> Path:
+    """The records folder the line names: in the project's home, keyed by the real file."""
+    return record_files(db).folder
+
+
 def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
     return CliRunner().invoke(main, list(args), env=env, prog_name="sqlgate")
 
@@ -69,7 +77,12 @@ def test_a_command_in_a_subfolder_reads_the_projects_database(
 ) -> None:
     result = invoke(*command, env=TERMINAL)
     succeeded(result)
-    line = f"sqlgate: database {project / PROJECT_DB} (from {project / HOME_DIR})"
+    records = records_of(project / PROJECT_DB)
+    assert records.parent == project / HOME_DIR / DBS_DIR  # the project's home keeps them
+    line = (
+        f"sqlgate: database {project / PROJECT_DB} (from {project / HOME_DIR}); records in "
+        f"{records}"
+    )
     assert result.stderr.splitlines()[0] == line
 
 
@@ -105,7 +118,8 @@ def test_the_line_says_project_db_and_the_project(project: Path) -> None:
     result = invoke("log", "--project-db", env=TERMINAL)
     succeeded(result)
     assert result.stderr.splitlines() == [
-        f"sqlgate: database {project / PROJECT_DB} (--project-db: the project {project})"
+        f"sqlgate: database {project / PROJECT_DB} (--project-db: the project {project}); "
+        f"records in {records_of(project / PROJECT_DB)}"
     ]
 
 
@@ -120,7 +134,7 @@ def test_the_line_says_the_per_user_default(
     default = tmp_path / "data" / "memory.db"
     assert missing.stderr.splitlines()[0] == (
         f"sqlgate: database {default} (the per-user default: above {outside.resolve()}, no "
-        "project's .sqlgate/ keeps one)"
+        f"project's .sqlgate/ keeps one); records in {records_of(default)}"
     )
 
 
@@ -198,13 +212,16 @@ def test_the_default_line_says_whether_a_project_was_looked_for(
     assert why in capsys.readouterr().err
 
 
-def test_the_line_says_when_the_database_is_a_link(project: Path) -> None:
+def test_the_line_names_the_real_file_of_a_linked_database(project: Path) -> None:
     real = project / "data" / "app.db"
     real.parent.mkdir()
     (project / PROJECT_DB).rename(real)
     (project / PROJECT_DB).symlink_to(real)
+    # the records go by the real file (a link and its target share them): the home now
+    # guards the real file, and the line names it
+    succeeded(invoke("claims", "add", *CLAIM, "--db", str(project / PROJECT_DB)))
     result = invoke("log", env=TERMINAL)
     succeeded(result)
     assert result.stderr.splitlines()[0] == (
-        f"sqlgate: database {project / PROJECT_DB} (a link to {real}) (from {project / HOME_DIR})"
+        f"sqlgate: database {real} (from {project / HOME_DIR}); records in {records_of(real)}"
     )

@@ -202,7 +202,8 @@ def _why(settings: Settings, walked: bool) -> str:
 
 
 def say_database(settings: Settings, *, walked: bool = True) -> None:
-    """One stderr line naming the database a command reads and why, on a terminal only,
+    """One stderr line naming the database a command reads and why, and the records folder
+    that keeps sqlgate's tables of it (`Settings.records`), on a terminal only,
     once per command, and only when the person did not name it (--db, SQLGATE_DB).
     `walked`: the settings looked for the project's home (`settings_from`'s `find_home`)."""
     if settings.db_source in ("option", "env") or not is_terminal(stderr=True):
@@ -215,7 +216,9 @@ def say_database(settings: Settings, *, walked: bool = True) -> None:
     shown = str(settings.db)
     if settings.db.is_symlink():
         shown += f" (a link to {settings.db.resolve()})"
-    click.echo(f"sqlgate: database {visible(shown)} ({visible(_why(settings, walked))})", err=True)
+    records = visible(str(settings.records.folder))
+    why = visible(_why(settings, walked))
+    click.echo(f"sqlgate: database {visible(shown)} ({why}); records in {records}", err=True)
 
 
 _SAID = "sqlgate.database_said"  # the click context's note that the line was written
