@@ -198,10 +198,12 @@ def log_facts(path: Path, db: Path) -> LogFacts | None:
 
 
 def _last_event(db: Path) -> float | None:
-    if not db.is_file():
+    """When the newest memory event of `db` was stored, read in its records file."""
+    records = record_files(db).records
+    if not records.is_file():
         return None
     try:
-        conn = connect_read_only(db)
+        conn = connect_read_only(records)
     except (apsw.Error, StartupError):
         return None
     try:
