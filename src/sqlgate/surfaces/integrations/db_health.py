@@ -198,12 +198,11 @@ def log_facts(path: Path, db: Path) -> LogFacts | None:
 
 
 def _last_event(db: Path) -> float | None:
-    """When the newest memory event of `db` was stored, read in its records file."""
-    records = record_files(db).records
-    if not records.is_file():
+    db = record_files(db).records  # the memory lives in the database's records file
+    if not db.is_file():
         return None
     try:
-        conn = connect_read_only(records)
+        conn = connect_read_only(db)
     except (apsw.Error, StartupError):
         return None
     try:

@@ -29,7 +29,6 @@ import apsw
 
 from sqlgate.config import Settings, creates_parent
 from sqlgate.errors import InvalidArgument, StartupError
-from sqlgate.home import record_files
 from sqlgate.service import (
     IMPORT_KIND,
     IMPORT_SESSION_PREFIX,
@@ -71,22 +70,18 @@ _CHAIN_READERS: dict[str, Callable[[Path], ChainSource]] = {
 
 @contextmanager
 def _target_reader(db: Path) -> Iterator[apsw.Connection | None]:
-    """The target database's records (sqlgate's tables, in .sqlgate/) read-only, in one
-    read transaction, or None when there are none yet (planning and --dry-run never open
-    them for writing, and never touch the database itself)."""
-    records = record_files(db).records
-    if not records.is_file():
+    """The target database read-only, in one read transaction, or None when it does not
+    exist yet (planning and --dry-run never open it for writing)."""
+    if not db.is_file():
         yield None
         return
     try:
-        conn = apsw.Connection(str(records), flags=apsw.SQLITE_OPEN_READONLY)
+        conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
         conn.set_busy_timeout(5000)
         conn.execute("BEGIN")
         conn.execute("SELECT count(*) FROM sqlite_schema").fetchall()
     except apsw.Error as exc:
-        raise StartupError(
-            f"cannot read the records of {db} ({records}): {exc}; nothing was imported"
-        ) from None
+        raise StartupError(f"cannot read the database {db}: {exc}; nothing was imported") from None
     try:
         yield conn
     finally:
@@ -156,7 +151,7 @@ def _import_chain(
 
     # planned on the target read-only first: a source item sqlgate cannot take stops the
     # import before the database is even opened for writing
-    with _target_reader(settings.db) as conn:
+    with _target_reader(settings.records.records) as conn:  # sqlgate's memory and claims
         after, after_checkpoint, plan = plan_from(conn)
     finish(after, plan)
     if report.dry_run or not plan:
@@ -206,7 +201,7 @@ def _import_claims(
         else:
             report.status = "would import" if report.dry_run else "imported"
 
-    with _target_reader(settings.db) as conn:
+    with _target_reader(settings.records.records) as conn:  # sqlgate's memory and claims
         present = {} if conn is None else existing_claims(conn)
         recorded = [] if conn is None else prior_imports(conn, "claims-mcp")
     if any(r.get("head_hash") == report.head_hash for r in recorded):
