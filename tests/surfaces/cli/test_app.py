@@ -147,7 +147,9 @@ def test_restore_into_a_missing_database_exits_3(
 ) -> None:
     missing = tmp_path / "gone.db"
     folder = Settings(db=db_path).snapshot_dir
-    folder.rename(Settings(db=missing).snapshot_dir)
+    moved = Settings(db=missing).snapshot_dir  # in the missing file's records folder
+    moved.parent.mkdir(parents=True, exist_ok=True)
+    folder.rename(moved)
     result = invoke("snapshots", "restore", snapshotted, "--db", str(missing), "--yes")
     assert result.exit_code == 3
     assert "does not exist" in error_line(result)
