@@ -225,3 +225,49 @@ def test_the_line_names_the_real_file_of_a_linked_database(project: Path) -> Non
     assert result.stderr.splitlines()[0] == (
         f"sqlgate: database {real} (from {project / HOME_DIR}); records in {records_of(real)}"
     )
+
+
+def test_install_points_the_agent_at_the_apps_database_in_one_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`install claude-code --db db.sqlite3 --scope project` (issue 33, part 7): the entry
+    serves the app's database as it is, its records go to the project's `.sqlgate/`, and
+    every command in the project then reads that database without --db."""
+    import subprocess
+    import sys
+
+    import apsw
+
+    for flag in FLAGS:
+        monkeypatch.delenv(flag.env_var, raising=False)
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    root = (tmp_path / "app").resolve()
+    (root / "polls").mkdir(parents=True)
+    (root / ".git").mkdir()
+    db = root / "db.sqlite3"
+    conn = apsw.Connection(str(db))
+    conn.execute("CREATE TABLE auth_user (id INTEGER PRIMARY KEY, username TEXT);"
+                 "INSERT INTO auth_user (username) VALUES ('ada')")  # fmt: skip
+    conn.close()
+    content = db.read_bytes()
+    monkeypatch.chdir(root)
+    succeeded(invoke("install", "claude-code", "--db", "db.sqlite3", "--scope", "project"))
+    entry = json.loads((root / ".mcp.json").read_text(encoding="utf-8"))["mcpServers"]["sqlgate"]
+    assert entry["args"] == ["serve", "--db", "db.sqlite3"]
+    # what Claude Code starts, in the project folder: the app's database, served as it is
+    served = subprocess.run(
+        [sys.executable, "-m", "sqlgate", *entry["args"]], cwd=root, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert served.returncode == 0, served.stderr
+    assert db.read_bytes() == content
+    records = record_files(db).folder
+    assert records.parent == root / HOME_DIR / DBS_DIR
+    monkeypatch.chdir(root / "polls")
+    result = invoke("log", env=TERMINAL)
+    succeeded(result)
+    assert result.stderr.splitlines()[0] == (
+        f"sqlgate: database {db} (from {root / HOME_DIR}); records in {records}"
+    )
+    assert db.read_bytes() == content
