@@ -99,6 +99,8 @@ def _child_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SQLGATE_")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
     env["HOME"] = str(home)
+    # the per-user data folder of this block alone (the test session's is shared by all)
+    env["XDG_DATA_HOME"] = str(home / ".local" / "share")
     return env
 
 
