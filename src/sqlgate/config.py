@@ -24,7 +24,7 @@
 | --write-undo-keep     | SQLGATE_WRITE_UNDO_KEEP       | 1000 calls (0: none kept)        |
 | --write-undo-mb       | SQLGATE_WRITE_UNDO_MB         | 64 MiB                           |
 | --replicate           | SQLGATE_REPLICATE             | none (file:///… or s3://…)       |
-| --adopt-db            | SQLGATE_ADOPT_DB              | off (another program's file: no) |
+| --adopt-db            | SQLGATE_ADOPT_DB              | off (no effect: no longer needed)|
 | --project-db          | SQLGATE_PROJECT_DB            | off (PROJECT/.sqlgate/agent.db)  |
 | --hide-column (many)  | SQLGATE_HIDE_COLUMNS          | none (TABLE.COLUMN, comma-sep.)  |
 | --protect-table (many)| SQLGATE_PROTECT_TABLES        | none (TABLE, comma-separated)    |
@@ -171,7 +171,7 @@ class Settings:
     write_undo_keep: int = 1000
     write_undo_mb: int = 64
     replicate: str | None = None  # a replica URL; checked by surfaces/replication/target.py
-    adopt_db: bool = False  # consent to add sqlgate's tables to a file of another program's
+    adopt_db: bool = False  # 0.1.0's consent to share an app's file: accepted, no effect
     project_db: bool = False  # db was chosen per project (--project-db); db holds the path
     db_source: str = "option"  # how db was chosen: one of DB_SOURCES (by hand: named)
     # the user's table rules, names as given (checked by engine.rules.table_rules when opened)
@@ -397,8 +397,8 @@ FLAGS: tuple[Flag, ...] = (
     ),
     Flag(
         "adopt_db",
-        "let sqlgate add its tables to a --db that holds another program's tables (and set "
-        "its application_id and user_version, and switch it to WAL)",
+        "no longer needed, accepted for this release with no effect: sqlgate keeps its tables "
+        "in .sqlgate/ and leaves the database as it is",
         _bool,
     ),
     Flag(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import apsw
 import pytest
 from starlette.testclient import TestClient
 
@@ -41,10 +42,13 @@ def hidden(settings: Settings, clock: FakeClock) -> Iterator[Service]:
     service = Service.open(settings, clock=clock, session="s-hide")
     service.write_query("CREATE TABLE people(id INTEGER PRIMARY KEY, name TEXT, ssn TEXT)")
     service.create_view("people_v", "SELECT name, ssn FROM people", "people with ssn")
-    with service.db.writer:  # the value comes from elsewhere: the agent could not write it
-        service.db.writer.execute(
+    app = apsw.Connection(str(settings.db))  # the value comes from elsewhere: the app's own
+    try:  # connection (the agent could not write it)
+        app.execute(
             "INSERT INTO people(name, ssn) VALUES ('ann', ?), ('bo', ?)", (SECRET, SECRET + "0")
         )
+    finally:
+        app.close()
     yield service
     service.close()
 

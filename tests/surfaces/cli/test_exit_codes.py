@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import apsw
 import pytest
 from click.testing import CliRunner, Result
 
@@ -22,7 +23,7 @@ from sqlgate import errors
 from sqlgate.config import FLAGS, Settings
 from sqlgate.service import Service
 from sqlgate.surfaces.cli.app import main
-from tests.records import connect_both
+from tests.records import connect_both, records_path
 
 PAGE = Path(__file__).resolve().parents[3] / "docs" / "reference" / "exit-codes.md"
 _ROW = re.compile(r"^\| (\d+) \| (.+?) \| (.+) \|$")
@@ -132,7 +133,7 @@ def _broken_chain(db: Path, _: pytest.MonkeyPatch) -> Result:
     service.append_event("first", "note", [])
     service.append_event("second", "note", [])
     service.close()
-    conn = connect_both(db)
+    conn = apsw.Connection(str(records_path(db)))  # sqlgate's tables, in its records file
     names = [
         name
         for (name,) in conn.execute(

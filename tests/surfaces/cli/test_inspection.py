@@ -340,9 +340,8 @@ def test_stats_json_counts_memory_claims_audit_and_table_rows(seeded: Path) -> N
     }  # fmt: skip
     tables = {item["name"]: item for item in report["tables"]}
     assert tables["notes"] == {"name": "notes", "type": "table", "system": False, "rows": 2}
-    assert tables["memory_events"]["rows"] == SEEDED_EVENTS
-    assert tables["claims_history"]["rows"] == 2
-    assert tables["query_errors"]["type"] == "view"
+    # the tables are the database's own: sqlgate's are in its records (counted above)
+    assert not {"memory_events", "claims_history", "query_log", "query_errors"} & set(tables)
 
 
 @pytest.mark.parametrize("env", [TERMINAL, None], ids=["terminal", "piped"])

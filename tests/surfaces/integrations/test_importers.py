@@ -27,7 +27,7 @@ from sqlgate.service import Service
 from sqlgate.surfaces.cli.app import main
 from sqlgate.surfaces.integrations.importers import BrokenSource, run_import
 from sqlgate.surfaces.integrations.importers.readers import mycorrhiza_hash, read_mycorrhiza
-from tests.records import connect_both
+from tests.records import connect_both, records_path
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"  # publish-gate: allow
 ZEROS = "0" * 64
@@ -505,7 +505,8 @@ def test_a_sqlgate_database_imports_as_sqlite_memory_under_its_own_hash_rule(
     event_id, ts, session, kind, content, tags, prev_hash, digest = row
     assert digest == event_hash(event_id, ts, session, kind, content, json.loads(tags), prev_hash)
 
-    done = report(run(db, "mcp-sqlite-memory", other, "--json"))
+    # another sqlgate's memory is in its records file (the database itself holds none)
+    done = report(run(db, "mcp-sqlite-memory", records_path(other), "--json"))
 
     assert (done["events"], done["checkpoints"]) == (1, 1)
     assert events(db)[0][3:] == (

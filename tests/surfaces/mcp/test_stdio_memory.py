@@ -20,6 +20,7 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult
 
+from sqlgate.home import record_files
 from sqlgate.memory.chain import GENESIS, event_hash
 from sqlgate.surfaces.mcp.server import MEMORY_TOOLS
 from tests.records import connect_both
@@ -157,7 +158,7 @@ async def test_four_servers_appending_at_once_build_one_linear_chain(tmp_path: P
         assert {row[4] for row in mine} == {
             f"server {writer.number} event {n}" for n in range(APPENDS_PER_SERVER)
         }
-    witness = json.loads(db.with_name(db.name + ".witness.json").read_text(encoding="utf-8"))
+    witness = json.loads(record_files(db).witness.read_text(encoding="utf-8"))
     assert (witness["head_id"], witness["head_hash"]) == (total, previous)
 
 
