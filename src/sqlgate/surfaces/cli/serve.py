@@ -60,6 +60,7 @@ def run_server(
         from sqlgate.service import Service
 
         service = Service.open(settings, create_parent=creates_parent(settings.db), serving=True)
+        say_binding(service.db.binding_note, settings.db)
         try:
             replication = start_replication(settings, replica)
         except BaseException:
@@ -75,3 +76,19 @@ def run_server(
             service.close()
             if replication is not None:  # after close: its last sync has the final audit rows
                 replication.stop()
+
+
+def say_binding(note: str | None, db: object) -> None:
+    """One stderr line when the records bound the file anew for a reason a person should
+    know: the project moved, or the database file was replaced."""
+    if note is None or note == "first open":
+        return
+    import click
+
+    from sqlgate.surfaces import terminal
+
+    click.echo(
+        f"sqlgate: note: {terminal.visible(str(db))}: {terminal.visible(note)}; its "
+        "history goes on in the same records",
+        err=True,
+    )
