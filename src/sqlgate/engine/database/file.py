@@ -42,7 +42,8 @@ from sqlgate.engine.connect import (
     open_server_connection,
     wal,
 )
-from sqlgate.engine.database.ownership import read_facts, shown_path
+from sqlgate.engine.database.legacy import MoveResult, move, move_pending
+from sqlgate.engine.database.ownership import shown_path
 from sqlgate.engine.records import database_id
 from sqlgate.engine.rules import (
     LiveRules,
@@ -52,7 +53,7 @@ from sqlgate.engine.rules import (
     rules_from_settings,
     shadow_tables,
 )
-from sqlgate.engine.schema import APPLICATION_ID, MIGRATIONS, check_owner, migrate
+from sqlgate.engine.schema import MIGRATIONS, check_owner, migrate
 from sqlgate.errors import StartupError
 from sqlgate.home import RecordFiles
 
@@ -79,18 +80,23 @@ def _records_version(path: Path, busy_timeout: float) -> int:
         conn.close()
 
 
-def _refuse_tables_inside(path: Path, busy_timeout: float) -> None:
-    """A user file that still holds sqlgate's own tables (a file of sqlgate 0.1.0) is left
-    as it is until they are moved out (issue 33's migration)."""
+def _refuse_tables_inside(settings: Settings, *, read_only: bool) -> MoveResult | None:
+    """A user file that still holds sqlgate 0.1.0's own tables has them moved out first
+    (`engine.database.legacy`), and a move that stopped is finished; a read-only open
+    refuses such a file, naming the command that moves it."""
+    path = settings.db
     if not path.is_file() or path.stat().st_size == 0:
-        return
-    facts = read_facts(path, busy_timeout)
-    if facts.application_id == APPLICATION_ID:
+        return None
+    if not read_only:
+        return move(path, settings)
+    if move_pending(path):
         raise StartupError(
             f"{shown_path(path)} holds sqlgate 0.1.0's own tables (audit log, memory, undo "
-            "data) inside it; this version keeps them in .sqlgate/ beside the project and "
-            "leaves the file untouched until they are moved out"
+            "data) inside it, which this version keeps in .sqlgate/ beside the project; "
+            f"it was left untouched. Run `sqlgate migrate {db_option(path)}` (or start "
+            "`sqlgate serve` once) to move them, then retry"
         )
+    return None
 
 
 def _make_records(files: RecordFiles, db: Path) -> None:
@@ -173,6 +179,7 @@ class Database:
         self.rules = RuleResolver(rules_from_settings(settings))
         self.schema_version = 0
         self.database_id: str | None = None  # server_info's id (None before migration 8)
+        self.moved: MoveResult | None = None  # what opening moved out of a 0.1.0 file
 
     @property
     def path(self) -> Path:
@@ -202,7 +209,7 @@ class Database:
             except OSError as exc:
                 raise StartupError(f"cannot create {settings.db.parent}: {exc.strerror}") from None
         check_database_file(settings.db)
-        _refuse_tables_inside(settings.db, settings.busy_timeout)
+        moved = _refuse_tables_inside(settings, read_only=False)
         _make_records(files, settings.db)
         _records_version(files.records, settings.busy_timeout)
         apply_process_limits(settings)
@@ -230,6 +237,7 @@ class Database:
         db = cls(settings, server, reader, writer, audit, records=records, keeper=keeper)
         db.schema_version = version
         db.database_id = database_id(server)
+        db.moved = moved
         return db
 
     @classmethod
@@ -237,7 +245,7 @@ class Database:
         check_database_file(settings.db, writable=False)
         if not settings.db.is_file():
             raise StartupError(f"no database at {settings.db}; nothing to read")
-        _refuse_tables_inside(settings.db, settings.busy_timeout)
+        _refuse_tables_inside(settings, read_only=True)
         files = settings.records
         version = _records_version(files.records, settings.busy_timeout)
         if version < READABLE_FROM:
