@@ -57,6 +57,7 @@ class Legacy:
 
     path: Path
     database_id: str
+    shape: str
     undo_ids: list[str] = field(default_factory=list)  # `N@dbid` of each write_query call
     witness: bytes = b""
 
@@ -174,7 +175,7 @@ def build_010(path: Path, shape: str) -> Legacy:
     """A 0.1.0 file of `shape` (SHAPES) at `path`."""
     app_first, auto_vacuum, version = SHAPES[shape]
     dbid = _make_file(path, app_first, auto_vacuum, version)
-    legacy = Legacy(path, dbid)
+    legacy = Legacy(path, dbid, shape)
     service = Service.open(Settings(db=path), session="s-010")
     try:
         _session(service, legacy, dbid)

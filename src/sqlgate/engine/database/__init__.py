@@ -3,6 +3,7 @@
 The package's front door: what other rooms may import (`engine.front_door`). Its
 modules are private to it.
 
+    legacy           Moving a file of sqlgate 0.1.0 (its tables inside) to the records layout.
     file             One database file and the connections sqlgate keeps on it.
     ownership        Whose file is it: facts read from a database file without changing it, and the
                      pure judgement of whether sqlgate may add its tables to it (issue 19).
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
         find_object,
         schema_objects,
     )
+    from sqlgate.engine.database.legacy import MovePlan, MoveResult, move, plan_move
     from sqlgate.engine.database.ownership import (
         Owner,
         check_ownership,
@@ -35,11 +37,15 @@ if TYPE_CHECKING:
 __all__ = [
     "Database",
     "Introspection",
+    "MovePlan",
+    "MoveResult",
     "Owner",
     "Relation",
     "check_ownership",
     "find_object",
+    "move",
     "owner_of",
+    "plan_move",
     "read_facts",
     "refusal",
     "schema_objects",
@@ -49,6 +55,7 @@ __all__ = [
 BEHIND_THE_DOOR = {
     "file": ("Database",),
     "introspect": ("Introspection", "Relation", "find_object", "schema_objects"),
+    "legacy": ("MovePlan", "MoveResult", "move", "plan_move"),
     "ownership": ("Owner", "check_ownership", "owner_of", "read_facts", "refusal", "shown_path"),
 }
 

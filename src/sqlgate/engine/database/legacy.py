@@ -370,10 +370,14 @@ def _remove_database(path: Path) -> None:
         path.with_name(path.name + suffix).unlink(missing_ok=True)
 
 
-def _empty_records(files: RecordFiles, settings: Settings) -> None:
-    """Clear the way for the copy: a records file of a copy that stopped before its commit
-    holds no rows and goes; one with rows is history this move must not replace."""
+def _empty_records(files: RecordFiles, settings: Settings, *, ours: bool) -> None:
+    """Clear the way for the copy: the records file of a copy this move made before it
+    stopped (`ours`), or one that holds no rows, goes; any other is history this move must
+    not replace."""
     if not files.records.is_file():
+        return
+    if ours:
+        _remove_database(files.records)
         return
     conn = apsw.Connection(str(files.records), flags=apsw.SQLITE_OPEN_READONLY)
     try:
@@ -410,10 +414,13 @@ def _staged(backup: Path, files: RecordFiles) -> Path:
     return staging
 
 
-def _copy(backup: Path, files: RecordFiles, settings: Settings) -> dict[str, int]:
+def _copy(
+    backup: Path, files: RecordFiles, settings: Settings, *, again: bool = False
+) -> dict[str, int]:
     """Every server table of the backup into a new records file, ids and all, checked row
-    for row before its one commit."""
-    _empty_records(files, settings)
+    for row before its one commit. `again`: a copy of this move stopped before, its records
+    file is replaced."""
+    _empty_records(files, settings, ours=again)
     staging = _staged(backup, files)
     conn = open_server_connection(files.records, settings)
     try:
@@ -615,10 +622,10 @@ def move(db: Path, settings: Settings) -> MoveResult | None:
     unfinished = journal is not None and journal.get("step") != DONE
     if not unfinished and not _is_legacy(db, settings.busy_timeout):
         return None
-    files.make(db)
-    make_dir(files.folder / MIGRATED_DIR, files.home)
-    live = _lock(db, settings.busy_timeout)
+    live = _lock(db, settings.busy_timeout)  # refused: nothing created, nothing changed
     try:
+        files.make(db)
+        make_dir(files.folder / MIGRATED_DIR, files.home)
         plan = _plan_on(live, db, files)
         newest = MIGRATIONS[-1].version
         if plan.moving and not 1 <= plan.version <= newest:
@@ -645,9 +652,10 @@ def _run(
         if step == COPIED and backup is not None:
             copied = _recount(live, files, settings)
         else:
+            again = step == BACKED_UP  # the copy of this move may have committed
             backup = _back_up(live, plan.db, files)
             _write_journal(files, step=BACKED_UP, db=str(plan.db), backup=str(backup))
-            copied = _copy(backup, files, settings)
+            copied = _copy(backup, files, settings, again=again)
             _write_journal(files, step=COPIED, copied=copied)
         _strip(live)
         step = _write_journal(files, step=STRIPPED)["step"]
