@@ -17,12 +17,26 @@ import pytest
 
 from sqlgate.config import Settings
 from sqlgate.engine.database import Database, legacy
-from sqlgate.engine.database.legacy import move, plan_move
+from sqlgate.engine.database.legacy import move as move_with
+from sqlgate.engine.database.legacy import plan_move
 from sqlgate.engine.schema import APPLICATION_ID, FTS5_SHADOW_SUFFIXES, REGISTRY, RESERVED
+from sqlgate.engine.undo import relocate_shapes
 from sqlgate.errors import StartupError
 from sqlgate.home import record_files
 from sqlgate.service import Service
 from tests.legacy_files import SHAPES, Legacy, build_010, header, tree_digest, user_rows
+
+
+def move(path: Path, settings: Settings) -> legacy.MoveResult | None:
+    return move_with(path, settings, relocate_shapes)
+
+
+def open_db(settings: Settings, *, read_only: bool = False) -> Database:
+    """As the service opens it: a 0.1.0 file has its tables moved out first."""
+    if read_only:
+        return Database.open(settings, read_only=True)
+    return Database.open(settings, relocate=relocate_shapes)
+
 
 SERVER_NAMES = {o.name for o in REGISTRY if o not in RESERVED} | {
     f"{o.name}{suffix}" for o in REGISTRY if o.kind == "fts5" for suffix in FTS5_SHADOW_SUFFIXES
@@ -104,7 +118,8 @@ def test_a_010_file_moves_whole_and_its_old_undo_ids_still_undo(old: Legacy) -> 
     assert counts.keys() <= result.copied.keys()
     assert_moved_whole(old, before, counts)
     backup = result.backup
-    assert backup is not None and backup.parent == record_files(old.path).folder / "migrated"
+    assert backup is not None
+    assert backup.parent == record_files(old.path).folder / "migrated"
     assert header(backup)[0] == APPLICATION_ID  # the file as it was, sqlgate's tables in it
     assert (backup.stat().st_mode & 0o777) == 0o600
     assert (backup.parent.stat().st_mode & 0o777) == 0o700
@@ -125,7 +140,8 @@ def test_the_plan_lists_what_moves_and_what_stays_and_changes_nothing(old: Legac
     seen = tree_digest(folder)
     plan = plan_move(old.path)
     assert tree_digest(folder) == seen
-    assert plan.needed and plan.version == SHAPES[old.shape][2]
+    assert plan.needed
+    assert plan.version == SHAPES[old.shape][2]
     assert {m.name for m in plan.moving} <= SERVER_NAMES
     assert {"query_log", "memory_events", "undo_changesets"} <= {m.name for m in plan.moving}
     assert {name for _, name in plan.staying} == schema_names(old.path) - SERVER_NAMES - {
@@ -138,7 +154,8 @@ def test_the_auto_vacuum_strip_moves_root_pages_and_the_undo_data_follows(
     auto_vacuum_file: Legacy,
 ) -> None:
     result = move(auto_vacuum_file.path, Settings(db=auto_vacuum_file.path))
-    assert result is not None and result.relocated >= 1
+    assert result is not None
+    assert result.relocated >= 1
 
 
 def test_without_the_rewrite_an_old_undo_id_of_a_moved_table_is_refused(
@@ -146,8 +163,8 @@ def test_without_the_rewrite_an_old_undo_id_of_a_moved_table_is_refused(
 ) -> None:
     """The guard the rewrite answers: undo's own SCHEMA check refuses a table whose root
     page is not the recorded one (so the rewrite is what honours those ids)."""
-    monkeypatch.setattr(legacy, "relocate_shapes", lambda conn, moved: 0)
-    move(auto_vacuum_file.path, Settings(db=auto_vacuum_file.path))
+    result = move_with(auto_vacuum_file.path, Settings(db=auto_vacuum_file.path), lambda c, m: 0)
+    assert result is not None
     service = Service.open(Settings(db=auto_vacuum_file.path), session="s")
     try:
         with pytest.raises(Exception, match="another table has its name now"):
@@ -204,10 +221,11 @@ def test_opening_the_database_finishes_a_stopped_move(
             move(old.path, Settings(db=old.path))
     assert header(old.path) == (0, 0)
     with pytest.raises(StartupError, match="sqlgate migrate"):
-        Database.open(Settings(db=old.path), read_only=True)
-    db = Database.open(Settings(db=old.path))
+        open_db(Settings(db=old.path), read_only=True)
+    db = open_db(Settings(db=old.path))
     try:
-        assert db.moved is not None and db.moved.plan.unfinished == "stripped"
+        assert db.moved is not None
+        assert db.moved.plan.unfinished == "stripped"
     finally:
         db.close()
     assert_moved_whole(old, before, counts)
@@ -216,9 +234,10 @@ def test_opening_the_database_finishes_a_stopped_move(
 def test_opening_a_010_file_moves_it_and_says_what_it_did(tmp_path: Path) -> None:
     old = build_010(tmp_path / "app.db", "adopted-wal")
     before, counts = user_rows(old.path), source_counts(old.path)
-    db = Database.open(Settings(db=old.path))
+    db = open_db(Settings(db=old.path))
     try:
-        assert db.moved is not None and db.moved.copied == counts
+        assert db.moved is not None
+        assert db.moved.copied == counts
     finally:
         db.close()
     assert_moved_whole(old, before, counts)
@@ -243,8 +262,8 @@ def held(tmp_path: Path) -> Iterator[Legacy]:
     "opening",
     [
         pytest.param(lambda p: move(p, Settings(db=p)), id="move"),
-        pytest.param(lambda p: Database.open(Settings(db=p)), id="open"),
-        pytest.param(lambda p: Database.open(Settings(db=p), read_only=True), id="read-only"),
+        pytest.param(lambda p: open_db(Settings(db=p)), id="open"),
+        pytest.param(lambda p: open_db(Settings(db=p), read_only=True), id="read-only"),
     ],
 )
 def test_a_file_another_connection_holds_is_refused_untouched(
@@ -267,7 +286,7 @@ def test_a_file_that_is_not_010_has_nothing_to_move(tmp_path: Path, kind: str) -
     elif kind == "empty file":
         path.write_bytes(b"")
     else:
-        Database.open(Settings(db=path)).close()
+        open_db(Settings(db=path)).close()
     if path.stat().st_size:
         assert not plan_move(path).needed
     assert move(path, Settings(db=path)) is None

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
         find_object,
         schema_objects,
     )
-    from sqlgate.engine.database.legacy import MovePlan, MoveResult, move, plan_move
+    from sqlgate.engine.database.legacy import MovePlan, MoveResult, plan_move
     from sqlgate.engine.database.ownership import (
         Owner,
         check_ownership,
@@ -43,7 +43,6 @@ __all__ = [
     "Relation",
     "check_ownership",
     "find_object",
-    "move",
     "owner_of",
     "plan_move",
     "read_facts",
@@ -55,7 +54,7 @@ __all__ = [
 BEHIND_THE_DOOR = {
     "file": ("Database",),
     "introspect": ("Introspection", "Relation", "find_object", "schema_objects"),
-    "legacy": ("MovePlan", "MoveResult", "move", "plan_move"),
+    "legacy": ("MovePlan", "MoveResult", "plan_move"),
     "ownership": ("Owner", "check_ownership", "owner_of", "read_facts", "refusal", "shown_path"),
 }
 

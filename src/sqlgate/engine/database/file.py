@@ -42,7 +42,7 @@ from sqlgate.engine.connect import (
     open_server_connection,
     wal,
 )
-from sqlgate.engine.database.legacy import MoveResult, move, move_pending
+from sqlgate.engine.database.legacy import MoveResult, Relocate, move, move_pending
 from sqlgate.engine.database.ownership import shown_path
 from sqlgate.engine.records import database_id
 from sqlgate.engine.rules import (
@@ -80,15 +80,16 @@ def _records_version(path: Path, busy_timeout: float) -> int:
         conn.close()
 
 
-def _refuse_tables_inside(settings: Settings, *, read_only: bool) -> MoveResult | None:
+def _refuse_tables_inside(settings: Settings, relocate: Relocate | None) -> MoveResult | None:
     """A user file that still holds sqlgate 0.1.0's own tables has them moved out first
-    (`engine.database.legacy`), and a move that stopped is finished; a read-only open
-    refuses such a file, naming the command that moves it."""
+    (`engine.database.legacy`), and a move that stopped is finished; an open that cannot
+    move them (read-only, or no `relocate` for the undo data) refuses such a file, naming
+    the command that moves it."""
     path = settings.db
     if not path.is_file() or path.stat().st_size == 0:
         return None
-    if not read_only:
-        return move(path, settings)
+    if relocate is not None:
+        return move(path, settings, relocate)
     if move_pending(path):
         raise StartupError(
             f"{shown_path(path)} holds sqlgate 0.1.0's own tables (audit log, memory, undo "
@@ -192,10 +193,18 @@ class Database:
 
     @classmethod
     def open(
-        cls, settings: Settings, *, create_parent: bool = False, read_only: bool = False
+        cls,
+        settings: Settings,
+        *,
+        create_parent: bool = False,
+        read_only: bool = False,
+        relocate: Relocate | None = None,
     ) -> Database:
         """Open (creating if needed) the database and its records file, migrating the
         records. Raises StartupError.
+
+        `relocate` (`engine.undo.relocate_shapes`): a file of sqlgate 0.1.0 has its tables
+        moved out first (`engine.database.legacy`); without it such a file is refused.
 
         `read_only`: open an existing database for reading only (nothing is created,
         migrated or written, and no lock is waited for)."""
@@ -209,7 +218,7 @@ class Database:
             except OSError as exc:
                 raise StartupError(f"cannot create {settings.db.parent}: {exc.strerror}") from None
         check_database_file(settings.db)
-        moved = _refuse_tables_inside(settings, read_only=False)
+        moved = _refuse_tables_inside(settings, relocate)
         _make_records(files, settings.db)
         _records_version(files.records, settings.busy_timeout)
         apply_process_limits(settings)
@@ -245,7 +254,7 @@ class Database:
         check_database_file(settings.db, writable=False)
         if not settings.db.is_file():
             raise StartupError(f"no database at {settings.db}; nothing to read")
-        _refuse_tables_inside(settings, read_only=True)
+        _refuse_tables_inside(settings, None)
         files = settings.records
         version = _records_version(files.records, settings.busy_timeout)
         if version < READABLE_FROM:

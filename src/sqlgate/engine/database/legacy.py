@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,7 +41,11 @@ import apsw
 
 from sqlgate.config import Settings
 from sqlgate.engine.commands import db_option
-from sqlgate.engine.connect import immediate_transaction, open_server_connection
+from sqlgate.engine.connect import (
+    connect_read_only,
+    immediate_transaction,
+    open_server_connection,
+)
 from sqlgate.engine.database.ownership import read_facts, shown_path
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.schema import (
@@ -52,7 +57,6 @@ from sqlgate.engine.schema import (
     migrate,
 )
 from sqlgate.engine.sqltext import quote_identifier
-from sqlgate.engine.undo import relocate_shapes
 from sqlgate.errors import StartupError
 from sqlgate.home import RecordFiles, make_dir, record_files
 
@@ -62,6 +66,7 @@ __all__ = [
     "MovePlan",
     "MoveResult",
     "Moving",
+    "Relocate",
     "move",
     "move_pending",
     "plan_move",
@@ -81,6 +86,11 @@ BACKED_UP, COPIED, STRIPPED, RELOCATED, DONE = (
     "relocated",
     "done",
 )
+# rewrites the undo data's table shapes: (catalog rowid, old root page) -> new root page, in the
+# records connection's transaction; returns how many changed (engine.undo.relocate_shapes,
+# passed in by the caller: the undo room sits above this one)
+Relocate = Callable[[apsw.Connection, Mapping[tuple[int, int], int]], int]
+_WAL_READ_VERSION = 2  # byte 18 of the header: 1 rollback journal, 2 WAL
 _DROP_ORDER = ("trigger", "view", "fts5", "index", "table")
 _RESERVED = frozenset(fold_name(obj.name) for obj in RESERVED)
 _MOVED = tuple(obj for obj in REGISTRY if fold_name(obj.name) not in _RESERVED)
@@ -281,19 +291,36 @@ def _plan_on(conn: apsw.Connection, db: Path, files: RecordFiles) -> MovePlan:
     )
 
 
+def _reading(db: Path, busy_timeout: float) -> apsw.Connection:
+    """A read-only connection that leaves no file beside `db`: a WAL file nobody has open
+    (no -wal, no -shm) is read as immutable, as `ownership.read_facts` reads it."""
+    with db.open("rb") as handle:
+        header = handle.read(100)
+    beside = [db.with_name(db.name + suffix) for suffix in ("-wal", "-shm")]
+    if (
+        len(header) > 18
+        and header[18] == _WAL_READ_VERSION
+        and not any(path.exists() for path in beside)
+    ):
+        uri = f"{db.resolve().as_uri()}?immutable=1"
+        return apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    return connect_read_only(db, busy_timeout)
+
+
 def plan_move(db: Path, busy_timeout: float = 5.0) -> MovePlan:
     """What `move` would do with the file at `db`, read without changing anything."""
-    from sqlgate.engine.database.ownership import _probe
-
     db = Path(os.path.abspath(db))
     if not db.is_file() or db.stat().st_size == 0:
         raise StartupError(f"no database at {shown_path(db)}; nothing to move")
     try:
-        conn = _probe(db, busy_timeout)
+        conn = _reading(db, busy_timeout)
+        conn.config(apsw.SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0)
     except apsw.Error as exc:
         raise StartupError(f"cannot read {shown_path(db)}: {exc}") from None
     try:
         return _plan_on(conn, db, record_files(db))
+    except apsw.Error as exc:
+        raise StartupError(f"cannot read {shown_path(db)}: {exc}") from None
     finally:
         conn.close()
 
@@ -511,7 +538,9 @@ def _roots(conn: apsw.Connection) -> dict[str, tuple[int, int]]:
     }
 
 
-def _relocate(live: apsw.Connection, backup: Path, files: RecordFiles, settings: Settings) -> int:
+def _relocate(
+    live: apsw.Connection, backup: Path, files: RecordFiles, settings: Settings, relocate: Relocate
+) -> int:
     """The undo shapes of each table whose root page the strip moved, rewritten (the old
     root pages are read from the backup, taken before the strip)."""
     old_file = apsw.Connection(str(backup), flags=apsw.SQLITE_OPEN_READONLY)
@@ -530,7 +559,7 @@ def _relocate(live: apsw.Connection, backup: Path, files: RecordFiles, settings:
     conn = open_server_connection(files.records, settings)
     try:
         with immediate_transaction(conn):
-            return relocate_shapes(conn, moved)
+            return relocate(conn, moved)
     finally:
         conn.close()
 
@@ -612,10 +641,11 @@ def _move_files(db: Path, files: RecordFiles) -> None:
         _private(found.target)
 
 
-def move(db: Path, settings: Settings) -> MoveResult | None:
+def move(db: Path, settings: Settings, relocate: Relocate) -> MoveResult | None:
     """Move the 0.1.0 file at `db` to the records layout (the module's steps), or finish a
     move that stopped; None when there is nothing to move. Raises StartupError, having
-    changed nothing in the user's file, when it cannot."""
+    changed nothing in the user's file, when it cannot. `relocate` rewrites the undo data's
+    table shapes (`engine.undo.relocate_shapes`)."""
     db = Path(os.path.abspath(db))
     files = record_files(db)
     journal = _read_journal(files)
@@ -633,7 +663,7 @@ def move(db: Path, settings: Settings) -> MoveResult | None:
                 f"{shown_path(db)} holds sqlgate's tables of schema {plan.version}, which this "
                 f"sqlgate (schema 1 to {newest}) cannot move; it was left untouched"
             )
-        return _run(live, plan, files, settings, journal if unfinished else None)
+        return _run(live, plan, files, settings, journal if unfinished else None, relocate)
     finally:
         live.close()
 
@@ -644,6 +674,7 @@ def _run(
     files: RecordFiles,
     settings: Settings,
     journal: dict[str, Any] | None,
+    relocate: Relocate,
 ) -> MoveResult:
     step = None if journal is None else journal.get("step")
     backup = None if journal is None or "backup" not in journal else Path(journal["backup"])
@@ -662,7 +693,7 @@ def _run(
     journal = _read_journal(files) or {}
     copied = copied or dict(journal.get("copied", {}))
     if step in (COPIED, STRIPPED) and backup is not None:
-        relocated = _relocate(live, backup, files, settings)
+        relocated = _relocate(live, backup, files, settings, relocate)
         journal = _write_journal(files, step=RELOCATED, relocated=relocated)
     _move_files(plan.db, files)
     journal = _write_journal(

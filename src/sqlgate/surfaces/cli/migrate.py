@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from sqlgate.config import Settings
 from sqlgate.errors import NotFound
 from sqlgate.surfaces.cli.listing import Column, print_listing
 from sqlgate.surfaces.cli.options import (
@@ -92,6 +93,17 @@ def report_move(service: Service) -> None:
         click.echo(f"sqlgate: {line}", err=True)
 
 
+def _moved(settings: Settings) -> MoveResult | None:
+    """Open the database as `serve` does on its first start, which moves the tables."""
+    from sqlgate.service import Service
+
+    service = Service.open(settings, actor="cli")
+    try:
+        return service.db.moved
+    finally:
+        service.close()
+
+
 @click.command()
 @click.option("--dry-run", is_flag=True, help="list what would move and change nothing")
 @JSON_OPTION
@@ -106,7 +118,7 @@ def migrate(dry_run: bool, as_json: bool, **values: Any) -> None:
     nothing changed, while another program has the file open. `serve` does the same on
     its first start.
     """
-    from sqlgate.service import move, plan_move
+    from sqlgate.service import plan_move
 
     settings = settings_from(values)
     if not settings.db.is_file():
@@ -118,7 +130,7 @@ def migrate(dry_run: bool, as_json: bool, **values: Any) -> None:
         else:
             click.echo(f"nothing to move: {visible(str(plan.db))} holds no sqlgate 0.1.0 tables")
         return
-    result = None if dry_run else move(settings.db, settings)
+    result = None if dry_run else _moved(settings)
     if as_json:
         shown = plan.as_dict() if result is None else result.as_dict()
         click.echo(json_dumps({**shown, "moved": result is not None}))
