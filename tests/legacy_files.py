@@ -13,6 +13,7 @@ them: the undo data then names the file's tables where they are, root pages and 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shutil
 from dataclasses import dataclass, field
@@ -21,12 +22,12 @@ from pathlib import Path
 import apsw
 
 from sqlgate.config import Settings
-from sqlgate.engine.records import Members
+from sqlgate.engine.records import AuditQueue, Members
 from sqlgate.engine.schema import APPLICATION_ID, MIGRATIONS, REGISTRY, RESERVED
 from sqlgate.home import record_files
 from sqlgate.service import Service
 
-__all__ = ["SHAPES", "Legacy", "build_010", "header", "tree_digest", "user_rows"]
+__all__ = ["QUEUED_TOKEN", "SHAPES", "Legacy", "build_010", "header", "tree_digest", "user_rows"]
 
 UNDO_ID = re.compile(r"; undo: sqlgate undo (?P<id>\d+)@[0-9a-f]{8}")
 APP_SCHEMA = """
@@ -42,6 +43,7 @@ LATER_SCHEMA = """
 CREATE TABLE invoices (id INTEGER PRIMARY KEY, order_id INTEGER, amount REAL);
 INSERT INTO invoices VALUES (1, 2, 250), (2, 3, 12);
 """
+QUEUED_TOKEN = "s-010/queued-row"  # an audit row 0.1.0 left in <db>.audit-queue
 # name: (app tables before the migrations, auto_vacuum, schema version)
 SHAPES = {
     "own-memory-db": (False, 0, 9),
@@ -165,6 +167,10 @@ def _fold(path: Path, version: int) -> None:
     finally:
         conn.close()
     shutil.move(str(files.witness), path.with_name(path.name + ".witness.json"))
+    row = {"ts": "2026-12-01T00:00:00Z", "session": "s-010", "tool": "read_query",
+           "query": "SELECT 1", "ok": 1, "rows": 1, "error": None, "duration_ms": 1.0,
+           "detail": json.dumps({"queued": QUEUED_TOKEN}), "actor": "local"}  # fmt: skip
+    AuditQueue(path.with_name(path.name + ".audit-queue"), 1.0).append(QUEUED_TOKEN, row)
     snapshots = path.with_name(path.name + ".snapshots")
     snapshots.mkdir()
     (snapshots / "20261201T000000000000Z-abcd.sqlite").write_bytes(b"a snapshot")

@@ -24,7 +24,15 @@ from sqlgate.engine.undo import relocate_shapes
 from sqlgate.errors import StartupError
 from sqlgate.home import record_files
 from sqlgate.service import Service
-from tests.legacy_files import SHAPES, Legacy, build_010, header, tree_digest, user_rows
+from tests.legacy_files import (
+    QUEUED_TOKEN,
+    SHAPES,
+    Legacy,
+    build_010,
+    header,
+    tree_digest,
+    user_rows,
+)
 
 
 def move(path: Path, settings: Settings) -> legacy.MoveResult | None:
@@ -86,6 +94,7 @@ def assert_moved_whole(old: Legacy, before: dict[str, Any], counts: dict[str, in
     assert files.witness.read_bytes() == old.witness
     assert not path.with_name(path.name + ".witness.json").exists()
     assert not path.with_name(path.name + ".snapshots").exists()
+    assert not path.with_name(path.name + ".audit-queue").exists()
     assert (files.snapshots.stat().st_mode & 0o777) == 0o700
     assert all((f.stat().st_mode & 0o777) == 0o600 for f in files.snapshots.iterdir())
     witnessed = json.loads(old.witness)
@@ -101,7 +110,16 @@ def assert_moved_whole(old: Legacy, before: dict[str, Any], counts: dict[str, in
         for undo_id in reversed(old.undo_ids):
             assert service.undo(undo_id).startswith(f"undone: call {undo_id.split('@')[0]} (")
     finally:
-        service.close()
+        service.close()  # writes the rows queued before (0.1.0's queue, moved) on its way out
+    conn = apsw.Connection(str(files.records), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        found = conn.execute(
+            "SELECT count(*) FROM query_log WHERE json_extract(detail, '$.queued') = ?",
+            (QUEUED_TOKEN,),
+        ).fetchone()
+    finally:
+        conn.close()
+    assert found == (1,)
 
 
 def source_counts(path: Path) -> dict[str, int]:
@@ -147,7 +165,11 @@ def test_the_plan_lists_what_moves_and_what_stays_and_changes_nothing(old: Legac
     assert {name for _, name in plan.staying} == schema_names(old.path) - SERVER_NAMES - {
         n for n in schema_names(old.path) if n.startswith("sqlite_autoindex_")
     }
-    assert {f.source.name for f in plan.files} == {"app.db.snapshots", "app.db.witness.json"}
+    assert {f.source.name for f in plan.files} == {
+        "app.db.snapshots",
+        "app.db.witness.json",
+        "app.db.audit-queue",
+    }
 
 
 def test_the_auto_vacuum_strip_moves_root_pages_and_the_undo_data_follows(
