@@ -330,3 +330,25 @@ def test_records_that_hold_history_are_never_replaced(
     with pytest.raises(StartupError, match="will not merge two histories"):
         move(old.path, Settings(db=old.path))
     assert sha(old.path) == seen
+
+
+def test_a_backup_put_back_after_the_move_is_refused_untouched(
+    auto_vacuum_file: Legacy,
+) -> None:
+    """Going back (the backup copied over the file) and starting again: the records already
+    hold that history, so the second move refuses rather than replace or merge them."""
+    old = auto_vacuum_file
+    result = move(old.path, Settings(db=old.path))
+    assert result is not None
+    assert result.backup is not None
+    old.path.write_bytes(result.backup.read_bytes())
+    seen = sha(old.path)
+    records = record_files(old.path).records
+    kept = sha(records)
+    for _ in range(2):  # refused before anything is written: a second try is refused too
+        with pytest.raises(StartupError, match="will not merge two histories"):
+            move(old.path, Settings(db=old.path))
+    assert sha(old.path) == seen
+    assert sha(records) == kept
+    journal = json.loads((result.backup.parent / "move.json").read_text(encoding="utf-8"))
+    assert journal["step"] == "done"  # the first move's record, as it was

@@ -200,6 +200,12 @@ def _write_journal(files: RecordFiles, **fields: Any) -> dict[str, Any]:
     return data
 
 
+def _set_aside_journal(files: RecordFiles) -> None:
+    path = _journal_path(files)
+    if path.exists():
+        os.replace(path, path.with_name(f"move-{_stamp()}.json"))
+
+
 def move_pending(db: Path) -> bool:
     """Whether `db` is a 0.1.0 file, or a move of it stopped before its end."""
     journal = _read_journal(record_files(db))
@@ -679,11 +685,15 @@ def _run(
     step = None if journal is None else journal.get("step")
     backup = None if journal is None or "backup" not in journal else Path(journal["backup"])
     copied: dict[str, int] = {}
-    if plan.moving:  # the user's file still holds sqlgate's tables
+    marked = int(live.pragma("application_id")) == APPLICATION_ID
+    if plan.moving or marked:  # the user's file still holds sqlgate's tables (or its mark)
         if step == COPIED and backup is not None:
             copied = _recount(live, files, settings)
         else:
             again = step == BACKED_UP  # the copy of this move may have committed
+            if not again:  # refused before anything is written when records hold history
+                _empty_records(files, settings, ours=False)
+                _set_aside_journal(files)  # the record of an earlier move stays, renamed
             backup = _back_up(live, plan.db, files)
             _write_journal(files, step=BACKED_UP, db=str(plan.db), backup=str(backup))
             copied = _copy(backup, files, settings, again=again)
