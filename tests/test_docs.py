@@ -87,6 +87,7 @@ DB_RUNS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("members", "revoke"): ("alice",),
     ("members", "rotate"): ("alice",),
     ("members", "set"): ("alice", "--tier", "write"),
+    ("migrate",): (),
     ("replicate",): ("file:///nonexistent-replica",),
     ("snapshots", "restore"): ("20260101T000000000000Z-000000.sqlite",),
     ("stats",): (),

@@ -39,9 +39,12 @@ if TYPE_CHECKING:
     from sqlgate.engine.commands import db_option, in_folder, list_calls, shell_word
     from sqlgate.engine.connect import check_database_file, connect_read_only, immediate_transaction
     from sqlgate.engine.database import (
+        MovePlan,
+        MoveResult,
         Owner,
         check_ownership,
         owner_of,
+        plan_move,
         read_facts,
         refusal,
         schema_objects,
@@ -176,6 +179,8 @@ __all__ = [
     "LiveRules",
     "Member",
     "Members",
+    "MovePlan",
+    "MoveResult",
     "Outcome",
     "Owner",
     "PolicyRecorder",
@@ -239,6 +244,7 @@ __all__ = [
     "owner_of",
     "parse_call_ref",
     "parse_timestamp",
+    "plan_move",
     "plan_restore",
     "prior_imports",
     "quote_identifier",
@@ -312,9 +318,12 @@ BEHIND_THE_DOOR = {
         "immediate_transaction",
     ),
     "sqlgate.engine.database": (
+        "MovePlan",
+        "MoveResult",
         "Owner",
         "check_ownership",
         "owner_of",
+        "plan_move",
         "read_facts",
         "refusal",
         "schema_objects",

@@ -418,9 +418,13 @@ def test_the_records_are_readable_by_their_owner_only(tmp_path: Path) -> None:
     assert stat.S_IMODE(files.folder.stat().st_mode) == 0o700
 
 
-def test_a_file_that_still_holds_sqlgates_tables_is_left_untouched(tmp_path: Path) -> None:
-    """A database of sqlgate 0.1.0 (its tables inside, application_id "SQGT") is refused,
-    byte for byte as it was, until its tables are moved out."""
+def test_a_file_that_still_holds_sqlgates_tables_is_moved_out_by_a_writable_open(
+    tmp_path: Path,
+) -> None:
+    """A database of sqlgate 0.1.0 (its tables inside, application_id "SQGT") is refused by
+    a read-only open, byte for byte as it was, naming the command that moves its tables
+    out; a writable open moves them (engine.database.legacy, tests/engine/database/
+    test_legacy.py) and leaves the file with its header fields at 0."""
     path = tmp_path / "old.db"
     conn = apsw.Connection(str(path))
     for statement in MIGRATIONS[0].statements:
@@ -429,10 +433,18 @@ def test_a_file_that_still_holds_sqlgates_tables_is_left_untouched(tmp_path: Pat
     conn.pragma("user_version", 1)
     conn.close()
     before = folder_state(tmp_path, keep=lambda p: True)
-    for read_only in (False, True):
-        with pytest.raises(StartupError, match=r"holds sqlgate 0\.1\.0's own tables"):
-            Database.open(Settings(db=path), read_only=read_only)
+    with pytest.raises(StartupError, match=r"holds sqlgate 0\.1\.0's own tables.*sqlgate migrate"):
+        Database.open(Settings(db=path), read_only=True)
     assert folder_state(tmp_path, keep=lambda p: True) == before
+    db = Database.open(Settings(db=path), relocate=lambda conn, moved: 0)
+    try:
+        assert db.moved is not None
+        assert db.moved.copied["query_log"] == 0
+        with db.reading() as reader:
+            assert reader.execute("SELECT name FROM main.sqlite_schema").fetchall() == []
+            assert (reader.pragma("application_id"), reader.pragma("user_version")) == (0, 0)
+    finally:
+        db.close()
 
 
 def _empty_schema_file(path: Path) -> None:

@@ -6,6 +6,7 @@ modules are private to it.
     file             One user database, sqlgate's records file beside it in its home, and the
                      connections sqlgate keeps on them.
     binding          Which user database a records file belongs to (issue 33, "bad input").
+    legacy           Moving a file of sqlgate 0.1.0 (its tables inside) to the records layout.
     ownership        Whose file is it: facts read from a database file without changing it, and the
                      pure judgement of whether sqlgate may add its tables to it (issue 19).
     introspect       What is in the database: list_tables, describe_table and get_schema.
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
         find_object,
         schema_objects,
     )
+    from sqlgate.engine.database.legacy import MovePlan, MoveResult, plan_move
     from sqlgate.engine.database.ownership import (
         Owner,
         check_ownership,
@@ -38,12 +40,15 @@ if TYPE_CHECKING:
 __all__ = [
     "Database",
     "Introspection",
+    "MovePlan",
+    "MoveResult",
     "Owner",
     "Relation",
     "check_ownership",
     "find_object",
     "history_lost",
     "owner_of",
+    "plan_move",
     "read_facts",
     "refusal",
     "schema_objects",
@@ -54,6 +59,7 @@ BEHIND_THE_DOOR = {
     "binding": ("history_lost",),
     "file": ("Database",),
     "introspect": ("Introspection", "Relation", "find_object", "schema_objects"),
+    "legacy": ("MovePlan", "MoveResult", "plan_move"),
     "ownership": ("Owner", "check_ownership", "owner_of", "read_facts", "refusal", "shown_path"),
 }
 

@@ -48,7 +48,8 @@ from sqlgate.engine.database.binding import (
     note_history_lost,
     refuse_foreign_records,
 )
-from sqlgate.engine.database.ownership import read_facts, shown_path
+from sqlgate.engine.database.legacy import MoveResult, Relocate, move, move_pending
+from sqlgate.engine.database.ownership import shown_path
 from sqlgate.engine.records import database_id
 from sqlgate.engine.rules import (
     LiveRules,
@@ -58,7 +59,7 @@ from sqlgate.engine.rules import (
     rules_from_settings,
     shadow_tables,
 )
-from sqlgate.engine.schema import APPLICATION_ID, MIGRATIONS, check_owner, migrate, text_encoding
+from sqlgate.engine.schema import MIGRATIONS, check_owner, migrate, text_encoding
 from sqlgate.errors import StartupError
 from sqlgate.home import RecordFiles, remember_records, remembered_records
 
@@ -85,18 +86,24 @@ def _records_version(path: Path, busy_timeout: float) -> int:
         conn.close()
 
 
-def _refuse_tables_inside(path: Path, busy_timeout: float) -> None:
-    """A user file that still holds sqlgate's own tables (a file of sqlgate 0.1.0) is left
-    as it is until they are moved out (issue 33's migration)."""
+def _refuse_tables_inside(settings: Settings, relocate: Relocate | None) -> MoveResult | None:
+    """A user file that still holds sqlgate 0.1.0's own tables has them moved out first
+    (`engine.database.legacy`), and a move that stopped is finished; an open that cannot
+    move them (read-only, or no `relocate` for the undo data) refuses such a file, naming
+    the command that moves it."""
+    path = settings.db
     if not path.is_file() or path.stat().st_size == 0:
-        return
-    facts = read_facts(path, busy_timeout)
-    if facts.application_id == APPLICATION_ID:
+        return None
+    if relocate is not None:
+        return move(path, settings, relocate)
+    if move_pending(path):
         raise StartupError(
             f"{shown_path(path)} holds sqlgate 0.1.0's own tables (audit log, memory, undo "
-            "data) inside it; this version keeps them in .sqlgate/ beside the project and "
-            "leaves the file untouched until they are moved out"
+            "data) inside it, which this version keeps in .sqlgate/ beside the project; "
+            f"it was left untouched. Run `sqlgate migrate {db_option(path)}` (or start "
+            "`sqlgate serve` once) to move them, then retry"
         )
+    return None
 
 
 def _make_records(files: RecordFiles, db: Path) -> None:
@@ -205,6 +212,7 @@ class Database:
         self.database_id: str | None = None  # server_info's id (None before migration 8)
         # why the records bound this file anew at this open ("file replaced", ...), if they did
         self.binding_note: str | None = None
+        self.moved: MoveResult | None = None  # what opening moved out of a 0.1.0 file
 
     @property
     def path(self) -> Path:
@@ -217,10 +225,18 @@ class Database:
 
     @classmethod
     def open(
-        cls, settings: Settings, *, create_parent: bool = False, read_only: bool = False
+        cls,
+        settings: Settings,
+        *,
+        create_parent: bool = False,
+        read_only: bool = False,
+        relocate: Relocate | None = None,
     ) -> Database:
         """Open (creating if needed) the database and its records file, migrating the
         records. Raises StartupError.
+
+        `relocate` (`engine.undo.relocate_shapes`): a file of sqlgate 0.1.0 has its tables
+        moved out first (`engine.database.legacy`); without it such a file is refused.
 
         `read_only`: open an existing database for reading only (nothing is created,
         migrated or written, and no lock is waited for)."""
@@ -234,7 +250,7 @@ class Database:
             except OSError as exc:
                 raise StartupError(f"cannot create {settings.db.parent}: {exc.strerror}") from None
         check_database_file(settings.db)
-        _refuse_tables_inside(settings.db, settings.busy_timeout)
+        moved = _refuse_tables_inside(settings, relocate)
         _make_records(files, settings.db)
         _records_version(files.records, settings.busy_timeout)
         apply_process_limits(settings)
@@ -264,6 +280,7 @@ class Database:
         db.schema_version = version
         db.database_id = database_id(server)
         db.binding_note = bound
+        db.moved = moved
         return db
 
     @classmethod
@@ -271,7 +288,7 @@ class Database:
         check_database_file(settings.db, writable=False)
         if not settings.db.is_file():
             raise StartupError(f"no database at {settings.db}; nothing to read")
-        _refuse_tables_inside(settings.db, settings.busy_timeout)
+        _refuse_tables_inside(settings, None)
         files = settings.records
         version = _records_version(files.records, settings.busy_timeout)
         if version < READABLE_FROM:

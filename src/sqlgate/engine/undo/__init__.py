@@ -19,6 +19,7 @@ modules are private to it.
                      changeset its audit row points to, and the calls that can still be undone.
     writes           Row-level undo of write_query: every INSERT, UPDATE, upsert and REPLACE keeps
                      its changeset.
+    relocate         Undo data that follows a table whose b-tree moved (a 0.1.0 file's move).
     changesets       A reader of the session extension's changesets that survives text that is not
                      UTF-8.
 """
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from sqlgate.engine.undo.ddl_checks import CreatedObject
     from sqlgate.engine.undo.keys import NullKeyWatch
     from sqlgate.engine.undo.lookup import UndoTarget
+    from sqlgate.engine.undo.relocate import relocate_shapes
     from sqlgate.engine.undo.restore import UndoRestore
     from sqlgate.engine.undo.states import changeset_states
     from sqlgate.engine.undo.writes import WriteFacts, prune_writes
@@ -73,6 +75,7 @@ __all__ = [
     "prune_one",
     "prune_writes",
     "read_changeset",
+    "relocate_shapes",
     "store_changeset",
     "store_created",
     "summarize",
@@ -101,6 +104,7 @@ BEHIND_THE_DOOR = {
     "ddl_checks": ("CreatedObject",),
     "keys": ("NullKeyWatch",),
     "lookup": ("UndoTarget",),
+    "relocate": ("relocate_shapes",),
     "restore": ("UndoRestore",),
     "states": ("changeset_states",),
     "writes": ("WriteFacts", "prune_writes"),

@@ -69,6 +69,10 @@ COMMANDS: dict[str, LazyCommand] = {
         f"{_CLI}.members:members",
         "Members of an HTTP team server, each with a token and a tier.",
     ),
+    "migrate": LazyCommand(
+        f"{_CLI}.migrate:migrate",
+        "Move sqlgate 0.1.0's tables out of a database into .sqlgate/, keeping a backup.",
+    ),
     "policy": LazyCommand(
         f"{_CLI}.policy:policy",
         "The table rules: hidden columns, protected and append-only tables.",
