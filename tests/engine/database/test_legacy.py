@@ -88,7 +88,10 @@ def assert_moved_whole(old: Legacy, before: dict[str, Any], counts: dict[str, in
     conn = apsw.Connection(str(files.records), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         for table, rows in counts.items():
-            assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() == (rows,), table
+            # the records' own notes of the file they belong to come on top of what moved
+            where = " WHERE key NOT LIKE 'binding.%'" if table == "server_info" else ""
+            found = conn.execute(f"SELECT count(*) FROM {table}{where}").fetchone()
+            assert found == (rows,), table
     finally:
         conn.close()
     assert files.witness.read_bytes() == old.witness

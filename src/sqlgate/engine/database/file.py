@@ -133,14 +133,17 @@ def _create_user_file(path: Path, settings: Settings) -> None:
         raise StartupError(f"cannot create {path}: {exc}") from None
 
 
-def _bound(server: apsw.Connection, settings: Settings, files: RecordFiles) -> str | None:
+def _bound(
+    server: apsw.Connection, settings: Settings, files: RecordFiles, *, moved_in: bool
+) -> str | None:
     """The records' binding to the user's file checked (`engine.database.binding`); new
-    records of a file that had records before note that its history is gone."""
+    records of a file that had records before note that its history is gone (unless this
+    open just moved a 0.1.0 file's history into them: `moved_in`)."""
     moment = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     try:
         reason = check_binding(server, settings.db, files.records, moment)
         before = remembered_records(settings.db)
-        if reason == "first open" and before is not None:
+        if reason == "first open" and before is not None and not moved_in:
             note_history_lost(server, before, moment)
         if before is None or reason == "first open":
             remember_records(settings.db, files.folder, moment)
@@ -260,7 +263,7 @@ class Database:
         opened = [server]
         try:
             version = _migrated(server, settings)
-            bound = _bound(server, settings, files)
+            bound = _bound(server, settings, files, moved_in=moved is not None)
             opened.append(audit := open_audit_connection(files.records, settings))
             opened.append(keeper := open_keeper_connection(files.records, settings))
             opened.append(records := open_records_reader(files.records, settings))
