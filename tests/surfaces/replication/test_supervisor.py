@@ -15,7 +15,7 @@ from sqlgate.errors import StartupError
 from sqlgate.service import Service
 from sqlgate.surfaces.replication.litestream import find_litestream
 from sqlgate.surfaces.replication.status import read_status, replication_dir, replication_report
-from sqlgate.surfaces.replication.supervisor import Replication
+from sqlgate.surfaces.replication.supervisor import CHANGES, Replication
 from sqlgate.surfaces.replication.target import parse_target
 from tests.records import records_path
 from tests.surfaces.replication.conftest import eventually
@@ -174,3 +174,17 @@ def test_the_lock_is_released_after_a_failed_start(db: Path, make: type[Replicat
         make(mode="fail-start").start()
     make().start()  # not refused as "already replicated"
     assert status(db)["state"] == "running"
+
+
+def test_the_first_replication_says_what_litestream_changes_in_the_file(
+    db: Path, make: type[Replication], lines: list[str]
+) -> None:
+    notice = f"sqlgate: replication: {CHANGES.format(db=db)}"
+    first = make()
+    first.start()
+    first.stop()
+    assert lines.count(notice) == 1
+    assert "WAL mode" in notice
+    assert "_litestream_seq" in notice
+    make().start()  # replicated before: said once is enough
+    assert lines.count(notice) == 1

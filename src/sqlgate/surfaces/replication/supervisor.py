@@ -63,7 +63,7 @@ from sqlgate.surfaces.replication.target import (
 from sqlgate.surfaces.replication.witness_log import MirrorPass, WitnessLog
 from sqlgate.surfaces.terminal import one_line
 
-__all__ = ["BACKOFF", "Replication"]
+__all__ = ["BACKOFF", "CHANGES", "Replication"]
 
 BACKOFF = (1.0, 2.0, 5.0, 15.0, 30.0, 60.0)  # seconds before restart n; the last repeats
 STEADY = 60.0  # a Litestream that ran this long died of something new: the pause starts over
@@ -71,6 +71,12 @@ _READY = "replicating to"  # what Litestream logs once per database it started o
 LOG = "litestream.log"  # Litestream's output, in the records folder's replication/
 KEEPER = "sqlgate.surfaces.replication.keeper"
 KEEPER_SAYS = "keeper: "
+# said the first time a database is replicated: --replicate is the consent, this the notice
+CHANGES = (
+    "Litestream keeps {db} in WAL mode and adds its tables _litestream_seq and "
+    "_litestream_lock to it (the price of replicating the database itself; see "
+    "docs/how-to/replication.md)"
+)
 LOG_BYTES = 10 * 1024 * 1024  # beyond this, the log is moved to litestream.log.1 at a start
 
 
@@ -166,6 +172,7 @@ class Replication:
         self._started_dbs = 0  # databases the running Litestream said it started on
         self._litestream_pid: int | None = None  # as its keeper said
         self._exit_code: int | None = None  # Litestream's own, as its keeper said
+        self._first = False  # the database was never replicated before this start
 
     # -- start and stop ------------------------------------------------------------------------
     def start(self) -> None:
@@ -175,6 +182,7 @@ class Replication:
                 f"no records of {self.db} at {self.records} yet: serve the database once "
                 "(`sqlgate serve --db PATH`) before replicating it"
             )
+        self._first = not self.folder.exists()
         try:
             self.folder.mkdir(exist_ok=True)
         except OSError as exc:
@@ -217,6 +225,8 @@ class Replication:
         if self._start_error is not None:
             raise StartupError(f"Litestream did not start: {self._start_error}")
         self.emit(f"sqlgate: replicating {self.db} to {self.target.url} with {binary}")
+        if self._first:
+            self.emit(f"sqlgate: replication: {CHANGES.format(db=self.db)}")
 
     def stop(self) -> None:
         """A last mirror pass, then Litestream syncs and exits (killed after a deadline)."""
