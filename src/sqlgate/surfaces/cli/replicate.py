@@ -12,8 +12,9 @@ that, and the help of every option that takes one says so.
 
 Exit codes: 2 a bad URL or a --to that exists; 3 nothing at the URL; 8 replication or the
 restore cannot start (Litestream missing, target unreachable or unwritable, another
-database's replica there, a replica in sqlgate 0.1.0's one-file layout); 9 the restored chain is broken or disagrees with its witness (or,
-with --require-witnessed, is not witnessed to its head).
+database's replica there, a replica in sqlgate 0.1.0's one-file layout); 9 the restored
+chain is broken or disagrees with its witness (or, with --require-witnessed, is not
+witnessed to its head).
 """
 
 from __future__ import annotations
