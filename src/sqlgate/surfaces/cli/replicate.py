@@ -157,7 +157,6 @@ def replicate(url: str | None, **values: Any) -> None:
     Litestream's last sync.
     """
     from sqlgate.errors import NotFound
-    from sqlgate.service import Service
     from sqlgate.surfaces.replication.supervisor import Replication
     from sqlgate.surfaces.replication.target import parse_target
 
@@ -168,7 +167,8 @@ def replicate(url: str | None, **values: Any) -> None:
     target = parse_target(text)
     if not settings.db.is_file():
         raise NotFound(f"no database at {settings.db}; give its path with --db or SQLGATE_DB")
-    Service.open(settings).close()  # the records exist (and the file is one sqlgate opens)
+    # Replication refuses a database sqlgate keeps no records of (never served) before it
+    # writes anything: its records and witness log are what the replica is checked by
     with stop_signals() as stops:  # a stop while Litestream starts ends the start-up
         # serving before it says so: a Ctrl-C once told is a stop, not a start-up cut short
         with Replication(settings.db, target), stops.serving():

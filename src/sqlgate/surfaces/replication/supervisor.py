@@ -179,8 +179,9 @@ class Replication:
         """Check everything, then start the mirror and Litestream. Raises StartupError."""
         if not self.records.is_file():
             raise StartupError(
-                f"no records of {self.db} at {self.records} yet: serve the database once "
-                "(`sqlgate serve --db PATH`) before replicating it"
+                f"{self.db} is not a sqlgate database yet (no records of it at "
+                f"{self.records}): serve the database once (`sqlgate serve --db PATH`) before "
+                "replicating it"
             )
         self._first = not self.folder.exists()
         try:
