@@ -303,3 +303,36 @@ def test_the_http_server_replicates_and_stops_replication_when_it_stops(tmp_path
                 server.kill()
     assert (read_status(folder) or {})["state"] == "stopped"
     assert not alive(pid)
+
+
+def test_an_apps_rollback_journal_file_is_replicated_with_its_records(tmp_path: Path) -> None:
+    """The user's own file (an application's, rollback journal): replicating it is the user's
+    choice, said once on stderr; Litestream keeps it in WAL from then on, and a restore
+    brings back the app's rows beside the history of the agent's calls."""
+    db = tmp_path / "app.sqlite3"
+    conn = apsw.Connection(str(db))
+    conn.execute("CREATE TABLE items(id INTEGER PRIMARY KEY, body TEXT)")
+    conn.execute("INSERT INTO items(body) VALUES ('from the app')")
+    conn.close()
+    assert db.read_bytes()[18:20] == b"\x01\x01"  # rollback journal
+    server = Served(db, (tmp_path / "replica").as_uri(), tmp_path / "err.txt")
+    try:
+        server.load(5)
+        eventually(lambda: replicated_head(db, tmp_path / "probe.db", log=False) == 5)
+        assert server.process.stdin is not None
+        server.process.stdin.close()  # the client goes: a clean stop, a last sync
+        assert server.process.wait(60) == 0
+    finally:
+        server.close()
+    said = (tmp_path / "err.txt").read_text()
+    assert "Litestream keeps" in said
+    assert "_litestream_seq" in said
+    assert db.read_bytes()[18:20] == b"\x02\x02"  # what the notice said: WAL from now on
+    restored = tmp_path / "elsewhere" / "app.sqlite3"
+    done = sqlgate("restore", (tmp_path / "replica").as_uri(), "--to", str(restored), "--json")
+    assert done.returncode == 0, done.stderr + what_happened(db, tmp_path / "replica")
+    report = json.loads(done.stdout)
+    assert report["ok"] is True
+    assert report["witness"]["head_id"] == 5
+    assert count(restored, "SELECT count(*) FROM main.items") == 6
+    assert count(restored, "SELECT count(*) FROM sqlgate.query_log") >= 10
