@@ -390,8 +390,9 @@ FLAGS: tuple[Flag, ...] = (
     ),
     Flag(
         "replicate",
-        "replicate the database with Litestream to file:///folder or s3://bucket/prefix "
-        "(S3-compatible: ?endpoint=http://host:port); needs sqlgate[replicate]",
+        "replicate the database and sqlgate's records of it with Litestream to file:///folder "
+        "or s3://bucket/prefix (S3-compatible: ?endpoint=http://host:port); Litestream switches "
+        "the database to WAL and adds two tables to it; needs sqlgate[replicate]",
         _replica_url,
         "URL",
     ),

@@ -35,6 +35,7 @@ import pytest
 
 from sqlgate.config import Settings
 from sqlgate.service import Service
+from sqlgate.surfaces.replication.status import replication_dir
 from sqlgate.surfaces.stops import (
     STOP_EXIT,
     Stops,
@@ -430,7 +431,7 @@ def test_a_stop_ends_the_command_cleanly(
         # the last connection closed: SQLite checkpointed the WAL and removed it
         assert not Path(f"{made_db}-wal").exists(), child.text()
     if case.command == "replicate":
-        status = json.loads((tmp_path / "agent.db.replication" / "status.json").read_text())
+        status = json.loads((replication_dir(made_db) / "status.json").read_text())
         assert status["state"] == "stopped"
 
 
