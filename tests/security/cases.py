@@ -96,10 +96,13 @@ def check_refused_and_unchanged(
         assert phrase in str(caught.value)
     after = world.state()
     if tool == "destructive_query" and expected is HARMLESS:
-        # a destructive call that succeeds leaves its snapshot, and nothing else
-        folder = world.service.settings.snapshot_dir.relative_to(world.root)
-        (snapshot,) = after.files - before.files
-        assert Path(snapshot).parent == folder
+        # a destructive call that succeeds leaves its snapshot (none when it changed nothing,
+        # a DROP ... IF EXISTS of a name main lacks), and nothing else
+        settings = world.service.settings
+        folder = "records" / settings.snapshot_dir.relative_to(settings.records.folder)
+        snapshots = after.files - before.files
+        assert len(snapshots) <= 1
+        assert all(Path(snapshot).parent == folder for snapshot in snapshots)
         after = dataclasses.replace(after, files=before.files)
     assert_unchanged(before, after)
     (audit,) = appended_log_rows(before, after)
