@@ -164,8 +164,11 @@ def memory_attacks(
 
 
 def _memory_part(state: DatabaseState) -> tuple[object, ...]:
-    rows = {name: rows for name, rows in state.tables.items() if name.startswith("memory_")}
-    schema = [row for row in state.schema if str(row[1]).startswith("memory_")]
+    """sqlgate's memory, in its records (a main object of such a name is the user's)."""
+    rows = {k: v for k, v in state.tables.items() if k.startswith("sqlgate.memory_")}
+    schema = [
+        row for row in state.schema if row[:1] == ("sqlgate",) and row[2].startswith("memory_")
+    ]
     return rows, schema
 
 
@@ -182,14 +185,17 @@ def test_no_sql_tool_changes_the_memory(world: World, sql: str, destructive: boo
             world.service.write_query(sql)
     after = world.state()
     assert _memory_part(after) == _memory_part(before)
-    assert len(before.tables["memory_events"]) == 3
+    assert len(before.tables["sqlgate.memory_events"]) == 3
     assert after.connections == before.connections
 
 
 def _claims_part(state: DatabaseState) -> tuple[object, ...]:
-    rows = {name: rows for name, rows in state.tables.items() if name.startswith("claims")}
-    schema = [row for row in state.schema if str(row[1]).startswith("claims")]
-    return rows, schema, state.tables["memory_events"]
+    """sqlgate's claims, in its records (a main object of such a name is the user's)."""
+    rows = {k: v for k, v in state.tables.items() if k.startswith("sqlgate.claims")}
+    schema = [
+        row for row in state.schema if row[:1] == ("sqlgate",) and row[2].startswith("claims")
+    ]
+    return rows, schema, state.tables["sqlgate.memory_events"]
 
 
 @settings(
@@ -205,7 +211,7 @@ def test_no_sql_tool_changes_the_claims(claims_world: World, sql: str, destructi
             claims_world.service.write_query(sql)
     after = claims_world.state()
     assert _claims_part(after) == _claims_part(before)
-    assert len(before.tables["claims"]) == 4
+    assert len(before.tables["sqlgate.claims"]) == 4
     assert after.connections == before.connections
 
 
