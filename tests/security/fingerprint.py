@@ -30,7 +30,13 @@ import apsw
 from sqlgate.service import Service
 from tests.records import connect_both
 
-__all__ = ["DatabaseState", "appended_log_rows", "assert_unchanged", "capture"]
+__all__ = [
+    "DatabaseState",
+    "appended_log_rows",
+    "assert_records_unchanged",
+    "assert_unchanged",
+    "capture",
+]
 
 Row = tuple[Any, ...]
 
@@ -159,3 +165,31 @@ def assert_unchanged(before: DatabaseState, after: DatabaseState, *, calls: int 
     assert after.connections == before.connections
     assert after.query_log[: len(before.query_log)] == before.query_log
     assert len(after.query_log) == len(before.query_log) + calls
+
+
+# what a successful change of the user's file adds to the records: its undo data
+UNDO_TABLES = "sqlgate.undo_"
+
+
+def assert_records_unchanged(before: DatabaseState, after: DatabaseState) -> None:
+    """sqlgate's records as they were, whatever the call did to the user's file: every table
+    (the undo data aside, which a change of the user's keeps), the schema, the file settings
+    but its free pages; the audit log grew by exactly one row."""
+
+    def records(state: DatabaseState) -> tuple[object, ...]:
+        tables = {
+            key: rows
+            for key, rows in state.tables.items()
+            if key.startswith("sqlgate.") and not key.startswith(UNDO_TABLES)
+        }
+        schema = [row for row in state.schema if row[0] == "sqlgate"]
+        pragmas = {
+            key: value
+            for key, value in state.pragmas.items()
+            if key.startswith("sqlgate.") and key != "sqlgate.freelist_count"
+        }
+        return tables, schema, pragmas
+
+    assert records(after) == records(before)
+    assert after.query_log[: len(before.query_log)] == before.query_log
+    assert len(after.query_log) == len(before.query_log) + 1

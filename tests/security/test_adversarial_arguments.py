@@ -15,8 +15,14 @@ from typing import Any
 import pytest
 
 from sqlgate.errors import InvalidArgument, NotFound, PolicyDenied, SqlError
-from tests.security.cases import HARMLESS, Expected, case, check_refused_and_unchanged
-from tests.security.conftest import RETIRED_CLAIM, World
+from tests.security.cases import (
+    HARMLESS,
+    Expected,
+    case,
+    check_records_unchanged,
+    check_refused_and_unchanged,
+)
+from tests.security.conftest import RETIRED_CLAIM, SAME_NAMES, World
 from tests.security.fingerprint import assert_unchanged
 
 DENIED, SQL, BAD, MISSING = PolicyDenied, SqlError, InvalidArgument, NotFound
@@ -424,6 +430,19 @@ def test_adversarial_arguments_are_refused_and_change_nothing(
     world: World, tool: str, args: dict[str, Any], expected: Expected, phrase: str
 ) -> None:
     check_refused_and_unchanged(world, tool, args, expected, phrase)
+
+
+@pytest.mark.parametrize("world", [SAME_NAMES], indirect=True)
+@pytest.mark.parametrize(
+    ("tool", "args", "expected", "phrase"),
+    VIEW_NAMES + VIEW_BODIES + DESCRIBE + SEARCH + INTROSPECTION,
+)
+def test_on_a_file_holding_the_apps_own_query_log_the_records_never_change(
+    world: World, tool: str, args: dict[str, Any], expected: Expected, phrase: str
+) -> None:
+    """Issue 33: the same arguments on a file holding the app's own tables named like
+    sqlgate's records: a bare name is the app's, and sqlgate's records never change."""
+    check_records_unchanged(world, tool, args)
 
 
 @pytest.mark.parametrize(("tool", "args", "expected", "phrase"), CLAIMS_TOOLS)

@@ -12,14 +12,22 @@ from typing import Any
 
 import pytest
 
-from sqlgate.errors import InvalidArgument, LimitExceeded, PolicyDenied, SqlError
+from sqlgate.errors import InvalidArgument, LimitExceeded, PolicyDenied, SqlError, SqlgateError
 from sqlgate.service import Service
 from tests.records import connect_both
-from tests.security.cases import HARMLESS, Expected, case, check_refused_and_unchanged
+from tests.security.cases import (
+    HARMLESS,
+    Expected,
+    call,
+    case,
+    check_records_unchanged,
+    check_refused_and_unchanged,
+)
 from tests.security.cases import destructive as d
 from tests.security.cases import read as r
 from tests.security.cases import write as w
-from tests.security.conftest import World
+from tests.security.conftest import APP_TABLES, SAME_NAMES, World, seed_app_tables
+from tests.security.fingerprint import assert_records_unchanged
 
 DENIED, SQL, BAD, BIG = PolicyDenied, SqlError, InvalidArgument, LimitExceeded
 # an object SQLite looked for in main, where only sqlgate's records hold one of that name
@@ -1236,3 +1244,70 @@ def test_litestreams_tables_are_server_objects(
     assert "_litestream_seq" in service.read_query("SELECT name FROM sqlite_schema")
     with pytest.raises(PolicyDenied, match="server object"):
         service.destructive_query(sql, reason="tidy up")
+
+
+@pytest.mark.parametrize("world", [SAME_NAMES], indirect=True)
+@pytest.mark.parametrize(("tool", "args", "expected", "phrase"), CASES)
+def test_on_a_file_holding_the_apps_own_query_log_thecheck_records_unchanged(
+    world: World, tool: str, args: dict[str, Any], expected: Expected, phrase: str
+) -> None:
+    """Issue 33: the user's file holds tables named like sqlgate's records (the app's own
+    query_log, claims, memory_events, ...). Every adversarial case runs again: a bare name
+    is the app's table, judged like any user table's, and sqlgate's records never change."""
+    check_records_unchanged(world, tool, args)
+
+
+@pytest.mark.parametrize("world", [SAME_NAMES], indirect=True)
+@pytest.mark.parametrize(("tool", "args", "expected", "phrase"), CLAIMS_SERVER_OBJECTS)
+def test_on_a_file_holding_the_apps_own_claims_thecheck_records_unchanged(
+    claims_world: World, tool: str, args: dict[str, Any], expected: Expected, phrase: str
+) -> None:
+    check_records_unchanged(claims_world, tool, args)
+
+
+# (tool, statement over {t}, whose first column is {c}): the last one drops the table
+AS_ANY_USER_TABLE = [
+    ("read_query", "SELECT count(*) AS n FROM {t}"),
+    ("write_query", "INSERT INTO {t}({c}) VALUES (2)"),
+    ("write_query", "UPDATE {t} SET {c} = 3 WHERE {c} = 2"),
+    ("write_query", "UPDATE {t} SET {c} = 4"),
+    ("write_query", "DELETE FROM {t}"),
+    ("write_query", "CREATE INDEX ix_{t} ON {t}({c})"),
+    ("write_query", "CREATE TABLE pin_{t}(x REFERENCES {t}({c}))"),
+    ("destructive_query", "CREATE TRIGGER tg_{t} AFTER INSERT ON {t} BEGIN SELECT 1; END"),
+    ("destructive_query", "DELETE FROM {t} WHERE {c} = 3"),
+    ("destructive_query", "ALTER TABLE {t} ADD COLUMN extra TEXT"),
+    ("destructive_query", "DROP TABLE {t}"),
+]
+
+
+def _verdict(world: World, tool: str, sql: str) -> str:
+    before = world.state()
+    try:
+        call(world.service, tool, {"query": sql})
+        verdict = "ok"
+    except SqlgateError as exc:
+        verdict = type(exc).__name__
+    assert_records_unchanged(before, world.state())
+    return verdict
+
+
+@pytest.mark.parametrize("world", [SAME_NAMES], indirect=True)
+@pytest.mark.parametrize("name", APP_TABLES)
+def test_the_apps_table_named_like_a_record_is_judged_like_any_user_table(
+    world: World, name: str
+) -> None:
+    """Issue 33: `query_log` in the app's file is the app's: every statement over it gets the
+    verdict the same statement gets over a same-shaped table of another name (app_<name>),
+    and sqlgate's records stay as they were after each call."""
+    seed_app_tables(world.service.db.path, prefix="app_")
+    first = "key" if name == "server_info" else "id"
+    verdicts = [
+        (
+            _verdict(world, tool, sql.format(t=f"app_{name}", c=first)),
+            _verdict(world, tool, sql.format(t=name, c=first)),
+        )
+        for tool, sql in AS_ANY_USER_TABLE
+    ]
+    assert [theirs for theirs, _ in verdicts] == [ours for _, ours in verdicts]
+    assert {theirs for theirs, _ in verdicts} >= {"ok", "PolicyDenied"}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 
 import apsw
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,7 +18,7 @@ from sqlgate.engine.names import fold_name
 from sqlgate.engine.schema import protected_names
 from sqlgate.engine.statements.policy import NEVER, TIER_RULES, Operation, Tier, decide, in_main
 from sqlgate.errors import SqlgateError
-from tests.security.conftest import World
+from tests.security.conftest import PLAIN, SAME_NAMES, World
 from tests.security.fingerprint import DatabaseState, assert_unchanged
 
 TABLES = ["items", "parents", "children", "notes", "docs", "tokens", "boxes", "cheap_items",
@@ -172,6 +173,7 @@ def _memory_part(state: DatabaseState) -> tuple[object, ...]:
     return rows, schema
 
 
+@pytest.mark.parametrize("world", [PLAIN, SAME_NAMES], indirect=True)
 @settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -198,6 +200,7 @@ def _claims_part(state: DatabaseState) -> tuple[object, ...]:
     return rows, schema, state.tables["sqlgate.memory_events"]
 
 
+@pytest.mark.parametrize("world", [PLAIN, SAME_NAMES], indirect=True)
 @settings(
     max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
