@@ -666,7 +666,7 @@ def test_no_agent_table_can_pin_the_undo_data_so_pruning_keeps_working(
     undo_id(service.destructive_query("DELETE FROM t WHERE id = 1", reason="r"))
     # a foreign key resolves in its own file: the records' table cannot be pinned, and a
     # key naming it while the user's file has no such table is refused (issue 33)
-    with pytest.raises(PolicyDenied, match="sqlgate.undo_changesets is one of sqlgate's"):
+    with pytest.raises(PolicyDenied, match=r"sqlgate\.undo_changesets is one of sqlgate's"):
         service.write_query("CREATE TABLE pin (c INTEGER REFERENCES undo_changesets (id))")
     # the app's own undo_changesets (its program made it): a key to it pins nothing of ours
     owner = apsw.Connection(str(db_path))

@@ -204,7 +204,7 @@ _ONLY_IN_RECORDS = (
 
 def _only_in_records(conn: apsw.Connection, parent: str) -> bool:
     try:
-        return bool(conn.execute(_ONLY_IN_RECORDS, (parent,)).fetchone()[0])
+        return bool(conn.execute(_ONLY_IN_RECORDS, (parent,)).get)
     except apsw.Error:  # no records attached
         return False
 
