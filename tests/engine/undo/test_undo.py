@@ -664,14 +664,23 @@ def test_no_agent_table_can_pin_the_undo_data_so_pruning_keeps_working(
     service.write_query("CREATE TABLE t (id INTEGER PRIMARY KEY, v)")
     service.write_query("INSERT INTO t (v) VALUES (1), (2), (3), (4)")
     undo_id(service.destructive_query("DELETE FROM t WHERE id = 1", reason="r"))
-    # a foreign key resolves in its own file: the records' table is not there to pin
+    # a foreign key resolves in its own file: the records' table cannot be pinned, and a
+    # key naming it while the user's file has no such table is refused (issue 33)
+    with pytest.raises(PolicyDenied, match=r"sqlgate\.undo_changesets is one of sqlgate's"):
+        service.write_query("CREATE TABLE pin (c INTEGER REFERENCES undo_changesets (id))")
+    # the app's own undo_changesets (its program made it): a key to it pins nothing of ours
+    owner = apsw.Connection(str(db_path))
+    owner.execute("CREATE TABLE undo_changesets (id INTEGER PRIMARY KEY);"
+                  "INSERT INTO undo_changesets (id) VALUES (1), (2)")  # fmt: skip
+    owner.close()
     service.write_query("CREATE TABLE pin (c INTEGER REFERENCES undo_changesets (id))")
-    with pytest.raises(SqlError, match="no such table"):
-        service.write_query("INSERT INTO pin VALUES (1)")
+    service.write_query("INSERT INTO pin VALUES (1), (2)")
     for key in (2, 3, 4):  # the first changeset is pruned on the way
         undo_id(service.destructive_query("DELETE FROM t WHERE id = ?", "r", [key]))
+    records = DESTRUCTIVE_CHANGESETS.replace("FROM undo_changesets", "FROM sqlgate.undo_changesets")
     with direct(db_path) as conn:
-        assert conn.execute(DESTRUCTIVE_CHANGESETS).fetchone() == (2,)
+        assert conn.execute(records).fetchone() == (2,)
+        assert conn.execute("SELECT count(*) FROM main.undo_changesets").fetchone() == (2,)
 
 
 def test_agents_may_read_the_undo_tables(world: Service) -> None:

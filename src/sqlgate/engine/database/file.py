@@ -59,7 +59,13 @@ from sqlgate.engine.rules import (
     rules_from_settings,
     shadow_tables,
 )
-from sqlgate.engine.schema import MIGRATIONS, check_owner, migrate, text_encoding
+from sqlgate.engine.schema import (
+    LITESTREAM_TABLES,
+    MIGRATIONS,
+    check_owner,
+    migrate,
+    text_encoding,
+)
 from sqlgate.errors import StartupError
 from sqlgate.home import RecordFiles, remember_records, remembered_records
 
@@ -209,7 +215,8 @@ class Database:
         self.write_lock = threading.Lock()
         self.audit_lock = threading.Lock()
         self.records_lock = self.server_lock if records is None else threading.Lock()
-        self.protected: frozenset[str] = frozenset()  # no server table lives in the user's file
+        # Litestream's tables, when it replicates the user's file: no other server table is there
+        self.protected: frozenset[str] = frozenset(LITESTREAM_TABLES)
         self.rules = RuleResolver(rules_from_settings(settings))
         self.schema_version = 0
         self.database_id: str | None = None  # server_info's id (None before migration 8)
