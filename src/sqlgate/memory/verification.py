@@ -32,7 +32,8 @@ from typing import Any
 import apsw
 
 from sqlgate.engine.connect import lock_if_free
-from sqlgate.engine.database import Database, history_lost
+from sqlgate.engine.database import Database
+from sqlgate.engine.records import history_lost
 from sqlgate.errors import SqlgateError
 from sqlgate.memory.contract import (
     EVENT_COLUMNS,

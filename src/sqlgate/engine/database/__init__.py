@@ -5,7 +5,6 @@ modules are private to it.
 
     file             One user database, sqlgate's records file beside it in its home, and the
                      connections sqlgate keeps on them.
-    binding          Which user database a records file belongs to (issue 33, "bad input").
     legacy           Moving a file of sqlgate 0.1.0 (its tables inside) to the records layout.
     ownership        Whose file is it: facts read from a database file without changing it, and the
                      pure judgement of whether sqlgate may add its tables to it (issue 19).
@@ -19,7 +18,6 @@ from typing import TYPE_CHECKING
 from sqlgate.engine.front_door import front_door
 
 if TYPE_CHECKING:
-    from sqlgate.engine.database.binding import history_lost
     from sqlgate.engine.database.file import Database
     from sqlgate.engine.database.introspect import (
         Introspection,
@@ -46,7 +44,6 @@ __all__ = [
     "Relation",
     "check_ownership",
     "find_object",
-    "history_lost",
     "owner_of",
     "plan_move",
     "read_facts",
@@ -56,7 +53,6 @@ __all__ = [
 ]
 
 BEHIND_THE_DOOR = {
-    "binding": ("history_lost",),
     "file": ("Database",),
     "introspect": ("Introspection", "Relation", "find_object", "schema_objects"),
     "legacy": ("MovePlan", "MoveResult", "plan_move"),

@@ -43,14 +43,14 @@ from sqlgate.engine.connect import (
     open_server_connection,
     wal,
 )
-from sqlgate.engine.database.binding import (
+from sqlgate.engine.database.legacy import MoveResult, Relocate, move, move_pending
+from sqlgate.engine.database.ownership import shown_path
+from sqlgate.engine.records import (
     check_binding,
+    database_id,
     note_history_lost,
     refuse_foreign_records,
 )
-from sqlgate.engine.database.legacy import MoveResult, Relocate, move, move_pending
-from sqlgate.engine.database.ownership import shown_path
-from sqlgate.engine.records import database_id
 from sqlgate.engine.rules import (
     LiveRules,
     RuleResolver,

@@ -47,6 +47,7 @@ from sqlgate.engine.connect import (
     open_server_connection,
 )
 from sqlgate.engine.database.ownership import read_facts, shown_path
+from sqlgate.engine.framing import counted
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.schema import (
     APPLICATION_ID,
@@ -514,8 +515,8 @@ def _checked_copy(conn: apsw.Connection, table: str, columns: str) -> int:
     )
     if here != there or differ:
         raise StartupError(
-            f"copying {table} into the records changed it ({there} rows, {here} copied, "
-            f"{differ} differ); nothing was changed in the database"
+            f"copying {table} into the records changed it ({counted(there, 'row')}, "
+            f"{here} copied, {differ} differ); nothing was changed in the database"
         )
     return here
 
@@ -583,7 +584,7 @@ def _recount(live: apsw.Connection, files: RecordFiles, settings: Settings) -> d
             rows = _count(conn, f"SELECT count(*) FROM main.{table}")
             if rows != found.rows:
                 raise StartupError(
-                    f"{files.records} holds {rows} rows of {found.name} and "
+                    f"{files.records} holds {counted(rows, 'row')} of {found.name} and "
                     f"{shown_path(settings.db)} {found.rows}: the file changed since its "
                     "tables were copied, so it was left as it is. Move the records folder "
                     f"away and run `sqlgate migrate {db_option(settings.db)}` again"

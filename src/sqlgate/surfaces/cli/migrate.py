@@ -18,6 +18,7 @@ import click
 
 from sqlgate.config import Settings
 from sqlgate.errors import NotFound
+from sqlgate.service import counted
 from sqlgate.surfaces.cli.listing import Column, print_listing
 from sqlgate.surfaces.cli.options import (
     JSON_OPTION,
@@ -64,8 +65,8 @@ def move_lines(plan: MovePlan, result: MoveResult | None) -> list[str]:
     verb = "moved" if result is not None else "would move"
     lines = [
         f"{visible(str(plan.db))}: sqlgate 0.1.0's tables (schema {plan.version}) {verb} to "
-        f"{visible(str(plan.folder))}: {ours} tables and views, {len(plan.files)} files beside "
-        f"it; {len(plan.staying)} of your objects stay"
+        f"{visible(str(plan.folder))}: {counted(ours, 'table or view', 'tables and views')}, "
+        f"{counted(len(plan.files), 'file')} beside it; {len(plan.staying)} of your objects stay"
     ]
     if plan.unfinished is not None:
         lines.append(f"a move that stopped after its step {plan.unfinished!r} is finished")
@@ -80,7 +81,8 @@ def move_lines(plan: MovePlan, result: MoveResult | None) -> list[str]:
             f"journal: sqlite3 {visible(str(plan.db))} 'PRAGMA journal_mode=delete'"
         )
     if result is not None and result.relocated:
-        lines.append(f"undo data of {result.relocated} table(s) follows their moved b-trees")
+        tables = counted(result.relocated, "table")
+        lines.append(f"the undo data of {tables}: moved with their b-trees")
     return lines
 
 

@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sqlgate.config import Settings
-from sqlgate.engine.database.binding import Binding, decide_binding, newest_binding
 from sqlgate.engine.database.file import Database
+from sqlgate.engine.records.binding import Binding, decide_binding, newest_binding
 from sqlgate.errors import StartupError
 from tests.app_database import folder_state
 
