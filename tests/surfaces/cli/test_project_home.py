@@ -92,7 +92,10 @@ def test_log_reads_the_project_not_the_per_user_database(project: Path) -> None:
     assert log.stderr == "no calls in the audit log\n"
     claims = json.loads(succeeded(invoke("claims", "list", "--json")).splitlines()[0])
     assert claims["claim"] == "acme ships weekly"
-    assert not (project.parent / "data").exists()  # the per-user folder was never made
+    # the per-user database was never made (the per-user folder holds only the note of which
+    # records folder the project's database has: a deleted .sqlgate/ is then history gone)
+    assert not (project.parent / "data" / "memory.db").exists()
+    assert not (project.parent / "data" / "dbs").exists()
 
 
 @pytest.mark.parametrize("command", READERS)

@@ -110,6 +110,12 @@ def check_binding(conn: apsw.Connection, db: Path, records: Path, seen: str) -> 
     connection `conn`; append a new binding when the table says so (returns its reason),
     raise StartupError when these records are another file's."""
     now = Binding.of(db)
+    _, newest = newest_binding(conn)  # the common case, nothing to append: no write lock
+    verdict = decide_binding(newest, now, str(records))
+    if verdict.refusal is not None:
+        raise StartupError(verdict.refusal)
+    if verdict.reason is None:
+        return None
     with immediate_transaction(conn):  # two servers starting together append once
         number, newest = newest_binding(conn)
         verdict = decide_binding(newest, now, str(records))

@@ -155,6 +155,8 @@ class ViewSaver:
             obj = find_object(conn, view, self.db.protected)
         except NotFound:
             return None
+        if obj.schema != "main":  # a name of sqlgate's records: free in the user's file
+            return None
         if obj.type != "view":
             raise PolicyDenied(f"{obj.name} is a {obj.type}, not a view; choose another name")
         if not replace:

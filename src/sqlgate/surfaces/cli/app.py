@@ -79,11 +79,11 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "replicate": LazyCommand(
         f"{_CLI}.replicate:replicate",
-        "Replicate the database to URL until stopped (Ctrl-C or SIGTERM), without serving.",
+        "Replicate the database and its records to URL until stopped (Ctrl-C or SIGTERM).",
     ),
     "restore": LazyCommand(
         f"{_CLI}.replicate:restore",
-        "Restore the replica at URL into a new database, then verify its memory chain.",
+        "Restore the replica at URL into a new database and its records, then verify the chain.",
     ),
     "snapshots": LazyCommand(
         f"{_CLI}.snapshots:snapshots",
