@@ -19,11 +19,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqlgate.config import Settings
+from sqlgate.engine.records import rebind
 from sqlgate.home import record_files
 from sqlgate.memory.chain import GENESIS, canonical, event_hash
 from sqlgate.service import Service
@@ -129,6 +131,13 @@ def copy_memory(source: Path, target: Path) -> Path:
         src.close()
         dst.close()
     witness_of(target).write_bytes(witness_of(source).read_bytes())
+    # the copied records are bound to the source file: bind them to the copy, as a restore
+    # does (engine.records.binding refuses records of another file)
+    records = apsw.Connection(str(records_of(target)))
+    try:
+        rebind(records, target, "copied by the test", "2026-12-07T00:00:00.000Z")
+    finally:
+        records.close()
     return target
 
 

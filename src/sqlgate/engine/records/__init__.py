@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         check_binding,
         history_lost,
         note_history_lost,
+        rebind,
         refuse_foreign_records,
     )
     from sqlgate.engine.records.identity import (
@@ -108,6 +109,7 @@ __all__ = [
     "one_call",
     "parse_call_ref",
     "queue_path",
+    "rebind",
     "refuse_foreign_records",
     "session_now",
     "succeeded_calls",
@@ -136,6 +138,7 @@ BEHIND_THE_DOOR = {
         "check_binding",
         "history_lost",
         "note_history_lost",
+        "rebind",
         "refuse_foreign_records",
     ),
     "audit_reader": (

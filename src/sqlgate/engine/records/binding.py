@@ -40,6 +40,7 @@ __all__ = [
     "history_lost",
     "newest_binding",
     "note_history_lost",
+    "rebind",
     "refuse_foreign_records",
 ]
 
@@ -166,3 +167,16 @@ def history_lost(conn: apsw.Connection) -> str | None:
         )
     except (ValueError, KeyError, TypeError):
         return "an earlier history of this database is gone (its records were deleted)"
+
+
+def rebind(conn: apsw.Connection, db: Path, reason: str, seen: str) -> None:
+    """Bind these records to the file `db` whatever they were bound to (a replica's records
+    restored beside a new copy of its database: `reason` says so)."""
+    now = Binding.of(db)
+    with immediate_transaction(conn):
+        number, _ = newest_binding(conn)
+        value = {**now.__dict__, "seen": seen, "reason": reason}
+        conn.execute(
+            "INSERT INTO server_info (key, value) VALUES (?, ?)",
+            (f"{_PREFIX}{number + 1}", json.dumps(value, sort_keys=True)),
+        )

@@ -240,6 +240,7 @@ def _restore(
     finally:
         if log is not None:
             log.close()
+    _rebind(records.records, to, run.target.url)
     written = verdict.mismatch is None
     recorded: int | None = None
     if written:
@@ -250,6 +251,17 @@ def _restore(
     config.unlink(missing_ok=True)
     return Restored(to, records.records, run.target.url, txid, verdict, _verify(to), written,
                     log_problem, recorded)  # fmt: skip
+
+
+def _rebind(records: Path, to: Path, url: str) -> None:
+    """The restored records belong to the restored copy now, not to the file replicated."""
+    from sqlgate.service import rebind, utc_timestamp
+
+    conn = apsw.Connection(str(records))
+    try:
+        rebind(conn, to, f"restored from {url}", utc_timestamp(time.time()))
+    finally:
+        conn.close()
 
 
 def _record(records: Path, url: str, verdict: WitnessVerdict) -> tuple[int, str]:
