@@ -25,9 +25,10 @@ def old(tmp_path: Path) -> Legacy:
 
 
 def everything(old: Legacy) -> dict[str, str]:
-    """Every file of the database's folder and of sqlgate's per-user data."""
-    home = record_files(old.path).home.folder
-    return tree_digest(old.path.parent, *([home] if home.exists() else []))
+    """Every file of the database's folder and of its records folder (the per-user data
+    folder is shared with the other tests of the run: only this database's part of it)."""
+    folder = record_files(old.path).folder
+    return tree_digest(old.path.parent, *([folder] if folder.exists() else []))
 
 
 @pytest.mark.parametrize("json_flag", [[], ["--json"]])
