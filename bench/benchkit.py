@@ -244,3 +244,15 @@ def merge_rows(
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     kept += ["", f"{trailer}`{command}` on {stamp} (same machine)."]
     path.write_text("\n".join(kept) + "\n", encoding="utf-8")
+
+
+def leftovers(path: Path) -> list[Path]:
+    """The files a kept --workdir may hold of an earlier run's database at `path`: the
+    file, its records (in its records folder) and the witness, each with -wal and -shm."""
+    from sqlgate.home import record_files
+
+    files = record_files(path)
+    return [
+        *(Path(f"{base}{end}") for base in (path, files.records) for end in ("", "-wal", "-shm")),
+        files.witness,
+    ]

@@ -102,7 +102,10 @@ def _spawn(argv: list[str], stdin: bytes, env: dict[str, str]) -> float:
 
 
 def _stored(db: Path) -> int:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    """The capture's events: in the records file of `db` (sqlgate's tables live there)."""
+    from sqlgate.home import record_files
+
+    conn = apsw.Connection(str(record_files(db).records), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         row = conn.execute("SELECT count(*) FROM memory_events WHERE kind = 'tool'").fetchone()
         return int(row[0]) if row else 0

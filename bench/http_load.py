@@ -123,8 +123,15 @@ def _prepare(db: Path, sessions: int) -> dict[str, str]:
     return add_members(db, names, "write")
 
 
+def _records(db: Path) -> apsw.Connection:
+    """A read-only connection to the records file of `db` (the audit log, the memory)."""
+    from sqlgate.home import record_files
+
+    return apsw.Connection(str(record_files(db).records), flags=apsw.SQLITE_OPEN_READONLY)
+
+
 def _last_audit_id(db: Path) -> int:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = _records(db)
     try:
         return int(conn.execute("SELECT coalesce(max(id), 0) FROM query_log").fetchall()[0][0])
     finally:
@@ -150,16 +157,17 @@ def _checked(db: Path, runs: Sequence[LoadResult], audit_before: int) -> dict[st
         made.update(run.calls)
         appended.update(run.appended)
         inserted.update(run.inserted)
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn, records = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY), _records(db)
     try:
-        events = {str(c): str(s) for c, s in conn.execute(
+        events = {str(c): str(s) for c, s in records.execute(
             "SELECT content, session FROM memory_events")}  # fmt: skip
         markers = {str(m) for (m,) in conn.execute("SELECT marker FROM load")}
-        rows = conn.execute(
+        rows = records.execute(
             "SELECT actor, tool, detail FROM query_log WHERE id > ?", (audit_before,)
         ).fetchall()
     finally:
         conn.close()
+        records.close()
     with Service.open(Settings(db=db), read_only=True) as service:
         chain = service.memory.chain.verify()
     audited: Counter[tuple[str, str]] = Counter((str(a), str(t)) for a, t, _ in rows)

@@ -10,7 +10,7 @@ command, to bench/results-memory.md (or --out). Usage:
 Databases are built fast: a `Service` creates the schema, then events are inserted
 directly on the server connection, one transaction per batch, with hashes computed by
 `sqlgate.memory.chain.event_hash` (the hash contract) and their full-text rows, and a
-witness naming the head is written beside the file. Every built chain is checked with a
+witness naming the head is written in its records folder. Every built chain is checked with a
 full `verify_chain` before anything is measured. Every measured call goes through
 `Service` (so it includes validation and the audit-log row), timed with
 `time.perf_counter`; the table reports medians.
@@ -38,6 +38,8 @@ from pathlib import Path
 import apsw
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from benchkit import leftovers
+
 from sqlgate.config import Settings
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.records import utc_timestamp
@@ -194,8 +196,7 @@ def build(path: Path, count: int, *, verify: bool = True) -> str:
     punctuation is not a token), and the witness names the head. With `verify` (the
     default), a full `verify_chain` must then pass, or the script stops.
     """
-    for leftover in (path, *(path.with_name(path.name + end) for end in
-                     ("-wal", "-shm", ".witness.json"))):  # fmt: skip
+    for leftover in leftovers(path):
         leftover.unlink(missing_ok=True)  # a kept --workdir from an earlier run
     head = GENESIS
     tag_texts: dict[tuple[str, ...], str] = {}

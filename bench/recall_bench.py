@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from benchkit import BENCH, Row, merge_rows, ms, table
+from benchkit import BENCH, Row, leftovers, merge_rows, ms, table
 
 from sqlgate.config import Settings
 from sqlgate.engine.connect import immediate_transaction
@@ -148,8 +148,7 @@ def ask(
     """Per category: the questions' hits and search times, on a fresh (or kept) database."""
     path = folder / f"locomo-{conversation.index}.db"
     if not reuse:
-        for leftover in (path, *(path.with_name(path.name + end) for end in
-                         ("-wal", "-shm", ".witness.json"))):  # fmt: skip
+        for leftover in leftovers(path):
             leftover.unlink(missing_ok=True)
     tallies = {category: Tally() for category in CATEGORIES}
     with Service.open(Settings(db=path), session=f"s-locomo-{conversation.index}") as service:
@@ -259,8 +258,7 @@ def build_scaled(path: Path, convs: Sequence[Conversation], count: int) -> None:
     """A chain of `count` LoCoMo-text events, built as bench/memory_bench.py builds its chains:
     direct inserts on the server connection (hashes by the contract), the full-text index
     rebuilt once, a witness naming the head."""
-    for leftover in (path, *(path.with_name(path.name + end) for end in
-                     ("-wal", "-shm", ".witness.json"))):  # fmt: skip
+    for leftover in leftovers(path):
         leftover.unlink(missing_ok=True)
     head = GENESIS
     session = "s-recall-scale"

@@ -105,6 +105,7 @@ def kill_and_restore(
 ) -> Kill:
     """Serve with --replicate URL, write for `seconds`, kill, restore, compare."""
     folder.mkdir(parents=True)
+    (folder / ".sqlgate").mkdir(mode=0o700)  # a project: the records stay in this folder
     db = folder / "agent.db"
     with (folder / "server-stderr.txt").open("w", encoding="utf-8") as errlog:
         server = _Server(db, url, errlog, env)
@@ -121,7 +122,7 @@ def kill_and_restore(
                 server.call("append_event", content=f"event {len(acks) + 1}")
                 acks.append(time.perf_counter())
             rate = 2 * len(acks) / (time.perf_counter() - began)
-            status = json.loads((folder / "agent.db.replication" / "status.json").read_text())
+            status = json.loads(_status_file(folder).read_text())
             if not server_only:
                 os.kill(int(status["litestream_pid"]), signal.SIGKILL)
             server.process.kill()
@@ -153,6 +154,14 @@ def kill_and_restore(
         len(acks), head, window, rate, bool(report["ok"]), bool(witness["witnessed"]),
         head - int(witness["witnessed_id"]), head <= rows <= head + 1,
     )  # fmt: skip
+
+
+def _status_file(folder: Path) -> Path:
+    """The served database's replication status, in its records folder in the project."""
+    found = sorted((folder / ".sqlgate" / "dbs").glob("*/replication/status.json"))
+    if len(found) != 1:
+        raise RuntimeError(f"expected one replication status under {folder}, found {found}")
+    return found[0]
 
 
 def _wait_gone(pid: int, timeout: float) -> None:

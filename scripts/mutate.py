@@ -140,8 +140,6 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/engine/records/test_members.py",
     ),
     "engine/records/members.py": ("tests/engine/records/test_members.py",),
-    # who may connect after a snapshot restore (issue 30): never rolled back
-    "engine/snapshots/restore_members.py": ("tests/engine/snapshots/test_restore_members.py",),
     "surfaces/mcp/http_identity.py": ("tests/surfaces/mcp/test_http_identity.py",),
     "surfaces/mcp/oauth_claims.py": ("tests/surfaces/mcp/test_oauth.py",),
     # the user's protected and append-only tables (issue 23)

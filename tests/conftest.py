@@ -24,6 +24,11 @@ def pytest_configure(config: pytest.Config) -> None:
     workers of `pytest -n` inherit the TMPDIR set here)."""
     move_temp_root(os.environ)
     tempfile.tempdir = None  # read TMPDIR again
+    # sqlgate's per-user home (records of databases outside any project) in a folder of the
+    # run's own, never the person's: a test's database lives in tmp_path, outside projects
+    if "SQLGATE_TEST_DATA_HOME" not in os.environ:
+        os.environ["SQLGATE_TEST_DATA_HOME"] = tempfile.mkdtemp(prefix="sqlgate-data-")
+    os.environ["XDG_DATA_HOME"] = os.environ["SQLGATE_TEST_DATA_HOME"]
 
 
 class FakeClock:

@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import apsw
 import pytest
 
 from sqlgate.config import Settings
 from sqlgate.service import Service
+from tests.records import connect_both
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench" / "memory_bench.py"
@@ -79,7 +79,7 @@ def test_a_built_chain_is_one_sqlgate_accepts(
         service.append_event("one more, appended by the server: qqxyzzy", "note", ["auth"])
         assert json.loads(service.verify_chain())["events"] == count + 1
         assert "# 1 result" in service.memory_search("qqxyzzy")
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     try:  # the full-text index holds exactly what the server would have indexed
         conn.execute(
             "INSERT INTO memory_events_fts (memory_events_fts, rank) VALUES ('integrity-check', 1)"

@@ -259,9 +259,10 @@ def test_unrelated_env_vars_are_ignored() -> None:
     assert load_settings(env={"SQLGATE_NOT_A_FLAG": "x", "MAX_ROWS": "1"}).max_rows == 1000
 
 
-def test_snapshots_live_beside_the_database() -> None:
+def test_snapshots_live_in_the_records_folder_not_beside_the_database() -> None:
     settings = Settings(db=Path("/data/agent.db"))
-    assert settings.snapshot_dir == Path("/data/agent.db.snapshots")
+    assert settings.snapshot_dir == settings.records.folder / "snapshots"
+    assert settings.snapshot_dir.parent != Path("/data")
 
 
 def test_settings_are_immutable() -> None:

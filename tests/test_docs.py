@@ -87,6 +87,7 @@ DB_RUNS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("members", "revoke"): ("alice",),
     ("members", "rotate"): ("alice",),
     ("members", "set"): ("alice", "--tier", "write"),
+    ("migrate",): (),
     ("replicate",): ("file:///nonexistent-replica",),
     ("snapshots", "restore"): ("20260101T000000000000Z-000000.sqlite",),
     ("stats",): (),
@@ -99,6 +100,8 @@ def _child_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SQLGATE_")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
     env["HOME"] = str(home)
+    # the per-user data folder of this block alone (the test session's is shared by all)
+    env["XDG_DATA_HOME"] = str(home / ".local" / "share")
     return env
 
 
@@ -229,31 +232,34 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     assert ci[-1] == command
 
 
-def test_what_adopting_adds_is_what_a_new_database_holds(tmp_path: Path) -> None:
-    """The manual's `--adopt-db` paragraph (Connect a client, "Where the database lives")
-    counts sqlgate's objects, and its Alembic snippet lists every server table (with
-    Litestream's, present under replication)."""
+def test_the_manual_says_an_app_database_is_left_as_it_is(tmp_path: Path) -> None:
+    """The manual's "Where the database lives" (Connect a client) says an app's database
+    works as it is and `--adopt-db` is no longer needed: a database sqlgate opens gains none
+    of sqlgate's tables (they are in its records file), so the page lists none for Alembic
+    to leave out."""
+    import apsw
+
     from sqlgate.config import Settings
     from sqlgate.engine.database import Database
-    from sqlgate.engine.schema import LITESTREAM_TABLES
 
-    db = Database.open(Settings(db=tmp_path / "agent.db"))
+    path = tmp_path / "app.db"
+    app = apsw.Connection(str(path))
+    app.execute("CREATE TABLE users (id INTEGER PRIMARY KEY)")
+    app.close()
+    Database.open(Settings(db=path)).close()
+    app = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        rows = db.server.execute("SELECT type, name FROM sqlite_schema").fetchall()
+        names = {str(name) for (name,) in app.execute("SELECT name FROM sqlite_schema")}
     finally:
-        db.close()
+        app.close()
+    assert names == {"users"}
     connect = (ROOT / "docs" / "how-to" / "connect.md").read_text(encoding="utf-8")
     section = connect.split("## Where the database lives", 1)[1].split("\n## ", 1)[0]
-    kinds = ("table", "trigger", "index")
-    count = {kind: sum(1 for row in rows if row[0] == kind) for kind in kinds}
     prose = " ".join(section.split())
-    assert f"adds its {count['table']} tables" in prose
-    assert f"with their {count['trigger']} " in prose
-    assert f"{count['index']} indexes" in prose
-    snippet = section.split("SQLGATE_TABLES = set(", 1)[1].split(".split()", 1)[0]
-    listed = set(re.findall(r"\w+", snippet))
-    tables = {str(name) for kind, name in rows if kind == "table"}
-    assert listed == tables | set(LITESTREAM_TABLES)
+    assert "works as it is" in prose
+    assert "`--adopt-db` (`SQLGATE_ADOPT_DB=1`)" in prose
+    assert "no longer needed" in prose
+    assert "SQLGATE_TABLES" not in section
 
 
 def test_the_team_members_page_names_the_tier_of_every_tool() -> None:

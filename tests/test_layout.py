@@ -444,14 +444,12 @@ SERVER_TABLE_ROOMS = {
 }
 # the migrations create every server object: they name them all
 MIGRATIONS_MODULE = "sqlgate.engine.schema"
-# a file restore carries every room's records forward while they share the user's file: these
-# go when issue 33 moves sqlgate's tables into a file of their own
+# a snapshot restore marks the calls it rolled back as undone: this goes when engine.undo
+# offers a function for it
 NOT_YET_IN_THEIR_ROOM = {
-    "sqlgate.engine.snapshots.restore_carry": (
-        "carries memory, claims, server_info and an audit row across a restore"
+    "sqlgate.engine.snapshots.restore_records": (
+        "marks the undo data of the calls a snapshot restore rolled back as undone"
     ),
-    "sqlgate.engine.snapshots.restore_members": "carries members and tokens across a restore",
-    "sqlgate.engine.snapshots.restore_plan": "compares the memory chains, reads server_info",
 }
 SQL_NAMING = re.compile(
     # a keyword of SQL before the name (upper case, as sqlgate writes its SQL; English text

@@ -25,13 +25,14 @@ from sqlgate.errors import (
 )
 from sqlgate.service import Service, new_session_id
 from tests.conftest import FakeClock
+from tests.records import connect_both
 from tests.undo_hint import plain
 
 SESSION = re.compile(r"s-\d{8}T\d{6}Z-[0-9a-f]{6}")
 
 
 def audit_rows(db: Path) -> list[tuple[str, int, str | None]]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return [
             (str(tool), int(ok), session)
@@ -123,9 +124,10 @@ def test_destructive_query_confirm_can_veto(ready: Service) -> None:
 def test_introspection_tools(ready: Service) -> None:
     assert "t,table,0,2" in ready.list_tables().splitlines()
     assert ready.describe_table("t").startswith("# table t\n# columns\n")
-    schema, left_out = ready.get_schema().splitlines()
-    assert schema == "CREATE TABLE t(id INTEGER PRIMARY KEY, body TEXT);"
-    assert left_out.startswith("# left out: the server's 15 tables and views (claims, ")
+    # sqlgate's tables live in the records (issue 33): the user's schema, then what was left out
+    schema = ready.get_schema().splitlines()
+    assert schema[0] == "CREATE TABLE t(id INTEGER PRIMARY KEY, body TEXT);"
+    assert schema[1].startswith("# left out: the server's 15 tables and views (sqlgate.claims,")
     with pytest.raises(NotFound):
         ready.describe_table("missing")
 
@@ -155,7 +157,7 @@ def test_the_injected_wall_clock_stamps_every_row_the_call_writes(
     with Service.open(settings, session="s-test", wall_clock=lambda: at) as service:
         service.write_query("CREATE TABLE t (x)")
         service.append_event("a note", "note", [])
-    conn = apsw.Connection(str(db_path))
+    conn = connect_both(db_path)
     try:
         stamps = {row[0] for row in conn.execute(
             "SELECT ts FROM query_log UNION SELECT ts FROM memory_events")}  # fmt: skip
@@ -276,7 +278,7 @@ def test_a_refused_claim_leaves_no_secret_in_the_audit_log(service: Service, db_
     token = "ghp_" + "a1b2c3d4e5" * 4  # publish-gate: allow
     with pytest.raises(InvalidArgument):
         service.claim_add(token, "fact", "holds a token")
-    with apsw.Connection(str(db_path)) as conn:
+    with connect_both(db_path) as conn:
         (detail,) = conn.execute(
             "SELECT detail FROM query_log WHERE tool = 'claim_add' ORDER BY id DESC LIMIT 1"
         ).fetchone()
@@ -287,7 +289,7 @@ def test_a_refused_claim_leaves_no_secret_in_the_audit_log(service: Service, db_
 def _last_detail(db: Path) -> dict[str, object]:
     import json
 
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         (text,) = conn.execute("SELECT detail FROM query_log ORDER BY id DESC LIMIT 1").fetchone()
     finally:

@@ -24,6 +24,7 @@ from sqlgate.engine.running.textsearch import SearchRequest
 from sqlgate.errors import LimitExceeded, PolicyDenied, SqlgateError
 from sqlgate.memory.witness import Witness, WitnessFile
 from sqlgate.service import Service
+from tests.records import connect_both
 
 HOUR = 3600.0
 Call = Callable[[Service], str]
@@ -32,7 +33,7 @@ Call = Callable[[Service], str]
 @contextmanager
 def write_lock_held(db: Path) -> Iterator[apsw.Connection]:
     """Another connection holds the database's write lock for the block."""
-    other = apsw.Connection(str(db))
+    other = connect_both(db)
     other.execute("BEGIN IMMEDIATE")
     try:
         yield other
@@ -42,7 +43,7 @@ def write_lock_held(db: Path) -> Iterator[apsw.Connection]:
 
 
 def audit_rows(db: Path) -> list[dict[str, Any]]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         names = ("id", "tool", "ok", "error", "detail")
         return [dict(zip(names, row, strict=True)) for row in conn.execute(
@@ -135,7 +136,7 @@ def verify_under_the_lock(
     witness = WitnessFile.beside(db)
     now = witness.read()
     assert now is not None
-    first = apsw.Connection(str(db)).execute("SELECT hash FROM memory_events WHERE id = 1")
+    first = connect_both(db).execute("SELECT hash FROM memory_events WHERE id = 1")
     with write_lock_held(db):
         witness.write(witnessed(now, str(first.fetchall()[0][0])))
         answer: dict[str, Any] = json.loads(service.verify_chain())

@@ -137,7 +137,9 @@ CASES = [
     ("write_query", "DROP TABLE query_log"),
     ("destructive_query", "DROP TABLE query_log"),
     ("write_query", "ALTER TABLE query_log ADD COLUMN c"),
-    ("write_query", "CREATE INDEX ql_tool ON query_log(tool)"),
+    # an index goes in the schema of its table: named plainly it is the user's (main), so the
+    # records' table is reached only as sqlgate.* (issue 33)
+    ("write_query", "CREATE INDEX sqlgate.ql_tool ON query_log(tool)"),
     # from read_query, these once sent the agent to write_query, which refused them too
     ("read_query", "CREATE INDEX ql_tool ON query_log(tool)"),
     ("read_query", "CREATE UNIQUE INDEX IF NOT EXISTS main.ql_id ON main.query_log (id)"),
@@ -147,7 +149,8 @@ CASES = [
     ("read_query", "CREATE TRIGGER tq AFTER INSERT ON query_log BEGIN SELECT 1; END"),
     ("write_query", "CREATE TRIGGER tq BEFORE UPDATE OF tool ON query_log BEGIN SELECT 1; END"),
     ("write_query", "CREATE TABLE query_log(x)"),
-    ("write_query", "CREATE TABLE r(id INTEGER REFERENCES query_log(id))"),
+    # a foreign key resolves in its own file: one to the records is no longer possible
+    ("write_query", "CREATE TABLE sqlgate.r(id INTEGER REFERENCES query_log(id))"),
     (
         "destructive_query",
         "CREATE TRIGGER tr AFTER INSERT ON notes BEGIN DELETE FROM query_log; END",

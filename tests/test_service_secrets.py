@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from sqlgate.engine.running.textsearch import SearchRequest
 from sqlgate.errors import SqlgateError
 from sqlgate.service import Service
+from tests.records import connect_both
 
 TOKEN = "ghp_" + "Q7x" * 12
 AWS = "AKIAIOSFODNN7EXAMPLE"
@@ -25,7 +26,7 @@ Call = Callable[[Service], object]
 
 def stored_text(db: Path) -> str:
     """Every text of every query_log row, joined."""
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         rows = conn.execute("SELECT ts, session, tool, query, error, detail FROM query_log")
         return "\n".join(str(value) for row in rows for value in row if value is not None)

@@ -24,7 +24,7 @@
 | --write-undo-keep     | SQLGATE_WRITE_UNDO_KEEP       | 1000 calls (0: none kept)        |
 | --write-undo-mb       | SQLGATE_WRITE_UNDO_MB         | 64 MiB                           |
 | --replicate           | SQLGATE_REPLICATE             | none (file:///… or s3://…)       |
-| --adopt-db            | SQLGATE_ADOPT_DB              | off (another program's file: no) |
+| --adopt-db            | SQLGATE_ADOPT_DB              | off (no effect: no longer needed)|
 | --project-db          | SQLGATE_PROJECT_DB            | off (PROJECT/.sqlgate/agent.db)  |
 | --hide-column (many)  | SQLGATE_HIDE_COLUMNS          | none (TABLE.COLUMN, comma-sep.)  |
 | --protect-table (many)| SQLGATE_PROTECT_TABLES        | none (TABLE, comma-separated)    |
@@ -52,14 +52,18 @@ keeps its one database wherever the client starts it.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlgate.errors import InvalidArgument
 from sqlgate.home import HOME_DIR, PROJECT_DB_NAME, Home, check_folder, find_root, guarded
+
+if TYPE_CHECKING:
+    from sqlgate.home import RecordFiles
 
 __all__ = [
     "DB_SOURCES",
@@ -167,7 +171,7 @@ class Settings:
     write_undo_keep: int = 1000
     write_undo_mb: int = 64
     replicate: str | None = None  # a replica URL; checked by surfaces/replication/target.py
-    adopt_db: bool = False  # consent to add sqlgate's tables to a file of another program's
+    adopt_db: bool = False  # 0.1.0's consent to share an app's file: accepted, no effect
     project_db: bool = False  # db was chosen per project (--project-db); db holds the path
     db_source: str = "option"  # how db was chosen: one of DB_SOURCES (by hand: named)
     # the user's table rules, names as given (checked by engine.rules.table_rules when opened)
@@ -198,10 +202,17 @@ class Settings:
                 f"write_undo_mb={size!r} is invalid: must be 1 or more (--write-undo-mb)"
             )
 
+    @functools.cached_property
+    def records(self) -> RecordFiles:
+        """sqlgate's files for this database, in its home (`sqlgate.home`): found once."""
+        from sqlgate.home import record_files
+
+        return record_files(self.db)
+
     @property
     def snapshot_dir(self) -> Path:
-        """Where snapshots of this database live: `<db>.snapshots/` beside it."""
-        return self.db.with_name(self.db.name + ".snapshots")
+        """Where snapshots of this database live: `snapshots/` of its records folder."""
+        return self.records.snapshots
 
 
 @dataclass(frozen=True)
@@ -379,15 +390,16 @@ FLAGS: tuple[Flag, ...] = (
     ),
     Flag(
         "replicate",
-        "replicate the database with Litestream to file:///folder or s3://bucket/prefix "
-        "(S3-compatible: ?endpoint=http://host:port); needs sqlgate[replicate]",
+        "replicate the database and sqlgate's records of it with Litestream to file:///folder "
+        "or s3://bucket/prefix (S3-compatible: ?endpoint=http://host:port); Litestream switches "
+        "the database to WAL and adds two tables to it; needs sqlgate[replicate]",
         _replica_url,
         "URL",
     ),
     Flag(
         "adopt_db",
-        "let sqlgate add its tables to a --db that holds another program's tables (and set "
-        "its application_id and user_version, and switch it to WAL)",
+        "no longer needed, accepted for this release with no effect: sqlgate keeps its tables "
+        "in .sqlgate/ and leaves the database as it is",
         _bool,
     ),
     Flag(

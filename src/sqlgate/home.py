@@ -62,6 +62,7 @@ __all__ = [
     "PROJECT_DB_NAME",
     "Home",
     "HomeRefused",
+    "RecordFiles",
     "check_folder",
     "db_key",
     "find_root",
@@ -69,6 +70,9 @@ __all__ = [
     "home_of",
     "make_dir",
     "note_guarded",
+    "record_files",
+    "remember_records",
+    "remembered_records",
     "user_data_folder",
     "user_home",
 ]
@@ -169,12 +173,14 @@ def find_root(start: Path, *, git: bool = True) -> Path | None:
 
 def home_of(db: Path) -> Home:
     """The home that keeps `db`'s records: the per-user home for a file inside the per-user
-    data folder, else the project found from the file's real folder, else the per-user
-    home."""
+    data folder, the `.sqlgate/` folder a file lies in (a project's own database), else the
+    project found from the file's real folder, else the per-user home."""
     real = _real(db)
     data = _real(user_data_folder())
     if real == data or data in real.parents:
         return user_home()
+    if real.parent.name == HOME_DIR:  # a project's own database, PROJECT/.sqlgate/agent.db
+        return Home(real.parent, real.parent.parent)
     root = find_root(real.parent)
     return user_home() if root is None else Home(root / HOME_DIR, root)
 
@@ -323,3 +329,91 @@ def note_guarded(db: Path, home: Home) -> Path:
         Path(temp).unlink(missing_ok=True)
         raise
     return records
+
+
+@dataclass(frozen=True)
+class RecordFiles:
+    """The files sqlgate keeps for one database, in its home's `dbs/<key>/` folder."""
+
+    home: Home
+    folder: Path
+
+    @property
+    def records(self) -> Path:
+        """sqlgate's tables (audit log, undo data, memory, claims, members)."""
+        return self.folder / "records.sqlite"
+
+    @property
+    def queue(self) -> Path:
+        """Audit rows that could not be written at once."""
+        return self.folder / "audit-queue.sqlite"
+
+    @property
+    def witness(self) -> Path:
+        """The memory chain's witness."""
+        return self.folder / "witness.json"
+
+    @property
+    def snapshots(self) -> Path:
+        """Whole-file snapshots of the database."""
+        return self.folder / "snapshots"
+
+    def make(self, db: Path) -> RecordFiles:
+        """Create the folder (and the home, with its `.gitignore`) and note which database
+        it keeps the records of."""
+        note_guarded(db, self.home)
+        return self
+
+
+def record_files(db: Path) -> RecordFiles:
+    """Where sqlgate keeps its files for the database at `db` (not created)."""
+    home = home_of(db)
+    return RecordFiles(home, home.records_dir(db))
+
+
+KNOWN_FILE = "known-records.json"  # in the per-user data folder: which records each file had
+
+
+def _known_path() -> Path:
+    return user_data_folder() / KNOWN_FILE
+
+
+def _known() -> dict[str, dict[str, str]]:
+    import json
+
+    try:
+        data = json.loads(_known_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def remembered_records(db: Path) -> dict[str, str] | None:
+    """Where the records of the file `db` were kept before, and since when
+    (`{"records": FOLDER, "since": TIME}`), as this user's sqlgate remembers it; None when it
+    never kept any (or the note is unreadable)."""
+    entry = _known().get(str(_real(db)))
+    if not isinstance(entry, dict) or not isinstance(entry.get("records"), str):
+        return None
+    return {str(k): str(v) for k, v in entry.items()}
+
+
+def remember_records(db: Path, folder: Path, since: str) -> None:
+    """Note (per user, written whole or not at all) that the file `db` keeps its records in
+    `folder` since `since`: a records folder deleted later is then told apart from a new
+    database (`verify` says the history is gone). Best effort: a note that cannot be
+    written changes nothing else."""
+    import json
+    import tempfile
+
+    known = {path: entry for path, entry in _known().items() if os.path.exists(path)}
+    known[str(_real(db))] = {"records": str(folder), "since": since}
+    target = _known_path()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".known-", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(known, out, sort_keys=True)
+        os.replace(temp, target)
+    except OSError:
+        return

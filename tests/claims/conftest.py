@@ -23,6 +23,7 @@ from sqlgate.claims.store import ClaimStore
 from sqlgate.config import Settings
 from sqlgate.service import Service
 from tests.conftest import FakeClock
+from tests.records import connect_both
 
 START = 1767225600.0  # 2026-01-01T00:00:00Z
 DAY = 86_400.0
@@ -76,7 +77,7 @@ class Snapshot:
 
 
 def _read(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return [tuple(row) for row in conn.execute(sql)]
     finally:

@@ -15,6 +15,7 @@ from sqlgate.claims.store import ClaimStore
 from sqlgate.errors import PolicyDenied
 from sqlgate.service import Service
 from tests.claims.conftest import chain_ok, history, snapshot
+from tests.records import connect_both
 
 RECORD = {"source": "claims-mcp", "path": "/tmp/reçus/claims.db", "claims": 2}
 
@@ -29,7 +30,7 @@ def plan(entity: str, claim: str = "is a customer", **fields: Any) -> ClaimPlan:
 
 
 def read_only(db: Path) -> apsw.Connection:
-    return apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    return connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
 
 
 @pytest.mark.parametrize(
@@ -107,7 +108,7 @@ def test_existing_claims_are_keyed_by_entity_kind_and_claim(
     ids=["no claims table", "claims without confirmations"],
 )
 def test_a_database_without_claims_has_none_here(tmp_path: Path, schema: str) -> None:
-    conn = apsw.Connection(str(tmp_path / "other.db"))
+    conn = connect_both(tmp_path / "other.db")
     try:
         conn.execute(schema)
         assert existing_claims(conn) == {}

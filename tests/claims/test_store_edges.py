@@ -14,6 +14,7 @@ from sqlgate.errors import InvalidArgument, NotFound
 from sqlgate.service import Service
 from tests.claims.conftest import DAY, claim_events, iso
 from tests.conftest import FakeClock
+from tests.records import connect_both
 
 LARGEST = 2**63 - 1
 
@@ -28,7 +29,7 @@ def test_the_largest_sqlite_id_is_a_claim_id_and_one_past_it_is_not_found(
     store: ClaimStore, db_path: Path
 ) -> None:
     store.add("acme", "fact", "a claim")
-    conn = apsw.Connection(str(db_path))
+    conn = connect_both(db_path)
     try:
         conn.execute("UPDATE claims SET id = ? WHERE id = 1", (LARGEST,))
     finally:
@@ -59,7 +60,7 @@ def test_an_entity_may_be_exactly_200_characters(store: ClaimStore) -> None:
 
 def test_claim_events_keep_text_as_written(store: ClaimStore, db_path: Path) -> None:
     store.add("café", "fact", "naïve ☕")
-    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db_path, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         (content,) = conn.execute(
             "SELECT content FROM memory_events WHERE kind = 'claim'"

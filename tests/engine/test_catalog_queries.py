@@ -68,7 +68,8 @@ def problems_in(sql: str) -> list[str]:
         args = _arguments(sql, match.end())
         if len(args) < 2 or not args[-1]:
             found.append(f"{match.group(0)}{', '.join(args)}) has no schema argument")
-    if _TABLE_LIST.search(sql) and not re.search(r"\bschema\s*=", sql, re.IGNORECASE):
+    filtered = re.search(r"\bschema\s*(=|IN\b)", sql, re.IGNORECASE)
+    if _TABLE_LIST.search(sql) and not filtered:
         found.append("pragma_table_list is not filtered on schema")
     for match in _CATALOG.finditer(sql):
         found.append(f"{match.group(1)} is not spelled main.{match.group(1)}")
@@ -117,6 +118,8 @@ def catalog_problems(source: str) -> list[tuple[int, str]]:
     ("sql", "problems"),
     [
         ("SELECT name FROM pragma_table_info(?, 'main')", 0),
+        ("SELECT name FROM pragma_table_list WHERE schema IN ('main', ?)", 0),
+        ("SELECT name FROM pragma_table_list WHERE type = 'table'", 1),
         ("SELECT name FROM pragma_table_info(?)", 1),
         ("SELECT name FROM PRAGMA_TABLE_XINFO(?)", 1),
         ("SELECT name FROM pragma_table_xinfo(m.name, 'main')", 0),

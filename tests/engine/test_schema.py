@@ -18,15 +18,18 @@ from sqlgate.engine.schema import (
     REGISTRY,
     migrate,
     protected_names,
+    text_encoding,
 )
 from sqlgate.errors import StartupError
+from sqlgate.home import record_files
+from tests.records import connect_both, records_path
 
 NEWEST = MIGRATIONS[-1].version
 
 
 @pytest.fixture
 def conn(tmp_path: Path) -> Iterator[apsw.Connection]:
-    connection = apsw.Connection(str(tmp_path / "schema.db"))
+    connection = connect_both(tmp_path / "schema.db")
     yield connection
     connection.close()
 
@@ -219,16 +222,15 @@ def test_migrate_keeps_user_tables_of_an_unmarked_database(conn: apsw.Connection
     assert conn.execute("SELECT x FROM mine").fetchall() == [(42,)]
 
 
-@pytest.mark.parametrize(
-    ("user_version", "application_id"),
-    [
-        pytest.param(7, 0, id="foreign-user-version-no-app-id"),
-        pytest.param(7, 0x47504B47, id="foreign-user-version-and-app-id"),
-        pytest.param(0, 0x47504B47, id="foreign-app-id-only"),
-        pytest.param(NEWEST + 1, APPLICATION_ID, id="newer-sqlgate"),
-    ],
-)
-def test_a_database_sqlgate_does_not_own_is_refused_and_left_untouched(
+FOREIGN_HEADERS = [
+    pytest.param(7, 0, id="foreign-user-version-no-app-id"),
+    pytest.param(7, 0x47504B47, id="foreign-user-version-and-app-id"),
+    pytest.param(0, 0x47504B47, id="foreign-app-id-only"),
+]
+
+
+@pytest.mark.parametrize(("user_version", "application_id"), FOREIGN_HEADERS)
+def test_a_users_database_of_another_application_is_opened_and_left_as_it_is(
     tmp_path: Path, user_version: int, application_id: int
 ) -> None:
     path = tmp_path / "other.db"
@@ -238,11 +240,79 @@ def test_a_database_sqlgate_does_not_own_is_refused_and_left_untouched(
     other.pragma("application_id", application_id)
     other.close()
     before = path.read_bytes()
+    Database.open(Settings(db=path)).close()
+    assert path.read_bytes() == before  # not migrated, not marked: the records hold sqlgate's
+    records = apsw.Connection(str(records_path(path)), flags=apsw.SQLITE_OPEN_READONLY)
+    assert (records.pragma("user_version"), records.pragma("application_id")) == (
+        NEWEST,
+        APPLICATION_ID,
+    )
+    records.close()
+
+
+@pytest.mark.parametrize(
+    ("user_version", "application_id"),
+    [*FOREIGN_HEADERS, pytest.param(NEWEST + 1, APPLICATION_ID, id="newer-sqlgate")],
+)
+def test_a_records_file_sqlgate_does_not_own_is_refused_and_both_files_left_untouched(
+    tmp_path: Path, user_version: int, application_id: int
+) -> None:
+    path = tmp_path / "app.db"
+    user = apsw.Connection(str(path))
+    user.execute("CREATE TABLE mine(x); INSERT INTO mine VALUES (1)")
+    user.close()
+    records = record_files(path).make(path).records
+    other = apsw.Connection(str(records))
+    other.execute("CREATE TABLE theirs(x); INSERT INTO theirs VALUES (1)")
+    other.pragma("user_version", user_version)
+    other.pragma("application_id", application_id)
+    other.close()
+    before = (path.read_bytes(), records.read_bytes())
     with pytest.raises(StartupError) as caught:
         Database.open(Settings(db=path))
     assert "\n" not in str(caught.value)
-    assert path.read_bytes() == before
+    assert str(records) in str(caught.value)
+    assert (path.read_bytes(), records.read_bytes()) == before
     assert not Path(f"{path}-wal").exists()
+    assert not Path(f"{records}-wal").exists()
+
+
+def _file_in(tmp_path: Path, encoding: str | None) -> Path:
+    path = tmp_path / "enc.db"
+    if encoding == "":
+        path.write_bytes(b"")
+    elif encoding is not None:
+        conn = apsw.Connection(str(path))
+        conn.pragma("encoding", encoding)
+        conn.execute("CREATE TABLE t(x)")
+        conn.close()
+    return path
+
+
+@pytest.mark.parametrize(
+    ("encoding", "expected"),
+    [
+        pytest.param("UTF-8", "UTF-8", id="utf8"),
+        pytest.param("UTF-16le", "UTF-16le", id="utf16le"),
+        pytest.param("UTF-16be", "UTF-16be", id="utf16be"),
+        pytest.param("", "UTF-8", id="empty-file"),
+        pytest.param(None, "UTF-8", id="no-file"),
+    ],
+)
+def test_new_records_take_the_text_encoding_of_the_users_file(
+    tmp_path: Path, encoding: str | None, expected: str
+) -> None:
+    user = _file_in(tmp_path, encoding)
+    assert text_encoding(user) == expected
+    records = apsw.Connection(str(tmp_path / "records.sqlite"))
+    migrate(records, text_encoding(user))
+    assert records.pragma("encoding") == expected
+    if encoding:  # the user's file attaches its records (SQLite wants one encoding)
+        conn = apsw.Connection(str(user))
+        conn.execute("ATTACH ? AS sqlgate", (str(tmp_path / "records.sqlite"),))
+        assert conn.execute("SELECT count(*) FROM sqlgate.query_log").fetchone() == (0,)
+        conn.close()
+    records.close()
 
 
 def test_migrate_refuses_a_foreign_database_on_its_own(conn: apsw.Connection) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from sqlgate.engine import server_columns
 from sqlgate.engine.schema import FTS5_SHADOW_SUFFIXES, LITESTREAM_TABLES, REGISTRY, migrate
+from tests.records import connect_both
 
 
 def headings() -> dict[str, Mapping[str, frozenset[str]]]:
@@ -22,7 +23,7 @@ def headings() -> dict[str, Mapping[str, frozenset[str]]]:
 
 @pytest.fixture(scope="module")
 def conn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[apsw.Connection]:
-    connection = apsw.Connection(str(tmp_path_factory.mktemp("columns") / "server.db"))
+    connection = connect_both(tmp_path_factory.mktemp("columns") / "server.db")
     migrate(connection)
     connection.execute(  # Litestream's own tables, as Litestream makes them
         "CREATE TABLE _litestream_seq (id INTEGER PRIMARY KEY, seq INTEGER);"

@@ -23,6 +23,7 @@ from sqlgate.memory.chain import GENESIS, event_hash
 from sqlgate.memory.witness import Witness, WitnessFile
 from sqlgate.service import Service
 from tests.conftest import FakeClock
+from tests.records import connect_both
 
 START = 1767225600.0  # 2026-01-01T00:00:00Z
 APPEND_ONLY_TRIGGERS = (
@@ -81,7 +82,7 @@ def verify(service: Service) -> dict[str, Any]:
 @contextmanager
 def tampered(db: Path) -> Iterator[apsw.Connection]:
     """A plain connection with the append-only triggers gone, changes committed on exit."""
-    conn = apsw.Connection(str(db))
+    conn = connect_both(db)
     try:
         with conn:
             for trigger in APPEND_ONLY_TRIGGERS:
@@ -92,7 +93,7 @@ def tampered(db: Path) -> Iterator[apsw.Connection]:
 
 
 def rows(db: Path) -> list[Row]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         found = conn.execute(f"SELECT {', '.join(COLUMNS)} FROM memory_events ORDER BY id")
         return [dict(zip(COLUMNS, row, strict=True)) for row in found]
@@ -101,7 +102,7 @@ def rows(db: Path) -> list[Row]:
 
 
 def count_rows(db: Path, table: str) -> int:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         (count,) = conn.execute(f"SELECT count(*) FROM {table}").fetchone() or (0,)
         return int(count)

@@ -10,6 +10,7 @@ import pytest
 
 from sqlgate.errors import InvalidArgument, LimitExceeded
 from tests.memory.conftest import OpenMemory
+from tests.records import records_path
 
 
 def test_resume_context_keeps_the_newest_events_that_fit_the_byte_cap(
@@ -57,7 +58,7 @@ def test_a_writer_holding_the_lock_past_the_busy_timeout_gives_a_clear_retry_err
     open_memory: OpenMemory,
 ) -> None:
     service = open_memory(busy_timeout=0.05)
-    holder = apsw.Connection(str(service.db.path))
+    holder = apsw.Connection(str(records_path(service.db.path)))  # the memory's file
     holder.execute("BEGIN IMMEDIATE")
     try:
         with pytest.raises(LimitExceeded, match="busy"):

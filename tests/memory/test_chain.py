@@ -32,6 +32,7 @@ from tests.memory.conftest import (
     verify,
     witness_of,
 )
+from tests.records import connect_both
 
 VECTOR = (1, "2026-01-01T00:00:00.000Z", "s-0001", "note", "héllo, chain", ["alpha", "beta"])
 VECTOR_HASH = "6fc0a3258c47bbd21190c9f9f16f7eeea6e0bc04bc373adfd906ca13dda4a771"
@@ -443,7 +444,7 @@ class _FailingCommit:
 
 def _nothing_written(db: Path, events: int, witness: bytes | None) -> None:
     assert count_rows(db, "memory_events") == events
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         found = conn.execute(
             "SELECT count(*) FROM memory_events_fts WHERE memory_events_fts MATCH 'zebra'"

@@ -13,13 +13,19 @@ from sqlgate.memory.chain import GENESIS
 from sqlgate.memory.chain_copy import chain_hash_at, holds_chain, stored_head, stored_links
 from sqlgate.service import Service
 from tests.memory.conftest import append_many, rows, tampered
+from tests.records import connect_both, records_path
+
+
+def records_copy(db: Path) -> apsw.Connection:
+    """The chain's file: the records of `db`, on a read-only connection of its own."""
+    return apsw.Connection(str(records_path(db)), flags=apsw.SQLITE_OPEN_READONLY)
 
 
 @pytest.fixture
 def copy(memory: Service, db_path: Path) -> Iterator[apsw.Connection]:
     """A chain of five events, read by a connection of its own."""
     append_many(memory, 5)
-    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = records_copy(db_path)
     yield conn
     conn.close()
 
@@ -40,7 +46,7 @@ def test_the_stored_head(copy: apsw.Connection, db_path: Path) -> None:
 
 
 def test_an_empty_chain_has_the_genesis_head(memory: Service, db_path: Path) -> None:
-    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = records_copy(db_path)
     try:
         assert stored_head(conn) == (0, GENESIS)
         assert stored_links(conn, 1, 10, 10) == []
@@ -64,7 +70,7 @@ def test_stored_links_show_a_gap_as_it_is(memory: Service, db_path: Path) -> Non
     append_many(memory, 4)
     with tampered(db_path) as conn:
         conn.execute("DELETE FROM memory_events WHERE id = 2")
-    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = records_copy(db_path)
     try:
         assert [link[0] for link in stored_links(conn, 1, 4, 10)] == [1, 3, 4]
     finally:
@@ -83,7 +89,7 @@ def test_stored_links_show_a_gap_as_it_is(memory: Service, db_path: Path) -> Non
 def test_a_file_holds_a_chain_when_it_has_the_events_table(
     tmp_path: Path, schema: str, holds: bool
 ) -> None:
-    conn = apsw.Connection(str(tmp_path / "copy.db"))
+    conn = connect_both(tmp_path / "copy.db")
     try:
         conn.execute(schema)
         assert holds_chain(conn) is holds

@@ -8,7 +8,6 @@ import hashlib
 import json
 from pathlib import Path
 
-import apsw
 import pytest
 
 from sqlgate.memory.chain import GENESIS, EventChain, canonical, event_hash
@@ -16,6 +15,7 @@ from sqlgate.memory.contract import ChainStatus, head_of, stored_tags
 from sqlgate.memory.witness import Witness
 from sqlgate.service import Service
 from tests.memory.conftest import rehash_from, rows, tampered, witness_of
+from tests.records import connect_both
 
 
 class Boom(Exception):
@@ -125,7 +125,7 @@ def test_stored_tags_reads_only_json_arrays_of_strings(raw: object, tags: list[s
 
 
 def test_head_of_an_empty_chain_is_genesis(memory: Service, db_path: Path) -> None:
-    conn = apsw.Connection(str(db_path))
+    conn = connect_both(db_path)
     try:
         assert head_of(conn) == (0, GENESIS)
         memory.append_event("one")

@@ -19,11 +19,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqlgate.config import Settings
+from sqlgate.engine.records import rebind
+from sqlgate.home import record_files
 from sqlgate.memory.chain import GENESIS, canonical, event_hash
 from sqlgate.service import Service
 from tests.conftest import FakeClock
@@ -77,7 +80,12 @@ def run_snippet(title: str, *args: Path) -> subprocess.CompletedProcess[str]:
 
 
 def witness_of(db: Path) -> Path:
-    return db.with_name(db.name + ".witness.json")
+    return record_files(db).witness
+
+
+def records_of(db: Path) -> Path:
+    """The records file the snippets read: the chain is there, not in the database."""
+    return record_files(db).records
 
 
 def build_memory(db: Path, events: Sequence[Event] = EVENTS) -> dict[str, Any]:
@@ -111,21 +119,31 @@ def server_verdict(db: Path) -> dict[str, Any]:
 
 
 def copy_memory(source: Path, target: Path) -> Path:
-    """A consistent copy of the database (WAL included) and its witness."""
-    with (
-        sqlite3.connect(source.resolve().as_uri() + "?mode=ro", uri=True) as src,
-        sqlite3.connect(target) as dst,
-    ):
-        src.backup(dst)
-    src.close()
-    dst.close()
+    """A consistent copy of the database and of its records (WAL included) and witness, the
+    copy's records in the copy's own records folder."""
+    for origin, copy in ((source, target), (records_of(source), records_of(target))):
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        with (
+            sqlite3.connect(origin.resolve().as_uri() + "?mode=ro", uri=True) as src,
+            sqlite3.connect(copy) as dst,
+        ):
+            src.backup(dst)
+        src.close()
+        dst.close()
     witness_of(target).write_bytes(witness_of(source).read_bytes())
+    # the copied records are bound to the source file: bind them to the copy, as a restore
+    # does (engine.records.binding refuses records of another file)
+    records = apsw.Connection(str(records_of(target)))
+    try:
+        rebind(records, target, "copied by the test", "2026-12-07T00:00:00.000Z")
+    finally:
+        records.close()
     return target
 
 
 def tamper(db: Path, sql: str, params: Sequence[Any] = ()) -> None:
-    """Change the file as someone with write access could: drop the guards, then write."""
-    conn = sqlite3.connect(db)
+    """Change the records as someone with write access could: drop the guards, then write."""
+    conn = sqlite3.connect(records_of(db))
     try:
         conn.execute("DROP TRIGGER IF EXISTS memory_events_no_update")
         conn.execute("DROP TRIGGER IF EXISTS memory_events_no_delete")
@@ -137,7 +155,7 @@ def tamper(db: Path, sql: str, params: Sequence[Any] = ()) -> None:
 
 def rewrite_and_rehash(db: Path, event_id: int, content: str) -> None:
     """Rewrite one event and recompute every hash from it on: a chain that is whole again."""
-    conn = sqlite3.connect(db)
+    conn = sqlite3.connect(records_of(db))
     try:
         conn.execute("DROP TRIGGER IF EXISTS memory_events_no_update")
         (prev,) = conn.execute(
@@ -188,7 +206,7 @@ def test_chain_snippet_reports_ok_and_the_servers_head_on_a_service_database(
 ) -> None:
     db = tmp_path / "memory.db"
     status = build_memory(db)
-    result = run_snippet("verify-chain", db)
+    result = run_snippet("verify-chain", records_of(db))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"OK: {len(EVENTS)} events, head {status['head_hash']}"
 
@@ -196,7 +214,7 @@ def test_chain_snippet_reports_ok_and_the_servers_head_on_a_service_database(
 def test_chain_snippet_reports_ok_on_an_empty_memory(tmp_path: Path) -> None:
     db = tmp_path / "memory.db"
     build_memory(db, events=[])
-    result = run_snippet("verify-chain", db)
+    result = run_snippet("verify-chain", records_of(db))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"OK: 0 events, head {GENESIS}"
 
@@ -229,20 +247,22 @@ def test_chain_snippet_reports_the_first_broken_event_like_verify_chain(
     tampered = copy_memory(original, tmp_path / "tampered.db")
     tamper(tampered, sql, params)
 
-    result = run_snippet("verify-chain", tampered)
+    result = run_snippet("verify-chain", records_of(tampered))
 
     assert result.returncode == 1
     assert result.stderr.strip() == f"BROKEN at event {broken_id}"
     verdict = server_verdict(tampered)
     assert (verdict["ok"], verdict["first_broken_id"]) == (False, broken_id)
-    assert run_snippet("verify-chain", original).returncode == 0  # the copy was tampered only
+    assert (
+        run_snippet("verify-chain", records_of(original)).returncode == 0
+    )  # the copy was tampered only
 
 
 # -- the witness ----------------------------------------------------------------------------
 def test_witness_snippet_accepts_an_untouched_database(tmp_path: Path) -> None:
     db = tmp_path / "memory.db"
     status = build_memory(db)
-    result = run_snippet("verify-witness", db)
+    result = run_snippet("verify-witness", records_of(db))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == (
         f"witness OK: event {status['head_id']} has hash {status['head_hash']}"
@@ -268,8 +288,8 @@ def test_rewrite_with_rehash_passes_the_chain_snippet_but_not_the_witness(
     db = build_memory_copy(tmp_path)
     rewrite_and_rehash(db, 2, "history, rewritten")
 
-    assert run_snippet("verify-chain", db).returncode == 0  # a whole, different chain
-    result = run_snippet("verify-witness", db)
+    assert run_snippet("verify-chain", records_of(db)).returncode == 0  # a whole, different chain
+    result = run_snippet("verify-witness", records_of(db))
     assert result.returncode == 1
     assert result.stderr.strip() == f"WITNESS MISMATCH at event {len(EVENTS)}"
     verdict = server_verdict(db)
@@ -283,10 +303,10 @@ def test_removing_the_last_event_passes_the_chain_snippet_but_not_the_witness(
     db = build_memory_copy(tmp_path)
     tamper(db, "DELETE FROM memory_events WHERE id = ?", (len(EVENTS),))
 
-    chain = run_snippet("verify-chain", db)
+    chain = run_snippet("verify-chain", records_of(db))
     assert chain.returncode == 0
     assert chain.stdout.startswith(f"OK: {len(EVENTS) - 1} events")
-    result = run_snippet("verify-witness", db)
+    result = run_snippet("verify-witness", records_of(db))
     assert result.returncode == 1
     assert result.stderr.strip() == f"WITNESS MISMATCH at event {len(EVENTS)}"
     assert server_verdict(db)["first_broken_id"] == len(EVENTS)
@@ -297,7 +317,7 @@ def test_a_kept_copy_of_the_witness_catches_a_rewrite_of_both_files(tmp_path: Pa
     kept = tmp_path / "kept-witness.json"
     kept.write_bytes(witness_of(db).read_bytes())
     rewrite_and_rehash(db, 1, "history, rewritten")
-    with sqlite3.connect(db) as conn:  # the forger rewrites the witness beside the db too
+    with sqlite3.connect(records_of(db)) as conn:  # the forger rewrites the witness too
         head_id, head_hash = conn.execute(
             "SELECT id, hash FROM memory_events ORDER BY id DESC LIMIT 1"
         ).fetchone()
@@ -305,8 +325,8 @@ def test_a_kept_copy_of_the_witness_catches_a_rewrite_of_both_files(tmp_path: Pa
     forged = {"format": 1, "head_id": head_id, "head_hash": head_hash}
     witness_of(db).write_text(json.dumps(forged), encoding="utf-8")
 
-    assert run_snippet("verify-witness", db).returncode == 0  # both files agree: forged
-    result = run_snippet("verify-witness", db, kept)
+    assert run_snippet("verify-witness", records_of(db)).returncode == 0  # both files agree: forged
+    result = run_snippet("verify-witness", records_of(db), kept)
     assert result.returncode == 1
     assert result.stderr.strip() == f"WITNESS MISMATCH at event {len(EVENTS)}"
 
@@ -329,6 +349,6 @@ def test_any_chain_the_server_writes_passes_the_chain_snippet(events: list[Event
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "memory.db"
         status = build_memory(db, events)
-        result = run_snippet("verify-chain", db)
+        result = run_snippet("verify-chain", records_of(db))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"OK: {status['events']} events, head {status['head_hash']}"

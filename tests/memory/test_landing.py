@@ -25,6 +25,7 @@ from sqlgate.memory.landing import (
 )
 from sqlgate.service import Service
 from tests.memory.conftest import OpenMemory, rows, verify, witness_of
+from tests.records import connect_both
 
 SOURCE = "mycorrhiza"
 
@@ -53,7 +54,7 @@ def accept(records: list[dict[str, Any]]) -> None:
 
 
 def checkpoints(db: Path) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         found = conn.execute(
             "SELECT ts, session, summary, last_event_id, head_hash FROM memory_checkpoints "
@@ -186,7 +187,7 @@ def test_prior_imports_are_this_sources_records_oldest_first(
     land_chain(chain, "claims-mcp", [], lambda *_: {"source": "claims-mcp"}, accept)
     land_chain(chain, SOURCE, [], provenance, accept)
     memory.close()
-    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db_path, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         assert prior_imports(conn, SOURCE) == [provenance(1, 0, 1), provenance(0, 0, None)]
         assert prior_imports(conn, "claims-mcp") == [{"source": "claims-mcp"}]
@@ -201,7 +202,7 @@ def test_prior_imports_are_this_sources_records_oldest_first(
     ids=["no memory", "memory without sessions"],
 )
 def test_a_database_without_memory_has_no_prior_imports(tmp_path: Path, schema: str) -> None:
-    conn = apsw.Connection(str(tmp_path / "other.db"))
+    conn = connect_both(tmp_path / "other.db")
     try:
         conn.execute(schema)
         assert prior_imports(conn, SOURCE) == []

@@ -17,12 +17,14 @@ from hypothesis import strategies as st
 from sqlgate.config import Settings
 from sqlgate.engine.snapshots.files import restore_snapshot
 from sqlgate.errors import InvalidArgument
+from sqlgate.home import record_files
 from sqlgate.memory.restore_record import ChainRestoreRecorder
 from sqlgate.service import Service
+from tests.records import connect_both
 
 
 def table(db: Path, name: str) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return [tuple(row) for row in conn.execute(f"SELECT * FROM {name} ORDER BY id")]
     finally:
@@ -30,7 +32,7 @@ def table(db: Path, name: str) -> list[tuple[Any, ...]]:
 
 
 def notes(db: Path) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return [tuple(row) for row in conn.execute("SELECT rowid, * FROM notes ORDER BY rowid")]
     finally:
@@ -60,7 +62,11 @@ def test_the_restore_is_an_event_the_chain_verifies_and_verify_names_it(
     (recorded,) = after[len(events) :]
     assert recorded[3] == "restore"
     assert f"rolled back to snapshot {snapshot.name}" in recorded[4]
-    assert "2 memory events" in recorded[4]
+    assert "; 0 calls made after the snapshot marked undone;" in recorded[4]
+    assert (
+        "sqlgate's records (memory, claims, audit log, members) are not rolled back"
+        in (recorded[4])
+    )
     answer = json.loads(make_service().verify_chain())
     assert answer["ok"] is True
     assert answer["events"] == event_id
@@ -69,18 +75,23 @@ def test_the_restore_is_an_event_the_chain_verifies_and_verify_names_it(
     assert answer["restores"]["latest"]["summary"].startswith("rolled back to snapshot")
 
 
-def test_the_restore_event_counts_one_record_in_the_singular(
-    make_service: Callable[..., Service], db_path: Path
+@pytest.mark.parametrize(("writes", "said"), [(1, "1 call"), (2, "2 calls")])
+def test_the_restore_event_counts_the_calls_it_marked_undone(
+    make_service: Callable[..., Service], db_path: Path, writes: int, said: str
 ) -> None:
     service = make_service()
+    service.write_query("CREATE TABLE notes (body TEXT)")
     snapshot = service.sql.snapshot()
-    service.append_event("only one after the snapshot")
+    for n in range(writes):
+        service.write_query("INSERT INTO notes VALUES (?)", [f"after {n}"])
+    service.append_event("an event after the snapshot stays")
     service.close()
     event_id = restore(db_path, snapshot.name)
     (recorded,) = [row for row in table(db_path, "memory_events") if row[0] == event_id]
-    carried = "carried forward, nothing lost: 1 memory event, 0 checkpoints, 0 claim changes, "
-    assert carried in recorded[4]
-    assert "0 calls marked undone" in recorded[4]
+    assert f"; {said} made after the snapshot marked undone;" in recorded[4]
+    assert any(
+        row[4] == "an event after the snapshot stays" for row in table(db_path, "memory_events")
+    )
 
 
 def test_a_chain_without_restores_says_nothing_of_them(service: Service) -> None:
@@ -103,7 +114,7 @@ def test_the_witness_is_moved_on_to_the_restore_event(
     service.verify_chain()  # the witness records a verified position
     service.close()
     event_id = restore(db_path, snapshot.name)
-    witness = json.loads(Path(f"{db_path}.witness.json").read_text())
+    witness = json.loads(record_files(db_path).witness.read_text())
     assert witness["head_id"] == event_id
     assert witness["verified_id"] == event_id - 1  # kept: nothing before it was rewritten
 

@@ -22,6 +22,7 @@ from sqlgate.memory.search import fts_query, preview
 from sqlgate.service import Service
 from tests.conftest import FakeClock
 from tests.memory.conftest import OpenMemory, tampered
+from tests.records import connect_both
 
 DAY = 86400.0
 LONG = "long " + "word " * 60 + "tail"
@@ -403,7 +404,7 @@ def test_details_give_full_content_and_metadata_in_the_asked_order(
     assert two.startswith(
         "event 2 · 2026-01-01T00:00:03.000Z · bug · session s-one · tags: db migration\n# hash "
     )
-    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db_path, flags=apsw.SQLITE_OPEN_READONLY)
     (digest, prev) = conn.execute(
         "SELECT hash, prev_hash FROM memory_events WHERE id = 2"
     ).fetchone()

@@ -15,10 +15,11 @@ from sqlgate.errors import InvalidArgument, SqlgateError
 from sqlgate.memory.store import redactor_for
 from sqlgate.service import Service
 from tests.memory.conftest import OpenMemory, append_many
+from tests.records import connect_both
 
 
 def audit_rows(db: Path) -> list[dict[str, Any]]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         found = conn.execute("SELECT tool, ok, rows, error, detail, session FROM query_log")
         return [
@@ -93,7 +94,7 @@ def test_the_audit_trail_never_holds_the_secret(memory: Service, db_path: Path) 
     assert append["detail"] == {"kind": "note", "event": 1, "redacted": {"secret": 1}}
     assert checkpoint["detail"] == {"checkpoint": 1}
     assert search["detail"] == {"query": "password=[REDACTED:secret] [REDACTED:aws-key]"}
-    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db_path, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         for table in ("query_log", "memory_events", "memory_checkpoints"):
             dump = json.dumps(conn.execute(f"SELECT * FROM {table}").fetchall())

@@ -25,6 +25,7 @@ from sqlgate.memory.chain import GENESIS, ChainStatus, event_hash
 from sqlgate.memory.witness import Witness, WitnessFile
 from sqlgate.service import Service
 from tests.memory.conftest import APPEND_ONLY_TRIGGERS
+from tests.records import connect_both
 
 # characters where JSON encoders disagree, if they ever do
 ADVERSARIAL = list("\"\\\x00\x01\x08\x0c\x1f\x7f\u2028\u2029\n\r\t/'é😀\U0010ffff\ufeff[,]")
@@ -81,7 +82,7 @@ def reference_walk(path: Path) -> tuple[int, str] | None:
     Text is read as bytes and decoded here: a field that is not UTF-8 (or a tags text that
     is not a JSON list of strings, or a field of another type) is changed content.
     """
-    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(path, flags=apsw.SQLITE_OPEN_READONLY)
     columns = ", ".join(
         f"typeof({c}) = 'text', CASE typeof({c}) WHEN 'text' THEN CAST({c} AS BLOB) ELSE {c} END"
         for c in ("ts", "session", "kind", "content", "tags", "prev_hash", "hash")
@@ -278,7 +279,7 @@ def test_tampering_is_reported_at_the_same_first_event_by_fast_exact_and_referen
 ) -> None:
     with chain_of(chain) as (service, path):
         changes = data.draw(tamperings(len(chain)))
-        conn = apsw.Connection(str(path))
+        conn = connect_both(path)
         try:
             with conn:
                 for trigger in APPEND_ONLY_TRIGGERS:
@@ -310,7 +311,7 @@ def test_a_field_no_json_or_utf8_can_hold_is_changed_content(column: str, sql_va
         service,
         path,
     ):
-        conn = apsw.Connection(str(path))
+        conn = connect_both(path)
         try:
             with conn:
                 conn.execute("DROP TRIGGER memory_events_no_update")
@@ -324,7 +325,7 @@ def test_a_field_no_json_or_utf8_can_hold_is_changed_content(column: str, sql_va
 
 def test_a_utf16_database_is_verified_on_the_exact_path(tmp_path: Path) -> None:
     path = tmp_path / "utf16.db"
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     conn.execute("PRAGMA encoding = 'UTF-16le'")
     conn.execute("CREATE TABLE seed (x)")
     conn.close()
@@ -355,7 +356,7 @@ def test_a_chain_forged_over_sqlites_own_rendering_is_still_broken(
         service,
         path,
     ):
-        conn = apsw.Connection(str(path))
+        conn = connect_both(path)
         try:
             with conn:
                 for trigger in APPEND_ONLY_TRIGGERS:

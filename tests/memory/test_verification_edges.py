@@ -20,6 +20,7 @@ from sqlgate.memory.chain import GENESIS, event_hash
 from sqlgate.memory.witness import Witness
 from sqlgate.service import Service
 from tests.memory.conftest import append_many, rows, tampered, witness_of
+from tests.records import connect_both
 
 TS = "2026-01-01T00:00:00.000Z"
 
@@ -31,7 +32,7 @@ class Boom(Exception):
 def forge(db: Path, events: list[tuple[bytes, str]], encoding: str = "utf-8") -> None:
     """Append events written outside the server: (content bytes, tags text), each hashed
     over SQLite's own rendering in `encoding`, linked, and the witness moved to the head."""
-    conn = apsw.Connection(str(db))
+    conn = connect_both(db)
     try:
         head_id, prev = 0, GENESIS
         row = conn.execute("SELECT id, hash FROM memory_events ORDER BY id DESC LIMIT 1").fetchone()
@@ -120,7 +121,7 @@ def test_a_relinked_event_with_its_hash_recomputed_is_a_broken_link(
 
 def test_a_utf16_chain_hashed_over_its_utf16_bytes_is_broken(tmp_path: Path) -> None:
     db = tmp_path / "utf16.db"
-    conn = apsw.Connection(str(db))
+    conn = connect_both(db)
     conn.execute("PRAGMA encoding = 'UTF-16le'")
     conn.execute("CREATE TABLE warmup (x)")
     conn.close()
@@ -283,7 +284,7 @@ def test_a_read_only_database_is_judged_without_the_write_lock(
 
 @contextmanager
 def lock_held(db: Path) -> Iterator[apsw.Connection]:
-    other = apsw.Connection(str(db))
+    other = connect_both(db)
     other.execute("BEGIN IMMEDIATE")
     try:
         yield other
@@ -330,7 +331,7 @@ def test_without_the_lock_a_broken_event_committed_during_the_walk_is_caught(
                 "hash) SELECT 3, ts, session, kind, 'late', tags, hash, hash "
                 "FROM memory_events WHERE id = 2"
             )
-        other = apsw.Connection(str(db_path))
+        other = connect_both(db_path)
         other.execute("BEGIN IMMEDIATE")
         held.append(other)
 

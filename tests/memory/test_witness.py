@@ -1,4 +1,5 @@
-"""The witness file: kept beside the db, replaced atomically, and what happens when it is lost."""
+"""The witness file: kept in the db's records folder, replaced atomically, and what happens
+when it is lost."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 from sqlgate.errors import SqlgateError
+from sqlgate.home import record_files
 from sqlgate.memory.witness import Witness, WitnessFile
 from sqlgate.service import Service
 from tests.memory.conftest import append_many, rehash_from, rows, tampered, verify, witness_of
@@ -16,8 +18,9 @@ from tests.memory.conftest import append_many, rehash_from, rows, tampered, veri
 H1, H2 = "a" * 64, "b" * 64
 
 
-def test_the_witness_lives_beside_the_database(db_path: Path) -> None:
-    assert WitnessFile.beside(db_path).path == db_path.with_name("agent.db.witness.json")
+def test_the_witness_lives_in_the_records_folder_not_beside_the_database(db_path: Path) -> None:
+    assert WitnessFile.beside(db_path).path == record_files(db_path).folder / "witness.json"
+    assert not db_path.with_name("agent.db.witness.json").exists()
 
 
 def test_every_append_moves_the_witnessed_head(memory: Service, db_path: Path) -> None:
@@ -27,7 +30,7 @@ def test_every_append_moves_the_witnessed_head(memory: Service, db_path: Path) -
         witness = witness_of(db_path).read()
         assert witness is not None
         assert (witness.head_id, witness.head_hash) == (expected_id, answer["hash"])
-    assert [p.name for p in db_path.parent.iterdir() if p.suffix == ".tmp"] == []
+    assert [p.name for p in record_files(db_path).folder.iterdir() if p.suffix == ".tmp"] == []
 
 
 def test_verification_records_the_verified_position(memory: Service, db_path: Path) -> None:

@@ -11,26 +11,30 @@ from scripts.screenshots import seed_screenshots
 from scripts.ui_demo_seed import SESSIONS, TEAM, TEAM_SERVER
 from scripts.ui_seed import seed
 
+from tests.records import connect_both
+
 HOSTILE = ("<script", "alert(", "onerror", "onload", "javascript:", "\u202e", "\x1b")
 NOW = 1796126400.0  # 2026-12-01T12:00:00Z
 
 
 def hostile_text(db: Path) -> list[tuple[str, str]]:
     """(table, text) of every stored text, name or SQL in the file holding a hostile string."""
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         found = []
-        tables = [
-            str(n) for (n,) in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")
-        ]
-        for (sql,) in conn.execute(
-            "SELECT group_concat(name || ' ' || coalesce(sql, '')) FROM sqlite_schema"
-        ):
-            found += [("sqlite_schema", str(sql))]
-        for table in tables:
-            quoted = '"' + table.replace('"', '""') + '"'
-            for row in conn.execute(f"SELECT * FROM {quoted}"):
-                found += [(table, cell) for cell in row if isinstance(cell, str)]
+        schemas = [str(name) for (_, name, _) in conn.execute("PRAGMA database_list")]
+        for schema in schemas:  # the user's file and its records (attached as sqlgate)
+            tables = [str(n) for (n,) in conn.execute(
+                f"SELECT name FROM {schema}.sqlite_schema WHERE type = 'table'"
+            )]  # fmt: skip
+            for (sql,) in conn.execute(
+                f"SELECT group_concat(name || ' ' || coalesce(sql, '')) FROM {schema}.sqlite_schema"
+            ):
+                found += [("sqlite_schema", str(sql))]
+            for table in tables:
+                quoted = '"' + table.replace('"', '""') + '"'
+                for row in conn.execute(f"SELECT * FROM {schema}.{quoted}"):
+                    found += [(table, cell) for cell in row if isinstance(cell, str)]
     finally:
         conn.close()
     return [(table, text) for table, text in found if any(h in text for h in HOSTILE)]
@@ -51,7 +55,7 @@ def test_the_browser_tests_database_still_holds_them(tmp_path: Path) -> None:
 def test_the_screenshot_database_tells_a_project_story(tmp_path: Path) -> None:
     db = tmp_path / "agent.db"
     seed_screenshots(db, now=NOW, history_rows=0)
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         sessions = {
             str(s)

@@ -19,15 +19,21 @@ from sqlgate.engine.running.textsearch import SearchRequest
 from sqlgate.errors import SqlgateError
 from sqlgate.service import Service
 from tests.security.conftest import World
-from tests.security.fingerprint import appended_log_rows, assert_unchanged
+from tests.security.fingerprint import (
+    appended_log_rows,
+    assert_records_unchanged,
+    assert_unchanged,
+)
 
 __all__ = [
     "HARMLESS",
     "Expected",
     "call",
     "case",
+    "check_records_unchanged",
     "check_refused_and_unchanged",
     "destructive",
+    "placed",
     "read",
     "write",
 ]
@@ -69,6 +75,11 @@ def _placed(value: Any, world: World) -> Any:
     return value
 
 
+def placed(args: Mapping[str, Any], world: World) -> dict[str, Any]:
+    """`args` with OUTSIDE in its strings made the watched folder."""
+    return {key: _placed(value, world) for key, value in args.items()}
+
+
 def call(service: Service, tool: str, args: Mapping[str, Any]) -> str:
     """Call one tool through its Service method, as a surface would."""
     kwargs = dict(args)
@@ -85,23 +96,40 @@ def call(service: Service, tool: str, args: Mapping[str, Any]) -> str:
 def check_refused_and_unchanged(
     world: World, tool: str, args: Mapping[str, Any], expected: Expected, phrase: str
 ) -> None:
-    placed = {key: _placed(value, world) for key, value in args.items()}
+    sent = placed(args, world)
     before = world.state()
     if expected is HARMLESS:
-        call(world.service, tool, placed)
+        call(world.service, tool, sent)
     else:
         with pytest.raises(SqlgateError) as caught:
-            call(world.service, tool, placed)
+            call(world.service, tool, sent)
         assert type(caught.value) is expected, f"{type(caught.value).__name__}: {caught.value}"
         assert phrase in str(caught.value)
     after = world.state()
     if tool == "destructive_query" and expected is HARMLESS:
-        # a destructive call that succeeds leaves its snapshot, and nothing else
-        folder = world.service.settings.snapshot_dir.relative_to(world.root)
-        (snapshot,) = after.files - before.files
-        assert Path(snapshot).parent == folder
+        # a destructive call that succeeds leaves its snapshot (none when it changed nothing,
+        # a DROP ... IF EXISTS of a name main lacks), and nothing else
+        settings = world.service.settings
+        folder = "records" / settings.snapshot_dir.relative_to(settings.records.folder)
+        snapshots = after.files - before.files
+        assert len(snapshots) <= 1
+        assert all(Path(snapshot).parent == folder for snapshot in snapshots)
         after = dataclasses.replace(after, files=before.files)
     assert_unchanged(before, after)
     (audit,) = appended_log_rows(before, after)
     assert audit["tool"] == tool
     assert audit["ok"] == (expected is HARMLESS)
+
+
+def check_records_unchanged(world: World, tool: str, args: Mapping[str, Any]) -> None:
+    """Whatever the call does to the user's file, sqlgate's records stay as they were; a call
+    that fails changes neither file."""
+    before = world.state()
+    try:
+        call(world.service, tool, placed(args, world))
+    except SqlgateError:
+        after = world.state()
+        assert_unchanged(before, after)
+    else:
+        after = world.state()
+    assert_records_unchanged(before, after)

@@ -11,6 +11,12 @@ the memory tables, their full-text index and its shadow tables have rows to prot
 the tools, so the claims tables, their history and the claim events have rows to protect.
 The wall clock is fixed (2026-01-01), so what decays and what is stale never depends on the
 day the suite runs.
+
+`world` takes a parameter (indirect): PLAIN, the seed above; SAME_NAMES, the seed plus the
+app's own tables named like sqlgate's records (query_log, members, claims, memory_events,
+server_info, undo_changesets), with the records' column names and a row each. A bare name
+then means the user's table: writes to it are judged like any user table's, and sqlgate's
+records (schema `sqlgate`) must stay as they were.
 """
 
 from __future__ import annotations
@@ -19,13 +25,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import apsw
 import pytest
 
 from sqlgate.config import Settings
 from sqlgate.errors import SqlError
 from sqlgate.service import Service
 from tests.conftest import FakeClock
+from tests.records import connect_both
 from tests.security.fingerprint import DatabaseState, capture
 
 MAX_UPDATE_ROWS = 5
@@ -88,6 +94,11 @@ CLAIMS = (
 RETIRED_CLAIM = 4
 
 
+PLAIN, SAME_NAMES = "plain", "same-names"
+# the app's own tables, named like sqlgate's (issue 33: the user's file holds no server table)
+APP_TABLES = ("query_log", "members", "claims", "memory_events", "server_info", "undo_changesets")
+
+
 @dataclass
 class World:
     service: Service
@@ -101,15 +112,41 @@ class World:
 
 def seed(path: Path) -> None:
     """User objects, written by a plain connection as any program could."""
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     try:
         conn.execute(SEED)
     finally:
         conn.close()
 
 
+def seed_app_tables(path: Path, prefix: str = "") -> None:
+    """The app's own `prefix + name` for each of APP_TABLES, with the columns of sqlgate's
+    table of that name (no constraints but an INTEGER PRIMARY KEY id) and one row."""
+    conn = connect_both(path)
+    try:
+        with conn:
+            for name in APP_TABLES:
+                columns = [
+                    (str(column), bool(pk))
+                    for _, column, _, _, _, pk in conn.execute(
+                        "SELECT * FROM pragma_table_info(?, 'sqlgate')", (name,)
+                    )
+                ]
+                defs = ", ".join(
+                    f"{c} INTEGER PRIMARY KEY" if pk and c == "id" else c for c, pk in columns
+                )
+                conn.execute(f"CREATE TABLE main.{prefix}{name}({defs})")
+                names = ", ".join(c for c, _ in columns)
+                values = ", ".join("1" if c == "id" else f"'app {c}'" for c, _ in columns)
+                conn.execute(f"INSERT INTO main.{prefix}{name}({names}) VALUES ({values})")
+    finally:
+        conn.close()
+
+
 @pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+def world(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[World]:
     (tmp_path / "db").mkdir()
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -125,6 +162,8 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     )
     try:
         seed(settings.db)
+        if getattr(request, "param", PLAIN) == SAME_NAMES:
+            seed_app_tables(settings.db)
         service.read_query("SELECT count(*) FROM items")  # older audit rows to keep intact
         with pytest.raises(SqlError):
             service.read_query("SELECT * FROM no_such_table")

@@ -1,14 +1,17 @@
 """The state no refused call may change, captured so two captures can be compared.
 
-    part          what is captured
-    tables        every row of every real table: user tables, FTS5/rtree shadow tables,
-                  sqlite_sequence and sqlite_stat*, server tables (query_log aside)
-    query_log     its rows in id order: older rows must stay byte-identical, and each
-                  call appends exactly one row (the audit of the call itself)
-    schema        every sqlite_schema row (type, name, tbl_name, rootpage, sql)
-    pragmas       file-level settings: user_version, application_id, schema_version, ...
-    files         every file under the watched folder: the database's folder, snapshots,
-                  and the folder ATTACH / VACUUM INTO attacks point at
+    part          what is captured, in both files: the user's (main) and sqlgate's records
+                  (sqlgate), each key prefixed with its schema
+    tables        every row of every real table: user tables (one may be named like a
+                  server table: it is the user's), FTS5/rtree shadow tables, sqlite_sequence
+                  and sqlite_stat*, sqlgate's records (sqlgate.query_log aside)
+    query_log     sqlgate.query_log's rows in id order: older rows must stay byte-identical,
+                  and each call appends exactly one row (the audit of the call itself)
+    schema        every sqlite_schema row (type, name, tbl_name, rootpage, sql) of both
+    pragmas       file-level settings of both: user_version, application_id, ...
+    files         every file under the watched folder (the database's folder and the folder
+                  ATTACH / VACUUM INTO attacks point at) and under the records folder
+                  (records, audit queue, witness, snapshots), the latter as `records/...`
     connections   the hardening of the service's reader and writer: limits, DBCONFIG flags,
                   pragmas, no transaction left open, no authorizer left installed
 
@@ -25,8 +28,15 @@ from typing import Any
 import apsw
 
 from sqlgate.service import Service
+from tests.records import connect_both
 
-__all__ = ["DatabaseState", "appended_log_rows", "assert_unchanged", "capture"]
+__all__ = [
+    "DatabaseState",
+    "appended_log_rows",
+    "assert_records_unchanged",
+    "assert_unchanged",
+    "capture",
+]
 
 Row = tuple[Any, ...]
 
@@ -68,20 +78,32 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _tables(conn: apsw.Connection) -> dict[str, list[Row]]:
+SCHEMAS = ("main", "sqlgate")
+AUDIT_LOG = ("sqlgate", "query_log")  # grows by one row a call: compared apart
+
+
+def _tables(conn: apsw.Connection, schema: str) -> dict[str, list[Row]]:
     names = [
         str(name)
         for (name,) in conn.execute(
-            "SELECT name FROM sqlite_schema WHERE type = 'table' "
-            "AND coalesce(sql, '') NOT LIKE 'CREATE VIRTUAL%' AND name != 'query_log'"
+            f"SELECT name FROM {schema}.sqlite_schema WHERE type = 'table' "
+            "AND coalesce(sql, '') NOT LIKE 'CREATE VIRTUAL%'"
         )
+        if (schema, name) != AUDIT_LOG
     ]
     return {
-        name: sorted(
-            (tuple(row) for row in conn.execute(f"SELECT * FROM {_quote(name)}")), key=repr
+        f"{schema}.{name}": sorted(
+            (tuple(row) for row in conn.execute(f"SELECT * FROM {schema}.{_quote(name)}")),
+            key=repr,
         )
         for name in names
     }
+
+
+def _files(folder: Path, label: str = "") -> frozenset[str]:
+    return frozenset(
+        label + str(path.relative_to(folder)) for path in folder.rglob("*") if not path.is_dir()
+    )
 
 
 def _connection_state(conn: apsw.Connection) -> dict[str, Any]:
@@ -97,19 +119,28 @@ def _connection_state(conn: apsw.Connection) -> dict[str, Any]:
 
 def capture(service: Service, watched: Path) -> DatabaseState:
     """Everything a refused call must leave as it was; `watched` is the folder to list."""
-    conn = apsw.Connection(str(service.db.path), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(service.db.path, flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        tables = _tables(conn)
-        query_log = [tuple(row) for row in conn.execute("SELECT * FROM query_log ORDER BY id")]
+        tables = {k: v for schema in SCHEMAS for k, v in _tables(conn, schema).items()}
+        query_log = [
+            tuple(row) for row in conn.execute("SELECT * FROM sqlgate.query_log ORDER BY id")
+        ]
         schema = sorted(
-            (tuple(row) for row in conn.execute("SELECT * FROM sqlite_schema")), key=repr
+            (
+                (schema, *row)
+                for schema in SCHEMAS
+                for row in conn.execute(f"SELECT * FROM {schema}.sqlite_schema")
+            ),
+            key=repr,
         )
-        pragmas = {name: conn.execute(f"PRAGMA {name}").fetchall() for name in FILE_PRAGMAS}
+        pragmas = {
+            f"{schema}.{name}": conn.execute(f"PRAGMA {schema}.{name}").fetchall()
+            for schema in SCHEMAS
+            for name in FILE_PRAGMAS
+        }
     finally:
         conn.close()
-    files = frozenset(
-        str(path.relative_to(watched)) for path in watched.rglob("*") if not path.is_dir()
-    )
+    files = _files(watched) | _files(service.settings.records.folder, "records/")
     connections = {
         "reader": _connection_state(service.db.reader),
         "writer": _connection_state(service.db.writer),
@@ -134,3 +165,31 @@ def assert_unchanged(before: DatabaseState, after: DatabaseState, *, calls: int 
     assert after.connections == before.connections
     assert after.query_log[: len(before.query_log)] == before.query_log
     assert len(after.query_log) == len(before.query_log) + calls
+
+
+# what a successful change of the user's file adds to the records: its undo data
+UNDO_TABLES = "sqlgate.undo_"
+
+
+def assert_records_unchanged(before: DatabaseState, after: DatabaseState) -> None:
+    """sqlgate's records as they were, whatever the call did to the user's file: every table
+    (the undo data aside, which a change of the user's keeps), the schema, the file settings
+    but its free pages; the audit log grew by exactly one row."""
+
+    def records(state: DatabaseState) -> tuple[object, ...]:
+        tables = {
+            key: rows
+            for key, rows in state.tables.items()
+            if key.startswith("sqlgate.") and not key.startswith(UNDO_TABLES)
+        }
+        schema = [row for row in state.schema if row[0] == "sqlgate"]
+        pragmas = {
+            key: value
+            for key, value in state.pragmas.items()
+            if key.startswith("sqlgate.") and key != "sqlgate.freelist_count"
+        }
+        return tables, schema, pragmas
+
+    assert records(after) == records(before)
+    assert after.query_log[: len(before.query_log)] == before.query_log
+    assert len(after.query_log) == len(before.query_log) + 1

@@ -15,16 +15,26 @@ from typing import Any
 import pytest
 
 from sqlgate.errors import InvalidArgument, NotFound, PolicyDenied, SqlError
-from tests.security.cases import HARMLESS, Expected, case, check_refused_and_unchanged
-from tests.security.conftest import RETIRED_CLAIM, World
+from tests.security.cases import (
+    HARMLESS,
+    Expected,
+    case,
+    check_records_unchanged,
+    check_refused_and_unchanged,
+)
+from tests.security.conftest import RETIRED_CLAIM, SAME_NAMES, World
 from tests.security.fingerprint import assert_unchanged
 
 DENIED, SQL, BAD, MISSING = PolicyDenied, SqlError, InvalidArgument, NotFound
 ANSWER = "SELECT 42 AS answer"
+OTHER_NAME = "choose another name"
 
 
-def view(name: Any, select_sql: Any, expected: Expected, id: str, **extra: Any) -> Any:
-    return case("create_view", {"name": name, "select_sql": select_sql, **extra}, expected, id)
+def view(
+    name: Any, select_sql: Any, expected: Expected, id: str, phrase: str = "", **extra: Any
+) -> Any:
+    args = {"name": name, "select_sql": select_sql, **extra}
+    return case("create_view", args, expected, id, phrase=phrase)
 
 
 def describe(table: Any, expected: Expected, id: str) -> Any:
@@ -49,27 +59,9 @@ VIEW_NAMES = [
     view("main.v", ANSWER, BAD, "main-qualified"),
     view(None, ANSWER, BAD, "none-name"),
     view(42, ANSWER, BAD, "number-name"),
-    view("query_errors", ANSWER, DENIED, "replace-server-view", replace=True),
-    view("Query_Patterns", ANSWER, DENIED, "replace-server-view-mixed-case", replace=True),
-    view("query_log", ANSWER, DENIED, "server-table-name", replace=True),
-    view("QUERY_LOG", ANSWER, DENIED, "server-table-name-upper"),
-    view("memory_events", ANSWER, DENIED, "memory-events"),
-    view("Memory_Checkpoints", ANSWER, DENIED, "memory-checkpoints", replace=True),
-    view("memory_events_fts", ANSWER, DENIED, "memory-fts", replace=True),
-    view("memory_events_fts_data", ANSWER, DENIED, "memory-fts-shadow"),
-    view("memory_events_fts_content", ANSWER, DENIED, "memory-fts-absent-shadow"),
-    view("memory_events_by_ts", ANSWER, DENIED, "memory-index-name"),
-    view("memory_events_no_update", ANSWER, DENIED, "memory-trigger-name"),
-    view("memory_checkpoints_no_delete", ANSWER, DENIED, "checkpoint-trigger-name"),
-    view("claims", ANSWER, DENIED, "claims"),
-    view("Claims_History", ANSWER, DENIED, "claims-history", replace=True),
-    view("claims_by_state", ANSWER, DENIED, "claims-index-name"),
-    view("claims_history_by_claim", ANSWER, DENIED, "claims-history-index-name"),
-    view("claims_no_delete", ANSWER, DENIED, "claims-trigger-name"),
-    view("claims_retired_is_final", ANSWER, DENIED, "claims-retired-trigger-name"),
-    view("claims_no_replace", ANSWER, DENIED, "claims-replace-trigger-name"),
-    view("claims_history_no_update", ANSWER, DENIED, "claims-history-trigger-name"),
-    view("query_log_no_update", ANSWER, DENIED, "server-trigger-name"),
+    # SQLite keeps the names of the attached full-text index's shadow tables (issue 33)
+    view("memory_events_fts_data", ANSWER, SQL, "memory-fts-shadow", phrase=OTHER_NAME),
+    view("memory_events_fts_content", ANSWER, SQL, "memory-fts-absent-shadow", phrase=OTHER_NAME),
     view("items", ANSWER, DENIED, "replace-user-table", replace=True),
     view("docs", ANSWER, DENIED, "replace-virtual-table", replace=True),
     view("items_name", ANSWER, SQL, "index-name"),
@@ -134,7 +126,8 @@ DESCRIBE = [
     describe("sqlite_schema", MISSING, "sqlite-schema"),
     describe("sqlite_sequence", MISSING, "sqlite-sequence"),
     describe("../db/agent.db", MISSING, "path"),
-    describe("main.items", MISSING, "qualified"),
+    # a qualified name reads the table SQLite would (main.items, sqlgate.query_log): issue 33
+    describe("main.items", HARMLESS, "qualified"),
     describe("docs_data", MISSING, "shadow-table"),
     describe("pragma_table_info", MISSING, "pragma-function"),
     describe("claims", HARMLESS, "claims"),
@@ -430,6 +423,19 @@ def test_adversarial_arguments_are_refused_and_change_nothing(
     check_refused_and_unchanged(world, tool, args, expected, phrase)
 
 
+@pytest.mark.parametrize("world", [SAME_NAMES], indirect=True)
+@pytest.mark.parametrize(
+    ("tool", "args", "expected", "phrase"),
+    VIEW_NAMES + VIEW_BODIES + DESCRIBE + SEARCH + INTROSPECTION,
+)
+def test_on_a_file_holding_the_apps_own_query_log_the_records_never_change(
+    world: World, tool: str, args: dict[str, Any], expected: Expected, phrase: str
+) -> None:
+    """Issue 33: the same arguments on a file holding the app's own tables named like
+    sqlgate's records: a bare name is the app's, and sqlgate's records never change."""
+    check_records_unchanged(world, tool, args)
+
+
 @pytest.mark.parametrize(("tool", "args", "expected", "phrase"), CLAIMS_TOOLS)
 def test_adversarial_claims_arguments_are_refused_and_change_nothing(
     claims_world: World, tool: str, args: dict[str, Any], expected: Expected, phrase: str
@@ -461,24 +467,54 @@ def test_an_injected_description_stays_a_comment_in_the_view(
     world.service.create_view("answer_view", ANSWER, description=description)
     after = world.state()
     new_schema = sorted(set(after.schema) - set(before.schema), key=repr)
-    assert [(row[0], row[1]) for row in new_schema] == [("view", "answer_view")]
+    assert [row[:3] for row in new_schema] == [("main", "view", "answer_view")]
     assert set(before.schema) <= set(after.schema)
     assert world.service.read_query("SELECT * FROM answer_view") == "answer\n42\n# 1 row"
     # the description changed nothing but the schema: the view row is the only difference
     # ... and the create_view's own undo record (issue 19), which names the view alone
-    added = [
-        row
-        for row in after.tables["undo_changesets"]
-        if row not in before.tables.get("undo_changesets", [])
-    ]
+    undo = "sqlgate.undo_changesets"
+    added = [row for row in after.tables[undo] if row not in before.tables.get(undo, [])]
     assert [(row[3], row[4]) for row in added] == [("CREATE VIEW", '["answer_view"]')]
+    version = "main.schema_version"
     unchanged = dataclasses.replace(
         after,
         schema=before.schema,
-        tables={**after.tables, "undo_changesets": before.tables.get("undo_changesets", [])},
-        pragmas={**after.pragmas, "schema_version": before.pragmas["schema_version"]},
+        tables={**after.tables, undo: before.tables.get(undo, [])},
+        pragmas={**after.pragmas, version: before.pragmas[version]},
     )
     assert_unchanged(before, unchanged)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "memory_events_by_ts", "memory_events_no_update", "memory_checkpoints_no_delete",
+        "claims_by_state", "claims_history_by_claim", "claims_no_delete",
+        "claims_retired_is_final", "claims_no_replace", "claims_history_no_update",
+        "query_log_no_update",
+        # and of its tables and views, in any case (an app may have its own query_log)
+        "query_errors", "Query_Patterns", "query_log", "QUERY_LOG", "memory_events",
+        "Memory_Checkpoints", "memory_events_fts", "claims", "Claims_History",
+    ],
+)  # fmt: skip
+def test_the_name_of_one_of_sqlgates_indexes_or_triggers_is_free_in_the_users_file(
+    world: World, name: str
+) -> None:
+    """Issue 33: sqlgate's indexes and triggers live in its records (schema sqlgate), so the
+    user's file may hold a view of that name; sqlgate's records stay as they were (on the
+    one-file layout these names were server objects, and create_view refused them)."""
+    before = world.state()
+    world.service.create_view(name, ANSWER)
+    after = world.state()
+    new_schema = sorted(set(after.schema) - set(before.schema), key=repr)
+    assert [row[:3] for row in new_schema] == [("main", "view", name)]
+    assert any(row[0] == "sqlgate" and row[2].lower() == name.lower() for row in before.schema)
+    records = {key: rows for key, rows in before.tables.items() if key.startswith("sqlgate.")}
+    undo = "sqlgate.undo_changesets"
+    assert {k: v for k, v in after.tables.items() if k.startswith("sqlgate.") and k != undo} == {
+        k: v for k, v in records.items() if k != undo
+    }
+    assert world.service.read_query(f"SELECT * FROM {name}") == "answer\n42\n# 1 row"
 
 
 def test_a_view_over_a_refused_pragma_is_saved_but_never_read(world: World) -> None:

@@ -10,18 +10,28 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import apsw
 import pytest
 
-from sqlgate.errors import InvalidArgument, LimitExceeded, PolicyDenied, SqlError
+from sqlgate.errors import InvalidArgument, LimitExceeded, PolicyDenied, SqlError, SqlgateError
 from sqlgate.service import Service
-from tests.security.cases import HARMLESS, Expected, case, check_refused_and_unchanged
+from tests.records import connect_both
+from tests.security.cases import (
+    HARMLESS,
+    Expected,
+    call,
+    case,
+    check_records_unchanged,
+    check_refused_and_unchanged,
+)
 from tests.security.cases import destructive as d
 from tests.security.cases import read as r
 from tests.security.cases import write as w
-from tests.security.conftest import World
+from tests.security.conftest import APP_TABLES, SAME_NAMES, World, seed_app_tables
+from tests.security.fingerprint import assert_records_unchanged
 
 DENIED, SQL, BAD, BIG = PolicyDenied, SqlError, InvalidArgument, LimitExceeded
+# an object SQLite looked for in main, where only sqlgate's records hold one of that name
+RECORDS = "is one of sqlgate's records"
 FORGED = "INSERT INTO query_log(ts, session, tool, ok) VALUES ('t', 's', 'forged', 1)"
 NEW_ITEM = "INSERT INTO items(name) VALUES ('intruder')"
 
@@ -389,27 +399,41 @@ TRIGGER_AND_VIEW_BODIES = [
         DENIED,
         "instead-of-on-user-view",
     ),
-    d("CREATE TRIGGER tg AFTER INSERT ON query_log BEGIN SELECT 1; END", DENIED, "on-log"),
+    d(
+        "CREATE TRIGGER tg AFTER INSERT ON query_log BEGIN SELECT 1; END",
+        DENIED,
+        "on-log",
+        phrase=RECORDS,
+    ),
     d(
         "CREATE TRIGGER tg BEFORE INSERT ON query_log BEGIN SELECT RAISE(IGNORE); END",
         DENIED,
         "silence-log",
+        phrase=RECORDS,
     ),
     d(
         "CREATE TRIGGER tg BEFORE INSERT ON main.query_log BEGIN SELECT RAISE(IGNORE); END",
         DENIED,
         "silence-main-log",
+        phrase=RECORDS,
     ),
-    d('CREATE TRIGGER tg AFTER INSERT ON "QUERY_LOG" BEGIN SELECT 1; END', DENIED, "on-log-upper"),
+    d(
+        'CREATE TRIGGER tg AFTER INSERT ON "QUERY_LOG" BEGIN SELECT 1; END',
+        DENIED,
+        "on-log-upper",
+        phrase=RECORDS,
+    ),
     d(
         "CREATE TRIGGER tg INSTEAD OF INSERT ON query_errors BEGIN SELECT 1; END",
         DENIED,
         "on-server-view",
+        phrase=RECORDS,
     ),
     d(
         "CREATE TRIGGER tg INSTEAD OF DELETE ON query_patterns BEGIN SELECT 1; END",
         DENIED,
         "on-server-view-2",
+        phrase=RECORDS,
     ),
     d(
         "CREATE TRIGGER tg AFTER INSERT ON sqlite_sequence BEGIN SELECT 1; END",
@@ -437,7 +461,12 @@ TRIGGER_AND_VIEW_BODIES = [
 
 SERVER_TABLES = [
     w(FORGED, DENIED, "forge-log"),
-    w(FORGED.replace("INTO query_log", "INTO main.query_log"), DENIED, "forge-main-log"),
+    w(
+        FORGED.replace("INTO query_log", "INTO main.query_log"),
+        DENIED,
+        "forge-main-log",
+        phrase=RECORDS,
+    ),
     w(FORGED.replace("INTO query_log", 'INTO "QUERY_LOG"'), DENIED, "forge-quoted-log"),
     w("INSERT INTO query_log SELECT * FROM query_log", DENIED, "duplicate-log"),
     w(f"{FORGED} RETURNING *", DENIED, "forge-log-returning"),
@@ -459,29 +488,45 @@ SERVER_TABLES = [
     d("UPDATE query_log SET ok = 0", DENIED, "rewrite-log"),
     d("DROP TABLE query_log", DENIED, "drop-log"),
     d("DROP TABLE IF EXISTS query_log", DENIED, "drop-log-if-exists"),
-    d("DROP TABLE main.query_log", DENIED, "drop-main-log"),
+    d("DROP TABLE main.query_log", DENIED, "drop-main-log", phrase=RECORDS),
     d('DROP TABLE "Query_Log"', DENIED, "drop-log-mixed-case"),
     d("ALTER TABLE query_log RENAME TO old_log", DENIED, "rename-log"),
     d("ALTER TABLE query_log ADD COLUMN forged TEXT", DENIED, "add-column-to-log"),
     d("ALTER TABLE query_log DROP COLUMN detail", DENIED, "drop-column-of-log"),
     d("ALTER TABLE query_log RENAME COLUMN query TO q", DENIED, "rename-column-of-log"),
-    w("CREATE INDEX log_ts ON query_log(ts)", DENIED, "index-log"),
-    w("CREATE UNIQUE INDEX log_ts ON query_log(ts)", DENIED, "unique-index-log"),
-    w("CREATE INDEX IF NOT EXISTS main.log_ts ON query_log(session)", DENIED, "index-main-log"),
-    w("CREATE INDEX log_failures ON query_log(ts) WHERE ok = 0", DENIED, "partial-index-log"),
+    w("CREATE INDEX log_ts ON query_log(ts)", DENIED, "index-log", phrase=RECORDS),
+    w("CREATE UNIQUE INDEX log_ts ON query_log(ts)", DENIED, "unique-index-log", phrase=RECORDS),
+    w(
+        "CREATE INDEX IF NOT EXISTS main.log_ts ON query_log(session)",
+        DENIED,
+        "index-main-log",
+        phrase=RECORDS,
+    ),
+    w(
+        "CREATE INDEX log_failures ON query_log(ts) WHERE ok = 0",
+        DENIED,
+        "partial-index-log",
+        phrase=RECORDS,
+    ),
     d("REINDEX query_log", DENIED, "reindex-log"),
     w("REINDEX query_log", DENIED, "reindex-log"),
-    w("REINDEX main.query_log", DENIED, "reindex-main-log"),
+    # main has no query_log: SQLite names no object, the hint says what REINDEX may name
+    w("REINDEX main.query_log", SQL, "reindex-main-log", phrase="records are read-only"),
     d("DROP TRIGGER query_log_no_update", DENIED, "drop-append-only-trigger"),
     d("DROP TRIGGER IF EXISTS query_log_no_delete", DENIED, "drop-append-only-trigger-2"),
-    d("DROP TRIGGER main.query_log_no_update", DENIED, "drop-main-append-only-trigger"),
+    d(
+        "DROP TRIGGER main.query_log_no_update",
+        DENIED,
+        "drop-main-append-only-trigger",
+        phrase=RECORDS,
+    ),
     d("DROP TRIGGER query_log_no_replace", DENIED, "drop-replace-trigger"),
 ]
 
 SERVER_VIEWS = [
     d("DROP VIEW query_errors", DENIED, "drop-view"),
     d("DROP VIEW IF EXISTS query_patterns", DENIED, "drop-view-if-exists"),
-    d("DROP VIEW main.query_errors", DENIED, "drop-main-view"),
+    d("DROP VIEW main.query_errors", DENIED, "drop-main-view", phrase=RECORDS),
     d('DROP VIEW "QUERY_ERRORS"', DENIED, "drop-view-upper"),
     d("DROP TABLE query_errors", DENIED, "drop-view-as-table"),
     d("ALTER TABLE query_patterns RENAME TO p", SQL, "rename-view"),
@@ -577,7 +622,12 @@ FTS = "memory_events_fts"
 # the memory's tables, index, triggers and full-text index, through every SQL tool
 MEMORY_SERVER_OBJECTS = [
     w(FORGED_EVENT, DENIED, "forge-event"),
-    w(FORGED_EVENT.replace("INTO memory_events", "INTO main.memory_events"), DENIED, "main"),
+    w(
+        FORGED_EVENT.replace("INTO memory_events", "INTO main.memory_events"),
+        DENIED,
+        "main",
+        phrase=RECORDS,
+    ),
     w(FORGED_EVENT.replace("INTO memory_events", 'INTO "MEMORY_EVENTS"'), DENIED, "quoted-upper"),
     w(f"{FORGED_EVENT} RETURNING *", DENIED, "forge-event-returning"),
     w(
@@ -615,13 +665,19 @@ MEMORY_SERVER_OBJECTS = [
     d("WITH x AS (SELECT 1) DELETE FROM memory_events WHERE id IN x", DENIED, "cte-delete"),
     d("DROP TABLE memory_events", DENIED, "drop-events"),
     d("DROP TABLE IF EXISTS memory_checkpoints", DENIED, "drop-checkpoints"),
-    d('DROP TABLE main."Memory_Events_Fts"', DENIED, "drop-fts"),
+    d('DROP TABLE main."Memory_Events_Fts"', DENIED, "drop-fts", phrase=RECORDS),
     d("DROP INDEX memory_events_by_session", DENIED, "drop-index"),
-    d("DROP INDEX IF EXISTS main.memory_events_by_ts", DENIED, "drop-index-if-exists"),
+    # IF EXISTS over a name main lacks: nothing to drop, nothing changed in either file
+    d("DROP INDEX IF EXISTS main.memory_events_by_ts", HARMLESS, "drop-index-if-exists"),
     d("DROP TRIGGER memory_events_no_update", DENIED, "drop-no-update"),
     d("DROP TRIGGER memory_events_no_delete", DENIED, "drop-no-delete"),
     d("DROP TRIGGER IF EXISTS memory_events_no_replace", DENIED, "drop-no-replace"),
-    d("DROP TRIGGER main.memory_checkpoints_no_update", DENIED, "drop-checkpoint-trigger"),
+    d(
+        "DROP TRIGGER main.memory_checkpoints_no_update",
+        DENIED,
+        "drop-checkpoint-trigger",
+        phrase=RECORDS,
+    ),
     d("DROP TRIGGER memory_checkpoints_no_delete", DENIED, "drop-checkpoint-no-delete"),
     d("DROP TRIGGER memory_checkpoints_no_replace", DENIED, "drop-checkpoint-no-replace"),
     d("ALTER TABLE memory_events RENAME TO old_events", DENIED, "rename-events"),
@@ -630,25 +686,47 @@ MEMORY_SERVER_OBJECTS = [
     d("ALTER TABLE memory_events RENAME COLUMN content TO body", DENIED, "rename-column"),
     d("ALTER TABLE memory_checkpoints RENAME TO cp", DENIED, "rename-checkpoints"),
     d(f"ALTER TABLE {FTS} RENAME TO old_fts", DENIED, "rename-fts"),
-    w("CREATE INDEX ev_content ON memory_events(content)", DENIED, "index-events"),
-    w("CREATE UNIQUE INDEX ev_hash ON memory_events(hash)", DENIED, "unique-index-events"),
-    w("CREATE INDEX cp_ts ON memory_checkpoints(ts) WHERE id > 0", DENIED, "index-checkpoints"),
+    w("CREATE INDEX ev_content ON memory_events(content)", DENIED, "index-events", phrase=RECORDS),
+    w(
+        "CREATE UNIQUE INDEX ev_hash ON memory_events(hash)",
+        DENIED,
+        "unique-index-events",
+        phrase=RECORDS,
+    ),
+    w(
+        "CREATE INDEX cp_ts ON memory_checkpoints(ts) WHERE id > 0",
+        DENIED,
+        "index-checkpoints",
+        phrase=RECORDS,
+    ),
     d("REINDEX memory_events", DENIED, "reindex-events"),
     d("REINDEX memory_events_by_kind", DENIED, "reindex-memory-index"),
     w("REINDEX memory_events_by_kind", DENIED, "reindex-memory-index"),
     w("REINDEX MEMORY_EVENTS", DENIED, "reindex-events-upper"),
-    d("CREATE TRIGGER tg AFTER INSERT ON memory_events BEGIN SELECT 1; END", DENIED, "on-events"),
+    d(
+        "CREATE TRIGGER tg AFTER INSERT ON memory_events BEGIN SELECT 1; END",
+        DENIED,
+        "on-events",
+        phrase=RECORDS,
+    ),
     d(
         "CREATE TRIGGER tg BEFORE INSERT ON memory_events BEGIN SELECT RAISE(IGNORE); END",
         DENIED,
         "silence-events",
+        phrase=RECORDS,
     ),
     d(
         "CREATE TRIGGER tg AFTER INSERT ON main.memory_checkpoints BEGIN SELECT 1; END",
         DENIED,
         "on-checkpoints",
+        phrase=RECORDS,
     ),
-    d(f"CREATE TRIGGER tg AFTER INSERT ON {FTS} BEGIN SELECT 1; END", SQL, "on-fts"),
+    d(
+        f"CREATE TRIGGER tg AFTER INSERT ON {FTS} BEGIN SELECT 1; END",
+        DENIED,
+        "on-fts",
+        phrase=RECORDS,
+    ),
     d(
         "CREATE TRIGGER memory_events_no_update AFTER INSERT ON items BEGIN SELECT 1; END",
         DENIED,
@@ -674,7 +752,7 @@ MEMORY_SERVER_OBJECTS = [
     ),
     w(f"INSERT INTO {FTS}({FTS}) VALUES (?)", DENIED, "fts-bound", params=["delete-all"]),
     w(f"INSERT INTO {FTS}({FTS}) VALUES (upper('rebuild'))", DENIED, "fts-computed"),
-    w(f"INSERT INTO main.{FTS}({FTS}) VALUES ('optimize')", DENIED, "fts-main"),
+    w(f"INSERT INTO main.{FTS}({FTS}) VALUES ('optimize')", DENIED, "fts-main", phrase=RECORDS),
     w(f"REPLACE INTO \"{FTS.upper()}\"({FTS}) VALUES ('delete-all')", DENIED, "fts-replace"),
     w(
         f"INSERT INTO {FTS}({FTS}) SELECT content FROM memory_events WHERE id = 1",
@@ -699,8 +777,13 @@ MEMORY_SERVER_OBJECTS = [
     d(f"DROP TABLE {FTS}_data", DENIED, "shadow-drop"),
     d(f"DROP TABLE IF EXISTS {FTS}_config", DENIED, "shadow-drop-if-exists"),
     d(f"ALTER TABLE {FTS}_config RENAME TO x", SQL, "shadow-rename"),
-    w(f"CREATE INDEX shadow_ix ON {FTS}_idx(term)", DENIED, "shadow-index"),
-    d(f"CREATE TRIGGER tg AFTER INSERT ON {FTS}_data BEGIN SELECT 1; END", SQL, "shadow-tg"),
+    w(f"CREATE INDEX shadow_ix ON {FTS}_idx(term)", DENIED, "shadow-index", phrase=RECORDS),
+    d(
+        f"CREATE TRIGGER tg AFTER INSERT ON {FTS}_data BEGIN SELECT 1; END",
+        DENIED,
+        "shadow-tg",
+        phrase=RECORDS,
+    ),
     # read_query may not write them either, however the write is dressed
     r("DELETE FROM memory_events", DENIED, "read-delete"),
     r("WITH x AS (SELECT 1) UPDATE memory_checkpoints SET summary = 'x'", DENIED, "read-cte"),
@@ -766,7 +849,7 @@ CLAIMS_TRIGGERS = ["claims_no_delete", "claims_retired_is_final", "claims_no_rep
 # claims 1-3 live, claim 4 retired); read_query may read them
 CLAIMS_SERVER_OBJECTS = [
     w(CLAIM, DENIED, "forge-claim"),
-    w(CLAIM.replace("INTO claims", "INTO main.claims"), DENIED, "forge-claim-main"),
+    w(CLAIM.replace("INTO claims", "INTO main.claims"), DENIED, "forge-claim-main", phrase=RECORDS),
     w(CLAIM.replace("INTO claims", 'INTO "CLAIMS"'), DENIED, "forge-claim-quoted-upper"),
     w(f"{CLAIM} RETURNING id", DENIED, "forge-claim-returning"),
     w(
@@ -812,34 +895,51 @@ CLAIMS_SERVER_OBJECTS = [
     d("UPDATE claims_history SET event_id = NULL", DENIED, "unlink-history"),
     d("WITH x AS (SELECT 1) DELETE FROM claims WHERE id IN x", DENIED, "cte-delete-claim"),
     d("DROP TABLE claims", DENIED, "drop-claims"),
-    d("DROP TABLE IF EXISTS main.claims_history", DENIED, "drop-history"),
+    d("DROP TABLE IF EXISTS main.claims_history", HARMLESS, "drop-history"),
     d('DROP TABLE "Claims_History"', DENIED, "drop-history-mixed-case"),
     d("DROP INDEX claims_by_state", DENIED, "drop-claims-index"),
     d("DROP INDEX IF EXISTS claims_history_by_claim", DENIED, "drop-history-index"),
     *[d(f"DROP TRIGGER {name}", DENIED, f"drop-{name}") for name in CLAIMS_TRIGGERS],
-    d("DROP TRIGGER IF EXISTS main.claims_no_delete", DENIED, "drop-main-no-delete"),
+    d("DROP TRIGGER IF EXISTS main.claims_no_delete", HARMLESS, "drop-main-no-delete"),
     d("ALTER TABLE claims RENAME TO beliefs", DENIED, "rename-claims"),
     d("ALTER TABLE claims ADD COLUMN forged TEXT", DENIED, "add-column"),
     d("ALTER TABLE claims DROP COLUMN evidence", DENIED, "drop-column"),
     d("ALTER TABLE claims RENAME COLUMN confidence TO c", DENIED, "rename-column"),
     d("ALTER TABLE claims_history RENAME TO h", DENIED, "rename-history"),
     d("ALTER TABLE claims_history ADD COLUMN forged TEXT", DENIED, "history-add-column"),
-    w("CREATE INDEX claims_entity ON claims(entity)", DENIED, "index-claims"),
-    w("CREATE UNIQUE INDEX claims_rank ON claims(rank)", DENIED, "unique-index-claims"),
-    w("CREATE INDEX history_ts ON claims_history(ts) WHERE id > 0", DENIED, "index-history"),
+    w("CREATE INDEX claims_entity ON claims(entity)", DENIED, "index-claims", phrase=RECORDS),
+    w(
+        "CREATE UNIQUE INDEX claims_rank ON claims(rank)",
+        DENIED,
+        "unique-index-claims",
+        phrase=RECORDS,
+    ),
+    w(
+        "CREATE INDEX history_ts ON claims_history(ts) WHERE id > 0",
+        DENIED,
+        "index-history",
+        phrase=RECORDS,
+    ),
     d("REINDEX claims_by_state", DENIED, "reindex-claims-index"),
     d("REINDEX claims_history", DENIED, "reindex-history"),
     w("REINDEX claims_by_state", DENIED, "reindex-claims-index"),
-    d("CREATE TRIGGER tg AFTER INSERT ON claims BEGIN SELECT 1; END", DENIED, "on-claims"),
+    d(
+        "CREATE TRIGGER tg AFTER INSERT ON claims BEGIN SELECT 1; END",
+        DENIED,
+        "on-claims",
+        phrase=RECORDS,
+    ),
     d(
         "CREATE TRIGGER tg BEFORE UPDATE ON claims BEGIN SELECT RAISE(IGNORE); END",
         DENIED,
         "silence-claim-updates",
+        phrase=RECORDS,
     ),
     d(
         "CREATE TRIGGER tg BEFORE INSERT ON main.claims_history BEGIN SELECT RAISE(IGNORE); END",
         DENIED,
         "silence-history",
+        phrase=RECORDS,
     ),
     d(
         "CREATE TRIGGER claims_no_delete AFTER INSERT ON items BEGIN SELECT 1; END",
@@ -1136,7 +1236,7 @@ def test_litestreams_tables_are_server_objects(
     """Under `--replicate` Litestream keeps two tables of its own in the database: an agent may
     read them, never drop or write them (replication would lose its place)."""
     service = make_service()
-    conn = apsw.Connection(str(service.db.path))
+    conn = connect_both(service.db.path)
     conn.execute("CREATE TABLE _litestream_seq (id INTEGER PRIMARY KEY, seq INTEGER)")
     conn.execute("CREATE TABLE _litestream_lock (id INTEGER)")
     conn.execute("INSERT INTO _litestream_seq VALUES (1, 1)")
@@ -1144,3 +1244,70 @@ def test_litestreams_tables_are_server_objects(
     assert "_litestream_seq" in service.read_query("SELECT name FROM sqlite_schema")
     with pytest.raises(PolicyDenied, match="server object"):
         service.destructive_query(sql, reason="tidy up")
+
+
+@pytest.mark.parametrize("world", [SAME_NAMES], indirect=True)
+@pytest.mark.parametrize(("tool", "args", "expected", "phrase"), CASES)
+def test_on_a_file_holding_the_apps_own_query_log_thecheck_records_unchanged(
+    world: World, tool: str, args: dict[str, Any], expected: Expected, phrase: str
+) -> None:
+    """Issue 33: the user's file holds tables named like sqlgate's records (the app's own
+    query_log, claims, memory_events, ...). Every adversarial case runs again: a bare name
+    is the app's table, judged like any user table's, and sqlgate's records never change."""
+    check_records_unchanged(world, tool, args)
+
+
+@pytest.mark.parametrize("world", [SAME_NAMES], indirect=True)
+@pytest.mark.parametrize(("tool", "args", "expected", "phrase"), CLAIMS_SERVER_OBJECTS)
+def test_on_a_file_holding_the_apps_own_claims_thecheck_records_unchanged(
+    claims_world: World, tool: str, args: dict[str, Any], expected: Expected, phrase: str
+) -> None:
+    check_records_unchanged(claims_world, tool, args)
+
+
+# (tool, statement over {t}, whose first column is {c}): the last one drops the table
+AS_ANY_USER_TABLE = [
+    ("read_query", "SELECT count(*) AS n FROM {t}"),
+    ("write_query", "INSERT INTO {t}({c}) VALUES (2)"),
+    ("write_query", "UPDATE {t} SET {c} = 3 WHERE {c} = 2"),
+    ("write_query", "UPDATE {t} SET {c} = 4"),
+    ("write_query", "DELETE FROM {t}"),
+    ("write_query", "CREATE INDEX ix_{t} ON {t}({c})"),
+    ("write_query", "CREATE TABLE pin_{t}(x REFERENCES {t}({c}))"),
+    ("destructive_query", "CREATE TRIGGER tg_{t} AFTER INSERT ON {t} BEGIN SELECT 1; END"),
+    ("destructive_query", "DELETE FROM {t} WHERE {c} = 3"),
+    ("destructive_query", "ALTER TABLE {t} ADD COLUMN extra TEXT"),
+    ("destructive_query", "DROP TABLE {t}"),
+]
+
+
+def _verdict(world: World, tool: str, sql: str) -> str:
+    before = world.state()
+    try:
+        call(world.service, tool, {"query": sql})
+        verdict = "ok"
+    except SqlgateError as exc:
+        verdict = type(exc).__name__
+    assert_records_unchanged(before, world.state())
+    return verdict
+
+
+@pytest.mark.parametrize("world", [SAME_NAMES], indirect=True)
+@pytest.mark.parametrize("name", APP_TABLES)
+def test_the_apps_table_named_like_a_record_is_judged_like_any_user_table(
+    world: World, name: str
+) -> None:
+    """Issue 33: `query_log` in the app's file is the app's: every statement over it gets the
+    verdict the same statement gets over a same-shaped table of another name (app_<name>),
+    and sqlgate's records stay as they were after each call."""
+    seed_app_tables(world.service.db.path, prefix="app_")
+    first = "key" if name == "server_info" else "id"
+    verdicts = [
+        (
+            _verdict(world, tool, sql.format(t=f"app_{name}", c=first)),
+            _verdict(world, tool, sql.format(t=name, c=first)),
+        )
+        for tool, sql in AS_ANY_USER_TABLE
+    ]
+    assert [theirs for theirs, _ in verdicts] == [ours for _, ours in verdicts]
+    assert {theirs for theirs, _ in verdicts} >= {"ok", "PolicyDenied"}

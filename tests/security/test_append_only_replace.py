@@ -106,8 +106,8 @@ def path(
         **extra,
     )
     service = Service.open(settings, clock=clock, session="s-replace")
-    with service.db.server:
-        service.db.server.execute(SCHEMA)
+    with service.db.writer:
+        service.db.writer.execute(SCHEMA)
     yield service, tool
     service.close()
 
@@ -115,7 +115,7 @@ def path(
 def rows_of(service: Service) -> dict[str, set[tuple[Any, ...]]]:
     """Each guarded table's rows as its key names them: by rowid where it has no PRIMARY
     KEY (BY_ROWID), else by their columns (a TEXT key's rowid is SQLite's own)."""
-    conn = service.db.server
+    conn = service.db.writer
     return {
         t: set(conn.execute(f"SELECT {'rowid, ' if t in BY_ROWID else ''}* FROM {t}"))
         for t in GUARDED

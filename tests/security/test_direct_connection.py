@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import apsw
 import pytest
 
+from tests.records import connect_both
 from tests.security.conftest import RETIRED_CLAIM, World
 from tests.security.fingerprint import assert_unchanged
 
@@ -21,7 +22,7 @@ FIRST_ROW = "(SELECT min(id) FROM query_log)"
 @pytest.fixture
 def plain(world: World) -> Iterator[apsw.Connection]:
     """The database file opened by a plain connection: no sqlgate hardening, no authorizer."""
-    conn = apsw.Connection(str(world.service.db.path))
+    conn = connect_both(world.service.db.path)
     conn.set_busy_timeout(1000)
     yield conn
     conn.close()

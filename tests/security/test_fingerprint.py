@@ -12,17 +12,32 @@ from collections.abc import Callable
 import apsw
 import pytest
 
-from tests.security.conftest import World
-from tests.security.fingerprint import DatabaseState, appended_log_rows, assert_unchanged
+from tests.records import connect_both
+from tests.security.conftest import SAME_NAMES, World
+from tests.security.fingerprint import (
+    DatabaseState,
+    appended_log_rows,
+    assert_records_unchanged,
+    assert_unchanged,
+)
 
 
 def _plain(world: World, sql: str) -> None:
-    conn = apsw.Connection(str(world.service.db.path))
+    conn = connect_both(world.service.db.path)
     try:
         conn.execute(sql)
     finally:
         conn.close()
 
+
+# sqlgate's records, in a file of their own (issue 33): every one of these is noticed too
+RECORDS_CHANGES: list[tuple[str, Callable[[World], object]]] = [
+    ("records-row", lambda w: _plain(w, "INSERT INTO sqlgate.server_info VALUES ('k', 'v')")),
+    ("records-schema", lambda w: _plain(w, "CREATE TABLE sqlgate.extra(a)")),
+    ("records-index-dropped", lambda w: _plain(w, "DROP INDEX sqlgate.memory_events_by_ts")),
+    ("records-user-version", lambda w: _plain(w, "PRAGMA sqlgate.user_version = 99")),
+    ("records-folder", lambda w: (w.service.settings.records.folder / "x").write_bytes(b"x")),
+]
 
 CHANGES: list[tuple[str, Callable[[World], object]]] = [
     ("user-row", lambda w: _plain(w, "UPDATE items SET qty = 99 WHERE id = 1")),
@@ -33,6 +48,7 @@ CHANGES: list[tuple[str, Callable[[World], object]]] = [
     ("sequence", lambda w: _plain(w, "UPDATE sqlite_sequence SET seq = 0")),
     ("schema", lambda w: _plain(w, "CREATE TABLE extra(a)")),
     ("trigger-dropped", lambda w: _plain(w, "DROP TRIGGER query_log_no_update")),
+    *RECORDS_CHANGES,
     ("user-version", lambda w: _plain(w, "PRAGMA user_version = 99")),
     ("application-id", lambda w: _plain(w, "PRAGMA application_id = 7")),
     ("file-outside", lambda w: (w.outside / "evil.db").write_bytes(b"x")),
@@ -58,6 +74,30 @@ def test_a_change_behind_sqlgates_back_is_noticed(
     change(world)
     with pytest.raises(AssertionError):
         assert_unchanged(before, world.state())
+
+
+@pytest.mark.parametrize(
+    "change",
+    [c for name, c in RECORDS_CHANGES if name != "records-folder"],
+    ids=[name for name, _ in RECORDS_CHANGES if name != "records-folder"],
+)
+def test_a_change_to_the_records_is_noticed_whatever_the_users_file_did(
+    world: World, change: Callable[[World], object]
+) -> None:
+    before = world.state()
+    world.service.read_query("SELECT 1")
+    change(world)
+    with pytest.raises(AssertionError):
+        assert_records_unchanged(before, world.state())
+
+
+@pytest.mark.parametrize("world", [SAME_NAMES], indirect=True)
+def test_a_change_to_the_apps_own_query_log_is_no_change_to_the_records(world: World) -> None:
+    before = world.state()
+    assert "ok" in world.service.write_query("INSERT INTO query_log(tool) VALUES ('app')")
+    after = world.state()
+    assert len(after.tables["main.query_log"]) == len(before.tables["main.query_log"]) + 1
+    assert_records_unchanged(before, after)
 
 
 def test_an_unchanged_database_passes(world: World) -> None:

@@ -22,6 +22,7 @@ from sqlgate.engine.running.textsearch import SearchRequest
 from sqlgate.errors import InvalidArgument, PolicyDenied, SqlError
 from sqlgate.service import Service
 from tests.conftest import FakeClock
+from tests.records import connect_both
 from tests.security.framing import (
     csv_rows,
     inline_value,
@@ -107,7 +108,7 @@ def literal(text: str) -> str:
 
 
 def stored(service: Service, sql: str, *args: object) -> list[tuple[object, ...]]:
-    conn = apsw.Connection(str(service.settings.db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(service.settings.db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return [tuple(row) for row in conn.execute(sql, args)]
     finally:
@@ -286,7 +287,7 @@ def test_memory_details_of_several_events(service: Service, payload: str) -> Non
 def test_a_damaged_event_row_still_gets_two_header_lines(service: Service) -> None:
     """A row rewritten behind sqlgate's back (the chain reports it) cannot add lines either."""
     service.append_event("x")
-    conn = apsw.Connection(str(service.settings.db))
+    conn = connect_both(service.settings.db)
     try:
         conn.execute("DROP TRIGGER memory_events_no_update")
         conn.execute(

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import apsw
 import pytest
 
 from sqlgate.errors import PolicyDenied, SqlgateError
 from sqlgate.service import Service
+from tests.records import connect_both
 
 SECRETS = ("S3CR3T-AAA", "S3CR3T-BBB", "S3CR3T-CCC")
 SEED = f"""
@@ -287,7 +287,7 @@ ALLOWED = [
 
 
 def _seed(path: Path, setup: str) -> None:
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     conn.execute(SEED)
     if setup:
         conn.execute(setup)
@@ -307,7 +307,7 @@ def _run(service: Service, case: Case, sql: str) -> str:
 
 def _copies(path: Path) -> list[str]:
     """Every place outside users.ssn (and the server's undo data) holding a hidden value."""
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     found = []
     tables = [
         str(name)

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-import apsw
 import pytest
 
 from sqlgate.config import Settings
 from sqlgate.errors import SqlgateError, UndoConflict
 from sqlgate.service import Service
 from tests.conftest import FakeClock
+from tests.records import connect_both
 from tests.security.hidden_leaks import agent_dump, leaks
 
 
@@ -105,7 +105,7 @@ SCHEMAS = [
 
 
 def _seed(path: Path, schema: Schema, setup: str = "") -> None:
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     conn.execute(schema.ddl)
     marks = ", ".join("?" * len(schema.rows[0]))
     conn.executemany(f"INSERT INTO {schema.table} VALUES ({marks})", schema.rows)
@@ -146,7 +146,7 @@ def _call_ref(answer: str) -> str:
 
 
 def _rows(path: Path, table: str) -> list[tuple[object, ...]]:
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     try:
         return sorted(conn.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
     finally:
@@ -368,7 +368,7 @@ def test_an_undo_refused_on_a_conflict_names_no_hidden_key(
 ) -> None:
     service = open_hidden(schema)
     updated = service.write_query(schema.update)
-    other = apsw.Connection(str(service.db.path))  # another program changes the row again
+    other = connect_both(service.db.path)  # another program changes the row again
     other.execute(_filled("UPDATE {t} SET {v} = 'again' WHERE {v} IS NOT NULL", schema))
     other.close()
     for undo in (
@@ -475,7 +475,7 @@ ORDERED = [
 def _indexed_service(folder: Path, case: Indexed, order: tuple[int, ...]) -> Service:
     """`case`'s table with its hidden values given to the rows in `order`."""
     path = folder / f"{case.id}-{len(list(folder.iterdir()))}.db"
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     conn.execute(case.ddl)
     conn.execute(f"CREATE VIEW vis AS SELECT {case.key}, {case.visible} FROM {case.table}")
     columns = [

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import apsw
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -26,6 +25,7 @@ from sqlgate.config import Settings
 from sqlgate.errors import SqlgateError
 from sqlgate.service import Service
 from tests.conftest import FakeClock
+from tests.records import connect_both
 from tests.security.hidden_leaks import agent_dump, leaks
 
 PREFIX = "QZX7"
@@ -94,8 +94,8 @@ def hidden(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     )
     service.write_query("CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT, ssn TEXT)")
     service.create_view("v_users", "SELECT id, name, ssn FROM users", "users with ssn")
-    with service.db.server:
-        service.db.server.executemany(
+    with service.db.writer:
+        service.db.writer.executemany(
             "INSERT INTO users VALUES (?, ?, ?)",
             [(i + 1, f"n{i}", secret) for i, secret in enumerate(SECRETS)],
         )
@@ -200,7 +200,7 @@ def test_no_call_leaves_a_hidden_value_where_the_agent_reads(
 ) -> None:
     secrets = [_secret(data.draw, number) for number in range(4)]
     folder = tmp_path_factory.mktemp("hidden-mix")
-    conn = apsw.Connection(str(folder / "agent.db"))
+    conn = connect_both(folder / "agent.db")
     conn.execute(OWNER_SCHEMA)
     conn.executemany(
         "INSERT INTO accounts(id, name, secret, n) VALUES (?, ?, ?, 0)",

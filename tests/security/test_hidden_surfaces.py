@@ -21,6 +21,7 @@ from sqlgate.service import Service
 from sqlgate.surfaces.ui.app import build_ui_app
 from sqlgate.surfaces.ui.console import Console
 from tests.conftest import FakeClock
+from tests.records import connect_both
 
 SECRET = "999-13-5813"
 TOKEN = "t" * 32
@@ -41,10 +42,13 @@ def hidden(settings: Settings, clock: FakeClock) -> Iterator[Service]:
     service = Service.open(settings, clock=clock, session="s-hide")
     service.write_query("CREATE TABLE people(id INTEGER PRIMARY KEY, name TEXT, ssn TEXT)")
     service.create_view("people_v", "SELECT name, ssn FROM people", "people with ssn")
-    with service.db.server:  # the value comes from elsewhere: the agent could not write it
-        service.db.server.execute(
+    app = apsw.Connection(str(settings.db))  # the value comes from elsewhere: the app's own
+    try:  # connection (the agent could not write it)
+        app.execute(
             "INSERT INTO people(name, ssn) VALUES ('ann', ?), ('bo', ?)", (SECRET, SECRET + "0")
         )
+    finally:
+        app.close()
     yield service
     service.close()
 
@@ -121,7 +125,7 @@ def test_the_rule_follows_a_rename_by_the_agent_or_another_program(hidden: Servi
     hidden.read_query("SELECT count(*) FROM people")
     hidden.destructive_query("ALTER TABLE people RENAME TO staff", reason="rename")
     assert SECRET not in hidden.read_query("SELECT ssn FROM staff")
-    other = apsw.Connection(str(hidden.db.path))
+    other = connect_both(hidden.db.path)
     other.execute("ALTER TABLE staff RENAME TO crew")
     other.close()
     answer = hidden.read_query("SELECT * FROM crew")
@@ -130,7 +134,7 @@ def test_the_rule_follows_a_rename_by_the_agent_or_another_program(hidden: Servi
 
 
 def test_a_hidden_column_renamed_away_by_another_program_fails_closed(hidden: Service) -> None:
-    other = apsw.Connection(str(hidden.db.path))
+    other = connect_both(hidden.db.path)
     other.execute("ALTER TABLE people RENAME COLUMN ssn TO tax_id")
     other.close()
     answer = hidden.read_query("SELECT name, tax_id FROM people")
@@ -146,5 +150,5 @@ def test_undo_data_reads_as_null_and_undo_call_still_restores(hidden: Service) -
     )
     assert SECRET.encode().hex().upper() not in dump.upper()
     assert hidden.undo_call(call, reason="put ann back").startswith("undone")
-    rows = hidden.db.server.execute("SELECT name, ssn FROM people ORDER BY id").fetchall()
+    rows = hidden.db.writer.execute("SELECT name, ssn FROM people ORDER BY id").fetchall()
     assert rows == [("ann", SECRET), ("bo", SECRET + "0")]

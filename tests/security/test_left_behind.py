@@ -94,8 +94,12 @@ def guarded(tmp_path: Path, clock: FakeClock) -> Iterator[Service]:
         confirm="never",
     )
     service = Service.open(settings, clock=clock, session="s-left")
-    with service.db.server:
-        service.db.server.execute(SCHEMA)
+    # the owner's schema, built by the owner's program (vendor_terms names a parent it never
+    # made: an agent connection, foreign keys on, could not insert its row)
+    owner = apsw.Connection(str(settings.db))
+    with owner:  # a transaction: the script's PRAGMA foreign_keys = ON waits for it to end
+        owner.execute(SCHEMA)
+    owner.close()
     yield service
     service.close()
 
@@ -253,7 +257,7 @@ def test_what_would_change_a_guarded_table_when_another_program_fires_it_is_refu
     *ready, last = steps
     for step in ready:
         assert not run(guarded, step).startswith("refused")
-    conn = guarded.db.server
+    conn = guarded.db.writer
     schema, rows = schema_of(conn), guarded_rows(conn)
     with pytest.raises(PolicyDenied) as refused:
         run(guarded, last)

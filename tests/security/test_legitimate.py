@@ -14,7 +14,8 @@ import pytest
 
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.schema import protected_names
-from tests.security.cases import call
+from sqlgate.errors import PolicyDenied
+from tests.security.cases import Expected, call, case, check_refused_and_unchanged
 from tests.security.conftest import World
 from tests.security.fingerprint import DatabaseState
 
@@ -354,15 +355,6 @@ VIEWS_AND_INTROSPECTION = [
         r("SELECT count(*) AS n FROM cheap_items", "n\n12"),
     ),
     legit(
-        "view-over-the-audit-log",
-        Step(
-            "create_view",
-            {"name": "calls", "select_sql": "SELECT tool, count(*) AS n FROM query_log GROUP BY 1"},
-            "created",
-        ),
-        r("SELECT n FROM calls WHERE tool = 'read_query'", "n\n"),
-    ),
-    legit(
         "view-over-rtree",
         Step("create_view", {"name": "bv", "select_sql": "SELECT * FROM boxes"}, "created"),
     ),
@@ -457,27 +449,6 @@ MEMORY = [
         r("SELECT count(*) AS n FROM kept", "n\n3"),
     ),
     legit(
-        "view-over-the-memory",
-        Step(
-            "create_view",
-            {
-                "name": "decisions",
-                "select_sql": "SELECT id, content FROM memory_events WHERE kind = 'decision'",
-                "description": "Every decision the agent recorded.",
-            },
-            "created",
-        ),
-        r("SELECT id FROM decisions", "id\n3"),
-    ),
-    legit(
-        "own-fts-over-the-memory-rebuilt-and-cleared",
-        w(OWN_INDEX_OVER_MEMORY),
-        d("INSERT INTO mine(mine) VALUES ('rebuild')"),
-        r("SELECT rowid FROM mine WHERE mine MATCH 'region'", "rowid\n3"),
-        d("INSERT INTO mine(mine) VALUES ('delete-all')"),
-        r("SELECT count(*) AS n FROM memory_events", "n\n3"),
-    ),
-    legit(
         "search-text-in-the-memory",
         Step("search_text", {"pattern": "reg[io]+n", "table": "memory_events"}, "region"),
     ),
@@ -514,8 +485,12 @@ LEGIT = READS + WRITES + DESTRUCTIVE + VIEWS_AND_INTROSPECTION + MEMORY
 
 
 def _server_rows(state: DatabaseState) -> list[tuple[Any, ...]]:
+    """sqlgate's records' schema (every object there is the server's), with any row of main
+    named like a server object (none of the legitimate cases makes one)."""
     protected = protected_names()
-    return [row for row in state.schema if fold_name(str(row[1])) in protected]
+    return [
+        row for row in state.schema if row[0] == "sqlgate" or fold_name(str(row[2])) in protected
+    ]
 
 
 @pytest.mark.parametrize("steps", LEGIT)
@@ -531,22 +506,51 @@ def test_legitimate_sql_succeeds(world: World, steps: list[Step]) -> None:
     assert after.connections == before.connections
 
 
+# issue 33: sqlgate's records live in a file of their own, and SQLite keeps a view in one
+# file reading only that file: create_view refuses, naming read_query (nothing is saved)
+OVER_THE_RECORDS = [
+    case("create_view", {"name": "calls", "select_sql": "SELECT tool, count(*) AS n FROM "
+         "query_log GROUP BY 1"}, PolicyDenied, "over-the-audit-log",
+         phrase="query sqlgate.query_log with read_query"),
+    case("create_view", {"name": "decisions", "select_sql": "SELECT id, content FROM "
+         "memory_events WHERE kind = 'decision'", "description": "Every decision."},
+         PolicyDenied, "over-the-memory", phrase="query sqlgate.memory_events with read_query"),
+    case("create_view", {"name": "calls", "select_sql": "SELECT * FROM sqlgate.claims"},
+         PolicyDenied, "over-the-claims-qualified", phrase="with read_query"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("tool", "args", "expected", "phrase"), OVER_THE_RECORDS)
+def test_a_view_over_sqlgates_records_is_refused_naming_read_query(
+    world: World, tool: str, args: dict[str, Any], expected: Expected, phrase: str
+) -> None:
+    check_refused_and_unchanged(world, tool, args, expected, phrase)
+
+
 def test_the_agents_own_index_over_the_memory_never_changes_the_memory(world: World) -> None:
-    # an external-content fts5 table reads memory_events; its commands write only its own index
-    steps = [
-        w(OWN_INDEX_OVER_MEMORY),
-        d("INSERT INTO mine(mine) VALUES ('rebuild')"),
-        d("INSERT INTO mine(rowid, content) VALUES (1, 'forged words')"),
-        d("INSERT INTO mine(mine, rowid, content) VALUES ('delete', 2, 'rebuild')"),
-        d("INSERT INTO mine(mine) VALUES ('optimize')"),
-        d("INSERT INTO mine(mine) VALUES ('delete-all')"),
-    ]
+    """An external-content fts5 table in main names its content table; SQLite looks it up in
+    main only, so over sqlgate's memory it can never be filled: the commands that read the
+    content are refused (naming sqlgate.memory_events, read-only), the others touch only the
+    agent's own index, and the memory stays as it was (on the one-file layout 'rebuild'
+    filled the agent's index from the memory)."""
+    assert "ok" in world.service.write_query(OWN_INDEX_OVER_MEMORY)  # fts5 reads it lazily
     before = world.state()
-    for step in steps:
-        assert step.expect in call(world.service, step.tool, step.args)
+    with pytest.raises(PolicyDenied) as refused:
+        world.service.destructive_query("INSERT INTO mine(mine) VALUES ('rebuild')", reason="r")
+    assert "sqlgate.memory_events is one of sqlgate's records" in str(refused.value)
+    for command in (  # commands that never read the content: the agent's own index only
+        "INSERT INTO mine(rowid, content) VALUES (1, 'forged words')",
+        "INSERT INTO mine(mine, rowid, content) VALUES ('delete', 2, 'rebuild')",
+        "INSERT INTO mine(mine) VALUES ('optimize')",
+        "INSERT INTO mine(mine) VALUES ('delete-all')",
+    ):
+        assert "snapshot:" in world.service.destructive_query(command, reason="own index")
     after = world.state()
-    memory = [name for name in before.tables if name.startswith("memory_")]
-    assert {"memory_events", "memory_checkpoints", "memory_events_fts_data"} <= set(memory)
+    memory = [name for name in before.tables if name.startswith("sqlgate.memory_")]
+    assert {"sqlgate.memory_events", "sqlgate.memory_checkpoints"} <= set(memory)
+    assert "sqlgate.memory_events_fts_data" in memory
     for name in memory:
         assert after.tables[name] == before.tables[name], name
+    records_schema = [row for row in before.schema if row[0] == "sqlgate"]
+    assert [row for row in after.schema if row[0] == "sqlgate"] == records_schema
     assert '"ok": true' in world.service.verify_chain()

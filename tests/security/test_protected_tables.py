@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import apsw
 import pytest
 
 from sqlgate.config import Settings
 from sqlgate.errors import PolicyDenied, SqlgateError
 from sqlgate.service import Service
 from tests.conftest import FakeClock
+from tests.records import connect_both
 
 SCHEMA = """
 PRAGMA foreign_keys = ON;
@@ -81,14 +81,14 @@ def guarded(tmp_path: Path, clock: FakeClock) -> Iterator[Service]:
         confirm="never",
     )
     service = Service.open(settings, clock=clock, session="s-red")
-    with service.db.server:
-        service.db.server.execute(SCHEMA)
+    with service.db.writer:
+        service.db.writer.execute(SCHEMA)
     yield service
     service.close()
 
 
 def rows_of(service: Service) -> dict[str, list[tuple[object, ...]]]:
-    conn = service.db.server
+    conn = service.db.writer
     return {t: list(conn.execute(f"SELECT rowid, * FROM {t} ORDER BY rowid")) for t in GUARDED}
 
 
@@ -218,7 +218,7 @@ def test_a_guarded_table_created_after_the_server_started_is_guarded(
 
 def test_a_guarded_table_renamed_by_another_program_stays_guarded(guarded: Service) -> None:
     guarded.read_query("SELECT count(*) FROM ledger")  # the server has seen the table
-    other = apsw.Connection(str(guarded.db.path))
+    other = connect_both(guarded.db.path)
     other.execute("ALTER TABLE ledger RENAME TO books")
     other.close()
     with pytest.raises(PolicyDenied, match="protected"):
@@ -229,7 +229,7 @@ def test_undo_call_of_a_call_that_wrote_an_append_only_table_is_refused(
     guarded: Service,
 ) -> None:
     answer = guarded.write_query("INSERT INTO events(k, v) VALUES ('u', 'undo me')")
-    audit_id = guarded.db.server.execute("SELECT max(id) FROM query_log").fetchone()[0]
+    audit_id = guarded.db.records.execute("SELECT max(id) FROM query_log").fetchone()[0]
     assert "undo" in answer
     before = rows_of(guarded)
     with pytest.raises(SqlgateError, match=r"events, which is append-only.*nothing was undone"):

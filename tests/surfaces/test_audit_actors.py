@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import TextIO
 
 import anyio
-import apsw
 import httpx2
 import pytest
 
+from tests.records import connect_both
 from tests.surfaces.mcp.team_server import audit_rows, member_client, with_members
 from tests.surfaces.mcp.test_http import CALL_SECONDS, child_env, start_server
 from tests.surfaces.mcp.test_stdio import serve_params, server_log, stdio_server, text
@@ -74,6 +74,6 @@ async def test_every_surface_names_its_actor_in_each_row(
     assert "/" not in sessions["cli"]  # the command's own
     assert sessions["grace"].endswith("/grace")  # 2026-07-28: no Mcp-Session-Id
     assert sessions["admin"].endswith("/admin")
-    with closing(apsw.Connection(str(db))) as conn:
+    with closing(connect_both(db)) as conn:
         (event_session,) = conn.execute("SELECT session FROM memory_events").fetchone()
     assert event_session == sessions["local"]

@@ -26,19 +26,21 @@ import apsw
 import pytest
 
 from sqlgate.service import Service
+from tests.records import connect_both, records_path
 from tests.surfaces.mcp.test_stdio import child_env
 from tests.surfaces.stdio_helpers import rpc
 
 pytestmark = pytest.mark.stdio
 
 HOUR = "3600"
+# the write lock of each file named (the database and its records file)
 HOLD_LOCK = (
     "import sqlite3, sys\n"
-    "conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=0)\n"
-    "conn.execute('BEGIN IMMEDIATE')\n"
+    "conns = [sqlite3.connect(p, isolation_level=None, timeout=0) for p in sys.argv[1:]]\n"
+    "for conn in conns: conn.execute('BEGIN IMMEDIATE')\n"
     "print('locked', flush=True)\n"
     "sys.stdin.readline()\n"
-    "conn.execute('ROLLBACK')\n"
+    "for conn in conns: conn.execute('ROLLBACK')\n"
 )
 READ_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("stats",),
@@ -73,7 +75,7 @@ def _settings(db: Path) -> object:
 @pytest.fixture
 def lock_holder(seeded: Path) -> Iterator[subprocess.Popen[str]]:
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(seeded)],
+        [sys.executable, "-c", HOLD_LOCK, str(seeded), str(records_path(seeded))],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -124,7 +126,7 @@ def cli_process(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def audit_count(db: Path) -> int:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return int(conn.execute("SELECT count(*) FROM query_log").fetchall()[0][0])
     finally:

@@ -20,6 +20,7 @@ from sqlgate.service import Service
 from sqlgate.surfaces.cli.app import main
 from sqlgate.surfaces.ui.app import build_ui_app
 from sqlgate.surfaces.ui.console import Console
+from tests.records import records_path
 from tests.surfaces.cli.helpers import json_lines, succeeded
 
 pytestmark = pytest.mark.usefixtures("no_sqlgate_environment")
@@ -61,7 +62,7 @@ def old_db(tmp_path: Path) -> Path:
         with pytest.raises(Exception, match="syntax error"):
             service.read_query("SELEC 1")
         service.destructive_query("DELETE FROM t", reason="the test's destructive call")
-    conn = apsw.Connection(str(db))
+    conn = apsw.Connection(str(records_path(db)))  # sqlgate's tables are in its records
     try:
         for statement in SCHEMA_8:
             conn.execute(statement)
@@ -78,7 +79,8 @@ def run(db: Path, *args: str) -> Result:
 
 
 def schema_version(db: Path) -> int:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    """The records' schema version (sqlgate's, not the database's user_version)."""
+    conn = apsw.Connection(str(records_path(db)), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return int(conn.pragma("user_version"))
     finally:

@@ -35,6 +35,7 @@ import pytest
 
 from sqlgate.config import Settings
 from sqlgate.service import Service
+from sqlgate.surfaces.replication.status import replication_dir
 from sqlgate.surfaces.stops import (
     STOP_EXIT,
     Stops,
@@ -43,6 +44,7 @@ from sqlgate.surfaces.stops import (
     serve_until_stopped,
     stop_signals,
 )
+from tests.records import connect_both
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX terminals and signals")
 
@@ -429,7 +431,7 @@ def test_a_stop_ends_the_command_cleanly(
         # the last connection closed: SQLite checkpointed the WAL and removed it
         assert not Path(f"{made_db}-wal").exists(), child.text()
     if case.command == "replicate":
-        status = json.loads((tmp_path / "agent.db.replication" / "status.json").read_text())
+        status = json.loads((replication_dir(made_db) / "status.json").read_text())
         assert status["state"] == "stopped"
 
 
@@ -456,6 +458,6 @@ def test_ctrl_c_interrupts_a_running_query_instead_of_waiting_for_it(
         child.wait_for("never printed", 0.02)  # reads what it writes meanwhile
     child.send(b"\x03")
     assert_clean(child, 130, child.finish())
-    conn = apsw.Connection(str(made_db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(made_db, flags=apsw.SQLITE_OPEN_READONLY)
     rows = conn.execute("SELECT ok FROM query_log WHERE tool = 'read_query'").fetchall()
     assert rows == [(0,)]  # its audit row was written: the call ended before the database closed

@@ -125,7 +125,7 @@ class ClaimArguments:
         if value is None:
             return []
         ids = event_ids(value)
-        with self.db.reading() as conn:
+        with self.db.reading_records() as conn:
             known = {int(event_id) for event_id in event_times(conn, ids)}
         missing = [i for i in ids if i not in known]
         if missing:

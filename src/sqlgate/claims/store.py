@@ -115,7 +115,7 @@ class ClaimStore:
 
     # -- reading --------------------------------------------------------------------------
     def all(self) -> list[Claim]:
-        with self.db.reading() as conn:
+        with self.db.reading_records() as conn:
             return [
                 _claim(row) for row in conn.execute(f"SELECT {_COLUMNS} FROM claims ORDER BY id")
             ]
@@ -126,7 +126,7 @@ class ClaimStore:
         if claim_id > MAX_ID:
             raise _no_claim(claim_id, self.db.path)
         if conn is None:
-            with self.db.reading() as reader:
+            with self.db.reading_records() as reader:
                 row = reader.execute(
                     f"SELECT {_COLUMNS} FROM claims WHERE id = ?", (claim_id,)
                 ).fetchone()

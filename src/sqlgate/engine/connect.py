@@ -1,10 +1,11 @@
 """Opening connections, with the hardening applied as a list of named steps.
 
-Three kinds of connection, all on one file:
-- `server`: the server's own (migrations, audit rows, snapshots); never runs agent SQL;
-- `agent_write`: runs agent SQL of the write, destructive and view tiers;
-- `agent_read`: opened read-only with `query_only`, runs the read tier (foreign keys on, as
-  on the writer, so `PRAGMA foreign_keys` reads what writes enforce).
+Two files: the user's database, and sqlgate's records file in its home (`sqlgate.home`).
+- `server`, `audit`, `records reader`: the records file (migrations, audit rows, undo data,
+  memory, claims, members); never run agent SQL;
+- `agent_write`: the user's file, runs agent SQL of the write, destructive and view tiers;
+- `agent_read`: the user's file opened read-only with `query_only`, runs the read tier
+  (foreign keys on, as on the writer, so `PRAGMA foreign_keys` reads what writes enforce).
 
 An agent connection may be given sqlgate's records file: it is attached read-only under
 the schema name `sqlgate` (`attach_records`) before any hardening step runs, and no other
@@ -35,6 +36,8 @@ __all__ = [
     "lock_if_free",
     "open_agent_connection",
     "open_audit_connection",
+    "open_keeper_connection",
+    "open_records_reader",
     "open_server_connection",
 ]
 
@@ -143,8 +146,10 @@ COMMON: tuple[Step, ...] = (defensive, untrusted_schema, no_extensions, busy_tim
 AGENT: tuple[Step, ...] = (*COMMON, no_attached_files, no_double_quoted_strings, size_limits)
 SERVER_STEPS: tuple[Step, ...] = (*COMMON, no_double_quoted_ddl, wal)
 AUDIT_STEPS: tuple[Step, ...] = (*COMMON, normal_sync)
+KEEPER_STEPS: tuple[Step, ...] = (*COMMON, no_double_quoted_ddl, normal_sync)
 WRITE_STEPS: tuple[Step, ...] = (*AGENT, no_double_quoted_ddl, foreign_keys)
 READ_STEPS: tuple[Step, ...] = (*AGENT, sorts_in_memory, foreign_keys, query_only)
+RECORDS_READ_STEPS: tuple[Step, ...] = (*COMMON, query_only)
 
 
 def apply_process_limits(settings: Settings) -> None:
@@ -257,17 +262,29 @@ def _open(
     return conn
 
 
-def open_server_connection(settings: Settings) -> apsw.Connection:
+def open_server_connection(path: Path, settings: Settings) -> apsw.Connection:
+    """sqlgate's records file, read-write (created when missing), in WAL mode."""
     flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-    return _open(settings.db, flags, SERVER_STEPS, settings)
+    return _open(path, flags, SERVER_STEPS, settings)
 
 
-def open_audit_connection(settings: Settings) -> apsw.Connection:
-    """The audit log's own connection: it never waits for the write lock (busy timeout 0);
-    a row it cannot write at once goes to the audit queue instead."""
-    conn = _open(settings.db, apsw.SQLITE_OPEN_READWRITE, AUDIT_STEPS, settings)
+def open_audit_connection(path: Path, settings: Settings) -> apsw.Connection:
+    """The audit log's own connection to the records file: it never waits for the write
+    lock (busy timeout 0); a row it cannot write at once goes to the audit queue instead."""
+    conn = _open(path, apsw.SQLITE_OPEN_READWRITE, AUDIT_STEPS, settings)
     conn.set_busy_timeout(0)
     return conn
+
+
+def open_keeper_connection(path: Path, settings: Settings) -> apsw.Connection:
+    """The records connection that keeps undo data while the writer holds the user's file:
+    used only under the write lock, so it waits (busy timeout) only for other servers."""
+    return _open(path, apsw.SQLITE_OPEN_READWRITE, KEEPER_STEPS, settings)
+
+
+def open_records_reader(path: Path, settings: Settings) -> apsw.Connection:
+    """A read-only connection to the records file, for the server's own reads."""
+    return _open(path, apsw.SQLITE_OPEN_READONLY, RECORDS_READ_STEPS, settings)
 
 
 def open_agent_connection(

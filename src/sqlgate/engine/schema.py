@@ -1,13 +1,21 @@
 """Server objects: the registry of what the server owns, and migrations by `user_version`.
 
-Every object listed here is protected: agents may read the tables and views, but no tool
-may write, drop, alter, rename, replace, index or attach a trigger to any of them. Later
-features add their objects by appending a `Migration` and its `ServerObject`s.
+The objects live in the database's records file (`records.sqlite` of its home, see
+`sqlgate.home`), sqlgate's own file: `check_owner` and `migrate` run on it, never on the
+user's database, whose header and schema sqlgate leaves as they are. Agents read these
+objects under the schema `sqlgate` (the records attached read-only); no tool may write,
+drop, alter, rename, replace, index or attach a trigger to any of them. Later features add
+their objects by appending a `Migration` and its `ServerObject`s.
+
+A new records file takes the text encoding of the user's file (`migrate`'s `encoding`):
+SQLite attaches only files of the main file's encoding, so a UTF-16 database gets UTF-16
+records.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import apsw
 
@@ -24,10 +32,14 @@ __all__ = [
     "check_owner",
     "migrate",
     "protected_names",
+    "text_encoding",
 ]
 
 # "SQGT": marks a file whose user_version is sqlgate's schema version
 APPLICATION_ID = 0x53514754
+# the database header's text encoding field (offset 56, big-endian), as PRAGMA encoding names it
+_ENCODINGS = {1: "UTF-8", 2: "UTF-16le", 3: "UTF-16be"}
+_ENCODING_OFFSET = 56
 FTS5_SHADOW_SUFFIXES = ("_data", "_idx", "_content", "_docsize", "_config")
 # the audit queue's token of a query_log row; NULL for rows written at once (and for a
 # detail that is not JSON, which json_extract would refuse)
@@ -421,26 +433,42 @@ def protected_names() -> frozenset[str]:
 
 
 def _current_version(conn: apsw.Connection) -> int:
-    """sqlgate's schema version of this file; StartupError when the file is not sqlgate's."""
+    """sqlgate's schema version of this records file; StartupError when it is not sqlgate's."""
     version = int(conn.pragma("user_version"))
     app_id = int(conn.pragma("application_id"))
+    name = conn.filename or "this records file"
     if app_id not in (0, APPLICATION_ID) or (version and app_id != APPLICATION_ID):
         raise StartupError(
-            f"this database belongs to another application (user_version={version}, "
-            f"application_id={app_id}); sqlgate keeps its schema version in user_version, so "
-            "point --db at a new or sqlgate-owned file; it was left untouched"
+            f"{name} belongs to another application (user_version={version}, "
+            f"application_id={app_id}), not sqlgate's records; it was left untouched: move it "
+            "out of sqlgate's home and sqlgate starts new records there"
         )
     newest = MIGRATIONS[-1].version
     if version > newest:
         raise StartupError(
-            f"this database was written by a newer sqlgate (schema {version}, this one knows "
+            f"{name} was written by a newer sqlgate (schema {version}, this one knows "
             f"{newest}); upgrade sqlgate. It was left untouched"
         )
     return version
 
 
+def text_encoding(path: Path) -> str:
+    """The text encoding of the SQLite file at `path`, read from its header ("UTF-8" for a
+    file that is missing, empty or has no valid field: SQLite's default)."""
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(_ENCODING_OFFSET + 4)
+    except OSError:
+        return "UTF-8"
+    if len(header) < _ENCODING_OFFSET + 4:
+        return "UTF-8"
+    code = int.from_bytes(header[_ENCODING_OFFSET:], "big")
+    return _ENCODINGS.get(code, "UTF-8")
+
+
 def check_owner(conn: apsw.Connection) -> int:
-    """Refuse, before anything is written, a file of another application or a newer sqlgate.
+    """Refuse, before anything is written, a records file of another application or a newer
+    sqlgate.
 
     Run it on a read-only connection: a refused file must stay byte for byte as it was.
     Returns the file's schema version (0 for a new or foreign-free file).
@@ -448,12 +476,15 @@ def check_owner(conn: apsw.Connection) -> int:
     return _current_version(conn)
 
 
-def migrate(conn: apsw.Connection) -> int:
-    """Bring the server objects up to the newest version; returns that version.
+def migrate(conn: apsw.Connection, encoding: str = "UTF-8") -> int:
+    """Bring the server objects of the records file up to the newest version; returns it.
 
     Each migration runs in its own IMMEDIATE transaction, so two servers starting together
-    apply it once.
+    apply it once. `encoding` (`text_encoding` of the user's file) is the text encoding a new
+    records file is made in; SQLite ignores it once the file holds anything.
     """
+    if encoding != "UTF-8" and _current_version(conn) == 0:
+        conn.pragma("encoding", encoding)
     for migration in MIGRATIONS:
         if _current_version(conn) >= migration.version:
             continue

@@ -72,7 +72,7 @@ class Checkpoints:
             )
         status = self.chain.verify(incremental=True)
         excluded = json.dumps(list(exclude_kinds))
-        with self.db.reading() as conn:
+        with self.db.reading_records() as conn:
             checkpoint = conn.execute(
                 "SELECT id, ts, session, summary, last_event_id FROM memory_checkpoints "
                 "ORDER BY id DESC LIMIT 1"

@@ -87,6 +87,8 @@ class ChainStatus:
     checked: int = 0  # events whose hashes were recomputed by this verification
     # why the newest witnessed events could not be checked (another writer held the lock)
     unconfirmed: str | None = None
+    # the history before these records that is gone (their records folder was deleted)
+    lost: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         if self.ok:
@@ -98,6 +100,8 @@ class ChainStatus:
             }
             if self.unconfirmed:
                 answer["unconfirmed"] = self.unconfirmed
+            if self.lost:
+                answer["history_lost"] = self.lost
             return answer
         return {"ok": False, "first_broken_id": self.first_broken_id, "reason": self.reason}
 

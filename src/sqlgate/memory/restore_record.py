@@ -1,9 +1,10 @@
 """The memory chain records every restore: one server-written event of kind `restore`.
 
-A snapshot restore carries every event forward (engine/snapshots/restore_carry.py), so the chain
-stays whole and the witness simply moves on to the restore's event: nothing is rewritten. The
-event says what was rolled back (the snapshot, the rows of each user table now and in it),
-what was carried forward, and where the previous content is kept. A restore of a replica
+A snapshot restore puts back the user's file only; the memory lives in the records file and
+is never rolled back, so the chain stays whole and the witness simply moves on to the
+restore's event: nothing is rewritten. The event says what was rolled back (the snapshot, the
+rows of each user table now and in it), how many calls made after the snapshot it marked
+undone, and where the previous content is kept. A restore of a replica
 (`sqlgate restore`) cannot carry what the replica lacked: its event names the events a
 witness knew that the copy does not hold.
 
@@ -38,13 +39,7 @@ __all__ = [
 ]
 
 RESTORE_KIND = "restore"
-_CARRIED_WORDS = (  # key, one row's words, many rows' words
-    ("memory_events", "memory event", "memory events"),
-    ("memory_checkpoints", "checkpoint", "checkpoints"),
-    ("claims_history", "claim change", "claim changes"),
-    ("query_log", "audit row", "audit rows"),
-    ("undo_changesets", "call marked undone", "calls marked undone"),
-)
+UNDONE_KEY = "undo_changesets"  # the restore's facts: calls made after the snapshot, marked
 
 
 def _rows(count: int | None) -> str:
@@ -57,13 +52,13 @@ def snapshot_restore_text(plan: RestorePlan, before_name: str, carried: dict[str
         ", ".join(f"{t.name} {_rows(t.now)} -> {_rows(t.snapshot)}" for t in plan.tables)
         or "no user tables"
     )
-    kept = ", ".join(counted(carried.get(key, 0), one, many) for key, one, many in _CARRIED_WORDS)
-    events = "" if plan.events is None else f" (events {plan.events[0]} to {plan.events[1]})"
+    undone = counted(carried.get(UNDONE_KEY, 0), "call", "calls")
     created = _taken(plan.name)
     return (
         f"rolled back to snapshot {plan.name} (taken {created}); user tables, rows before -> "
-        f"after: {tables}; carried forward, nothing lost: {kept}{events}; the previous "
-        f"content is kept as {before_name} (`sqlgate snapshots restore {shell_word(before_name)} "
+        f"after: {tables}; {undone} made after the snapshot marked undone; sqlgate's records "
+        "(memory, claims, audit log, members) are not rolled back; the previous content is "
+        f"kept as {before_name} (`sqlgate snapshots restore {shell_word(before_name)} "
         f"{db_option(plan.db)}` puts it back)"
     )
 
@@ -88,7 +83,8 @@ def append_restore_event(
 
 
 class ChainRestoreRecorder:
-    """engine.snapshots.files.RestoreRecorder for the memory chain and its witness beside `db`."""
+    """engine.snapshots' RestoreRecorder for the memory chain of `db` (in its records file,
+    on the connection the restore records on) and its witness (in its records folder)."""
 
     def __init__(self, db: Path, session: str, wall_clock: Callable[[], float]) -> None:
         self.witness = WitnessFile.beside(db)

@@ -158,7 +158,7 @@ class EventReader:
         sql = _best_matches_sql(extra)
         from sqlgate.memory.ranking import Candidate, rank
 
-        with self.db.reading() as conn:
+        with self.db.reading_records() as conn:
             best = list(conn.execute(sql, (match, *values, RANK_WINDOW, CANDIDATES, HEAD_CHARS)))
             matched = int(best[0][4]) if best else 0
             ranked = rank(
@@ -207,7 +207,7 @@ class EventReader:
     def timeline(self, ids: Sequence[int], window: int) -> tuple[str, int]:
         if isinstance(window, bool) or not isinstance(window, int) or not 0 <= window <= MAX_WINDOW:
             raise InvalidArgument(f"window must be a whole number from 0 to {MAX_WINDOW}")
-        with self.db.reading() as conn:
+        with self.db.reading_records() as conn:
             self._require(conn, ids)
             wanted: set[int] = set()
             for event_id in ids:
@@ -244,7 +244,7 @@ class EventReader:
         return csv_reply(lines, trailer), shown
 
     def details(self, ids: Sequence[int]) -> tuple[str, int]:
-        with self.db.reading() as conn:
+        with self.db.reading_records() as conn:
             self._require(conn, ids)
             rows = {
                 int(row[0]): row
@@ -306,7 +306,7 @@ class EventReader:
             )
 
     def stats(self) -> dict[str, Any]:
-        with self.db.reading() as conn:
+        with self.db.reading_records() as conn:
             events, first, last = _row(conn, "SELECT count(*), min(ts), max(ts) FROM memory_events")
             kinds = dict(
                 conn.execute(

@@ -68,7 +68,7 @@ class Memory:
         self.db = db
         self.settings = db.settings
         self.redactor = redactor
-        self.witness = WitnessFile.beside(db.path)
+        self.witness = WitnessFile(db.settings.records.witness)
         self.chain = EventChain(db, self.witness, session, wall_clock)
         self.session = session
         self.wall_clock = wall_clock
@@ -127,7 +127,7 @@ class Memory:
         status = self.chain.verify(progress=progress)
         answer = status.as_dict()
         if status.ok:
-            with self.db.reading() as conn:
+            with self.db.reading_records() as conn:
                 restores = recorded_restores(conn)
             if restores is not None:
                 answer["restores"] = restores

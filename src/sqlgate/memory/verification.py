@@ -33,6 +33,7 @@ import apsw
 
 from sqlgate.engine.connect import lock_if_free
 from sqlgate.engine.database import Database
+from sqlgate.engine.records import history_lost
 from sqlgate.errors import SqlgateError
 from sqlgate.memory.contract import (
     EVENT_COLUMNS,
@@ -86,7 +87,24 @@ def verify_chain(
     incremental: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> ChainStatus:
-    """`EventChain.verify`: the walk on a snapshot, then the judgement against the witness.
+    """`EventChain.verify` (`_verified`), with the history that is gone named when the
+    records know of one (a deleted records folder: never "no events yet")."""
+    status = _verified(db, witness_file, incremental=incremental, progress=progress)
+    if not status.ok:
+        return status
+    with db.reading_records() as conn:
+        lost = history_lost(conn)
+    return status if lost is None else replace(status, lost=lost)
+
+
+def _verified(
+    db: Database,
+    witness_file: WitnessFile,
+    *,
+    incremental: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> ChainStatus:
+    """The walk on a snapshot, then the judgement against the witness.
 
     The judgement runs under the write lock when it is free at that moment (then the
     verified position is recorded in the witness). When another connection holds the lock,

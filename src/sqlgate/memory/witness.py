@@ -1,9 +1,11 @@
-"""The witness: the chain's head and last verified position, kept in a file beside the db.
+"""The witness: the chain's head and last verified position, kept in a file of its own.
 
-Someone with write access to the database file can rewrite history and recompute every
+Someone with write access to the records file can rewrite history and recompute every
 hash after it, and the chain alone would still verify. The witness remembers, outside the
-database, which event was the head (id and hash) and which position was last verified, so
-such a rewrite shows up as a witnessed event that no longer matches.
+records file, which event was the head (id and hash) and which position was last verified,
+so such a rewrite shows up as a witnessed event that no longer matches. It is `witness.json`
+in the database's records folder (`sqlgate.home.record_files(db).witness`), beside
+`records.sqlite`, which holds the chain.
 
 What it does not buy: someone who can write both files can rewrite both consistently.
 Keep a copy of the witness elsewhere (or publish its head hash) to raise that bar.
@@ -55,14 +57,18 @@ def _position(data: dict[str, object], id_key: str, hash_key: str) -> tuple[int,
 
 
 class WitnessFile:
-    """`<db>.witness.json`: read, and replaced whole on every change."""
+    """`witness.json` in the database's records folder: read, and replaced whole on every
+    change."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
     @classmethod
     def beside(cls, db: Path) -> WitnessFile:
-        return cls(db.with_name(db.name + ".witness.json"))
+        """The witness of the database `db`, in its records folder (`sqlgate.home`)."""
+        from sqlgate.home import record_files
+
+        return cls(record_files(db).witness)
 
     def read(self) -> Witness | None:
         """The witness, or None when there is no file yet. Raises SqlgateError if unreadable."""

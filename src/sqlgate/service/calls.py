@@ -30,10 +30,10 @@ from sqlgate.engine.records import (
     Caller,
     Identity,
     current_caller,
-    queue_path,
 )
 from sqlgate.engine.running import Outcome
 from sqlgate.engine.sqltext import fingerprint
+from sqlgate.engine.undo import relocate_shapes
 from sqlgate.errors import PolicyDenied, SqlgateError
 from sqlgate.memory.privacy import Redactor
 from sqlgate.memory.store import Memory, redactor_for
@@ -133,7 +133,7 @@ class Calls:
             enabled=db.settings.audit and not db.read_only,
             queue=None
             if db.read_only
-            else AuditQueue(queue_path(db.path), db.settings.busy_timeout),
+            else AuditQueue(db.settings.records.queue, db.settings.busy_timeout),
             redact=redactor.redact_text if redactor.enabled else None,
             wall_clock=wall_clock,
             actor=actor,
@@ -200,7 +200,8 @@ class Calls:
         (`engine.records.actors`): `local` (the agent on stdio) or `cli` (a person's command).
         `serving`: a server starts, which the table rules must fit (StartupError)."""
         redactor = redactor_for(settings)  # a bad pattern file stops us before the db is touched
-        db = Database.open(settings, create_parent=create_parent, read_only=read_only)
+        db = Database.open(settings, create_parent=create_parent, read_only=read_only,
+                           relocate=relocate_shapes)  # fmt: skip
         try:
             if serving:  # a rule that does not fit the schema stops the server at start
                 db.check_rules()

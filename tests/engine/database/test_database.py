@@ -18,10 +18,11 @@ import pytest
 from sqlgate.config import Settings
 from sqlgate.engine.database import file as database_module
 from sqlgate.engine.database.file import Database
-from sqlgate.engine.schema import APPLICATION_ID, MIGRATIONS
+from sqlgate.engine.schema import APPLICATION_ID, LITESTREAM_TABLES, MIGRATIONS
 from sqlgate.errors import StartupError
 from tests.app_database import folder_state
 from tests.app_database import make_app_db as shared_app_db
+from tests.records import connect_both
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -47,7 +48,10 @@ def open_here(path: Path) -> str:
 
 
 def open_as(uid: int, path: Path) -> str:
-    """`open_here` in a forked child that has dropped root for `uid` (POSIX, root only)."""
+    """`open_here` in a forked child that has dropped root for `uid` (POSIX, root only), with a
+    per-user data folder of its own (where its records go)."""
+    data = Path(tempfile.mkdtemp(prefix="sqlgate-data-"))
+    data.chmod(0o777)
     read_end, write_end = os.pipe()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # fork in a threaded process
@@ -59,6 +63,7 @@ def open_as(uid: int, path: Path) -> str:
             os.setgroups([])
             os.setgid(uid)
             os.setuid(uid)
+            os.environ["XDG_DATA_HOME"] = str(data)
             outcome = open_here(path)
         except BaseException as exc:
             outcome = f"child failed: {exc!r}"
@@ -69,6 +74,7 @@ def open_as(uid: int, path: Path) -> str:
     with os.fdopen(read_end, "rb") as pipe:
         outcome = pipe.read().decode()
     os.waitpid(pid, 0)
+    shutil.rmtree(data)
     return outcome
 
 
@@ -166,7 +172,7 @@ def test_the_same_user_opens_a_folder_it_may_write(shared_dir: Path) -> None:
 
 def test_a_corrupt_sqlite_file_is_a_startup_error(tmp_path: Path) -> None:
     path = tmp_path / "corrupt.db"
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     conn.execute("CREATE TABLE t(a); INSERT INTO t VALUES (1)")
     conn.close()
     data = bytearray(path.read_bytes())
@@ -184,8 +190,8 @@ def test_open_migrates_and_records_the_schema_version(settings: Settings) -> Non
     db = Database.open(settings)
     try:
         assert db.schema_version == MIGRATIONS[-1].version
-        assert db.server.pragma("application_id") == APPLICATION_ID
-        assert "query_log" in db.protected
+        assert db.server.pragma("application_id") == APPLICATION_ID  # the records file
+        assert db.server.execute("SELECT count(*) FROM query_log").fetchone() == (0,)
         assert db.path == settings.db
     finally:
         db.close()
@@ -193,10 +199,10 @@ def test_open_migrates_and_records_the_schema_version(settings: Settings) -> Non
 
 def test_an_existing_user_database_is_adopted_with_its_data(tmp_path: Path) -> None:
     path = tmp_path / "existing.db"
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     conn.execute("CREATE TABLE mine(x); INSERT INTO mine VALUES ('kept')")
     conn.close()
-    db = Database.open(Settings(db=path, adopt_db=True))
+    db = Database.open(Settings(db=path))
     try:
         with db.reading() as reader:
             assert reader.execute("SELECT x FROM mine").fetchall() == [("kept",)]
@@ -223,10 +229,9 @@ def test_shadow_tables_are_listed(settings: Settings) -> None:
     db = Database.open(settings)
     try:
         db.writer.execute("CREATE VIRTUAL TABLE docs USING fts5(body)")
-        # memory_events_fts is external content: no _content shadow of its own
-        server = {f"memory_events_fts_{part}" for part in ("data", "idx", "docsize", "config")}
         docs = {"docs_data", "docs_idx", "docs_content", "docs_docsize", "docs_config"}
-        assert db.shadow_tables(db.reader) == frozenset(docs | server)
+        # the user's file only: memory_events_fts lives in the records (schema sqlgate)
+        assert db.shadow_tables(db.reader) == frozenset(docs)
     finally:
         db.close()
 
@@ -255,7 +260,7 @@ def test_shadow_tables_see_a_virtual_table_another_process_created(settings: Set
     db = Database.open(settings)
     try:
         before = db.shadow_tables(db.writer)
-        other = apsw.Connection(str(settings.db))
+        other = connect_both(settings.db)
         try:
             other.execute("CREATE VIRTUAL TABLE docs USING fts5(body)")
         finally:
@@ -279,25 +284,32 @@ def test_a_failed_open_closes_what_it_opened(
     opened: list[apsw.Connection] = []
     real: Callable[..., apsw.Connection] = database_module.open_agent_connection
 
-    def open_then_fail_on_reader(settings: Settings, *, readonly: bool) -> apsw.Connection:
+    def open_then_fail_on_reader(
+        settings: Settings, *, readonly: bool, records: Path | None = None
+    ) -> apsw.Connection:
         if readonly:
             raise StartupError("simulated: the reader cannot be opened")
-        conn = real(settings, readonly=readonly)
+        conn = real(settings, readonly=readonly, records=records)
         opened.append(conn)
         return conn
 
-    real_server: Callable[..., apsw.Connection] = database_module.open_server_connection
+    def recording(name: str) -> None:
+        real_open: Callable[..., apsw.Connection] = getattr(database_module, name)
 
-    def recording_server(settings: Settings) -> apsw.Connection:
-        conn = real_server(settings)
-        opened.append(conn)
-        return conn
+        def record(path: Path, settings: Settings) -> apsw.Connection:
+            conn = real_open(path, settings)
+            opened.append(conn)
+            return conn
+
+        monkeypatch.setattr(database_module, name, record)
 
     monkeypatch.setattr(database_module, "open_agent_connection", open_then_fail_on_reader)
-    monkeypatch.setattr(database_module, "open_server_connection", recording_server)
+    for name in ("open_server_connection", "open_audit_connection", "open_keeper_connection"):
+        recording(name)
+    recording("open_records_reader")
     with pytest.raises(StartupError, match="simulated"):
         Database.open(settings)
-    assert len(opened) == 2
+    assert len(opened) == 5  # server, audit, keeper, records reader, writer
     for conn in opened:
         with pytest.raises(apsw.ConnectionClosedError):
             conn.execute("SELECT 1")
@@ -322,66 +334,122 @@ def make_app_db(path: Path, *, wal: bool = False, user_version: int = 0, app_id:
     )
 
 
+# header fields a write of the agent's rows never changes: page size, file format versions
+# (journal mode), auto-vacuum, text encoding, user_version, incremental vacuum, application_id
+HEADER_FIELDS = ((16, 2), (18, 1), (19, 1), (52, 4), (56, 4), (60, 4), (64, 4), (68, 4))
+
+
+def rows_of(path: Path, sql: str) -> list[tuple[Any, ...]]:
+    conn = apsw.Connection(str(path))
+    try:
+        return [tuple(row) for row in conn.execute(sql)]
+    finally:
+        conn.close()
+
+
+def header_fields(path: Path) -> list[bytes]:
+    head = path.read_bytes()[:100]
+    return [head[offset : offset + size] for offset, size in HEADER_FIELDS]
+
+
 @pytest.mark.parametrize("variant", APP_VARIANTS)
 @pytest.mark.parametrize("read_only", [False, True], ids=["serve-open", "read-only-open"])
-def test_an_app_database_is_refused_and_left_byte_identical(
+def test_an_app_database_opens_and_reading_leaves_it_byte_identical(
     tmp_path: Path, variant: dict[str, Any], read_only: bool
 ) -> None:
+    """Issue 33: any SQLite file opens as it is; reading through sqlgate changes no byte and
+    leaves no -wal, -shm or journal beside it (another program's header included)."""
     path = make_app_db(tmp_path / "app.db", **variant)
-    before = folder_state(tmp_path)
-    with pytest.raises(StartupError) as caught:
-        Database.open(Settings(db=path), read_only=read_only)
-    message = str(caught.value)
-    assert "\n" not in message
-    assert message.startswith(str(path))
-    assert folder_state(tmp_path) == before
-
-
-@pytest.mark.parametrize("variant", ADOPTABLE)
-def test_without_consent_the_refusal_names_the_tables_and_the_flag(
-    tmp_path: Path, variant: dict[str, Any]
-) -> None:
-    path = make_app_db(tmp_path / "app.db", **variant)
-    with pytest.raises(StartupError) as caught:
-        Database.open(Settings(db=path))
-    message = str(caught.value)
-    assert "users, orders, alembic_version, +2 more" in message
-    assert "--adopt-db (SQLGATE_ADOPT_DB=1)" in message
-
-
-@pytest.mark.parametrize("variant", ADOPTABLE)
-def test_with_consent_an_app_database_is_migrated_and_keeps_its_rows(
-    tmp_path: Path, variant: dict[str, Any]
-) -> None:
-    path = make_app_db(tmp_path / "app.db", **variant)
-    db = Database.open(Settings(db=path, adopt_db=True))
+    if read_only:
+        Database.open(Settings(db=path)).close()  # the records exist: a read-only open reads them
+    before = folder_state(tmp_path, keep=lambda p: True)
+    db = Database.open(Settings(db=path), read_only=read_only)
     try:
-        assert db.schema_version == MIGRATIONS[-1].version
-        assert db.server.pragma("application_id") == APPLICATION_ID
-        assert db.server.pragma("journal_mode") == "wal"
         with db.reading() as reader:
-            assert reader.execute("SELECT name FROM users ORDER BY id").fetchall() == [
-                ("ada",),
-                ("grace",),
-            ]
+            names = reader.execute("SELECT name FROM users ORDER BY id").fetchall()
+        assert names == [("ada",), ("grace",)]
     finally:
         db.close()
-    Database.open(Settings(db=path)).close()  # adopted once: the file is sqlgate's now
+    assert folder_state(tmp_path, keep=lambda p: True) == before
 
 
-@pytest.mark.parametrize("variant", APP_VARIANTS[1:3])
-def test_consent_does_not_let_sqlgate_overwrite_another_applications_header(
-    tmp_path: Path, variant: dict[str, Any]
-) -> None:
+@pytest.mark.parametrize("variant", APP_VARIANTS)
+def test_a_write_changes_only_the_agents_rows(tmp_path: Path, variant: dict[str, Any]) -> None:
     path = make_app_db(tmp_path / "app.db", **variant)
-    before = folder_state(tmp_path)
-    with pytest.raises(StartupError, match="even with --adopt-db"):
-        Database.open(Settings(db=path, adopt_db=True))
-    assert folder_state(tmp_path) == before
+    header = header_fields(path)
+    schema = rows_of(path, "SELECT * FROM sqlite_schema ORDER BY name")
+    db = Database.open(Settings(db=path))
+    try:
+        with db.writing() as writer:
+            writer.execute("INSERT INTO users (name) VALUES ('linus')")
+    finally:
+        db.close()
+    assert header_fields(path) == header
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]  # nothing beside it
+    assert rows_of(path, "SELECT * FROM sqlite_schema ORDER BY name") == schema
+    assert rows_of(path, "SELECT count(*) FROM users") == [(3,)]
+
+
+def test_the_records_live_in_the_home_not_in_or_beside_the_file(tmp_path: Path) -> None:
+    path = make_app_db(tmp_path / "app.db")
+    db = Database.open(Settings(db=path))
+    try:
+        records = db.files.records
+        assert records.is_file()
+        assert path.parent not in records.parents
+        assert db.server.pragma("application_id") == APPLICATION_ID
+        with db.reading() as reader:
+            tables = {name for (name,) in reader.execute("SELECT name FROM main.sqlite_schema")}
+        assert "query_log" not in tables
+        # no server table lives in the user's file: Litestream's, when it replicates it
+        assert db.protected == frozenset(LITESTREAM_TABLES)
+    finally:
+        db.close()
+
+
+def test_the_records_are_readable_by_their_owner_only(tmp_path: Path) -> None:
+    previous = os.umask(0o022)
+    try:
+        db = Database.open(Settings(db=tmp_path / "agent.db"))
+        db.close()
+    finally:
+        os.umask(previous)
+    files = Settings(db=tmp_path / "agent.db").records
+    assert stat.S_IMODE(files.records.stat().st_mode) == 0o600
+    assert stat.S_IMODE(files.folder.stat().st_mode) == 0o700
+
+
+def test_a_file_that_still_holds_sqlgates_tables_is_moved_out_by_a_writable_open(
+    tmp_path: Path,
+) -> None:
+    """A database of sqlgate 0.1.0 (its tables inside, application_id "SQGT") is refused by
+    a read-only open, byte for byte as it was, naming the command that moves its tables
+    out; a writable open moves them (engine.database.legacy, tests/engine/database/
+    test_legacy.py) and leaves the file with its header fields at 0."""
+    path = tmp_path / "old.db"
+    conn = apsw.Connection(str(path))
+    for statement in MIGRATIONS[0].statements:
+        conn.execute(statement)
+    conn.pragma("application_id", APPLICATION_ID)
+    conn.pragma("user_version", 1)
+    conn.close()
+    before = folder_state(tmp_path, keep=lambda p: True)
+    with pytest.raises(StartupError, match=r"holds sqlgate 0\.1\.0's own tables.*sqlgate migrate"):
+        Database.open(Settings(db=path), read_only=True)
+    assert folder_state(tmp_path, keep=lambda p: True) == before
+    db = Database.open(Settings(db=path), relocate=lambda conn, moved: 0)
+    try:
+        assert db.moved is not None
+        assert db.moved.copied["query_log"] == 0
+        with db.reading() as reader:
+            assert reader.execute("SELECT name FROM main.sqlite_schema").fetchall() == []
+            assert (reader.pragma("application_id"), reader.pragma("user_version")) == (0, 0)
+    finally:
+        db.close()
 
 
 def _empty_schema_file(path: Path) -> None:
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     conn.execute("CREATE TABLE scratch (x); DROP TABLE scratch; VACUUM")
     conn.close()
     assert path.stat().st_size > 0
@@ -417,37 +485,40 @@ def test_a_sqlgate_database_with_the_agents_tables_opens_without_consent(tmp_pat
     Database.open(Settings(db=path), read_only=True).close()
 
 
-def test_a_link_to_an_app_database_is_refused_the_same_way(tmp_path: Path) -> None:
+def test_a_link_to_an_app_database_opens_the_real_file_with_one_records_file(
+    tmp_path: Path,
+) -> None:
     real = tmp_path / "real"
     real.mkdir()
     target = make_app_db(real / "app.db")
     link = tmp_path / "agent.db"
     link.symlink_to(target)
-    before = folder_state(real)
-    with pytest.raises(StartupError, match="holds another program's tables") as caught:
-        Database.open(Settings(db=link))
-    assert f"(a link to {target})" in str(caught.value)
-    assert folder_state(real) == before
+    for name in (link, target):
+        db = Database.open(Settings(db=name))
+        try:
+            with db.writing() as writer:
+                writer.execute("INSERT INTO users (name) VALUES (?)", (name.name,))
+            records = db.files.records
+        finally:
+            db.close()
+        assert records == Settings(db=target).records.records  # one history for both names
+    assert sorted(p.name for p in real.iterdir()) == ["app.db"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["agent.db", "real"]
 
 
-def test_a_relative_path_is_shown_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    make_app_db(tmp_path / "app.db")
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(StartupError) as caught:
-        Database.open(Settings(db=Path("app.db")))
-    assert str(caught.value).startswith(f"{tmp_path / 'app.db'} holds another program's tables")
-
-
-def test_a_copy_of_sqlgates_tables_without_its_header_is_refused(tmp_path: Path) -> None:
-    """`sqlite3 agent.db .dump | sqlite3 copy.db` keeps the tables, not the header."""
+def test_tables_named_like_sqlgates_are_the_users_own(tmp_path: Path) -> None:
+    """`sqlite3 agent.db .dump | sqlite3 copy.db` keeps sqlgate 0.1.0's tables without its
+    header: to this version they are tables of the user's like any other."""
     path = tmp_path / "copy.db"
     conn = apsw.Connection(str(path))
     for statement in MIGRATIONS[0].statements:
         conn.execute(statement)
+    conn.execute("INSERT INTO query_log (ts, session, tool, ok) VALUES ('t', 's', 'x', 1)")
     conn.close()
-    before = folder_state(tmp_path)
-    for adopt in (False, True):
-        with pytest.raises(StartupError, match="sqlgate's tables"):
-            Database.open(Settings(db=path, adopt_db=adopt))
-    assert folder_state(tmp_path) == before
+    db = Database.open(Settings(db=path))
+    try:
+        with db.reading() as reader:
+            assert reader.execute("SELECT tool FROM main.query_log").fetchall() == [("x",)]
+        assert db.server.execute("SELECT count(*) FROM query_log").fetchone() == (0,)
+    finally:
+        db.close()

@@ -5,17 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import apsw
 import pytest
 
 from sqlgate.errors import InvalidArgument, NotFound
 from sqlgate.service import Service
 from tests.conftest import FakeClock
+from tests.records import connect_both
 
 
 def setup_sql(db: Path, sql: str) -> None:
     """Build fixtures through a direct connection: the tests are about reading, not policy."""
-    conn = apsw.Connection(str(db))
+    conn = connect_both(db)
     try:
         conn.execute(sql)
     finally:
@@ -78,30 +78,31 @@ def test_list_tables_shows_user_and_server_objects_with_row_counts(shop: Service
     assert lines[-1] == "# 19 tables and views"
     rows = lines[1:-1]
     # one list sorted by name; the system column tells server objects apart
+    # the user's objects by name, then sqlgate's records (schema sqlgate) by name
     assert rows[:11] == [
         "big_customers,view,0,",
-        "claims,table,1,0",
-        "claims_history,table,1,0",
         "customer,table,0,3",
         "docs,virtual,0,2",
-        "member_tokens,table,1,0",
-        "members,table,1,0",
-        "memory_checkpoints,table,1,0",
-        "memory_events,table,1,1",
-        "memory_events_fts,virtual,1,1",
         "orders,table,0,1",
+        "sqlgate.claims,table,1,0",
+        "sqlgate.claims_history,table,1,0",
+        "sqlgate.member_tokens,table,1,0",
+        "sqlgate.members,table,1,0",
+        "sqlgate.memory_checkpoints,table,1,0",
+        "sqlgate.memory_events,table,1,1",
+        "sqlgate.memory_events_fts,virtual,1,1",
     ]
-    assert rows[11] == "query_errors,view,1,"
+    assert rows[11] == "sqlgate.query_errors,view,1,"
     name, kind, system, count = rows[12].split(",")
-    assert (name, kind, system) == ("query_log", "table", "1")
+    assert (name, kind, system) == ("sqlgate.query_log", "table", "1")
     assert int(count) >= 2  # the create_view and append_event calls are already logged
-    assert rows[13] == "query_patterns,view,1,"
+    assert rows[13] == "sqlgate.query_patterns,view,1,"
     assert rows[14:] == [
-        "server_info,table,1,1",
-        "undo_changesets,table,1,1",  # the fixture's CREATE TABLE keeps its undo record
-        "undo_chunks,table,1,0",
-        "undo_row_states,table,1,0",
-        "undo_table_shapes,table,1,0",
+        "sqlgate.server_info,table,1,2",  # the database's id and its file's binding
+        "sqlgate.undo_changesets,table,1,1",  # the view's CREATE keeps its undo record
+        "sqlgate.undo_chunks,table,1,0",
+        "sqlgate.undo_row_states,table,1,0",
+        "sqlgate.undo_table_shapes,table,1,0",
     ]
 
 
@@ -109,8 +110,8 @@ def test_list_tables_counts_claims_and_their_history(service: Service) -> None:
     service.claim_add("acme", "priority", "acme is priority one", rank=1)
     service.claim_confirm(1)
     rows = csv_rows(service.list_tables())[1:-1]
-    assert "claims,table,1,1" in rows
-    assert "claims_history,table,1,2" in rows  # the add and the confirm
+    assert "sqlgate.claims,table,1,1" in rows
+    assert "sqlgate.claims_history,table,1,2" in rows  # the add and the confirm
 
 
 def test_list_tables_hides_shadow_and_sqlite_tables(shop: Service, db_path: Path) -> None:
@@ -128,7 +129,9 @@ def test_list_tables_without_row_counts_leaves_rows_empty(shop: Service) -> None
 
 def test_list_tables_of_a_new_database_shows_only_server_objects(service: Service) -> None:
     rows = csv_rows(service.list_tables())[1:-1]
-    assert [tuple(r.split(",")[:2]) for r in rows] == SERVER_OBJECTS
+    assert [tuple(r.split(",")[:2]) for r in rows] == [
+        (f"sqlgate.{name}", kind) for name, kind in SERVER_OBJECTS
+    ]
     assert all(r.split(",")[2] == "1" for r in rows)
 
 
@@ -158,13 +161,41 @@ def test_a_name_sqlite_does_not_fold_to_a_server_name_is_the_agents(
     kelvin = "memory_chec\u212apoints"
     setup_sql(db_path, f'CREATE TABLE "{kelvin}"(a); INSERT INTO "{kelvin}" VALUES (1)')
     assert f"{kelvin},table,0,1" in csv_rows(service.list_tables())
-    assert "memory_checkpoints,table,1,0" in csv_rows(service.list_tables())
+    assert "sqlgate.memory_checkpoints,table,1,0" in csv_rows(service.list_tables())
     assert service.describe_table(kelvin).startswith(f"# table {kelvin}\n")
     assert service.describe_table(kelvin.upper()).startswith(f"# table {kelvin}\n")
     assert service.describe_table("MEMORY_CHECKPOINTS").startswith(
-        "# table memory_checkpoints (server object, read-only)"
+        "# table sqlgate.memory_checkpoints (server object, read-only)"
     )
     assert f'CREATE TABLE "{kelvin}"' in service.get_schema()
+
+
+def test_the_users_tables_named_like_sqlgates_are_the_users(
+    service: Service, db_path: Path
+) -> None:
+    """Issue 33: an app may have its own `query_log` or `members`; the bare name is the
+    app's table, `sqlgate.query_log` the server's."""
+    setup_sql(
+        db_path,
+        "CREATE TABLE query_log(id INTEGER PRIMARY KEY, line TEXT);"
+        "INSERT INTO query_log(line) VALUES ('app 1'), ('app 2');"
+        "CREATE TABLE members(login TEXT)",
+    )
+    rows = csv_rows(service.list_tables())
+    assert "query_log,table,0,2" in rows
+    assert "members,table,0,0" in rows
+    assert "sqlgate.members,table,1,0" in rows
+    assert service.describe_table("query_log").splitlines()[:5] == [
+        "# table query_log",
+        "# columns",
+        "cid,name,type,notnull,default,pk",
+        "0,id,INTEGER,0,,1",
+        "1,line,TEXT,0,,0",
+    ]
+    server = service.describe_table("sqlgate.query_log").splitlines()
+    assert server[0] == "# table sqlgate.query_log (server object, read-only)"
+    assert service.describe_table("SQLGATE.QUERY_LOG").splitlines()[0] == server[0]
+    assert "CREATE TABLE query_log(id INTEGER PRIMARY KEY, line TEXT);" in service.get_schema()
 
 
 def test_list_tables_quotes_odd_names(service: Service, db_path: Path) -> None:
@@ -205,7 +236,7 @@ def test_describe_table_shows_defaults_and_not_null(shop: Service) -> None:
 def test_describe_a_view_and_a_server_table(shop: Service) -> None:
     assert shop.describe_table("big_customers").splitlines()[0] == "# view big_customers"
     server = shop.describe_table("query_log").splitlines()
-    assert server[0] == "# table query_log (server object, read-only)"
+    assert server[0] == "# table sqlgate.query_log (server object, read-only)"
     assert "1,ts,TEXT,1,,0" in server
 
 
@@ -214,31 +245,31 @@ def test_describe_a_view_and_a_server_table(shop: Service) -> None:
     [
         pytest.param(
             "memory_events",
-            "# table memory_events (server object, read-only)",
+            "# table sqlgate.memory_events (server object, read-only)",
             "6,prev_hash,TEXT,1,,0",
             id="events",
         ),
         pytest.param(
             "memory_checkpoints",
-            "# table memory_checkpoints (server object, read-only)",
+            "# table sqlgate.memory_checkpoints (server object, read-only)",
             "4,last_event_id,INTEGER,1,,0",
             id="checkpoints",
         ),
         pytest.param(
             "memory_events_fts",
-            "# virtual memory_events_fts (server object, read-only)",
+            "# virtual sqlgate.memory_events_fts (server object, read-only)",
             "0,content,",
             id="fts",
         ),
         pytest.param(
             "claims",
-            "# table claims (server object, read-only)",
+            "# table sqlgate.claims (server object, read-only)",
             'claims_by_state,0,c,0,"state,kind"',
             id="claims",
         ),
         pytest.param(
             "claims_history",
-            "# table claims_history (server object, read-only)",
+            "# table sqlgate.claims_history (server object, read-only)",
             "6,event_id,INTEGER,0,,0",
             id="claims-history",
         ),
@@ -290,7 +321,7 @@ def test_get_schema_shows_user_objects_only_by_default(shop: Service) -> None:
     assert "sqlite_" not in schema
 
 
-SERVER_TABLE_NAMES = ", ".join(name for name, _ in SERVER_OBJECTS)
+SERVER_TABLE_NAMES = ", ".join(f"sqlgate.{name}" for name, _ in SERVER_OBJECTS)
 
 
 def test_get_schema_ends_saying_which_server_objects_it_left_out(shop: Service) -> None:

@@ -27,6 +27,7 @@ from sqlgate.engine.schema import APPLICATION_ID, MIGRATIONS, migrate
 from sqlgate.errors import StartupError
 from tests.app_database import folder_state
 from tests.app_database import make_app_db as shared_app_db
+from tests.records import connect_both
 
 OTHER_APP = 0x47504B47  # GeoPackage's "GPKG"
 APP_TABLES = ("users", "orders", "alembic_version", "invoices", "payments", "sessions")
@@ -291,7 +292,7 @@ def test_reading_the_facts_changes_no_byte_and_creates_no_file(tmp_path: Path, w
 def live_wal_app(tmp_path: Path) -> Iterator[apsw.Connection]:
     """A WAL database another program has open, its newest table still in the -wal file."""
     path = tmp_path / "app.db"
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     conn.pragma("journal_mode", "wal")
     conn.pragma("wal_autocheckpoint", 0)
     conn.execute("CREATE TABLE first (x)")
@@ -316,7 +317,7 @@ def test_a_wal_database_in_use_is_read_with_its_log(
 def test_a_file_another_program_locks_is_refused_naming_the_wait(tmp_path: Path) -> None:
     path = tmp_path / "app.db"
     make_app_db(path)
-    holder = apsw.Connection(str(path))
+    holder = connect_both(path)
     try:
         holder.pragma("locking_mode", "exclusive")
         holder.execute("INSERT INTO users (name) VALUES ('held')")  # keeps the exclusive lock
@@ -329,7 +330,7 @@ def test_a_file_another_program_locks_is_refused_naming_the_wait(tmp_path: Path)
 
 def test_sqlgates_log_columns_are_the_ones_its_first_migration_creates(tmp_path: Path) -> None:
     path = tmp_path / "agent.db"
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     migrate(conn)
     conn.close()
     found = read_facts(path, busy_timeout=1.0)
@@ -362,7 +363,7 @@ def test_a_hot_journal_is_refused_and_neither_file_is_touched(tmp_path: Path) ->
     """A program that stopped mid-write left a journal only a writer may roll back."""
     source = tmp_path / "source"
     source.mkdir()
-    writer = apsw.Connection(str(source / "app.db"))
+    writer = connect_both(source / "app.db")
     writer.execute("CREATE TABLE t (x); INSERT INTO t VALUES (1)")
     writer.pragma("cache_size", 1)  # pages spill to the file before the commit
     writer.execute("BEGIN")

@@ -19,13 +19,14 @@ from sqlgate.engine.records.audit import MAX_QUERY_CHARS, utc_timestamp
 from sqlgate.engine.running.textsearch import SearchRequest
 from sqlgate.errors import NotFound, PolicyDenied, SqlError, SqlgateError
 from sqlgate.service import Service
+from tests.records import connect_both, records_path
 
 Row = dict[str, Any]
 
 
 def query_view(db: Path, name: str) -> list[Row]:
     """Every row of a server table or view, as dicts (read through a separate connection)."""
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         names = [str(n) for (n,) in conn.execute("SELECT name FROM pragma_table_info(?)", (name,))]
         rows = conn.execute(f"SELECT * FROM {name}").fetchall()
@@ -189,7 +190,7 @@ def test_query_patterns_group_statements_that_differ_only_in_literals(
 def test_a_failing_audit_write_never_loses_the_result(
     ready: Service, db_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    saboteur = apsw.Connection(str(db_path))
+    saboteur = apsw.Connection(str(records_path(db_path)))  # the audit log's file
     saboteur.execute(
         "CREATE TRIGGER sabotage BEFORE INSERT ON query_log "
         "BEGIN SELECT RAISE(ABORT, 'audit sabotaged'); END"
@@ -203,7 +204,7 @@ def test_a_failing_audit_write_never_loses_the_result(
 
 
 def test_a_failing_audit_write_keeps_the_tools_own_error(ready: Service, db_path: Path) -> None:
-    saboteur = apsw.Connection(str(db_path))
+    saboteur = apsw.Connection(str(records_path(db_path)))  # the audit log's file
     saboteur.execute(
         "CREATE TRIGGER sabotage BEFORE INSERT ON query_log "
         "BEGIN SELECT RAISE(ABORT, 'audit sabotaged'); END"

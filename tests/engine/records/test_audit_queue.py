@@ -11,6 +11,7 @@ import apsw
 import pytest
 
 from sqlgate.engine.records.audit_queue import AuditQueue, QueueDrainer, queue_path
+from sqlgate.home import record_files
 
 ROW: dict[str, Any] = {
     "ts": "2026-01-01T00:00:00.000Z",
@@ -25,15 +26,22 @@ ROW: dict[str, Any] = {
 }
 
 
+def made_queue_path(db: Path) -> Path:
+    """The queue's path, its records folder made as opening the database makes it."""
+    return record_files(db).make(db).queue
+
+
 @pytest.fixture
 def queue(tmp_path: Path) -> AuditQueue:
-    opened = AuditQueue(queue_path(tmp_path / "agent.db"), busy_timeout=1.0)
+    opened = AuditQueue(made_queue_path(tmp_path / "agent.db"), busy_timeout=1.0)
     yield opened  # type: ignore[misc]
     opened.close()
 
 
-def test_the_queue_lives_beside_its_database(tmp_path: Path) -> None:
-    assert queue_path(tmp_path / "agent.db") == tmp_path / "agent.db.audit-queue"
+def test_the_queue_lives_in_the_records_folder_not_beside_the_database(tmp_path: Path) -> None:
+    db = tmp_path / "agent.db"
+    assert queue_path(db) == record_files(db).folder / "audit-queue.sqlite"
+    assert queue_path(db).parent != tmp_path
 
 
 def test_reading_an_absent_queue_creates_no_file(queue: AuditQueue) -> None:
@@ -98,7 +106,7 @@ def test_a_damaged_row_becomes_a_failed_row_that_says_so(queue: AuditQueue, stor
 
 def test_a_symlink_in_place_of_the_queue_is_refused(tmp_path: Path) -> None:
     target = tmp_path / "elsewhere.db"
-    path = queue_path(tmp_path / "agent.db")
+    path = made_queue_path(tmp_path / "agent.db")
     path.symlink_to(target)
     queue = AuditQueue(path, busy_timeout=1.0)
     with pytest.raises(apsw.CantOpenError):

@@ -15,6 +15,7 @@ from sqlgate.config import Settings
 from sqlgate.engine.records import AuditFilter, AuditReader
 from sqlgate.errors import InvalidArgument
 from sqlgate.service import Service
+from tests.records import connect_both
 
 REFUSED = json.dumps({"refused": True, "fingerprint": "SELECT ?"})
 # (id, ts, actor, session, tool, query, ok, detail): id 6 is a row the audit queue wrote
@@ -34,7 +35,7 @@ ROWS = [
 def audited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[apsw.Connection]:
     db = tmp_path_factory.mktemp("audit") / "agent.db"
     Service.open(Settings(db=db)).close()
-    conn = apsw.Connection(str(db))
+    conn = connect_both(db)
     conn.executemany(
         "INSERT INTO query_log (id, ts, actor, session, tool, query, ok, detail) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", ROWS,

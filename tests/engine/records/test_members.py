@@ -41,6 +41,7 @@ from sqlgate.engine.records.members import (
 )
 from sqlgate.errors import InvalidArgument, NotFound
 from sqlgate.service import Service
+from tests.records import connect_both, records_path
 
 
 class WallClock:
@@ -72,7 +73,7 @@ def opened(tmp_path: Path, wall: WallClock) -> Iterator[Service]:
 
 @pytest.fixture
 def members(opened: Service, wall: WallClock) -> Members:
-    return Members(opened.db.server, wall_clock=wall)
+    return Members(opened.db.server, wall_clock=wall, db=opened.settings.db)
 
 
 def every_value(conn: apsw.Connection) -> Iterator[tuple[str, Any]]:
@@ -182,7 +183,7 @@ def test_a_name_taken_is_refused_ignoring_case(members: Members, taken: str) -> 
     members.add("alice", "read")
     with pytest.raises(InvalidArgument, match="a member named 'alice' exists already") as caught:
         members.add(taken, "write")
-    db = members.conn.filename  # the command names the file, so it runs from any folder
+    db = members.db  # the command names the user's file (not its records): runs anywhere
     assert f"`sqlgate members rotate alice --db {db}`" in str(caught.value)
     assert [m.name for m in members.listed()] == ["alice"]
 
@@ -395,6 +396,11 @@ def beside(db: Path) -> set[str]:
     return {path.name for path in db.parent.iterdir()}
 
 
+def in_records(db: Path) -> set[str]:
+    """The files of the records folder of `db`."""
+    return {path.name for path in records_path(db).parent.iterdir()}
+
+
 @pytest.mark.parametrize("open_server", [True, False], ids=["changes-in-the-wal", "closed"])
 @pytest.mark.parametrize("case", list(STEPS))
 def test_working_members_are_those_with_a_token_that_works(
@@ -413,14 +419,16 @@ def test_working_members_are_those_with_a_token_that_works(
             else:
                 getattr(members, step)(name)
         if open_server:
-            assert (tmp_path / "team.db-wal").stat().st_size > 0
+            assert Path(f"{records_path(db)}-wal").stat().st_size > 0
             assert working_member_count(db, 1.0) == working
     finally:
         service.close()
     if not open_server:
-        files = beside(db)
+        files, records = beside(db), in_records(db)
         assert working_member_count(db, 0.0) == working
         assert beside(db) == files == {"team.db"}
+        assert in_records(db) == records
+        assert not {"records.sqlite-wal", "records.sqlite-shm"} & records
 
 
 @pytest.mark.parametrize("wal_bytes", [b"", b"x"], ids=["empty-wal", "one-byte-wal"])
@@ -429,12 +437,12 @@ def test_a_left_over_wal_is_read_through_sqlite(tmp_path: Path, wal_bytes: bytes
     left alone: the closed file is read by itself."""
     db = tmp_path / "team.db"
     Service.open(Settings(db=db)).close()
-    with closing(apsw.Connection(str(db))) as conn:
+    with closing(connect_both(db)) as conn:
         Members(conn).add("ann", "read")
-    wal = tmp_path / "team.db-wal"
+    wal = Path(f"{records_path(db)}-wal")
     wal.write_bytes(wal_bytes)
     assert working_member_count(db, 0.0) == 1
-    assert ("team.db-shm" in beside(db)) is bool(wal_bytes)
+    assert ("records.sqlite-shm" in in_records(db)) is bool(wal_bytes)
 
 
 NOT_SQLITE = "not SQLite at all, but long enough to look at " * 4
@@ -450,7 +458,7 @@ def test_a_file_without_members_has_none_and_is_left_as_it_was(
 ) -> None:
     db = tmp_path / "some.db"
     if content == "plain":
-        with closing(apsw.Connection(str(db))) as conn:
+        with closing(connect_both(db)) as conn:
             conn.execute("CREATE TABLE x (y)")
     elif content == "not-a-database":
         db.write_text(NOT_SQLITE, encoding="utf-8")

@@ -14,6 +14,7 @@ from sqlgate.config import Settings
 from sqlgate.engine.framing import counted
 from sqlgate.errors import InvalidArgument, PolicyDenied, SqlError, SqlgateError
 from sqlgate.service import Service
+from tests.records import connect_both
 from tests.undo_hint import plain
 
 SNAPSHOT = re.compile(r"; snapshot: (?P<path>.+?); restore: sqlgate snapshots restore ", re.M)
@@ -341,7 +342,7 @@ def test_destructive_returns_the_snapshot_path(shop: Service, settings: Settings
 
 def test_the_snapshot_holds_the_data_from_before(shop: Service) -> None:
     path = snapshot_path(shop.destructive_query("DELETE FROM item", "start over"))
-    copy = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    copy = connect_both(path, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         assert copy.execute("SELECT count(*) FROM item").fetchall() == [(3,)]
     finally:

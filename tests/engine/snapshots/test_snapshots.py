@@ -1,7 +1,10 @@
-"""Snapshots: online copies in `<db>.snapshots/`, rotation, listing and a guarded restore."""
+"""Snapshots: online copies of the user's file in its records folder (0700, files 0600),
+written whole or not at all, rotation, listing and a guarded restore that keeps the file's
+journal mode."""
 
 from __future__ import annotations
 
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -15,7 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sqlgate.config import Settings
+from sqlgate.engine.snapshots import files
 from sqlgate.engine.snapshots.files import (
+    PARTIAL_SUFFIX,
     SNAPSHOT_SUFFIX,
     list_kept,
     list_snapshots,
@@ -24,6 +29,7 @@ from sqlgate.engine.snapshots.files import (
     take_snapshot,
 )
 from sqlgate.errors import NotFound, SnapshotError
+from sqlgate.home import record_files
 from sqlgate.service import Service
 
 MOMENT = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc)
@@ -90,14 +96,22 @@ def folder(db: Path) -> Path:
 # -- taking ------------------------------------------------------------------------------
 
 
-def test_snapshot_lands_in_the_snapshots_folder_beside_the_database(db: Path) -> None:
+def test_snapshot_lands_in_the_records_folder_readable_by_its_owner_only(db: Path) -> None:
+    # issue 33: no longer `<db>.snapshots/` beside the user's file
     folder = Settings(db=db).snapshot_dir
     path = snapshot_of(db, folder)
-    assert folder == db.parent / "agent.db.snapshots"
+    assert folder == record_files(db).snapshots
+    assert not (db.parent / "agent.db.snapshots").exists()
     assert path.parent == folder
     assert path.name.endswith(SNAPSHOT_SUFFIX)
     assert read_notes(path) == ["first"]
     assert integrity(path) == "ok"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    before = restore_snapshot(db, folder, path.name, keep=5).before
+    assert stat.S_IMODE(before.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(before.stat().st_mode) == 0o600
+    assert sorted(p.name for p in folder.iterdir()) == sorted([path.name, "restored"])
 
 
 def test_snapshot_is_a_plain_file_without_a_wal(db: Path, folder: Path) -> None:
@@ -249,9 +263,10 @@ def test_restore_in_wal_mode_is_seen_by_a_fresh_connection(
     assert read_notes(db_path) == ["kept"]
     assert read_notes(before) == ["after", "more"]
     assert integrity(db_path) == "ok"
-    with opened(db_path) as conn:
+    with opened(db_path) as conn:  # the user's file as it was: sqlgate never marks it
         assert conn.pragma("journal_mode") == "wal"
-        assert conn.pragma("user_version") >= 1
+        assert conn.pragma("user_version") == 0
+        assert conn.pragma("application_id") == 0
     # the server opens the restored file and sees the snapshot too
     reopened = make_service()
     assert reopened.read_query("SELECT body FROM notes") == "body\nkept\n# 1 row"
@@ -360,7 +375,7 @@ def test_restore_refuses_names_that_are_not_snapshots_in_the_folder(
 
 
 def test_restore_refuses_a_snapshot_that_is_not_sqlite(db: Path, folder: Path) -> None:
-    folder.mkdir()
+    folder.mkdir(parents=True)
     fake = folder / "20260101T000000000000Z-abcdef.sqlite"
     fake.write_bytes(b"definitely not a database" * 10)
     with pytest.raises(SnapshotError, match="not a SQLite database"):
@@ -389,7 +404,7 @@ def test_restore_keeps_the_restored_and_the_before_copy_apart_from_the_rotation(
 def test_a_snapshot_with_another_page_size_is_restored_and_wal_stays_on(
     db: Path, folder: Path
 ) -> None:
-    folder.mkdir()
+    folder.mkdir(parents=True)
     odd = folder / "20260101T000000000000Z-abcdef.sqlite"
     conn = apsw.Connection(str(odd))
     conn.pragma("page_size", 1024)
@@ -402,3 +417,111 @@ def test_a_snapshot_with_another_page_size_is_restored_and_wal_stays_on(
     with opened(db) as check:
         assert check.pragma("journal_mode") == "wal"
         assert check.pragma("page_size") == 1024
+
+
+# -- a snapshot is complete or absent -------------------------------------------------------
+
+
+class Killed(BaseException):
+    """What a SIGKILL looks like from inside: nothing after it runs, no cleanup catches it."""
+
+
+def big_db(path: Path) -> None:
+    make_wal_db(path, [f"row {i} " + "x" * 300 for i in range(100)])
+
+
+@pytest.mark.parametrize("written", [100, 4096, -1], ids=["header", "a-page", "all-but-end"])
+@pytest.mark.parametrize("error", [Killed, apsw.IOError], ids=["killed", "io-error"])
+def test_a_snapshot_interrupted_midway_is_never_listed(
+    db: Path, folder: Path, monkeypatch: pytest.MonkeyPatch, written: int, error: type
+) -> None:
+    big_db(db)
+    good = snapshot_of(db, folder)
+    whole = good.read_bytes()
+
+    def copy_then_stop(source: apsw.Connection, dest_path: Path, progress: object) -> None:
+        """Write part of the copy where the copy goes, then stop as a kill would."""
+        dest_path.write_bytes(whole[:written])
+        raise error("interrupted")
+
+    monkeypatch.setattr(files, "_copy", copy_then_stop)
+    with pytest.raises((Killed, SnapshotError)):
+        snapshot_of(db, folder)
+    assert [info.path for info in list_snapshots(folder)] == [good]
+    assert [info.path for info in list_kept(folder)] == []
+    for path in folder.glob("*" + SNAPSHOT_SUFFIX):  # no snapshot name holds a part copy
+        assert path == good or path.stat().st_size == 0
+    # the next snapshot is whole, and the interrupted one's leftovers stay unlisted
+    monkeypatch.undo()
+    snapshot_of(db, folder, keep=1)
+    (only,) = list_snapshots(folder)
+    assert integrity(only.path) == "ok"
+    assert read_notes(only.path) == read_notes(db)
+
+
+def test_a_leftover_partial_copy_and_its_hot_journal_are_neither_listed_nor_restored(
+    db: Path, folder: Path
+) -> None:
+    good = snapshot_of(db, folder)
+    claim = folder / "29990101T000000000000Z-abcdef.sqlite"
+    claim.touch()
+    partial = Path(f"{claim}{PARTIAL_SUFFIX}")
+    partial.write_bytes(good.read_bytes()[:4096])
+    Path(f"{partial}-journal").write_bytes(b"\xd9\xd5\x05\xf9\x20\xa1\x63\xd7" + b"\0" * 504)
+    assert [info.path for info in list_snapshots(folder)] == [good]
+    for name in (claim.name, partial.name):
+        with pytest.raises(NotFound):
+            restore_snapshot(db, folder, name, keep=5)
+    assert read_notes(db) == ["first"]
+
+
+# -- restore keeps the file's journal mode; only this database's snapshots -------------------
+
+
+def make_db(path: Path, mode: str, values: list[str], page_size: int = 4096) -> None:
+    conn = apsw.Connection(str(path))
+    try:
+        conn.pragma("page_size", page_size)
+        conn.pragma("journal_mode", mode)
+        with conn:
+            conn.execute("CREATE TABLE IF NOT EXISTS notes(body TEXT); DELETE FROM notes")
+            conn.executemany("INSERT INTO notes VALUES (?)", [(v,) for v in values])
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("mode", ["delete", "wal", "truncate"])
+@pytest.mark.parametrize("snapshot_page_size", [1024, 4096, 8192])
+def test_restore_keeps_the_journal_mode_of_the_users_file(
+    tmp_path: Path, mode: str, snapshot_page_size: int
+) -> None:
+    db = tmp_path / "app.db"
+    make_db(db, mode, ["now"])
+    folder = Settings(db=db).snapshot_dir
+    folder.mkdir(parents=True)
+    snap = folder / "20260101T000000000000Z-abcdef.sqlite"
+    make_db(snap, "delete", ["then"], snapshot_page_size)
+    restore_snapshot(db, folder, snap.name, keep=5)
+    assert read_notes(db) == ["then"]
+    assert integrity(db) == "ok"
+    header = db.read_bytes()[:100]
+    persistent = "wal" if mode == "wal" else "delete"  # truncate is not kept in the file
+    assert header[18:20] == (b"\x02\x02" if persistent == "wal" else b"\x01\x01")
+    with opened(db) as conn:
+        assert conn.pragma("journal_mode") == (mode if mode == "wal" else "delete")
+    leftovers = {p.name for p in tmp_path.iterdir()} - {"app.db"}
+    assert leftovers == set()
+
+
+def test_a_snapshot_outside_this_databases_folder_is_refused(db: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other.db"
+    make_wal_db(other, ["other's"])
+    theirs = snapshot_of(other, Settings(db=other).snapshot_dir)
+    make_wal_db(db, ["mine"])
+    before = db.read_bytes()
+    with pytest.raises(SnapshotError, match="not the snapshots folder of") as refused:
+        restore_snapshot(db, theirs.parent, theirs.name, keep=5)
+    assert refused.value.exit_code == 7
+    with pytest.raises(NotFound):
+        restore_snapshot(db, Settings(db=db).snapshot_dir, f"../{theirs.name}", keep=5)
+    assert db.read_bytes() == before

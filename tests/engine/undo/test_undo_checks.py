@@ -15,6 +15,7 @@ import pytest
 from sqlgate.engine.undo.checks import DIGESTS, TableShape, row_digests, table_shape
 from sqlgate.errors import UndoConflict
 from sqlgate.service import Service
+from tests.records import connect_both
 
 # row states of destructive calls, kept in the changeset's row (format 2) or in chunks
 KEPT_DIGESTS = (
@@ -39,7 +40,7 @@ CREATE TRIGGER src_mirrored AFTER UPDATE ON src
 
 @contextmanager
 def direct(db: Path) -> Iterator[apsw.Connection]:
-    conn = apsw.Connection(str(db))
+    conn = connect_both(db)
     try:
         yield conn
     finally:

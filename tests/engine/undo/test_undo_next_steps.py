@@ -15,7 +15,7 @@ import pytest
 
 from sqlgate.errors import SqlgateError
 from sqlgate.service import Service
-from tests.engine.undo.test_undo_writes import ref
+from tests.engine.undo.test_undo_writes import newest_call, ref
 
 AGENT_STEPS = ("read_query", "undo_call", "ask the person who runs sqlgate")
 
@@ -27,10 +27,10 @@ def _world(make_service: Callable[..., Service], tmp_path: Path) -> tuple[Servic
     mine = service.db.database_id
     with pytest.raises(SqlgateError):
         service.write_query("INSERT INTO nowhere VALUES (1)")  # a failed call: nothing to undo
-    failed = int(service.read_query("SELECT max(id) FROM query_log").splitlines()[1])
+    failed = newest_call(service)
     dropped = service.destructive_query("DROP TABLE tasks", reason="a schema change")
     assert "; snapshot: " in dropped
-    snapshot = int(service.read_query("SELECT max(id) FROM query_log").splitlines()[1])
+    snapshot = newest_call(service)
     other = make_service(db=tmp_path / "other.db")
     other.write_query("CREATE TABLE t (v)")
     foreign = ref(other.write_query("INSERT INTO t VALUES (1)"))

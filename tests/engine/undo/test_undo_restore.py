@@ -15,6 +15,8 @@ import pytest
 
 from sqlgate.errors import InvalidArgument, NotFound, UndoConflict, UndoRefused
 from sqlgate.service import Service
+from tests.engine.undo.test_undo_writes import newest_call
+from tests.records import connect_both, records_path
 
 UNDO = re.compile(r"; undo: sqlgate undo (?P<id>\d+)@[0-9a-f]{8} --db \S+$", re.MULTILINE)
 
@@ -38,7 +40,7 @@ CREATE TRIGGER t_logged AFTER INSERT ON t BEGIN INSERT INTO log VALUES (NEW.v); 
 
 @contextmanager
 def direct(db: Path) -> Iterator[apsw.Connection]:
-    conn = apsw.Connection(str(db))
+    conn = connect_both(db)
     try:
         yield conn
     finally:
@@ -64,31 +66,40 @@ def world(service: Service, db_path: Path) -> Service:
 
 
 def test_an_undo_never_writes_a_server_table(world: Service, db_path: Path, tmp_path: Path) -> None:
-    """A changeset that (forged, or from a future bug) holds a query_log row: the undo
-    restores the agent's rows and leaves the server's table alone, without a conflict."""
+    """A changeset that (forged, or from a future bug) holds a query_log row: the server's
+    table lives in the records file, which an undo never writes; in the user's file no such
+    table was recorded, so the undo is refused and changes nothing in either file."""
     call = undo_id(world.destructive_query("DELETE FROM t WHERE id = 1", reason="r"))
     (changeset,) = rows(db_path, "SELECT id FROM undo_changesets")[0]
     scratch = tmp_path / "scratch.db"
     with direct(scratch) as conn:
         conn.execute("ATTACH ? AS real", (str(db_path),))
+        conn.execute("ATTACH ? AS kept", (str(records_path(db_path)),))
         for (sql,) in conn.execute(
-            "SELECT sql FROM real.sqlite_schema WHERE name IN ('t', 'query_log')"
+            "SELECT sql FROM real.sqlite_schema WHERE name = 't' UNION ALL "
+            "SELECT sql FROM kept.sqlite_schema WHERE name = 'query_log'"
         ).fetchall():
             conn.execute(str(sql))
         conn.execute("INSERT INTO main.t VALUES (1, 'a')")
-        conn.execute("INSERT INTO main.query_log SELECT * FROM real.query_log LIMIT 1")
+        conn.execute("INSERT INTO main.query_log SELECT * FROM kept.query_log LIMIT 1")
         conn.execute("UPDATE main.query_log SET id = 777")
         conn.execute("DETACH real")
+        conn.execute("DETACH kept")
         session = apsw.Session(conn, "main")
         session.attach()
         conn.execute("DELETE FROM query_log; DELETE FROM t")
         forged = session.changeset()
     with direct(db_path) as conn:
-        conn.execute("DELETE FROM undo_chunks WHERE changeset_id = ?", (changeset,))
-        conn.execute("INSERT INTO undo_chunks VALUES (?, 0, ?)", (changeset, forged))
-    assert world.undo(call).startswith(f"undone: call {call} (")
-    assert rows(db_path, "SELECT * FROM t WHERE id = 1") == [(1, "a")]
+        conn.execute("UPDATE undo_changesets SET data = ? WHERE id = ?", (forged, changeset))
+    logged = rows(db_path, "SELECT count(*) FROM query_log")
+    with pytest.raises(UndoConflict, match="query_log"):
+        world.undo(call)
+    assert rows(db_path, "SELECT * FROM t WHERE id = 1") == []
     assert rows(db_path, "SELECT count(*) FROM query_log WHERE id = 777") == [(0,)]
+    assert rows(db_path, "SELECT count(*) FROM main.sqlite_schema WHERE name = 'query_log'") == [
+        (0,)
+    ]
+    assert rows(db_path, "SELECT count(*) FROM query_log") >= logged
 
 
 def test_triggers_fire_again_after_an_undo(world: Service, db_path: Path) -> None:
@@ -251,7 +262,7 @@ def test_an_undo_says_which_tables_came_back(world: Service) -> None:
     assert world.destructive_query("DELETE FROM t WHERE id > 100", reason="r") == (
         "ok: 0 rows affected"
     )
-    empty = int(world.read_query("SELECT max(id) FROM query_log").splitlines()[1])
+    empty = newest_call(world)
     with pytest.raises(UndoRefused, match="changed no rows: there is nothing to undo"):
         world.undo(empty)
 
@@ -279,7 +290,7 @@ def test_a_snapshot_call_names_its_snapshot_file(world: Service, db_path: Path) 
 
 def test_an_undo_of_a_call_of_another_tool_names_the_tool(world: Service) -> None:
     world.list_tables()
-    call = int(world.read_query("SELECT max(id) FROM query_log").splitlines()[1])
+    call = newest_call(world)
     with pytest.raises(UndoRefused, match=f"call {call} is a call of list_tables, which changed"):
         world.undo(call)
 

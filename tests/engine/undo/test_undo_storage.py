@@ -50,7 +50,9 @@ def captured(conn: apsw.Connection, sql: str) -> Iterator[bytes]:
 
 
 def store(conn: apsw.Connection, changeset: bytes, chunk: int) -> int:
+    """Keep `changeset`: here the records and the user's tables share one connection."""
     return store_changeset(
+        conn,
         conn,
         changeset,
         ts="2026-01-01T00:00:00.000Z",

@@ -62,6 +62,13 @@ def hint(text: str) -> re.Match[str]:
     return found
 
 
+def newest_call(service: Service) -> int:
+    """The audit id of the service's newest call, read in its records."""
+    with service.db.reading_records() as conn:
+        (newest,) = conn.execute("SELECT max(id) FROM query_log").fetchone()
+    return int(newest)
+
+
 def ref(text: str) -> str:
     found = hint(text)
     return f"{found['id']}@{found['db']}"
@@ -169,7 +176,7 @@ def test_a_plain_number_names_a_call_of_this_database(world: Service, db_path: P
 def test_a_call_that_changed_no_row_offers_no_undo(world: Service, sql: str) -> None:
     out = world.write_query(sql)
     assert out == "ok: 0 rows affected"
-    call = int(world.read_query("SELECT max(id) FROM query_log").splitlines()[1])
+    call = newest_call(world)
     with pytest.raises(UndoRefused, match="changed no rows: there is nothing to undo"):
         world.undo(call)
 
@@ -203,7 +210,7 @@ def test_an_inserted_row_changed_since_is_a_conflict(world: Service, db_path: Pa
 def test_an_undo_cannot_be_undone_nor_run_twice(world: Service, db_path: Path) -> None:
     call = ref(world.write_query("INSERT INTO tasks (title) VALUES ('once')"))
     world.undo(call)
-    undo_row = int(world.read_query("SELECT max(id) FROM query_log").splitlines()[1])
+    undo_row = newest_call(world)
     with pytest.raises(UndoRefused, match="is itself an undo"):
         world.undo(undo_row)
     with pytest.raises(UndoRefused, match="already undone"):
@@ -219,7 +226,7 @@ def test_write_undo_can_be_turned_off(make_service: Callable[..., Service], db_p
     )
     with direct(db_path) as conn:
         assert conn.execute("SELECT count(*) FROM undo_changesets").fetchone() == (0,)
-    call = int(service.read_query("SELECT max(id) FROM query_log").splitlines()[1])
+    call = newest_call(service)
     with pytest.raises(UndoRefused, match=r"kept no undo data \(--write-undo-keep is 0\)"):
         service.undo(call)
 
@@ -650,7 +657,7 @@ def test_a_table_whose_columns_take_every_rowid_name_is_refused(
 def test_an_undo_call_is_itself_never_undone(world: Service) -> None:
     call = ref(world.write_query("INSERT INTO tasks (title) VALUES ('oops')"))
     world.undo_call(call, reason="a typo")
-    taken_back = int(world.read_query("SELECT max(id) FROM query_log").splitlines()[1])
+    taken_back = newest_call(world)
     with pytest.raises(UndoRefused, match=f"call {taken_back} is itself an undo"):
         world.undo(taken_back)
 

@@ -10,6 +10,7 @@ import apsw
 from click.testing import CliRunner, Result
 
 from sqlgate.surfaces.cli.app import main
+from tests.records import connect_both
 
 __all__ = ["error_line", "invoke", "json_lines", "read", "succeeded"]
 
@@ -38,7 +39,7 @@ def json_lines(output: str) -> list[dict[str, Any]]:
 
 
 def read(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return [tuple(row) for row in conn.execute(sql)]
     finally:

@@ -14,6 +14,7 @@ from sqlgate import __version__
 from sqlgate.config import FLAGS, Settings
 from sqlgate.errors import StartupError
 from sqlgate.service import Service
+from tests.records import connect_both
 from tests.surfaces.cli.helpers import invoke
 
 pytestmark = pytest.mark.usefixtures("no_sqlgate_environment")
@@ -28,7 +29,7 @@ def error_line(result: Result) -> str:
 
 
 def count_rows(db: Path, table: str) -> int:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         row = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
         assert row is not None
@@ -146,7 +147,9 @@ def test_restore_into_a_missing_database_exits_3(
 ) -> None:
     missing = tmp_path / "gone.db"
     folder = Settings(db=db_path).snapshot_dir
-    folder.rename(Settings(db=missing).snapshot_dir)
+    moved = Settings(db=missing).snapshot_dir  # in the missing file's records folder
+    moved.parent.mkdir(parents=True, exist_ok=True)
+    folder.rename(moved)
     result = invoke("snapshots", "restore", snapshotted, "--db", str(missing), "--yes")
     assert result.exit_code == 3
     assert "does not exist" in error_line(result)

@@ -1,11 +1,16 @@
-"""`--db` on another program's database (issue 19): every command refuses it, exit 8 and
-one line naming the tables and `--adopt-db`, and leaves it byte for byte as it was;
-with consent the commands that write adopt it."""
+"""`--db` on an application's database (issue 33, part 1): every command opens it as it is,
+without a consent flag. A command that only reads leaves the file and its folder byte for
+byte as they were (no -wal, -shm or -journal left behind), and so does one that writes only
+sqlgate's records (kept in .sqlgate/ or the per-user folder, never beside the file); an
+agent's write changes the agent's rows and nothing of the header. `--adopt-db` is still
+accepted, with no effect and one stderr line saying so."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import apsw
@@ -13,15 +18,18 @@ import pytest
 from click.testing import CliRunner, Result
 
 from sqlgate.config import FLAGS
-from sqlgate.engine.schema import APPLICATION_ID
+from sqlgate.home import record_files
 from sqlgate.surfaces.cli.app import main
-from sqlgate.surfaces.integrations.capture import CaptureLog
-from tests.app_database import folder_state as shared_folder_state
-from tests.app_database import make_app_db as shared_app_db
-from tests.surfaces.cli.helpers import error_line, read, succeeded
+from sqlgate.surfaces.cli.options import ADOPT_GONE
+from tests.surfaces.cli.helpers import succeeded
 from tests.surfaces.integrations.test_importers import build_mycorrhiza
+from tests.surfaces.stdio_helpers import rpc
 
 OTHER_APP = 0x47504B47
+# the header fields a write of rows never changes: page size, file format write and read
+# versions, largest root page (auto-vacuum), text encoding, user_version, incremental
+# vacuum, application_id
+HEADER_FIELDS = {16: 2, 18: 1, 19: 1, 52: 4, 56: 4, 60: 4, 64: 4, 68: 4}
 
 
 @pytest.fixture(autouse=True)
@@ -34,37 +42,64 @@ def invoke(*args: str, env: dict[str, str] | None = None, stdin: bytes | None = 
     return CliRunner().invoke(main, list(args), env=env, input=stdin, prog_name="sqlgate")
 
 
+def make_django_db(
+    path: Path, *, wal: bool = False, user_version: int = 0, app_id: int = 0
+) -> Path:
+    """A Django-like development database: its migrations table, users with password
+    hashes, an app's table with an index and a foreign key, in the journal mode asked."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = apsw.Connection(str(path))
+    try:
+        conn.pragma("journal_mode", "wal" if wal else "delete")
+        conn.execute(
+            "CREATE TABLE django_migrations (id INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT, "
+            "name TEXT, applied TEXT);"
+            "CREATE TABLE auth_user (id INTEGER PRIMARY KEY AUTOINCREMENT, password TEXT, "
+            "username TEXT UNIQUE);"
+            "CREATE TABLE polls_question (id INTEGER PRIMARY KEY AUTOINCREMENT, question_text "
+            "TEXT, user_id INTEGER REFERENCES auth_user (id) DEFERRABLE INITIALLY DEFERRED);"
+            "CREATE INDEX polls_question_user ON polls_question (user_id);"
+            "INSERT INTO django_migrations (app, name, applied) VALUES "
+            "('auth', '0001_initial', '2026-01-01'), ('polls', '0001_initial', '2026-01-01');"
+            "INSERT INTO auth_user (password, username) VALUES ('pbkdf2_sha256$1$x$y', 'ada');"
+            "INSERT INTO polls_question (question_text, user_id) VALUES ('What is new?', 1);"
+        )
+        conn.pragma("user_version", user_version)
+        conn.pragma("application_id", app_id)
+    finally:
+        conn.close()
+    return path
+
+
 def folder_state(folder: Path) -> dict[str, str]:
-    """sha256 of the database and of any -wal, -shm or -journal beside it."""
-    return shared_folder_state(
-        folder,
-        lambda path: path.name.startswith("app.db") and not path.name.endswith(".capture.log"),
-    )
+    """The folder's listing with the sha256 of each file: what must not change."""
+    return {
+        path.name: hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.iterdir())
+    }
 
 
-def make_app_db(path: Path, *, wal: bool = False, user_version: int = 0, app_id: int = 0) -> Path:
-    return shared_app_db(path, wal=wal, user_version=user_version, app_id=app_id, users=("ada",))
+def header_fields(db: Path) -> dict[int, bytes]:
+    header = db.read_bytes()[:100]
+    return {offset: header[offset : offset + size] for offset, size in HEADER_FIELDS.items()}
 
 
-VARIANTS = [
-    pytest.param({}, id="plain"),
+def rows(db: Path, sql: str) -> list[tuple[object, ...]]:
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return [tuple(row) for row in conn.execute(sql)]
+    finally:
+        conn.close()
+
+
+JOURNALS = [
+    pytest.param({}, id="rollback-journal"),
     pytest.param({"wal": True}, id="wal"),
-    pytest.param({"user_version": 7}, id="user-version-7"),
-    pytest.param({"app_id": OTHER_APP}, id="another-apps-id"),
+    pytest.param({"user_version": 7, "app_id": OTHER_APP}, id="its-own-header"),
 ]
 
 CLAIM = ("acme", "fact", "slow", "0.8", "acme ships weekly")
-# commands that would write the database: refused, naming --adopt-db where it would help
-WRITERS = [
-    pytest.param(("serve",), id="serve-stdio"),
-    pytest.param(("serve", "--transport", "http", "--port", "0"), id="serve-http"),
-    pytest.param(("claims", "add", *CLAIM), id="claims-add"),
-    pytest.param(("claims", "confirm", "1"), id="claims-confirm"),
-    pytest.param(("undo", "1"), id="undo"),
-    pytest.param(("import", "mycorrhiza", "{source}"), id="import"),
-    pytest.param(("import", "mycorrhiza", "{source}", "--dry-run"), id="import-dry-run"),
-]
-# commands that only read: refused, the file is not sqlgate's
+# commands that only read: the file and its folder stay byte for byte as they were
 READERS = [
     pytest.param(("stats",), id="stats"),
     pytest.param(("log",), id="log"),
@@ -72,8 +107,16 @@ READERS = [
     pytest.param(("export",), id="export"),
     pytest.param(("undo", "--list"), id="undo-list"),
     pytest.param(("claims", "list"), id="claims-list"),
-    pytest.param(("ui", "--port", "0"), id="ui"),
-    pytest.param(("replicate", "file:///nonexistent-replica"), id="replicate"),  # Litestream writes
+    pytest.param(("members", "list"), id="members-list"),
+    pytest.param(("policy", "show"), id="policy-show"),
+]
+# commands that write sqlgate's records only: the user's file stays as it was too
+RECORD_WRITERS = [
+    pytest.param(("claims", "add", *CLAIM), id="claims-add"),
+    pytest.param(("claims", "confirm", "1"), id="claims-confirm"),
+    pytest.param(("import", "mycorrhiza", "{source}"), id="import"),
+    pytest.param(("import", "mycorrhiza", "{source}", "--dry-run"), id="import-dry-run"),
+    pytest.param(("members", "add", "ada", "--tier", "read"), id="members-add"),
 ]
 
 
@@ -85,45 +128,108 @@ def _args(command: tuple[str, ...], tmp_path: Path, db: Path) -> list[str]:
     return [part.replace("{source}", str(source)) for part in command] + ["--db", str(db)]
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("command", WRITERS)
-def test_a_command_that_writes_refuses_an_app_database_untouched(
-    tmp_path: Path, command: tuple[str, ...], variant: dict[str, object]
-) -> None:
-    db = make_app_db(tmp_path / "app.db", **variant)
-    before = folder_state(tmp_path)
-    line = error_line(invoke(*_args(command, tmp_path, db)), 8)
-    assert str(db) in line
-    assert folder_state(tmp_path) == before
-    if not variant or variant == {"wal": True}:
-        shown = "another program's tables and views (users, orders, alembic_version, +1 more)"
-        assert shown in line
-        assert "--adopt-db (SQLGATE_ADOPT_DB=1)" in line
-    else:
-        assert "belongs to another application" in line
-
-
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("journal", JOURNALS)
 @pytest.mark.parametrize("command", READERS)
-def test_a_command_that_reads_refuses_an_app_database_untouched(
-    tmp_path: Path, command: tuple[str, ...], variant: dict[str, object]
+def test_a_command_that_reads_leaves_an_app_database_byte_identical(
+    tmp_path: Path, command: tuple[str, ...], journal: dict[str, object]
 ) -> None:
-    db = make_app_db(tmp_path / "app.db", **variant)
-    before = folder_state(tmp_path)
-    line = error_line(invoke(*_args(command, tmp_path, db)), 8)
-    assert f"{db} is not a sqlgate database" in line
-    assert folder_state(tmp_path) == before
-
-
-@pytest.mark.parametrize("command", READERS[:3])
-def test_reading_a_sqlgate_database_leaves_its_file_byte_identical(
-    tmp_path: Path, command: tuple[str, ...]
-) -> None:
-    db = tmp_path / "app.db"
-    succeeded(invoke("claims", "add", *CLAIM, "--db", str(db)))
-    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    db = make_django_db(tmp_path / "app" / "db.sqlite3", **journal)
+    succeeded(invoke("claims", "add", *CLAIM, "--db", str(db)))  # records to read
+    before = folder_state(db.parent)
     succeeded(invoke(*_args(command, tmp_path, db)))
-    assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+    assert folder_state(db.parent) == before
+    assert list(before) == ["db.sqlite3"]  # nothing beside it: no -wal, -shm, -journal
+
+
+@pytest.mark.parametrize("journal", JOURNALS)
+@pytest.mark.parametrize("command", READERS[:4])
+def test_a_reader_before_any_records_says_so_and_leaves_the_file(
+    tmp_path: Path, command: tuple[str, ...], journal: dict[str, object]
+) -> None:
+    db = make_django_db(tmp_path / "app" / "db.sqlite3", **journal)
+    before = folder_state(db.parent)
+    result = invoke(*_args(command, tmp_path, db))
+    assert result.exit_code == 8, result.output
+    assert f"has no sqlgate records at {record_files(db).folder}" in result.stderr
+    assert "sqlgate serve" in result.stderr  # the next step that works
+    assert folder_state(db.parent) == before
+
+
+@pytest.mark.parametrize("journal", JOURNALS)
+@pytest.mark.parametrize("command", RECORD_WRITERS)
+def test_a_command_that_writes_records_leaves_an_app_database_byte_identical(
+    tmp_path: Path, command: tuple[str, ...], journal: dict[str, object]
+) -> None:
+    db = make_django_db(tmp_path / "app" / "db.sqlite3", **journal)
+    if command[:2] == ("claims", "confirm"):
+        succeeded(invoke("claims", "add", *CLAIM, "--db", str(db)))
+    before = folder_state(db.parent)
+    succeeded(invoke(*_args(command, tmp_path, db)))
+    assert folder_state(db.parent) == before
+    assert record_files(db).records.is_file() or "--dry-run" in command
+
+
+def _serve(db: Path, *calls: tuple[str, dict[str, object]]) -> list[str]:
+    """An MCP session over stdio with `serve --db db`: initialize, then each tool call;
+    the answers' text, in order."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sqlgate", "serve", "--db", str(db)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    answers: list[str] = []
+    try:
+        rpc(process, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}})  # fmt: skip
+        rpc(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        for number, (tool, arguments) in enumerate(calls, start=1):
+            answer = rpc(process, {"jsonrpc": "2.0", "id": number, "method": "tools/call",
+                                   "params": {"name": tool, "arguments": arguments}})  # fmt: skip
+            assert answer is not None
+            result = answer["result"]
+            assert not result.get("isError"), result
+            answers.append("".join(part["text"] for part in result["content"]))
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        assert process.wait(timeout=60) == 0, process.stderr.read() if process.stderr else ""
+    return answers
+
+
+@pytest.mark.parametrize("journal", JOURNALS)
+def test_serving_reads_leaves_an_app_database_byte_identical(
+    tmp_path: Path, journal: dict[str, object]
+) -> None:
+    db = make_django_db(tmp_path / "app" / "db.sqlite3", **journal)
+    before = folder_state(db.parent)
+    (read,) = _serve(db, ("read_query", {"query": "SELECT username FROM auth_user"}))
+    assert "ada" in read
+    assert folder_state(db.parent) == before
+
+
+@pytest.mark.parametrize("journal", JOURNALS)
+def test_an_agents_write_changes_only_its_rows_and_no_header_field(
+    tmp_path: Path, journal: dict[str, object]
+) -> None:
+    db = make_django_db(tmp_path / "app" / "db.sqlite3", **journal)
+    fields = header_fields(db)
+    mode = rows(db, "PRAGMA journal_mode")
+    tables = ("django_migrations", "auth_user", "polls_question")
+    kept = {name: rows(db, f"SELECT * FROM {name}") for name in tables}
+    for path in db.parent.glob("db.sqlite3-*"):  # what this test's own reads left (WAL)
+        path.unlink()
+    insert = "INSERT INTO polls_question (question_text, user_id) VALUES ('Why?', 1)"
+    _serve(db, ("write_query", {"query": insert}))
+    assert sorted(p.name for p in db.parent.iterdir()) == ["db.sqlite3"]
+    assert header_fields(db) == fields
+    assert rows(db, "PRAGMA journal_mode") == mode
+    assert rows(db, "SELECT * FROM polls_question") == [*kept["polls_question"], (2, "Why?", 1)]
+    for name in ("django_migrations", "auth_user"):
+        assert rows(db, f"SELECT * FROM {name}") == kept[name]
+    names = [name for (name,) in rows(db, "SELECT name FROM sqlite_schema ORDER BY name")]
+    assert names == sorted(
+        [*tables, "polls_question_user", "sqlite_autoindex_auth_user_1", "sqlite_sequence"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -133,30 +239,30 @@ def test_reading_a_sqlgate_database_leaves_its_file_byte_identical(
         pytest.param((), {"SQLGATE_ADOPT_DB": "1"}, id="environment"),
     ],
 )
-def test_with_consent_claims_add_adopts_the_file_and_keeps_the_apps_rows(
-    tmp_path: Path, consent: tuple[str, ...], env: dict[str, str] | None
-) -> None:
-    db = make_app_db(tmp_path / "app.db")
-    succeeded(invoke("claims", "add", *CLAIM, "--db", str(db), *consent, env=env))
-    assert read(db, "SELECT name FROM users") == [("ada",)]
-    assert read(db, "PRAGMA application_id") == [(APPLICATION_ID,)]
-    assert read(db, "PRAGMA journal_mode") == [("wal",)]
-    succeeded(invoke("claims", "list", "--db", str(db)))  # sqlgate's from now on
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(("claims", "add", *CLAIM), id="claims-add"),
+        pytest.param(("import", "mycorrhiza", "{source}"), id="import"),
+    ],
+)
+def test_adopt_db_is_accepted_with_no_effect_and_one_line(
+    tmp_path: Path, consent: tuple[str, ...], env: dict[str, str] | None,
+    command: tuple[str, ...],
+) -> None:  # fmt: skip
+    db = make_django_db(tmp_path / "app" / "db.sqlite3")
+    before = folder_state(db.parent)
+    result = invoke(*_args(command, tmp_path, db), *consent, env=env)
+    succeeded(result)
+    assert result.stderr.splitlines() == [f"sqlgate: {ADOPT_GONE}"]
+    assert folder_state(db.parent) == before
 
 
-def test_with_consent_an_import_adopts_the_file(tmp_path: Path) -> None:
-    db = make_app_db(tmp_path / "app.db")
-    result = invoke(*_args(("import", "mycorrhiza", "{source}", "--json"), tmp_path, db),
-                    "--adopt-db")  # fmt: skip
-    assert json.loads(succeeded(result))["events"] == 1
-
-
-def test_consent_never_overwrites_another_applications_header(tmp_path: Path) -> None:
-    db = make_app_db(tmp_path / "app.db", user_version=7)
-    before = folder_state(tmp_path)
-    line = error_line(invoke("claims", "add", *CLAIM, "--db", str(db), "--adopt-db"), 8)
-    assert "even with --adopt-db" in line
-    assert folder_state(tmp_path) == before
+def test_adopt_db_says_nothing_when_not_given(tmp_path: Path) -> None:
+    db = make_django_db(tmp_path / "app" / "db.sqlite3")
+    result = invoke("claims", "add", *CLAIM, "--db", str(db))
+    succeeded(result)
+    assert "adopt" not in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -172,36 +278,37 @@ def test_consent_never_overwrites_another_applications_header(tmp_path: Path) ->
     ],
     ids=" ".join,
 )
-def test_every_command_that_writes_takes_the_consent_flag(command: tuple[str, ...]) -> None:
+def test_every_command_that_took_the_flag_still_takes_it(command: tuple[str, ...]) -> None:
     result = invoke(*command, "--help")
     assert "--adopt-db" in succeeded(result)
     assert "SQLGATE_ADOPT_DB" in result.stdout
+    assert "no longer needed" in result.stdout
 
 
-def test_a_link_to_an_app_database_is_refused_naming_both(tmp_path: Path) -> None:
-    real = make_app_db(tmp_path / "app.db")
-    link = tmp_path / "agent.db"
+def test_a_link_to_an_app_database_keeps_its_records_by_the_real_file(tmp_path: Path) -> None:
+    real = make_django_db(tmp_path / "app" / "db.sqlite3")
+    link = tmp_path / "app" / "agent.db"
     link.symlink_to(real)
-    before = folder_state(tmp_path)
-    line = error_line(invoke("claims", "add", *CLAIM, "--db", str(link)), 8)
-    assert f"{link} (a link to {real}) holds another program's tables and views" in line
-    assert folder_state(tmp_path) == before
+    before = folder_state(real.parent)
+    succeeded(invoke("claims", "add", *CLAIM, "--db", str(link)))
+    assert folder_state(real.parent) == before
+    listed = json.loads(succeeded(invoke("claims", "list", "--json", "--db", str(real))))
+    assert listed["claim"] == "acme ships weekly"
 
 
-def test_a_table_name_with_control_characters_reaches_the_terminal_escaped(
-    tmp_path: Path,
-) -> None:
-    db = tmp_path / "app.db"
+def test_a_table_name_with_control_characters_is_left_alone(tmp_path: Path) -> None:
+    db = make_django_db(tmp_path / "app" / "db.sqlite3")
     conn = apsw.Connection(str(db))
     conn.execute('CREATE TABLE "evil\x1b]0;pwned\x07\nname" (x)')
     conn.close()
-    line = error_line(invoke("claims", "add", *CLAIM, "--db", str(db)), 8)
-    assert "\x1b" not in line
-    assert "\x07" not in line
-    assert '("evil\\x1b]0;pwned\\x07\\nname")' in line
+    before = folder_state(db.parent)
+    result = invoke("claims", "add", *CLAIM, "--db", str(db))
+    succeeded(result)
+    assert "\x1b" not in result.output
+    assert folder_state(db.parent) == before
 
 
-# -- capture: the hooks' command never fails, so the refusal goes to its log -------------------
+# -- capture: the hooks' events go to the records, never into the app's file --------------------
 
 
 def hook_payload() -> bytes:
@@ -212,19 +319,17 @@ def hook_payload() -> bytes:
     }).encode()  # fmt: skip
 
 
-def test_capture_on_an_app_database_logs_the_refusal_and_stores_nothing(tmp_path: Path) -> None:
-    db = make_app_db(tmp_path / "app.db")
-    before = folder_state(tmp_path)
-    result = invoke("capture", "--db", str(db), stdin=hook_payload())
+@pytest.mark.parametrize("journal", JOURNALS)
+def test_capture_on_an_app_database_stores_the_event_in_the_records(
+    tmp_path: Path, journal: dict[str, object]
+) -> None:
+    db = make_django_db(tmp_path / "app" / "db.sqlite3", **journal)
+    before = folder_state(db.parent)
+    result = invoke("capture", "--db", str(db), "--log", str(tmp_path / "capture.log"),
+                    stdin=hook_payload())  # fmt: skip
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
-    assert folder_state(tmp_path) == before
-    log = CaptureLog.beside(db).read_text(encoding="utf-8")
-    assert "holds another program's tables" in log
-
-
-def test_capture_with_consent_stores_the_event(tmp_path: Path) -> None:
-    db = make_app_db(tmp_path / "app.db")
-    result = invoke("capture", "--db", str(db), "--adopt-db", stdin=hook_payload())
-    assert result.exit_code == 0, result.output
-    assert read(db, "SELECT kind FROM memory_events") == [("prompt",)]
+    assert folder_state(db.parent) == before
+    assert not (tmp_path / "capture.log").exists()  # no problem to log
+    kinds = rows(record_files(db).records, "SELECT kind FROM memory_events")
+    assert kinds == [("prompt",)]

@@ -20,6 +20,7 @@ from click.testing import CliRunner, Result
 from sqlgate.config import FLAGS
 from sqlgate.service import Service
 from sqlgate.surfaces.cli.app import main
+from tests.records import connect_both
 from tests.surfaces.cli.helpers import error_line, json_lines, read, succeeded
 
 FAR_FUTURE = "2100-01-01"
@@ -433,7 +434,6 @@ def test_a_busy_claims_add_waits_once_and_fails_in_one_line(
     """The lock is waited for once (--busy-timeout): closing does not wait again to write
     the failed call's audit row, which stays queued for the next command (issue 22 found it
     in `members`; every CLI command opens the database the same way)."""
-    import apsw
 
     from sqlgate.engine.records.audit import AuditLog
 
@@ -447,7 +447,7 @@ def test_a_busy_claims_add_waits_once_and_fails_in_one_line(
         close(log, wait)
 
     monkeypatch.setattr(AuditLog, "close", spy)
-    holder = apsw.Connection(str(db))
+    holder = connect_both(db)
     holder.execute("BEGIN IMMEDIATE")
     try:
         line = error_line(

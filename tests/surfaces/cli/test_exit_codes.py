@@ -23,6 +23,7 @@ from sqlgate import errors
 from sqlgate.config import FLAGS, Settings
 from sqlgate.service import Service
 from sqlgate.surfaces.cli.app import main
+from tests.records import connect_both, records_path
 
 PAGE = Path(__file__).resolve().parents[3] / "docs" / "reference" / "exit-codes.md"
 _ROW = re.compile(r"^\| (\d+) \| (.+?) \| (.+) \|$")
@@ -90,7 +91,7 @@ def _policy(db: Path, _: pytest.MonkeyPatch) -> Result:
 
 def _busy(db: Path, _: pytest.MonkeyPatch) -> Result:
     seeded(db).close()
-    holder = apsw.Connection(str(db))
+    holder = connect_both(db)
     holder.execute("BEGIN IMMEDIATE")
     try:
         return invoke("claims", "add", "acme", "fact", "slow", "0.8", "acme ships weekly",
@@ -104,7 +105,7 @@ def _sqlite_error(db: Path, _: pytest.MonkeyPatch) -> Result:
     service = seeded(db)
     service.write_query("INSERT INTO notes (body) SELECT hex(randomblob(600)) FROM notes")
     service.close()
-    conn = apsw.Connection(str(db))
+    conn = connect_both(db)
     ((root,),) = conn.execute("SELECT rootpage FROM sqlite_schema WHERE name = 'notes'")
     ((size,),) = conn.execute("PRAGMA page_size")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -132,7 +133,7 @@ def _broken_chain(db: Path, _: pytest.MonkeyPatch) -> Result:
     service.append_event("first", "note", [])
     service.append_event("second", "note", [])
     service.close()
-    conn = apsw.Connection(str(db))
+    conn = apsw.Connection(str(records_path(db)))  # sqlgate's tables, in its records file
     names = [
         name
         for (name,) in conn.execute(

@@ -93,6 +93,7 @@ CASES = [
     Case("undo --list", ("undo", "--list", "--db", "{db}")),
     Case("members list", ("members", "list", "--db", "{db}")),
     Case("members list --json", ("members", "list", "--all", "--json", "--db", "{db}")),
+    Case("migrate --dry-run", ("migrate", "--dry-run", "--db", "{db}")),
     Case("policy check", ("policy", "check", "--hide-column", "notes.body", "--db", "{db}")),
     Case("policy show", ("policy", "show", "--protect-table", "notes", "--db", "{db}")),
     Case("doctor", ("doctor",)),

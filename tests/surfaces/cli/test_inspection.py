@@ -17,7 +17,6 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import apsw
 import pytest
 from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
@@ -32,6 +31,7 @@ from sqlgate.surfaces.cli.app import main
 from sqlgate.surfaces.cli.export import EXPORT_TABLES
 from sqlgate.surfaces.cli.inspection import CHAIN_BROKEN_EXIT
 from sqlgate.surfaces.mcp.server import CLAIMS_TOOLS, MEMORY_TOOLS, SQL_TOOLS
+from tests.records import connect_both
 from tests.surfaces.cli.helpers import error_line, json_lines, read, succeeded
 
 SEEDED_EVENTS = 5  # 3 appended + 2 written by claim_add and claim_confirm
@@ -72,7 +72,7 @@ def audit_rows(db: Path) -> int:
 
 def tamper(db: Path, event_id: int, content: str) -> None:
     """Edit an event behind the server's back: drop the trigger that forbids it first."""
-    conn = apsw.Connection(str(db))
+    conn = connect_both(db)
     try:
         conn.execute("DROP TRIGGER memory_events_no_update")
         conn.execute("UPDATE memory_events SET content = ? WHERE id = ?", (content, event_id))
@@ -340,9 +340,8 @@ def test_stats_json_counts_memory_claims_audit_and_table_rows(seeded: Path) -> N
     }  # fmt: skip
     tables = {item["name"]: item for item in report["tables"]}
     assert tables["notes"] == {"name": "notes", "type": "table", "system": False, "rows": 2}
-    assert tables["memory_events"]["rows"] == SEEDED_EVENTS
-    assert tables["claims_history"]["rows"] == 2
-    assert tables["query_errors"]["type"] == "view"
+    # the tables are the database's own: sqlgate's are in its records (counted above)
+    assert not {"memory_events", "claims_history", "query_log", "query_errors"} & set(tables)
 
 
 @pytest.mark.parametrize("env", [TERMINAL, None], ids=["terminal", "piped"])

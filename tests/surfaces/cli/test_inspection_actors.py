@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import apsw
 import pytest
 from click.testing import CliRunner, Result
 
@@ -25,6 +24,7 @@ from sqlgate.engine.records.actors import (
 from sqlgate.errors import SqlError
 from sqlgate.service import Service
 from sqlgate.surfaces.cli.app import main
+from tests.records import connect_both
 from tests.surfaces.cli.helpers import json_lines, succeeded
 
 SERVER = "s-20261202T035830Z-471d28"
@@ -68,7 +68,7 @@ def team(db_path: Path) -> Path:
     with acting_as(member("Alice", ALICE_SESSION)), pytest.raises(SqlError):
         service.read_query("SELEC 3")
     service.close()
-    conn = apsw.Connection(str(db_path))
+    conn = connect_both(db_path)
     try:
         insert = (
             "INSERT INTO query_log (ts, session, tool, query, ok, duration_ms, actor) "

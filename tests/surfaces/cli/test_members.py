@@ -29,6 +29,7 @@ from sqlgate.engine.records.actors import AuthRefusal, Identity
 from sqlgate.engine.records.members import Members, token_digest
 from sqlgate.service import Service
 from sqlgate.surfaces.cli.app import main
+from tests.records import connect_both
 from tests.surfaces.cli.helpers import error_line, json_lines, read, succeeded
 
 TOKEN_PATTERN = r"sqg_[A-Za-z0-9_-]{43}"
@@ -64,7 +65,7 @@ def add(db: Path, name: str, tier: str = "read") -> str:
 
 
 def authenticate(db: Path, token: str) -> Identity | AuthRefusal:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return Members(conn).authenticate(token)
     finally:
@@ -86,7 +87,7 @@ def audit_rows(db: Path) -> list[dict[str, Any]]:
 
 def everything_in(db: Path) -> str:
     """Every value of every table of the file, as one text."""
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         listed = "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
         tables = [name for (name,) in conn.execute(listed)]
@@ -381,7 +382,7 @@ def test_the_audit_row_of_a_change_is_what_sqlgate_log_shows(db: Path) -> None:
 
 @pytest.fixture
 def write_lock(db: Path) -> Iterator[None]:
-    holder = apsw.Connection(str(db))
+    holder = connect_both(db)
     holder.execute("BEGIN IMMEDIATE")
     try:
         yield
@@ -418,7 +419,7 @@ def test_a_busy_change_waits_once_its_audit_row_queued_for_the_next_command(
         close(log, wait)
 
     monkeypatch.setattr(AuditLog, "close", spy)
-    holder = apsw.Connection(str(db))
+    holder = connect_both(db)
     holder.execute("BEGIN IMMEDIATE")
     try:
         error_line(run(db, "add", "bob", "--tier", "read", "--busy-timeout", "0.05"), 5)
@@ -437,7 +438,7 @@ def test_a_busy_change_waits_once_its_audit_row_queued_for_the_next_command(
 
 def test_a_change_waits_for_the_write_lock_and_succeeds_once_free(db: Path) -> None:
     add(db, "alice")
-    holder = apsw.Connection(str(db))
+    holder = connect_both(db)
     holder.execute("BEGIN IMMEDIATE")
     holder.execute("ROLLBACK")  # the lock was held and let go: the next change goes through
     holder.close()

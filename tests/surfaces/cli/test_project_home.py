@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from sqlgate.config import FLAGS, PROJECT_DB
-from sqlgate.home import HOME_DIR, Home, note_guarded
+from sqlgate.home import DBS_DIR, HOME_DIR, Home, note_guarded, record_files
 from sqlgate.surfaces.cli.app import main
 from sqlgate.surfaces.cli.options import settings_from
 from tests.surfaces.cli.helpers import error_line, read, succeeded
@@ -45,6 +45,14 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+CLAIM = ("acme", "fact", "slow", "0.8", "acme ships weekly")
+
+
+def records_of(db: Path) -> Path:
+    """The records folder the line names: in the project's home, keyed by the real file."""
+    return record_files(db).folder
+
+
 def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
     return CliRunner().invoke(main, list(args), env=env, prog_name="sqlgate")
 
@@ -69,7 +77,12 @@ def test_a_command_in_a_subfolder_reads_the_projects_database(
 ) -> None:
     result = invoke(*command, env=TERMINAL)
     succeeded(result)
-    line = f"sqlgate: database {project / PROJECT_DB} (from {project / HOME_DIR})"
+    records = records_of(project / PROJECT_DB)
+    assert records.parent == project / HOME_DIR / DBS_DIR  # the project's home keeps them
+    line = (
+        f"sqlgate: database {project / PROJECT_DB} (from {project / HOME_DIR}); records in "
+        f"{records}"
+    )
     assert result.stderr.splitlines()[0] == line
 
 
@@ -79,7 +92,10 @@ def test_log_reads_the_project_not_the_per_user_database(project: Path) -> None:
     assert log.stderr == "no calls in the audit log\n"
     claims = json.loads(succeeded(invoke("claims", "list", "--json")).splitlines()[0])
     assert claims["claim"] == "acme ships weekly"
-    assert not (project.parent / "data").exists()  # the per-user folder was never made
+    # the per-user database was never made (the per-user folder holds only the note of which
+    # records folder the project's database has: a deleted .sqlgate/ is then history gone)
+    assert not (project.parent / "data" / "memory.db").exists()
+    assert not (project.parent / "data" / "dbs").exists()
 
 
 @pytest.mark.parametrize("command", READERS)
@@ -105,7 +121,8 @@ def test_the_line_says_project_db_and_the_project(project: Path) -> None:
     result = invoke("log", "--project-db", env=TERMINAL)
     succeeded(result)
     assert result.stderr.splitlines() == [
-        f"sqlgate: database {project / PROJECT_DB} (--project-db: the project {project})"
+        f"sqlgate: database {project / PROJECT_DB} (--project-db: the project {project}); "
+        f"records in {records_of(project / PROJECT_DB)}"
     ]
 
 
@@ -120,7 +137,7 @@ def test_the_line_says_the_per_user_default(
     default = tmp_path / "data" / "memory.db"
     assert missing.stderr.splitlines()[0] == (
         f"sqlgate: database {default} (the per-user default: above {outside.resolve()}, no "
-        "project's .sqlgate/ keeps one)"
+        f"project's .sqlgate/ keeps one); records in {records_of(default)}"
     )
 
 
@@ -198,13 +215,62 @@ def test_the_default_line_says_whether_a_project_was_looked_for(
     assert why in capsys.readouterr().err
 
 
-def test_the_line_says_when_the_database_is_a_link(project: Path) -> None:
+def test_the_line_names_the_real_file_of_a_linked_database(project: Path) -> None:
     real = project / "data" / "app.db"
     real.parent.mkdir()
     (project / PROJECT_DB).rename(real)
     (project / PROJECT_DB).symlink_to(real)
+    # the records go by the real file (a link and its target share them): the home now
+    # guards the real file, and the line names it
+    succeeded(invoke("claims", "add", *CLAIM, "--db", str(project / PROJECT_DB)))
     result = invoke("log", env=TERMINAL)
     succeeded(result)
     assert result.stderr.splitlines()[0] == (
-        f"sqlgate: database {project / PROJECT_DB} (a link to {real}) (from {project / HOME_DIR})"
+        f"sqlgate: database {real} (from {project / HOME_DIR}); records in {records_of(real)}"
     )
+
+
+def test_install_points_the_agent_at_the_apps_database_in_one_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`install claude-code --db db.sqlite3 --scope project` (issue 33, part 7): the entry
+    serves the app's database as it is, its records go to the project's `.sqlgate/`, and
+    every command in the project then reads that database without --db."""
+    import subprocess
+    import sys
+
+    import apsw
+
+    for flag in FLAGS:
+        monkeypatch.delenv(flag.env_var, raising=False)
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    root = (tmp_path / "app").resolve()
+    (root / "polls").mkdir(parents=True)
+    (root / ".git").mkdir()
+    db = root / "db.sqlite3"
+    conn = apsw.Connection(str(db))
+    conn.execute("CREATE TABLE auth_user (id INTEGER PRIMARY KEY, username TEXT);"
+                 "INSERT INTO auth_user (username) VALUES ('ada')")  # fmt: skip
+    conn.close()
+    content = db.read_bytes()
+    monkeypatch.chdir(root)
+    succeeded(invoke("install", "claude-code", "--db", "db.sqlite3", "--scope", "project"))
+    entry = json.loads((root / ".mcp.json").read_text(encoding="utf-8"))["mcpServers"]["sqlgate"]
+    assert entry["args"] == ["serve", "--db", "db.sqlite3"]
+    # what Claude Code starts, in the project folder: the app's database, served as it is
+    served = subprocess.run(
+        [sys.executable, "-m", "sqlgate", *entry["args"]], cwd=root, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert served.returncode == 0, served.stderr
+    assert db.read_bytes() == content
+    records = record_files(db).folder
+    assert records.parent == root / HOME_DIR / DBS_DIR
+    monkeypatch.chdir(root / "polls")
+    result = invoke("log", env=TERMINAL)
+    succeeded(result)
+    assert result.stderr.splitlines()[0] == (
+        f"sqlgate: database {db} (from {root / HOME_DIR}); records in {records}"
+    )
+    assert db.read_bytes() == content

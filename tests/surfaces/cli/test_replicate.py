@@ -5,9 +5,12 @@ stand-in here (tests/surfaces/replication/conftest.py) or absent."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
+import apsw
 import pytest
 from click.testing import CliRunner, Result
 
@@ -158,6 +161,72 @@ def test_replicate_needs_a_url(db: Path) -> None:
 def test_replicate_needs_an_existing_database(tmp_path: Path) -> None:
     result = invoke("replicate", (tmp_path / "r").as_uri(), "--db", str(tmp_path / "none.db"))
     assert "no database at" in error_line(result, 3)
+
+
+def _app_file(path: Path, *, wal: bool) -> Path:
+    """A database of the user's: an application's tables, in either journal mode."""
+    conn = apsw.Connection(str(path))
+    if wal:
+        conn.pragma("journal_mode", "wal")
+    conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+    conn.close()
+    return path
+
+
+@pytest.mark.parametrize("wal", [False, True], ids=["rollback", "wal"])
+def test_replicate_refuses_a_database_never_served_and_writes_nothing(
+    tmp_path: Path, wal: bool
+) -> None:
+    db = _app_file(tmp_path / "app.db", wal=wal)
+    before = sorted(path.name for path in tmp_path.iterdir())
+    header = db.read_bytes()[:100]
+    result = invoke("replicate", (tmp_path / "replica").as_uri(), "--db", str(db))
+    line = error_line(result, 8)
+    assert f"{db} is not a sqlgate database yet" in line
+    assert "serve the database once" in line
+    assert sorted(path.name for path in tmp_path.iterdir()) == before  # no replica, no folder
+    assert db.read_bytes()[:100] == header
+    assert not replication_dir(db).exists()
+
+
+@pytest.mark.parametrize("wal", [False, True], ids=["rollback", "wal"])
+def test_replicate_takes_a_served_database_holding_the_users_tables(
+    tmp_path: Path, wal: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user's file holds only the user's tables (sqlgate's are in its records): it is
+    replicated, not refused as another program's."""
+    import contextlib
+
+    import sqlgate.surfaces.replication.supervisor as supervisor
+
+    db = _app_file(tmp_path / "app.db", wal=wal)
+    Service.open(Settings(db=db)).close()  # served once: its records exist
+    import sqlgate.surfaces.cli.replicate as command
+
+    started: list[Path] = []
+
+    def replication(path: Path, target: object) -> contextlib.nullcontext[None]:
+        started.append(path)
+        return contextlib.nullcontext()
+
+    monkeypatch.setattr(supervisor, "Replication", replication)
+
+    monkeypatch.setattr(command, "stop_signals", _stopped_at_once)
+    result = invoke("replicate", (tmp_path / "replica").as_uri(), "--db", str(db))
+    assert result.exit_code == 0, result.output
+    assert started == [db]
+
+
+@contextlib.contextmanager
+def _stopped_at_once() -> Iterator[object]:
+    class Stops:
+        def serving(self) -> contextlib.AbstractContextManager[None]:
+            return contextlib.nullcontext()
+
+        def wait(self) -> None:
+            return None
+
+    yield Stops()
 
 
 # -- stats -------------------------------------------------------------------------------------

@@ -1,11 +1,11 @@
 """`sqlgate snapshots restore`: the listing first, consent (a terminal's answer or --yes),
-then a restore that loses nothing of sqlgate's records and says which file it changed."""
+then a restore of the user's file that leaves sqlgate's records (in its home) as they are,
+records itself in them and says which file it changed."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -19,6 +19,7 @@ from sqlgate.config import FLAGS, Settings
 from sqlgate.service import Service
 from sqlgate.surfaces.cli import snapshot_restore
 from sqlgate.surfaces.cli.app import main
+from tests.records import records_path
 from tests.surfaces.cli.helpers import error_line, read, succeeded
 
 
@@ -39,7 +40,7 @@ def sha256(path: Path) -> str:
 @pytest.fixture
 def history(make_service: Callable[..., Service], db_path: Path) -> dict[str, Any]:
     """2 notes and 1 event in the snapshot; 3 events, a claim, a checkpoint, audit rows and
-    a note written after it."""
+    a note written after it (one call with undo data)."""
     service = make_service()
     service.write_query("CREATE TABLE notes (body TEXT)")
     service.write_query("INSERT INTO notes VALUES ('a'), ('b')")
@@ -64,12 +65,8 @@ def test_in_a_pipe_without_yes_it_lists_and_exits_2_changing_nothing(
     out = result.stdout
     assert f"restore {db_path.absolute()} to snapshot {history['name']}" in out
     assert "notes  3 -> 2  (+1 row)" in out
-    assert "memory events: 4 (events 2 to 5)" in out  # 3 notes and the claim's event
-    assert "checkpoints: 1" in out
-    assert "claim changes: 1 (1 new claim)" in out
-    logged = read(db_path, "SELECT count(*) FROM query_log")[0][0]
-    in_snapshot = read(history["snapshot"], "SELECT count(*) FROM query_log")[0][0]
-    assert f"audit rows: {logged - in_snapshot}" in out
+    assert "calls made after the snapshot, marked undone by the restore: 1;" in out
+    assert "sqlgate's records (audit log, memory, claims, members) are not in the database" in out
     assert sha256(db_path) == digest
     assert not (Settings(db=db_path).snapshot_dir / "restored").exists()
 
@@ -80,8 +77,8 @@ def test_json_prints_the_plan_as_one_object(db_path: Path, history: dict[str, An
     plan = json.loads(result.stdout)["plan"]
     assert plan["db"] == str(db_path.absolute())
     assert plan["tables"] == [{"name": "notes", "rows_now": 3, "rows_in_snapshot": 2}]
-    assert plan["carried_forward"]["memory_events"] == 4
-    assert plan["events"] == [2, 5]
+    assert plan["calls_rolled_back"] == 1
+    assert plan["left_out"] == []
 
 
 @pytest.mark.parametrize(
@@ -108,21 +105,26 @@ def test_on_a_terminal_it_asks(
 def test_with_yes_it_restores_names_the_file_and_verify_names_the_restore(
     db_path: Path, history: dict[str, Any]
 ) -> None:
-    events = read(db_path, "SELECT * FROM memory_events ORDER BY id")
-    claims = read(db_path, "SELECT * FROM claims ORDER BY id")
-    checkpoints = read(db_path, "SELECT * FROM memory_checkpoints ORDER BY id")
-    audit = read(db_path, "SELECT * FROM query_log ORDER BY id")
+    records = records_path(db_path)
+    events = read(records, "SELECT * FROM memory_events ORDER BY id")
+    claims = read(records, "SELECT * FROM claims ORDER BY id")
+    checkpoints = read(records, "SELECT * FROM memory_checkpoints ORDER BY id")
+    audit = read(records, "SELECT * FROM query_log ORDER BY id")
     out = succeeded(invoke("snapshots", "restore", history["name"], "--db", str(db_path), "--yes"))
     assert f"restored {db_path.absolute()} from snapshot {history['name']}" in out
+    assert "calls made after the snapshot, marked undone: 1" in out
     kept = Settings(db=db_path).snapshot_dir.absolute() / "restored"
     (before,) = kept.iterdir()
     assert f"the previous content is kept at {before}" in out
     assert f"sqlgate snapshots restore restored/{before.name} --db {db_path.absolute()}" in out
     assert read(db_path, "SELECT body FROM notes ORDER BY rowid") == [("a",), ("b",)]
-    assert read(db_path, "SELECT * FROM memory_events ORDER BY id")[: len(events)] == events
-    assert read(db_path, "SELECT * FROM claims ORDER BY id") == claims
-    assert read(db_path, "SELECT * FROM memory_checkpoints ORDER BY id") == checkpoints
-    assert read(db_path, "SELECT * FROM query_log ORDER BY id")[: len(audit)] == audit
+    # the records were never in the file: every row stays, the restore adds itself
+    assert read(records, "SELECT * FROM memory_events ORDER BY id")[: len(events)] == events
+    assert read(records, "SELECT * FROM claims ORDER BY id") == claims
+    assert read(records, "SELECT * FROM memory_checkpoints ORDER BY id") == checkpoints
+    assert read(records, "SELECT * FROM query_log ORDER BY id")[: len(audit)] == audit
+    (restore_row,) = read(records, f"SELECT tool FROM query_log WHERE id > {len(audit)}")
+    assert restore_row == ("snapshots restore",)
     verified = succeeded(invoke("verify", "--db", str(db_path)))
     head = len(events) + 1
     assert verified.startswith(f"chain ok: {head} events, head {head} ")
@@ -149,16 +151,25 @@ def test_the_copy_of_before_outlives_more_snapshots_than_kept_and_undoes_the_res
     assert "2 restores recorded" in verified
 
 
-def test_a_snapshot_of_another_database_is_refused_with_exit_7(
+def test_a_snapshot_of_another_database_is_refused(
     db_path: Path, history: dict[str, Any], tmp_path: Path
 ) -> None:
+    # a snapshot is this database's when it lies in this database's snapshots folder: the
+    # user's file holds no database id any more (issue 33), so another database's
+    # snapshot is named by a path out of the folder, and that is refused
     other = Service.open(Settings(db=tmp_path / "other.db"), session="s-other")
     foreign = other.sql.snapshot()
     other.close()
-    shutil.copy(foreign, Settings(db=db_path).snapshot_dir / foreign.name)
+    ours = Settings(db=db_path).snapshot_dir
     digest = sha256(db_path)
-    result = invoke("snapshots", "restore", foreign.name, "--db", str(db_path), "--yes")
-    assert "is a snapshot of another database" in error_line(result, 7)
+    for name in (
+        str(foreign),
+        f"../../{foreign.parent.parent.name}/snapshots/{foreign.name}",
+        f"restored/../../{foreign.parent.parent.name}/snapshots/{foreign.name}",
+    ):
+        result = invoke("snapshots", "restore", name, "--db", str(db_path), "--yes")
+        assert "is not a snapshot name" in error_line(result, 3)
+    assert not (ours / foreign.name).exists()
     assert sha256(db_path) == digest
 
 
@@ -215,5 +226,5 @@ def test_through_a_pipe_without_yes_a_real_process_exits_2(
     )  # fmt: skip
     assert done.returncode == 2
     assert "pass --yes to restore" in done.stderr
-    assert "memory events: 4" in done.stdout
+    assert "calls made after the snapshot, marked undone by the restore: 1;" in done.stdout
     assert sha256(db_path) == digest

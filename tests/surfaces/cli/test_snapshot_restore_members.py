@@ -1,6 +1,7 @@
 """`sqlgate snapshots restore` never changes who may connect (issue 30 §5): members are made,
 revoked and rotated with `sqlgate members`, a snapshot restored with the command, and each
-token is then presented to the HTTP server's identity gate, in process.
+token is then presented to the HTTP server's identity gate, in process. The members live in
+sqlgate's records (issue 33), never in the user's file a restore replaces.
 
 A token revoked, rotated away or of a removed member after the snapshot is answered 401
 after the restore; a member added after it still gets in, with the tier it has now.
@@ -14,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import apsw
 import httpx2
 import pytest
 
@@ -22,6 +22,7 @@ from sqlgate.config import Settings
 from sqlgate.engine.records.members import Members
 from sqlgate.service import Service
 from sqlgate.surfaces.mcp.http_identity import IdentityGate, server_authenticator
+from tests.records import connect_both
 from tests.surfaces.cli.helpers import invoke, succeeded
 
 pytestmark = pytest.mark.usefixtures("no_sqlgate_environment")
@@ -40,7 +41,7 @@ def statuses(db: Path, tokens: dict[str, str]) -> dict[str, tuple[int, str]]:
     """What the identity gate of a server on `db` answers each token: (status, reason)."""
 
     async def ask() -> dict[str, tuple[int, str]]:
-        with closing(apsw.Connection(str(db))) as conn:
+        with closing(connect_both(db)) as conn:
             gate = IdentityGate(_answer, server_authenticator(None, Members(conn)))
             transport = httpx2.ASGITransport(app=gate, client=("10.0.0.7", 5000))
             answers: dict[str, tuple[int, str]] = {}
@@ -88,25 +89,10 @@ def test_after_a_restore_every_ended_token_is_refused_and_every_new_member_gets_
 
     result = invoke("snapshots", "restore", snapshot.name, "--db", str(db), "--yes")
     out = succeeded(result)
-    # bob added, dave removed, erin's tier changed
-    assert "members added or changed (the live file's members are kept): 3" in out
-    assert "member tokens issued or ended (a revoked token never works again): 5" in out
+    # the members are in sqlgate's records, which a restore of the user's file leaves alone
+    assert "sqlgate's records (audit log, memory, claims, members) are not in the database" in out
 
     assert statuses(db, tokens) == expected
     assert member(db, "list", "--json") == listed_before
     erin = [row for row in map(json.loads, listed_before.splitlines()) if row["name"] == "erin"]
     assert erin[0]["tier"] == "destructive"
-
-
-def test_the_listing_says_what_only_the_snapshot_holds(capsys: pytest.CaptureFixture[str]) -> None:
-    from sqlgate.engine.snapshots.restore_plan import RestorePlan
-    from sqlgate.surfaces.cli.snapshot_restore import print_plan
-
-    plan = RestorePlan(Path("/db"), Path("/s"), "s.sqlite", (), {"members": 0},
-                       not_carried={"members": 1, "member_tokens": 2})  # fmt: skip
-    print_plan(plan)
-    assert (
-        "members and tokens only the snapshot holds (a copy's), not restored: 1 member, "
-        "2 tokens (a token this database does not accept never starts working through a "
-        "restore)"
-    ) in capsys.readouterr().out

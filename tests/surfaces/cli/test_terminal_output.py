@@ -18,7 +18,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import apsw
 import pytest
 from click.testing import CliRunner, Result
 
@@ -26,6 +25,7 @@ from sqlgate.config import FLAGS, Settings
 from sqlgate.errors import SqlError
 from sqlgate.service import Service
 from sqlgate.surfaces.cli.app import main
+from tests.records import connect_both
 from tests.surfaces.cli.helpers import error_line, json_lines, read, succeeded
 
 # erase the line, cursor up, the one-byte CSI "clear screen", right-to-left override, BEL,
@@ -75,7 +75,7 @@ def assert_json_escaped(output: str) -> None:
 
 def forge(db: Path, sql: str, *params: Any) -> None:
     """Write the file directly, as another program with access to it could."""
-    conn = apsw.Connection(str(db))
+    conn = connect_both(db)
     try:
         conn.execute(sql, params)
     finally:

@@ -38,6 +38,7 @@ from sqlgate.surfaces.integrations.capture import (
     session_tag,
     summarize,
 )
+from tests.records import connect_both
 from tests.surfaces.mcp.test_stdio import child_env
 
 SESSION = "4f1c2b9e-0a7d-4c3e-9b1f-2d6e8a0c5f11"
@@ -75,7 +76,7 @@ def events(db: Path) -> list[tuple[str, str, list[str], str]]:
     """(session, kind, tags, content) of every stored event, oldest first."""
     if not db.exists():
         return []
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         rows = conn.execute("SELECT session, kind, tags, content FROM memory_events ORDER BY id")
         return [(s, k, json.loads(t), c) for s, k, t, c in rows]
@@ -136,7 +137,7 @@ def test_each_hook_event_is_stored_redacted_with_its_kind_and_session_tag(
 
 def test_capture_writes_no_audit_rows(db_path: Path) -> None:
     run(db_path, payload("UserPromptSubmit", prompt="hello"))
-    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db_path, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         assert conn.execute("SELECT count(*) FROM query_log").fetchone() == (0,)
     finally:
@@ -288,7 +289,7 @@ def test_bad_payload_exits_0_with_one_log_line_and_nothing_stored(
 def write_locked(db_path: Path) -> Iterator[None]:
     """Another process holds the database's write lock for the whole test."""
     Service.open(Settings(db=db_path)).close()
-    holder = apsw.Connection(str(db_path))
+    holder = connect_both(db_path)
     holder.execute("BEGIN IMMEDIATE")
     yield
     holder.execute("ROLLBACK")

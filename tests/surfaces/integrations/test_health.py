@@ -17,6 +17,7 @@ import apsw
 import pytest
 
 from sqlgate.config import Settings
+from sqlgate.home import record_files
 from sqlgate.service import Service
 from sqlgate.surfaces.integrations.capture_hooks import capture_command
 from sqlgate.surfaces.integrations.client_paths import Where
@@ -155,6 +156,16 @@ def _another_programs_file(home: Home) -> None:
     home.server()
 
 
+def _a_file_of_sqlgate_0_1_0(home: Home) -> None:
+    """A database that still holds sqlgate 0.1.0's own tables (its application_id)."""
+    home.db.parent.mkdir(parents=True, exist_ok=True)
+    conn = apsw.Connection(str(home.db))
+    conn.execute("CREATE TABLE query_log (id INTEGER PRIMARY KEY)")
+    conn.pragma("application_id", 0x53514754)
+    conn.close()
+    home.server()
+
+
 def _not_sqlite(home: Home) -> None:
     home.db.parent.mkdir(parents=True, exist_ok=True)
     home.db.write_text("my notes\n" * 100)
@@ -258,7 +269,7 @@ CASES = {
     ),
     "dangling-link": Case(_dangling_link, "database", "fail", "symlink", "ln -sfn"),
     "missing-folder": Case(_missing_folder, "database", "fail", "does not exist", "mkdir -p"),
-    "another-program": Case(_another_programs_file, "database", "fail", "invoices", "--adopt-db"),
+    "sqlgate-0.1.0": Case(_a_file_of_sqlgate_0_1_0, "database", "fail", "0.1.0", "NEW.db"),
     "not-sqlite": Case(_not_sqlite, "database", "fail", "not a SQLite database", "--db"),
     "unwritable-file": Case(_unwritable_file, "database", "fail", "not writable", "chmod u+w"),
     "silent-server": Case(_silent_server, "initialize", "fail", "did not answer", "--timeout"),
@@ -319,6 +330,29 @@ def test_each_problem_is_found_with_its_fix(
         assert case.fix in check.fix, check.record()
     if case.status == "fail":
         assert check.fix, check.record()
+
+
+@pytest.mark.parametrize(
+    ("lay_out", "says"),
+    [
+        pytest.param(_another_programs_file, "serve keeps sqlgate's records in", id="no-records"),
+        pytest.param(
+            lambda home: (_another_programs_file(home), home.make_db()), "writable; sqlgate's "
+            "records in", id="with-records",
+        ),
+    ],
+)  # fmt: skip
+def test_another_programs_file_is_fine_and_its_records_folder_named(
+    home: Home, lay_out: Callable[[Home], None], says: str
+) -> None:
+    lay_out(home)
+    before = home.db.read_bytes()
+    check = one(run(home, which=lambda *_, **__: None, ask=_answers), "database")
+    assert check.status == "ok", check.record()
+    assert says in check.detail
+    assert str(record_files(home.db).folder) in check.detail
+    assert "another program" not in check.detail
+    assert home.db.read_bytes() == before
 
 
 def test_an_old_capture_error_is_not_reported(home: Home) -> None:

@@ -27,6 +27,7 @@ from sqlgate.service import Service
 from sqlgate.surfaces.cli.app import main
 from sqlgate.surfaces.integrations.importers import BrokenSource, run_import
 from sqlgate.surfaces.integrations.importers.readers import mycorrhiza_hash, read_mycorrhiza
+from tests.records import connect_both, records_path
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"  # publish-gate: allow
 ZEROS = "0" * 64
@@ -43,7 +44,7 @@ def build_mycorrhiza(
     path: Path, items: Sequence[tuple[str, list[str]]], *, start: int = 1
 ) -> list[str]:
     """A `chain` table holding `items` (content, tags); returns the links' hashes."""
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     conn.execute(
         "CREATE TABLE IF NOT EXISTS chain (seq INTEGER PRIMARY KEY, ts TEXT, prev_hash TEXT, "
         "content TEXT, tags TEXT, hash TEXT)"
@@ -79,7 +80,7 @@ def build_sqlite_memory(
 ) -> None:
     """memory_events (kind, content) and memory_checkpoints (summary, last_event_id) as
     mcp-sqlite-memory writes them."""
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     if wal:
         conn.execute("PRAGMA journal_mode = wal")
     conn.execute(
@@ -114,7 +115,7 @@ def build_sqlite_memory(
 
 def build_claims_mcp(path: Path, claims: Sequence[dict[str, Any]]) -> None:
     """A claims table as claims-mcp (bun:sqlite) creates it."""
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     conn.execute("PRAGMA journal_mode = wal")
     conn.execute(
         "CREATE TABLE IF NOT EXISTS claims (id TEXT PRIMARY KEY, claim TEXT NOT NULL, "
@@ -142,7 +143,7 @@ def build_claims_mcp(path: Path, claims: Sequence[dict[str, Any]]) -> None:
 
 
 def sql(path: Path, statement: str, params: Sequence[Any] = ()) -> None:
-    conn = apsw.Connection(str(path))
+    conn = connect_both(path)
     conn.execute(statement, params)
     conn.close()
 
@@ -169,7 +170,7 @@ def failed(result: Result, code: int) -> str:
 
 
 def rows(db: Path, query: str) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return list(conn.execute(query))
     finally:
@@ -454,7 +455,7 @@ def test_a_wrong_genesis_says_what_the_importer_expects(
 ) -> None:
     source = tmp_path / "memory.db"
     build_sqlite_memory(source, [("note", "a")])
-    conn = apsw.Connection(str(source))
+    conn = connect_both(source)
     conn.execute("CREATE TABLE copy AS SELECT * FROM memory_events")
     conn.execute("DROP TABLE memory_events")
     conn.execute("CREATE TABLE memory_events (id INTEGER PRIMARY KEY, ts, session, kind, "
@@ -504,7 +505,8 @@ def test_a_sqlgate_database_imports_as_sqlite_memory_under_its_own_hash_rule(
     event_id, ts, session, kind, content, tags, prev_hash, digest = row
     assert digest == event_hash(event_id, ts, session, kind, content, json.loads(tags), prev_hash)
 
-    done = report(run(db, "mcp-sqlite-memory", other, "--json"))
+    # another sqlgate's memory is in its records file (the database itself holds none)
+    done = report(run(db, "mcp-sqlite-memory", records_path(other), "--json"))
 
     assert (done["events"], done["checkpoints"]) == (1, 1)
     assert events(db)[0][3:] == (

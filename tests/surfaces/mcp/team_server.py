@@ -21,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from sqlgate.config import Settings
 from sqlgate.engine.records.members import Members
 from sqlgate.service import Service
+from tests.records import connect_both
 from tests.surfaces.mcp.test_http import CALL_SECONDS, RunningServer, start_server
 
 __all__ = [
@@ -51,13 +52,13 @@ class Team:
 
     def members(self) -> Members:
         """The members tables through a connection of the test's own (close `.conn`)."""
-        return Members(apsw.Connection(str(self.db)))
+        return Members(connect_both(self.db))
 
 
 def with_members(db: Path, tiers: dict[str, str]) -> dict[str, str]:
     """Create the database and its members (name -> tier); return name -> token."""
     Service.open(Settings(db=db), actor="cli").close()
-    with closing(apsw.Connection(str(db))) as conn:
+    with closing(connect_both(db)) as conn:
         members = Members(conn)
         return {name: members.add(name, tier)[1] for name, tier in tiers.items()}
 
@@ -98,7 +99,7 @@ class AuditRow:
 
 def audit_rows(db: Path, where: Callable[[AuditRow], bool] = lambda row: True) -> list[AuditRow]:
     """The audit log as the file holds it now (the server writes each row at once)."""
-    with closing(apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)) as conn:
+    with closing(connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)) as conn:
         found = conn.execute(
             "SELECT id, actor, session, tool, query, ok, error, detail FROM query_log ORDER BY id"
         ).fetchall()

@@ -31,6 +31,7 @@ from sqlgate.surfaces.mcp.server import (
     build_server,
 )
 from tests.conftest import FakeClock
+from tests.records import connect_both
 from tests.surfaces.conftest import OpenService
 
 pytestmark = pytest.mark.anyio
@@ -83,7 +84,7 @@ def csv_rows(output: str) -> tuple[list[dict[str, str]], str]:
 
 def stored(db: Path, sql: str) -> list[tuple[Any, ...]]:
     """Rows read straight from the file, on a connection of the test's own (no audit row)."""
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return [tuple(row) for row in conn.execute(sql)]
     finally:

@@ -22,6 +22,7 @@ from mcp.types import CallToolResult
 from sqlgate.service import Service
 from sqlgate.surfaces.mcp.arguments import CLIENT_ARGUMENTS, without_client_arguments
 from sqlgate.surfaces.mcp.server import build_server
+from tests.records import records_path
 from tests.surfaces.mcp.test_arguments import JSON_VALUES, VALID, refused
 
 pytestmark = pytest.mark.anyio
@@ -64,7 +65,7 @@ def alike(said: str) -> str:
 
 def stored(service: Service) -> list[str]:
     """What the audit log keeps of each call, less its id, time and duration."""
-    with closing(sqlite3.connect(service.settings.db)) as db:
+    with closing(sqlite3.connect(records_path(service.settings.db))) as db:
         rows = db.execute(
             "SELECT session, tool, query, ok, rows, error, detail FROM query_log ORDER BY id"
         ).fetchall()

@@ -8,7 +8,6 @@ from __future__ import annotations
 from contextlib import closing
 from pathlib import Path
 
-import apsw
 import httpx2
 import pytest
 
@@ -18,6 +17,7 @@ from sqlgate.errors import InvalidArgument
 from sqlgate.service import Service
 from sqlgate.surfaces.mcp.http_access import Audience, audience_of, required_token
 from sqlgate.surfaces.web.access import Token
+from tests.records import connect_both
 from tests.surfaces.mcp.team_server import ADMIN_TOKEN, with_members
 from tests.surfaces.mcp.test_http import CALL_SECONDS, child_env, start_server
 
@@ -72,7 +72,7 @@ def test_the_audience_counts_members_with_a_working_token(
 ) -> None:
     db = tmp_path / "team.db"
     with_members(db, tiers)
-    with closing(apsw.Connection(str(db))) as conn:
+    with closing(connect_both(db)) as conn:
         for name in ended:
             Members(conn).revoke(name)
     assert audience_of(Settings(db=db)) == Audience(members=members)
@@ -82,7 +82,7 @@ def test_the_audience_of_a_missing_or_older_database_is_nobody(tmp_path: Path) -
     assert audience_of(Settings(db=tmp_path / "absent.db")) == NOBODY
     assert not (tmp_path / "absent.db").exists()  # looked at, never created
     plain = tmp_path / "plain.db"
-    with closing(apsw.Connection(str(plain))) as conn:
+    with closing(connect_both(plain)) as conn:
         conn.execute("CREATE TABLE x (y)")
     assert audience_of(Settings(db=plain)) == NOBODY
 

@@ -20,6 +20,7 @@ import pytest
 from sqlgate.config import Settings
 from sqlgate.engine.records.members import Members
 from sqlgate.service import Service
+from tests.records import connect_both
 from tests.surfaces.mcp.test_http import CALL_SECONDS, call, connected, start_server
 
 pytestmark = [pytest.mark.stdio, pytest.mark.anyio]
@@ -33,7 +34,7 @@ ALICE_SESSION = re.compile(r"s-\d{8}T\d{6}Z-[0-9a-f]+/alice(/[0-9a-f]{8})?")
 def team_db(tmp_path: Path) -> tuple[Path, str]:
     db = tmp_path / "team.db"
     Service.open(Settings(db=db)).close()
-    conn = apsw.Connection(str(db))
+    conn = connect_both(db)
     try:
         _, token = Members(conn).add("alice", "write")
     finally:
@@ -42,7 +43,7 @@ def team_db(tmp_path: Path) -> tuple[Path, str]:
 
 
 def rows(db: Path, sql: str) -> list[tuple[object, ...]]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return list(conn.execute(sql))
     finally:

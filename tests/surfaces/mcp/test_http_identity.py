@@ -32,6 +32,7 @@ from sqlgate.surfaces.mcp.http_identity import (
     server_authenticator,
 )
 from tests.conftest import FakeClock
+from tests.records import connect_both
 
 pytestmark = pytest.mark.anyio
 
@@ -57,7 +58,7 @@ class Inner:
 def members(tmp_path: Path) -> Iterator[Members]:
     db = tmp_path / "team.db"
     Service.open(Settings(db=db), actor="cli").close()
-    with closing(apsw.Connection(str(db))) as conn:
+    with closing(connect_both(db)) as conn:
         yield Members(conn)
 
 

@@ -50,6 +50,7 @@ from mcp.shared.auth import (
 from pydantic import AnyUrl
 from werkzeug.serving import make_server
 
+from tests.records import records_path
 from tests.surfaces.mcp.test_http import (
     CALL_SECONDS,
     STARTUP_SECONDS,
@@ -218,7 +219,7 @@ def stopped(server: RunningServer) -> str:
 
 
 def audit_rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+    with sqlite3.connect(f"file:{records_path(db)}?mode=ro", uri=True) as conn:
         return conn.execute(sql).fetchall()
 
 

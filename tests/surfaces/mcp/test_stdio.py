@@ -22,7 +22,9 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
+from sqlgate.surfaces.cli.options import ADOPT_GONE
 from sqlgate.surfaces.mcp.server import CLAIMS_TOOLS, MEMORY_TOOLS, SQL_TOOLS
+from tests.records import connect_both, records_path
 from tests.surfaces.stdio_helpers import rpc
 
 pytestmark = pytest.mark.stdio
@@ -86,7 +88,8 @@ def serve_params(db: Path, *flags: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "sqlgate", "serve", "--db", str(db), *flags],
-        env={"PYTHONPATH": env["PYTHONPATH"]},
+        # the client passes only a few variables on: the records' per-user folder too
+        env={name: env[name] for name in ("PYTHONPATH", "XDG_DATA_HOME") if name in env},
     )
 
 
@@ -309,29 +312,37 @@ def _app_database(path: Path) -> Path:
     return path
 
 
-def test_an_app_database_is_refused_untouched_by_the_stdio_server(tmp_path: Path) -> None:
-    """What an MCP client sees when its config points --db at an application's database."""
+def test_an_app_database_is_served_as_it_is_by_the_stdio_server(tmp_path: Path) -> None:
+    """What an MCP client sees when its config points --db at an application's database:
+    the server starts and stops without a word, and the file and its folder stay as they
+    were (sqlgate's records go to its home, not beside the file)."""
     db = _app_database(tmp_path / "app.db")
     content = db.read_bytes()
     run = _serve_once(db)
-    _assert_one_error_line(run, "holds another program's tables (users, alembic_version)")
-    assert "--adopt-db (SQLGATE_ADOPT_DB=1)" in run.stderr
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == ""
+    assert run.stderr == ""
     assert db.read_bytes() == content
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
+    assert records_path(db).is_file()
 
 
-def test_with_consent_the_stdio_server_adopts_an_app_database(tmp_path: Path) -> None:
+def test_adopt_db_no_longer_changes_an_app_database(tmp_path: Path) -> None:
     db = _app_database(tmp_path / "app.db")
+    content = db.read_bytes()
     run = subprocess.run(
         [sys.executable, "-m", "sqlgate", "serve", "--db", str(db)],
         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, check=False,
         env={**child_env(), "SQLGATE_ADOPT_DB": "1"},
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
+    assert run.stderr.splitlines() == [f"sqlgate: {ADOPT_GONE}"]
+    assert db.read_bytes() == content
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("3f2a1b",)]
-        assert conn.pragma("application_id") == 0x53514754
+        assert conn.pragma("application_id") == 0
+        assert conn.pragma("journal_mode") == "delete"
     finally:
         conn.close()
 
@@ -345,7 +356,7 @@ permission_bits_apply = pytest.mark.skipif(
 @permission_bits_apply
 def test_unwritable_database_file_is_refused_and_left_untouched(tmp_path: Path) -> None:
     db = tmp_path / "agent.db"
-    conn = apsw.Connection(str(db))
+    conn = connect_both(db)
     conn.execute("CREATE TABLE kept (x)")
     conn.close()
     content = db.read_bytes()

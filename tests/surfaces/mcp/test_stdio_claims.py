@@ -24,6 +24,7 @@ from mcp import Client
 from mcp.types import CallToolResult, TextResourceContents
 
 from sqlgate.surfaces.mcp.server import CLAIMS_INSTRUCTIONS, CLAIMS_TOOLS
+from tests.records import connect_both
 from tests.surfaces.mcp.test_stdio import serve_params, stdio_server, text
 
 pytestmark = [pytest.mark.stdio, pytest.mark.anyio]
@@ -56,7 +57,7 @@ def csv_of(result: CallToolResult) -> tuple[list[dict[str, str]], str]:
 
 
 def read(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return [tuple(row) for row in conn.execute(sql)]
     finally:

@@ -20,8 +20,10 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult
 
+from sqlgate.home import record_files
 from sqlgate.memory.chain import GENESIS, event_hash
 from sqlgate.surfaces.mcp.server import MEMORY_TOOLS
+from tests.records import connect_both
 from tests.surfaces.mcp.test_stdio import serve_params, stdio_server, text
 
 pytestmark = [pytest.mark.stdio, pytest.mark.anyio]
@@ -40,7 +42,7 @@ def ok(result: CallToolResult) -> str:
 
 
 def read_events(db: Path) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return [
             tuple(row)
@@ -156,7 +158,7 @@ async def test_four_servers_appending_at_once_build_one_linear_chain(tmp_path: P
         assert {row[4] for row in mine} == {
             f"server {writer.number} event {n}" for n in range(APPENDS_PER_SERVER)
         }
-    witness = json.loads(db.with_name(db.name + ".witness.json").read_text(encoding="utf-8"))
+    witness = json.loads(record_files(db).witness.read_text(encoding="utf-8"))
     assert (witness["head_id"], witness["head_hash"]) == (total, previous)
 
 

@@ -41,12 +41,12 @@ if args[:1] == ["replicate"]:
         print("Error: cannot open store: boom", file=sys.stderr); sys.exit(1)
     if mode.startswith("die-once:") and not os.path.exists(mode[9:]):
         open(mode[9:], "w").close()
-        log("INFO", "replicating to", path="db"); log("INFO", "replicating to", path="witness")
+        [log("INFO", "replicating to", path=p) for p in ("db", "records", "witness")]
         log("ERROR", "sync error", error="write ltx file: disk full")
         sys.exit(3)
     stop = []
     signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
-    log("INFO", "replicating to", path="db"); log("INFO", "replicating to", path="witness")
+    [log("INFO", "replicating to", path=p) for p in ("db", "records", "witness")]
     log("WARN", "slow store", elapsed="2s")
     while not stop:
         time.sleep(0.01)

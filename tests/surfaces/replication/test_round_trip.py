@@ -28,6 +28,7 @@ from sqlgate.errors import StartupError
 from sqlgate.surfaces.replication.litestream import Litestream, find_litestream
 from sqlgate.surfaces.replication.status import read_status, replication_dir
 from sqlgate.surfaces.replication.witness_log import WitnessLog
+from tests.records import connect_both, records_path
 from tests.surfaces.mcp.test_stdio import child_env
 from tests.surfaces.replication.conftest import eventually
 from tests.surfaces.stdio_helpers import rpc
@@ -136,11 +137,11 @@ def sqlgate(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def replicated_head(db: Path, scratch: Path, *, log: bool) -> int:
-    """The last event the replica of the database (or of its witness log) holds, restored by
-    Litestream itself with the server's own configuration."""
+    """The last event the replica of the database's records (or of its witness log) holds,
+    restored by Litestream itself with the server's own configuration."""
     assert LITESTREAM is not None
     folder = replication_dir(db)
-    source = folder / "witness-log" if log else db
+    source = folder / "witness-log" if log else records_path(db)
     done = LITESTREAM.run(
         ["restore", "-no-expand-env", "-config", str(folder / "litestream.json"),
          "-o", str(scratch), str(source)],
@@ -172,7 +173,7 @@ def what_happened(db: Path, replica: Path) -> str:
 
 
 def count(db: Path, sql: str) -> int:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return int(conn.execute(sql).fetchall()[0][0])
     finally:
@@ -267,9 +268,17 @@ def test_a_killed_server_loses_nothing_and_leaves_no_litestream_behind(
     restored = tmp_path / "elsewhere" / "agent.db"
     done = sqlgate("restore", (tmp_path / "replica").as_uri(), "--to", str(restored), "--json")
     assert done.returncode == 0, done.stderr + what_happened(served.db, tmp_path / "replica")
-    witness = json.loads(done.stdout)["witness"]
+    report = json.loads(done.stdout)
+    witness = report["witness"]
     assert (witness["head_id"], witness["witnessed"], witness["lost"]) == (40, True, None)
-    assert count(restored, "SELECT count(*) FROM items") == 40
+    assert count(restored, "SELECT count(*) FROM main.items") == 40  # the user's file
+    assert report["records"] == str(records_path(restored))  # the history, in its records
+    replica = tmp_path / "replica"
+    assert sorted(path.name for path in replica.iterdir() if path.is_dir()) == [
+        "db",
+        "records",
+        "witness",
+    ]
 
 
 def test_the_http_server_replicates_and_stops_replication_when_it_stops(tmp_path: Path) -> None:
@@ -294,3 +303,36 @@ def test_the_http_server_replicates_and_stops_replication_when_it_stops(tmp_path
                 server.kill()
     assert (read_status(folder) or {})["state"] == "stopped"
     assert not alive(pid)
+
+
+def test_an_apps_rollback_journal_file_is_replicated_with_its_records(tmp_path: Path) -> None:
+    """The user's own file (an application's, rollback journal): replicating it is the user's
+    choice, said once on stderr; Litestream keeps it in WAL from then on, and a restore
+    brings back the app's rows beside the history of the agent's calls."""
+    db = tmp_path / "app.sqlite3"
+    conn = apsw.Connection(str(db))
+    conn.execute("CREATE TABLE items(id INTEGER PRIMARY KEY, body TEXT)")
+    conn.execute("INSERT INTO items(body) VALUES ('from the app')")
+    conn.close()
+    assert db.read_bytes()[18:20] == b"\x01\x01"  # rollback journal
+    server = Served(db, (tmp_path / "replica").as_uri(), tmp_path / "err.txt")
+    try:
+        server.load(5)
+        eventually(lambda: replicated_head(db, tmp_path / "probe.db", log=False) == 5)
+        assert server.process.stdin is not None
+        server.process.stdin.close()  # the client goes: a clean stop, a last sync
+        assert server.process.wait(60) == 0
+    finally:
+        server.close()
+    said = (tmp_path / "err.txt").read_text()
+    assert "Litestream keeps" in said
+    assert "_litestream_seq" in said
+    assert db.read_bytes()[18:20] == b"\x02\x02"  # what the notice said: WAL from now on
+    restored = tmp_path / "elsewhere" / "app.sqlite3"
+    done = sqlgate("restore", (tmp_path / "replica").as_uri(), "--to", str(restored), "--json")
+    assert done.returncode == 0, done.stderr + what_happened(db, tmp_path / "replica")
+    report = json.loads(done.stdout)
+    assert report["ok"] is True
+    assert report["witness"]["head_id"] == 5
+    assert count(restored, "SELECT count(*) FROM main.items") == 6
+    assert count(restored, "SELECT count(*) FROM sqlgate.query_log") >= 10

@@ -15,8 +15,9 @@ from sqlgate.errors import StartupError
 from sqlgate.service import Service
 from sqlgate.surfaces.replication.litestream import find_litestream
 from sqlgate.surfaces.replication.status import read_status, replication_dir, replication_report
-from sqlgate.surfaces.replication.supervisor import Replication
+from sqlgate.surfaces.replication.supervisor import CHANGES, Replication
 from sqlgate.surfaces.replication.target import parse_target
+from tests.records import records_path
 from tests.surfaces.replication.conftest import eventually
 
 
@@ -60,7 +61,7 @@ def status(db: Path) -> dict[str, object]:
 
 
 def test_start_runs_litestream_and_says_so(
-    db: Path, make: type[Replication], lines: list[str]
+    db: Path, tmp_path: Path, make: type[Replication], lines: list[str]
 ) -> None:
     replication = make()
     replication.start()
@@ -72,8 +73,35 @@ def test_start_runs_litestream_and_says_so(
     config = json.loads((replication_dir(db) / "litestream.json").read_text())
     assert [entry["path"] for entry in config["dbs"]] == [
         str(db),
+        str(records_path(db)),
         str(replication_dir(db) / "witness-log"),
     ]
+    replicas = [entry["replicas"][0]["path"] for entry in config["dbs"]]
+    assert replicas == [str(tmp_path / "replica" / name) for name in ("db", "records", "witness")]
+
+
+def test_nothing_is_written_beside_the_users_file(
+    db: Path, tmp_path: Path, make: type[Replication]
+) -> None:
+    before = sorted(path.name for path in tmp_path.iterdir())
+    make().start()
+    assert replication_dir(db).parent == records_path(db).parent
+    assert (replication_dir(db) / "status.json").is_file()
+    after = sorted(path.name for path in tmp_path.iterdir())
+    assert set(after) - set(before) <= {"replica"}
+
+
+def test_a_database_without_records_is_refused(tmp_path: Path, fake_litestream: Path) -> None:
+    never = tmp_path / "never-served.db"
+    never.write_bytes(b"")
+    replication = Replication(
+        never, parse_target((tmp_path / "replica").as_uri()),
+        binary=find_litestream([fake_litestream]), emit=lambda _: None,
+    )  # fmt: skip
+    with pytest.raises(StartupError) as caught:
+        replication.start()
+    assert "serve the database once" in str(caught.value)
+    assert not replication_dir(never).exists()
 
 
 def test_stop_lets_litestream_finish_and_records_it(db: Path, make: type[Replication]) -> None:
@@ -146,3 +174,17 @@ def test_the_lock_is_released_after_a_failed_start(db: Path, make: type[Replicat
         make(mode="fail-start").start()
     make().start()  # not refused as "already replicated"
     assert status(db)["state"] == "running"
+
+
+def test_the_first_replication_says_what_litestream_changes_in_the_file(
+    db: Path, make: type[Replication], lines: list[str]
+) -> None:
+    notice = f"sqlgate: replication: {CHANGES.format(db=db)}"
+    first = make()
+    first.start()
+    first.stop()
+    assert lines.count(notice) == 1
+    assert "WAL mode" in notice
+    assert "_litestream_seq" in notice
+    make().start()  # replicated before: said once is enough
+    assert lines.count(notice) == 1

@@ -1,5 +1,6 @@
-"""The witness log: the chain's witnessed hashes, mirrored beside the database so that they can
-be replicated with it, and the verdict a restored copy gets from them.
+"""The witness log: the chain's witnessed hashes, mirrored from the records file (where the
+chain lives) so that they can be replicated with it, and the verdict a restored copy of the
+records gets from them.
 
 Every chain here is built by a real Service; an attacker rewrites it through a plain
 connection (tests/memory/conftest.py)."""
@@ -10,7 +11,6 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-import apsw
 import pytest
 
 from sqlgate.config import Settings
@@ -20,6 +20,7 @@ from sqlgate.service import Service
 from sqlgate.surfaces.replication.verdict import judge
 from sqlgate.surfaces.replication.witness_log import WitnessLog, mirror_once
 from tests.memory.conftest import rehash_from, rewitness, rows, tampered
+from tests.records import connect_both, records_path
 
 NOW = "2026-01-01T00:00:00.000Z"
 
@@ -43,7 +44,7 @@ def append(service: Service, count: int) -> None:
 
 
 def mirror(service: Service, log: WitnessLog, now: str = NOW) -> tuple[int, int, str | None]:
-    reader = connect_read_only(service.settings.db)
+    reader = connect_read_only(records_path(service.settings.db))
     try:
         done = mirror_once(reader, WitnessFile.beside(service.settings.db), log, now)
     finally:
@@ -147,7 +148,7 @@ def test_the_log_keeps_its_database_id(tmp_path: Path) -> None:
 
 def test_the_log_is_a_wal_database_litestream_can_replicate(tmp_path: Path) -> None:
     WitnessLog.open(tmp_path / "w").close()
-    conn = apsw.Connection(str(tmp_path / "w"))
+    conn = connect_both(tmp_path / "w")
     assert conn.pragma("journal_mode") == "wal"
     conn.close()
 
@@ -155,8 +156,11 @@ def test_the_log_is_a_wal_database_litestream_can_replicate(tmp_path: Path) -> N
 # -- the verdict on a restored copy ---------------------------------------------------------
 
 
-def verdict(db: Path, log: WitnessLog | None, witness: Witness | None = None) -> dict[str, object]:
-    reader = connect_read_only(db)
+def verdict(
+    records: Path, log: WitnessLog | None, witness: Witness | None = None
+) -> dict[str, object]:
+    """The verdict on the records file `records` (a copy, or a database's own)."""
+    reader = connect_read_only(records)
     try:
         found = judge(reader, log, witness, "--witness w.json")
     finally:
@@ -168,7 +172,7 @@ def verdict(db: Path, log: WitnessLog | None, witness: Witness | None = None) ->
 def test_a_replica_that_matches_its_log_is_witnessed(service: Service, log: WitnessLog) -> None:
     append(service, 6)
     mirror(service, log)
-    found = verdict(service.settings.db, log)
+    found = verdict(records_path(service.settings.db), log)
     assert found["witnessed"] is True
     assert (found["head_id"], found["witnessed_id"], found["mismatch"]) == (6, 6, None)
 
@@ -192,7 +196,7 @@ def test_events_replicated_before_their_log_entry_are_not_witnessed(
     append(service, 3)
     mirror(service, log)
     append(service, 2)
-    found = verdict(service.settings.db, log)
+    found = verdict(records_path(service.settings.db), log)
     assert found["witnessed"] is False
     assert (found["head_id"], found["witnessed_id"], found["mismatch"]) == (5, 3, None)
     assert "events 4 to 5" in str(found["lines"])
@@ -205,7 +209,7 @@ def test_a_replica_rewritten_after_the_log_is_a_mismatch(service: Service, log: 
     with tampered(db) as conn:
         conn.execute("UPDATE memory_events SET content = 'forged' WHERE id = 3")
         rehash_from(conn, 3)
-    found = verdict(db, log)
+    found = verdict(records_path(db), log)
     assert found["witnessed"] is False
     assert found["mismatch"] == {
         "event_id": 3,
@@ -215,13 +219,13 @@ def test_a_replica_rewritten_after_the_log_is_a_mismatch(service: Service, log: 
 
 def test_without_a_log_nothing_is_witnessed(service: Service) -> None:
     append(service, 2)
-    found = verdict(service.settings.db, None)
+    found = verdict(records_path(service.settings.db), None)
     assert (found["witnessed"], found["witnessed_id"]) == (False, 0)
     assert "no witness log" in str(found["lines"])
 
 
 def test_an_empty_chain_is_witnessed_by_nothing_at_all(service: Service) -> None:
-    found = verdict(service.settings.db, None)
+    found = verdict(records_path(service.settings.db), None)
     assert (found["witnessed"], found["head_id"]) == (True, 0)
 
 
@@ -230,11 +234,11 @@ def test_a_witness_kept_elsewhere_vouches_and_finds_rewrites(service: Service) -
     db = service.settings.db
     kept = WitnessFile.beside(db).read()
     assert kept is not None
-    assert verdict(db, None, kept)["witnessed"] is True
+    assert verdict(records_path(db), None, kept)["witnessed"] is True
     with tampered(db) as conn:
         conn.execute("UPDATE memory_events SET content = 'forged' WHERE id = 4")
         rehash_from(conn, 4)
-    found = verdict(db, None, kept)
+    found = verdict(records_path(db), None, kept)
     assert found["mismatch"] == {
         "event_id": 4,
         "reason": "event 4 differs from --witness w.json (its head; rewritten, hashes recomputed)",

@@ -13,6 +13,7 @@ from starlette.testclient import TestClient
 from sqlgate.config import Settings
 from sqlgate.surfaces.ui.app import build_ui_app
 from sqlgate.surfaces.ui.console import Console
+from tests.records import connect_both
 
 TOKEN = "test-token-" + "x" * 24
 NOW = 1_796_000_000.0  # 2026-11-28: the seeded history ends here
@@ -53,7 +54,7 @@ def audit_plan(db: Path, query: dict[str, str], columns: str) -> str:
 
     shown = AUDIT_COLUMNS if columns == "*" else tuple(columns.split(", "))
     sql, params = AuditReader().select(audit_filter(query), shown, 51)
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return " ; ".join(str(row[3]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
     finally:

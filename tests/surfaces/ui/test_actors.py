@@ -24,6 +24,7 @@ from sqlgate.service import Service
 from sqlgate.surfaces.ui.app import build_ui_app
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.summary import AuditSummary
+from tests.records import connect_both
 from tests.surfaces.ui.conftest import TOKEN, audit_plan
 
 _ROW = re.compile(r"<tr><td>(\d+)</td>(.*?)</tr>", re.S)
@@ -45,7 +46,7 @@ def headers(page: str) -> list[str]:
 
 
 def actors_in_db(db: Path, sql: str, *params: object) -> list[tuple[object, ...]]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return list(conn.execute(sql, params))
     finally:
@@ -160,7 +161,7 @@ def test_patterns_show_the_actors_of_each_shape(client: TestClient, seeded_db: P
 
 
 def test_the_summary_keeps_each_patterns_actors_as_the_view_does(seeded_db: Path) -> None:
-    conn = apsw.Connection(str(seeded_db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(seeded_db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         summary = AuditSummary()
         summary.refresh(conn)
@@ -185,7 +186,7 @@ def confirmed(tmp_path: Path) -> Path:
         service.write_query("CREATE TABLE t (x)")
         service.write_query("INSERT INTO t VALUES (1), (2), (3)")
         service.destructive_query("DELETE FROM t WHERE x = 1", "local cleanup")
-    conn = apsw.Connection(str(db))
+    conn = connect_both(db)
     try:
         insert = (
             "INSERT INTO query_log (ts, session, tool, query, ok, rows, duration_ms, detail, "

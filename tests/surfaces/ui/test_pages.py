@@ -19,6 +19,7 @@ from sqlgate.surfaces.ui.app import build_ui_app
 from sqlgate.surfaces.ui.console import Console
 from sqlgate.surfaces.ui.destructive import undo_state
 from sqlgate.surfaces.ui.summary import AuditSummary
+from tests.records import connect_both
 from tests.surfaces.ui.conftest import TOKEN, audit_plan
 
 PAGES = ["/", "/errors", "/patterns", "/destructive", "/memory", "/claims", "/tables",
@@ -266,7 +267,7 @@ def test_the_summary_folded_in_by_id_equals_the_server_view(tmp_path: Path) -> N
     db = tmp_path / "grow.db"
     seed(db)
     summary = AuditSummary()
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = connect_both(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         summary.refresh(conn)
         assert _summary_figures(summary) == _view_figures(conn)
@@ -308,7 +309,7 @@ def test_a_tampered_chain_is_shown_broken_at_its_event(tmp_path: Path) -> None:
 
     db = tmp_path / "tampered.db"
     seed(db)
-    conn = apsw.Connection(str(db))  # someone with the file, past the triggers
+    conn = connect_both(db)  # someone with the file, past the triggers
     conn.execute("DROP TRIGGER memory_events_no_update")
     conn.execute("UPDATE memory_events SET content = 'rewritten' WHERE id = 3")
     conn.close()
@@ -324,3 +325,41 @@ def test_a_tampered_chain_is_shown_broken_at_its_event(tmp_path: Path) -> None:
     finally:
         console.close()
     assert "chain BROKEN at event 3" in page
+
+
+def test_a_users_table_named_query_log_is_theirs_and_the_activity_is_sqlgates(
+    tmp_path: Path,
+) -> None:
+    """The activity page reads sqlgate's records (`Console.reading`), the table browser the
+    user's file (`Console.reading_tables`): a table of the user's named like sqlgate's audit
+    log is shown as theirs, and never as sqlgate's calls."""
+    from sqlgate.config import Settings
+    from sqlgate.service import Service
+
+    db = tmp_path / "app.db"
+    app = apsw.Connection(str(db))
+    app.execute(
+        "CREATE TABLE query_log (id INTEGER PRIMARY KEY, note TEXT);"
+        "INSERT INTO query_log (note) VALUES ('the apps own row zq81')"
+    )
+    app.close()
+    with Service.open(Settings(db=db)) as service:
+        assert "zq81" in service.read_query("SELECT note FROM query_log")  # the user's table
+        service.write_query("CREATE TABLE marker_zq82 (x)")
+    console = Console.open(Settings(db=db))
+    try:
+        with TestClient(
+            build_ui_app(console, TOKEN, "127.0.0.1"), base_url="http://127.0.0.1"
+        ) as c:
+            c.get(f"/?token={TOKEN}")
+            activity = c.get("/").text
+            assert "CREATE TABLE marker_zq82" in activity  # sqlgate's calls
+            assert "SELECT note FROM query_log" in activity
+            assert "the apps own row" not in activity
+            assert ">query_log<" in c.get("/tables").text  # the user's table, listed
+            rows = c.get("/tables/rows?name=query_log")
+            assert rows.status_code == 200
+            assert "the apps own row zq81" in rows.text
+            assert "marker_zq82" not in rows.text
+    finally:
+        console.close()

@@ -3,7 +3,9 @@
 The package's front door: what other rooms may import (`engine.front_door`). Its
 modules are private to it.
 
-    file             One database file and the connections sqlgate keeps on it.
+    file             One user database, sqlgate's records file beside it in its home, and the
+                     connections sqlgate keeps on them.
+    legacy           Moving a file of sqlgate 0.1.0 (its tables inside) to the records layout.
     ownership        Whose file is it: facts read from a database file without changing it, and the
                      pure judgement of whether sqlgate may add its tables to it (issue 19).
     introspect       What is in the database: list_tables, describe_table and get_schema.
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
         find_object,
         schema_objects,
     )
+    from sqlgate.engine.database.legacy import MovePlan, MoveResult, plan_move
     from sqlgate.engine.database.ownership import (
         Owner,
         check_ownership,
@@ -35,11 +38,14 @@ if TYPE_CHECKING:
 __all__ = [
     "Database",
     "Introspection",
+    "MovePlan",
+    "MoveResult",
     "Owner",
     "Relation",
     "check_ownership",
     "find_object",
     "owner_of",
+    "plan_move",
     "read_facts",
     "refusal",
     "schema_objects",
@@ -49,6 +55,7 @@ __all__ = [
 BEHIND_THE_DOOR = {
     "file": ("Database",),
     "introspect": ("Introspection", "Relation", "find_object", "schema_objects"),
+    "legacy": ("MovePlan", "MoveResult", "plan_move"),
     "ownership": ("Owner", "check_ownership", "owner_of", "read_facts", "refusal", "shown_path"),
 }
 

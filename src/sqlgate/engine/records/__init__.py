@@ -13,6 +13,7 @@ modules are private to it.
     members          The members of a team server and their tokens (`sqlgate members ...`, issue
                      22).
     identity         Which database a call belongs to: the random id each sqlgate database is given.
+    binding          Which user database a records file belongs to (issue 33, "bad input").
 """
 
 from __future__ import annotations
@@ -52,6 +53,14 @@ if TYPE_CHECKING:
         one_call,
         succeeded_calls,
     )
+    from sqlgate.engine.records.binding import (
+        Binding,
+        check_binding,
+        history_lost,
+        note_history_lost,
+        rebind,
+        refuse_foreign_records,
+    )
     from sqlgate.engine.records.identity import (
         AGENT_FINDS_CALLS,
         LIST_CALLS,
@@ -80,6 +89,7 @@ __all__ = [
     "AuditQueue",
     "AuditReader",
     "AuthRefusal",
+    "Binding",
     "Caller",
     "Identity",
     "Member",
@@ -88,14 +98,19 @@ __all__ = [
     "actor_name_problem",
     "call_outcome",
     "caller_session",
+    "check_binding",
     "check_name",
     "current_caller",
     "database_id",
+    "history_lost",
     "json_value",
     "looks_like_member_token",
+    "note_history_lost",
     "one_call",
     "parse_call_ref",
     "queue_path",
+    "rebind",
+    "refuse_foreign_records",
     "session_now",
     "succeeded_calls",
     "tier_allows",
@@ -118,6 +133,14 @@ BEHIND_THE_DOOR = {
     ),
     "audit": ("AuditEntry", "AuditLog", "json_value", "utc_timestamp"),
     "audit_queue": ("AuditQueue", "queue_path"),
+    "binding": (
+        "Binding",
+        "check_binding",
+        "history_lost",
+        "note_history_lost",
+        "rebind",
+        "refuse_foreign_records",
+    ),
     "audit_reader": (
         "AUDIT_COLUMNS",
         "AuditFilter",

@@ -1,9 +1,10 @@
 """The audit queue: query_log rows that could not be written at once, kept until they can.
 
 A tool call never waits for another writer to record itself. Its row is tried once without
-waiting; when another connection holds the write lock (a second server, a capture hook, a
-migration, a backup), the row goes to this queue: a small SQLite file beside the database,
-`<db>.audit-queue`, whose lock only sqlgate takes, for one insert or one delete at a time.
+waiting; when another connection holds the records' write lock (a second server, a capture
+hook, a migration, a backup), the row goes to this queue: a small SQLite file in the
+database's records folder, `audit-queue.sqlite` beside `records.sqlite` (`sqlgate.home`),
+whose lock only sqlgate takes, for one insert or one delete at a time.
 The rows are moved into query_log as soon as the write lock is free (see `AuditLog.drain`).
 
 Exactly once: a queued row carries a token in its detail (`"queued"`), and query_log has a
@@ -26,17 +27,18 @@ from typing import Any
 
 import apsw
 
-__all__ = ["QUEUE_SUFFIX", "AuditQueue", "QueueDrainer", "queue_path", "queued_rows"]
+__all__ = ["AuditQueue", "QueueDrainer", "queue_path", "queued_rows"]
 
 log = logging.getLogger("sqlgate.audit")
 
-QUEUE_SUFFIX = ".audit-queue"
 _SCHEMA = "CREATE TABLE IF NOT EXISTS pending (token TEXT PRIMARY KEY, row TEXT NOT NULL)"
 
 
 def queue_path(db: Path) -> Path:
-    """Where the audit queue of the database `db` lives: beside it."""
-    return db.with_name(db.name + QUEUE_SUFFIX)
+    """Where the audit queue of the database `db` lives: in its records folder."""
+    from sqlgate.home import record_files
+
+    return record_files(db).queue
 
 
 def queued_rows(db: Path) -> int:

@@ -87,11 +87,20 @@ _LOOKUP = (
 
 
 class Members:
-    """The members tables through `conn` (a server connection: no authorizer)."""
+    """The members tables through `conn` (a records connection: no authorizer). `db` is the
+    database they belong to, named by a refusal's next step (the records file's connection
+    does not know it); without it, the file `conn` opened."""
 
-    def __init__(self, conn: apsw.Connection, wall_clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        conn: apsw.Connection,
+        wall_clock: Callable[[], float] = time.time,
+        *,
+        db: Path | None = None,
+    ):
         self.conn = conn
         self.wall_clock = wall_clock
+        self.db = db
 
     def _now(self) -> str:
         return utc_timestamp(self.wall_clock())
@@ -99,7 +108,7 @@ class Members:
     @property
     def _db(self) -> str:
         """`--db PATH` of this file, for the commands a refusal names (they run anywhere)."""
-        return db_option(self.conn.filename)
+        return db_option(self.db if self.db is not None else self.conn.filename)
 
     def _current(self, name: str) -> tuple[int, str, str]:
         row = self.conn.execute(
@@ -242,11 +251,19 @@ _WORKING_MEMBERS = (
 
 
 def working_member_count(db: Path, busy_timeout: float) -> int:
-    """How many members of the database at `db` have a working token, read without creating
-    or changing it (waiting up to `busy_timeout` seconds for a writer): no file, or one from
-    before the members tables, has none."""
-    if not db.is_file():
+    """How many members of the database at `db` have a working token, read from its records
+    file without creating or changing it (waiting up to `busy_timeout` seconds for a
+    writer): no records, or records from before the members tables, have none. The user's
+    file is not opened: a table of theirs named `members` is theirs."""
+    from sqlgate.home import record_files
+
+    records = record_files(db).records
+    if not db.is_file() or not records.is_file():
         return 0
+    return _working_in(records, busy_timeout)
+
+
+def _working_in(db: Path, busy_timeout: float) -> int:
     wal = db.with_name(db.name + "-wal")
     try:
         if wal.is_file() and wal.stat().st_size > 0:  # a writer's changes: read them too

@@ -27,7 +27,7 @@ from typing import Any
 
 import apsw
 
-from sqlgate.engine.names import fold_name
+from sqlgate.engine.names import SERVER_SCHEMA, fold_name
 from sqlgate.engine.rules.live_rules import NO_RULES, LiveRules
 from sqlgate.engine.rules.rule_policy import decide_with_rules
 from sqlgate.engine.schema_cookie import schema_version
@@ -190,3 +190,32 @@ def check_references(
             verdict = decide_reference(ref, server_objects)
             if not verdict.allowed:
                 raise PolicyDenied(f"refused: {verdict.reason}")
+            if _only_in_records(conn, ref.parent):
+                raise PolicyDenied(_records_key(ref))
+
+
+# a parent no table of main holds, which one of sqlgate's records is named
+_ONLY_IN_RECORDS = (
+    f"SELECT EXISTS (SELECT 1 FROM {SERVER_SCHEMA}.sqlite_schema WHERE name = ?1 COLLATE NOCASE)"
+    " AND NOT EXISTS (SELECT 1 FROM main.sqlite_schema WHERE type = 'table' "
+    "AND name = ?1 COLLATE NOCASE)"
+)
+
+
+def _only_in_records(conn: apsw.Connection, parent: str) -> bool:
+    try:
+        return bool(conn.execute(_ONLY_IN_RECORDS, (parent,)).get)
+    except apsw.Error:  # no records attached
+        return False
+
+
+def _records_key(ref: Reference) -> str:
+    """A key meant for sqlgate's records, which SQLite would look up in main (issue 33)."""
+    return (
+        f"refused: {ref.table}.{ref.column} REFERENCES {ref.parent}: your database has no "
+        f"table {ref.parent}, so the key would point at no table of yours, and "
+        f"{SERVER_SCHEMA}.{ref.parent} is one of sqlgate's records, which no foreign key can "
+        "reference (a key resolves in its own database only; the records are read-only); "
+        "nothing was changed. Next: keep the id in a plain column without REFERENCES, or "
+        f"create a table {ref.parent} of your own first"
+    )

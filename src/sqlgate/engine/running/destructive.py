@@ -205,9 +205,9 @@ class DestructiveQuery:
 
     def snapshot(self, spare: int = 0, progress: Progress | None = None) -> Path:
         """Snapshot the database now, keeping the newest `--snapshots-keep` (plus `spare`)."""
-        with self.db.server_lock:
+        with self.db.snapshot_source() as source:
             return take_snapshot(
-                self.db.server,
+                source,
                 self.settings.snapshot_dir,
                 self.settings.snapshots_keep + spare,
                 progress,

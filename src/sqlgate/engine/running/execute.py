@@ -20,7 +20,7 @@ import apsw
 
 from sqlgate.engine.framing import abridged, counted, one_line
 from sqlgate.engine.limits import SQLITE_INT_MAX, SQLITE_INT_MIN, CallControl, Deadline, watched
-from sqlgate.engine.names import fold_name
+from sqlgate.engine.names import SERVER_SCHEMA, fold_name
 from sqlgate.engine.raw_text import UnreadableText
 from sqlgate.engine.rules import (
     NO_RULES,
@@ -88,7 +88,20 @@ _SQLITE_HINTS = (
     ("UNIQUE constraint failed", "the row already exists; use an upsert (ON CONFLICT) to update"),
     ("constraint failed", "call describe_table to see the table's constraints and foreign keys"),
     ("datatype mismatch", "call describe_table to see the column types"),
+    (
+        "object name reserved for internal use",
+        "SQLite keeps that name for a virtual table's shadow tables (a full-text index in "
+        "main or in sqlgate's records ends in _data, _idx, _content, _docsize, _config): "
+        "choose another name",
+    ),
+    (
+        "unable to identify the object to be reindexed",
+        "REINDEX names a collation, a table or an index of yours: call get_schema to see them "
+        "(sqlgate's records are read-only and never reindexed)",
+    ),
 )
+# SQLite looked a name up in main (DDL, a qualified name): it may be one of sqlgate's records
+_NO_SUCH = re.compile(r"no such (table|view|trigger|index): (?:main\.)?(.+)", re.IGNORECASE)
 _DEFAULT_HINT = "fix the statement and call again; get_schema shows every definition"
 
 
@@ -284,8 +297,37 @@ def _translate(exc: apsw.Error, ctx: RunContext, sql: str) -> Exception:
     quoted = double_quoted_string(message)
     if quoted is not None:
         return _double_quoted(ctx, sql, quoted)
+    record = _records_object(ctx.conn, message)
+    if record is not None:
+        return record
     hint = next((hint for needle, hint in _SQLITE_HINTS if needle in message), _DEFAULT_HINT)
     return SqlError(f"SQLite error: {message}. Next: {hint}")
+
+
+def _records_object(conn: apsw.Connection, message: str) -> PolicyDenied | None:
+    """SQLite found no such object in main, where DDL and qualified names look: when sqlgate's
+    records (attached as `sqlgate`) hold one of that name, say so: no tool changes them."""
+    match = _NO_SUCH.fullmatch(message)
+    if match is None:
+        return None
+    kind, name = match.groups()
+    try:
+        found = conn.execute(
+            f"SELECT type, name FROM {SERVER_SCHEMA}.sqlite_schema WHERE name = ? COLLATE NOCASE",
+            (name,),
+        ).fetchone()
+    except apsw.Error:  # no records attached: SQLite's own words stand
+        return None
+    if found is None:
+        return None
+    what, stored = (one_line(str(part)) for part in found)
+    return PolicyDenied(
+        f"refused: your database has no {kind} {name}; {SERVER_SCHEMA}.{stored} is one of "
+        f"sqlgate's records (a {what}), read-only: no tool changes it, and no index, trigger, "
+        "view or foreign key of yours can reach it; nothing was changed. Next: read it with "
+        f"read_query (SELECT ... FROM {SERVER_SCHEMA}.{stored}), or call list_tables to see "
+        "your own tables"
+    )
 
 
 @contextmanager

@@ -60,7 +60,9 @@ class SqlTiers:
         self.wall_clock = wall_clock
         self.runner = Runner(db, clock)
         # write_query and destructive_query keep their undo data alike, with one cache
-        keeping = UndoKeeping(session, wall_clock, chunk_size(self.settings.max_value_bytes))
+        keeping = UndoKeeping(
+            session, wall_clock, chunk_size(self.settings.max_value_bytes), db.keeper
+        )
         self.writes = UndoingWrites(self.runner, keeping, self.undo_text)
         self.destructive_query = DestructiveQuery(
             self.runner, keeping, self.undo_text, lambda: self.db_option

@@ -14,6 +14,7 @@ What every tier shares (`engine.running.queries`, `engine.running.writes`,
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
@@ -41,6 +42,16 @@ from sqlgate.errors import InvalidArgument, PolicyDenied
 __all__ = ["DML_KINDS", "Applied", "Runner", "summary_line", "with_hidden"]
 
 DML_KINDS = frozenset({"INSERT", "REPLACE", "UPDATE", "DELETE"})
+# ANALYZE with no name analyzes every attached file, sqlgate's read-only records too
+_BARE_ANALYZE = re.compile(r"\s*ANALYZE\s*;?\s*", re.IGNORECASE)
+
+
+def main_only(text: str) -> str:
+    """A bare ANALYZE as `ANALYZE main`: the user's file, never the records attached beside
+    it (which no agent statement writes); any other statement as it is."""
+    return "ANALYZE main" if _BARE_ANALYZE.fullmatch(text) else text
+
+
 INSERT_KINDS = frozenset({"INSERT", "REPLACE"})
 # what a write returns: its RETURNING rows (or None), its changes and last_insert_rowid
 Applied = tuple[CsvResult | None, int, int]
@@ -149,6 +160,7 @@ class Runner:
         self, conn: apsw.Connection, text: str, bindings: Bindings, ctx: RunContext
     ) -> Applied:
         """Run a write that keeps no changeset in its own transaction."""
+        text = main_only(text)
         with immediate_transaction(conn):
             with guarding(conn, ctx.rules):  # guarded rows it changed, what it leaves behind
                 returned = run_statement(ctx, text, bindings, lambda cur: self.collect(ctx, cur))

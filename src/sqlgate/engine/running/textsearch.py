@@ -208,9 +208,10 @@ def _checked_limit(request: SearchRequest, max_rows: int) -> int:
 
 
 def _select_sql(request: SearchRequest, table: str, columns: list[str], key: str) -> str:
-    """The SELECT of the key and the searched columns, with the agent's condition if any."""
+    """The SELECT of the key and the searched columns, with the agent's condition if any
+    (`table` quoted, with its schema when it is not main)."""
     selected = ", ".join([key, *(quote_identifier(c) for c in columns)])
-    sql = f"SELECT {selected} FROM {quote_identifier(table)}"
+    sql = f"SELECT {selected} FROM {table}"
     if request.where is not None:
         if not isinstance(request.where, str) or not request.where.strip():
             raise InvalidArgument("where must be an SQL condition, e.g. \"status = 'open'\"")
@@ -223,12 +224,13 @@ def _select_sql(request: SearchRequest, table: str, columns: list[str], key: str
 class _Columns:
     """A table's columns as search_text sees them (`hidden`: folded names of hidden ones)."""
 
-    table: str
+    table: str  # as the agent names it (`sqlgate.query_log` for a server table)
     available: list[str]
     hidden: set[str]
     has_rowid: bool
     primary_key: list[str]
     origin: str
+    source: str  # quoted for SQL, with its schema when it is not main
 
     @property
     def lookup(self) -> dict[str, str]:
@@ -394,11 +396,11 @@ class TextSearch:
         self.tiers = tiers
         self.db = tiers.db
 
-    def _columns(self, conn: apsw.Connection, table: str) -> list[str]:
+    def _columns(self, conn: apsw.Connection, obj: Relation) -> list[str]:
         return [
             str(row[0])
             for row in conn.execute(
-                "SELECT name FROM pragma_table_info(?, 'main') ORDER BY cid", (table,)
+                "SELECT name FROM pragma_table_info(?, ?) ORDER BY cid", (obj.name, obj.schema)
             )
         ]
 
@@ -407,13 +409,15 @@ class TextSearch:
         if obj.type == "view":
             return False
         rows = conn.execute(
-            "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?", (obj.name,)
+            "SELECT wr FROM pragma_table_list WHERE schema = ? AND name = ?",
+            (obj.schema, obj.name),
         )
         return not any(wr for (wr,) in rows)
 
-    def _primary_key(self, conn: apsw.Connection, table: str) -> list[str]:
+    def _primary_key(self, conn: apsw.Connection, obj: Relation) -> list[str]:
         rows = conn.execute(
-            "SELECT name FROM pragma_table_info(?, 'main') WHERE pk > 0 ORDER BY pk", (table,)
+            "SELECT name FROM pragma_table_info(?, ?) WHERE pk > 0 ORDER BY pk",
+            (obj.name, obj.schema),
         )
         return [str(name) for (name,) in rows]
 
@@ -421,20 +425,22 @@ class TextSearch:
         """The named table's columns, which are hidden, its rowid and its primary key."""
         with self.db.reading() as conn:
             obj = find_object(conn, name, self.db.protected)
-            available = self._columns(conn, obj.name)
+            available = self._columns(conn, obj)
             has_rowid = self._has_rowid(conn, obj)
-            primary_key = self._primary_key(conn, obj.name)
+            primary_key = self._primary_key(conn, obj)
             live = self.db.live_rules(conn)
         hidden = {fold_name(c) for c in available if live.is_hidden(obj.name, c)}
         visible_key = [c for c in primary_key if fold_name(c) not in hidden]
-        return _Columns(obj.name, available, hidden, has_rowid, visible_key, live.origin)
+        return _Columns(
+            obj.shown, available, hidden, has_rowid, visible_key, live.origin, obj.quoted
+        )
 
     def _resolve(self, request: SearchRequest) -> tuple[str, list[str], str]:
         """(table, columns to search, key expression already quoted)."""
         cols = self._table_columns(request.table)
         _refuse_hidden(request, cols)
         chosen = _chosen_columns(request, cols)
-        return cols.table, chosen, _key(request, cols, chosen)
+        return cols.source, chosen, _key(request, cols, chosen)
 
     def search(self, request: SearchRequest, bindings: Bindings, control: CallControl) -> Outcome:
         caps = self.tiers.caps

@@ -11,11 +11,9 @@ import re
 
 import apsw
 
-from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.database import find_object
 from sqlgate.engine.framing import counted
 from sqlgate.engine.limits import CallControl, Deadline
-from sqlgate.engine.records import utc_timestamp
 from sqlgate.engine.running.execute import RunContext, run_statement
 from sqlgate.engine.running.queries import SqlTiers
 from sqlgate.engine.sqltext import quote_identifier
@@ -26,12 +24,13 @@ from sqlgate.engine.statements import (
     inspect_statement,
     validate_new_name,
 )
-from sqlgate.engine.undo import capturing_schema, store_created
+from sqlgate.engine.undo import capturing_schema
 from sqlgate.errors import InvalidArgument, NotFound, PolicyDenied
 
 __all__ = ["MAX_DESCRIPTION_CHARS", "ViewSaver", "description_comment"]
 
 MAX_DESCRIPTION_CHARS = 2000
+RECORDS_SCHEMA = "sqlgate"  # the schema name the records are attached under
 _LINE_BREAKS = re.compile(r"\r\n|[\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 _FORBIDDEN_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 
@@ -58,6 +57,34 @@ def _strip_terminators(sql: str) -> str:
     while text.endswith(";"):
         text = text[:-1].rstrip()
     return text
+
+
+def _refuse_records(conn: apsw.Connection, ctx: RunContext) -> None:
+    """A view is kept in the user's file, and SQLite lets it read only that file: a SELECT
+    over sqlgate's records (attached as `sqlgate`, reached by a plain name when the user's
+    file has no such table) runs, but could never be saved. SQLite does not say which file
+    a `count(*)` reads, so a plain name is looked up: the user's file first, as SQLite does."""
+    for op in ctx.recorder.operations:
+        if op.action != "READ" or not op.target or op.database not in (None, RECORDS_SCHEMA):
+            continue
+        if op.database is None and (
+            _has_table(conn, "main", op.target) or not _has_table(conn, RECORDS_SCHEMA, op.target)
+        ):
+            continue
+        raise PolicyDenied(
+            f"refused: the view would read {RECORDS_SCHEMA}.{op.target}, one of sqlgate's "
+            "records, which live in a file of their own: a view is kept in your database and "
+            "SQLite lets it read only that file. Nothing was saved. Next: query "
+            f"{RECORDS_SCHEMA}.{op.target} with read_query each time instead"
+        )
+
+
+def _has_table(conn: apsw.Connection, schema: str, name: str) -> bool:
+    found = conn.execute(
+        "SELECT 1 FROM pragma_table_list WHERE schema = ? AND name = ? COLLATE NOCASE",
+        (schema, name),
+    ).fetchone()
+    return found is not None
 
 
 class ViewSaver:
@@ -88,6 +115,7 @@ class ViewSaver:
             )  # fmt: skip
             ctx.sent = ("select_sql", body)
             run_statement(ctx, f"EXPLAIN {body}", None, lambda cursor: None)
+            _refuse_records(reader, ctx)
         create = f"CREATE VIEW {quote_identifier(view)} AS\n{comment}{body}"
         if inspect_statement(create).kind != "CREATE VIEW":
             raise InvalidArgument("select_sql must be a single SELECT")
@@ -97,7 +125,8 @@ class ViewSaver:
                 conn, Tier.VIEW, self.db.protected, self._deadline(), control,
                 rules=self.db.live_rules(conn),
             )  # fmt: skip
-            with immediate_transaction(conn):
+            writes = self.tiers.writes
+            with writes.keeping.change(conn) as intent:
                 with capturing_schema(conn) as created:
                     if existing is not None:
                         # SQLite reports dropping a view as a DELETE on it too, which the view
@@ -108,18 +137,12 @@ class ViewSaver:
                         run_statement(drop, f"DROP VIEW {quote_identifier(existing)}", None, list)
                     run_statement(ctx, create, None, list)
                 undo_id = None
-                keeps = self.tiers.writes.off_reason(_CREATE_VIEW) is None
+                keeps = writes.off_reason(_CREATE_VIEW) is None
                 # a replace by the very same SQL in the same place creates nothing
                 if created.objects and keeps:
-                    undo_id = store_created(
-                        conn,
-                        created.objects,
-                        ts=utc_timestamp(self.tiers.wall_clock()),
-                        session=self.tiers.session,
-                        tool="create_view",
-                        kind="CREATE VIEW",
+                    undo_id = writes.keep_created(
+                        intent, created.objects, "create_view", "CREATE VIEW"
                     )
-                    self.tiers.writes.prune(conn, undo_id, 0)
         verb = "replaced" if existing is not None else "created"
         return f"ok: view {view} {verb}", undo_id
 
@@ -131,6 +154,8 @@ class ViewSaver:
         try:
             obj = find_object(conn, view, self.db.protected)
         except NotFound:
+            return None
+        if obj.schema != "main":  # a name of sqlgate's records: free in the user's file
             return None
         if obj.type != "view":
             raise PolicyDenied(f"{obj.name} is a {obj.type}, not a view; choose another name")

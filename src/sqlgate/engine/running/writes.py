@@ -21,7 +21,9 @@ its answer. destructive_query takes a whole-file snapshot instead (`engine.runni
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +32,7 @@ import apsw
 from sqlgate.config import Settings
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.csvout import CsvResult
+from sqlgate.engine.faults import fault_point
 from sqlgate.engine.limits import CallControl, Clock
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.records import utc_timestamp
@@ -41,6 +44,7 @@ from sqlgate.engine.running.runner import Runner, summary_line
 from sqlgate.engine.statements import Statement, Tier
 from sqlgate.engine.undo import (
     SPLIT_ADVICE,
+    CreatedObject,
     NullKeyWatch,
     ShapeCache,
     StoredChangeset,
@@ -49,6 +53,7 @@ from sqlgate.engine.undo import (
     WriteFacts,
     capturing,
     capturing_schema,
+    prune_one,
     prune_writes,
     store_changeset,
     store_created,
@@ -61,6 +66,7 @@ __all__ = [
     "DDL_KINDS",
     "MIB",
     "ROW_KINDS",
+    "Intent",
     "RowUndo",
     "UndoKeeping",
     "UndoingWrites",
@@ -117,16 +123,85 @@ class Written:
 
 
 @dataclass
+class Intent:
+    """The undo record one change keeps, once `UndoKeeping.keep` committed it, and the
+    pruning its turn asks for once the change itself has committed."""
+
+    id: int | None = None
+    prune: Callable[[apsw.Connection], None] | None = None
+
+
+@dataclass
 class UndoKeeping:
     """The undo data the tools that write keep, on one database: who keeps it and when, the
     chunk size it is stored in, and the schema facts it is judged by (read once per schema
-    version)."""
+    version).
+
+    The undo data lives in the records file, the change in the user's file: no transaction
+    spans both. `change` runs the user's transaction; inside it `keep` commits the undo
+    record to the records file first, so a change that commits always has its undo data
+    (docs/decisions.md, "Two files, one order"); a change that then fails to commit has its
+    record removed again, and one a crash cut off is found at the next start."""
 
     session: str
     wall_clock: Clock
     chunk: int
+    records: apsw.Connection | None = None  # the records file (`Database.keeper`)
     shapes: ShapeCache = field(default_factory=ShapeCache)
     facts: WriteFacts = field(default_factory=WriteFacts)
+
+    @contextmanager
+    def change(self, conn: apsw.Connection) -> Iterator[Intent]:
+        """The user's write transaction on `conn` (BEGIN IMMEDIATE ... COMMIT); the undo
+        record kept inside it is removed again when the change does not commit."""
+        intent = Intent()
+        try:
+            with immediate_transaction(conn):
+                yield intent
+                fault_point("write.before_commit")
+        except BaseException:
+            if intent.id is not None:
+                self._void(intent.id)
+            raise
+        fault_point("write.committed")
+        if intent.prune is not None:
+            self._prune(intent.prune)
+
+    def keep(
+        self,
+        intent: Intent,
+        store: Callable[[apsw.Connection], int],
+        prune: Callable[[apsw.Connection], None] | None = None,
+    ) -> int:
+        """Commit the undo record `store` writes on the records connection (returning its
+        id), before the user's change commits; `prune` runs once the change has committed
+        (a change that never commits evicts no older undo data)."""
+        records = self._records()
+        with immediate_transaction(records):
+            intent.id = store(records)
+        intent.prune = prune
+        fault_point("write.kept")
+        return intent.id
+
+    def _prune(self, prune: Callable[[apsw.Connection], None]) -> None:
+        """Older undo data past its keep limits goes, after the change committed; a records
+        file that is busy (or fails) leaves it for a later turn: the change is done, and
+        answered as such."""
+        records = self._records()
+        with contextlib.suppress(apsw.Error), immediate_transaction(records):
+            prune(records)
+
+    def _void(self, changeset_id: int) -> None:
+        """The change did not commit: its undo record goes (a crash leaves it for the
+        start-up recovery instead)."""
+        records = self._records()
+        with contextlib.suppress(apsw.Error), immediate_transaction(records):
+            prune_one(records, changeset_id)
+
+    def _records(self) -> apsw.Connection:
+        if self.records is None:
+            raise AssertionError("a read-only database keeps no undo data")
+        return self.records
 
     def capture(
         self,
@@ -141,7 +216,7 @@ class UndoKeeping:
         changes; refuse what the changeset cannot undo (`UndoFallback`, rolled back); keep
         the changeset, when there is one, before COMMIT."""
         assert ctx.rewrite is None, "never capture a changeset with the rewrite guard installed"
-        with immediate_transaction(conn):
+        with self.change(conn) as intent:
             facts = self.facts.refresh(conn)  # under the write lock: no schema change between
             keys = NullKeyWatch(conn, facts.null_keys)
             with capturing(conn, plan.budget) as capture:
@@ -162,26 +237,39 @@ class UndoKeeping:
                 raise mass_rewrite(plan.max_rewrites, plan.undo)
             stored = None
             if changeset:
-                stored = self.store(conn, changeset, plan.kind, read, plan.tool)
-                plan.prune(conn, stored)
+                stored = self.store(conn, changeset, plan, read, intent)
         return Written(returned, changes, rowid, stored)
 
     def store(
-        self, conn: apsw.Connection, changeset: bytes, kind: str, summary: Summary, tool: str
+        self,
+        conn: apsw.Connection,
+        changeset: bytes,
+        plan: RowUndo,
+        summary: Summary,
+        intent: Intent,
     ) -> StoredChangeset:
-        """Store one call's changeset (`engine.undo.capture.store_changeset`) in its
-        transaction."""
-        return store_changeset(
-            conn,
-            changeset,
-            ts=utc_timestamp(self.wall_clock()),
-            session=self.session,
-            kind=kind,
-            chunk=self.chunk,
-            shapes=self.shapes,
-            summary=summary,
-            tool=tool,
-        )
+        """Keep one call's changeset (`engine.undo.capture.store_changeset`: the row states
+        read on `conn`, inside the change) in the records, pruned on its turn."""
+        stored: list[StoredChangeset] = []
+
+        def write(records: apsw.Connection) -> int:
+            kept = store_changeset(
+                records,
+                conn,
+                changeset,
+                ts=utc_timestamp(self.wall_clock()),
+                session=self.session,
+                kind=plan.kind,
+                chunk=self.chunk,
+                shapes=self.shapes,
+                summary=summary,
+                tool=plan.tool,
+            )
+            stored.append(kept)
+            return kept.id
+
+        self.keep(intent, write, lambda records: plan.prune(records, stored[0]))
+        return stored[0]
 
 
 def _judged(conn: apsw.Connection, ctx: RunContext, changeset: bytes, facts: WriteFacts) -> Summary:
@@ -285,24 +373,39 @@ class UndoingWrites:
     ) -> Outcome:
         runner, keeping = self.runner, self.keeping
         ctx = runner.context(conn, Tier.WRITE, control, guard=True)
-        with immediate_transaction(conn):
+        with keeping.change(conn) as intent:
             with guarding(conn, ctx.rules), capturing_schema(conn) as created:
                 returned = run_statement(ctx, text, bindings, lambda c: runner.collect(ctx, c))
                 changes, rowid = conn.changes(), conn.last_insert_rowid()
             check_references(conn, ctx.recorder.operations, ctx.protected)
             record = None
             if created.objects:  # IF NOT EXISTS of an existing object made nothing
-                record = store_created(
-                    conn,
-                    created.objects,
-                    ts=utc_timestamp(keeping.wall_clock()),
-                    session=keeping.session,
-                    tool="write_query",
-                    kind=statement.kind,
-                )
-                self.prune(conn, record, 0)  # a catalog record: small, pruned on its turn
+                record = self.keep_created(intent, created.objects, "write_query", statement.kind)
         summary = summary_line(statement, returned, changes, rowid)
         return self._answer(summary, statement, 0, record)
+
+    def keep_created(
+        self, intent: Intent, objects: tuple[CreatedObject, ...], tool: str, kind: str
+    ) -> int:
+        """Keep the undo record of a CREATE (the catalog rows it added) in the records,
+        pruned on its turn (a catalog record is small)."""
+        keeping = self.keeping
+
+        def write(records: apsw.Connection) -> int:
+            return store_created(
+                records,
+                objects,
+                ts=utc_timestamp(keeping.wall_clock()),
+                session=keeping.session,
+                tool=tool,
+                kind=kind,
+            )
+
+        def prune(records: apsw.Connection) -> None:
+            if intent.id is not None:
+                self.prune(records, intent.id, 0)
+
+        return keeping.keep(intent, write, prune)
 
     def _answer(
         self, summary: str, statement: Statement, rows: int, changeset_id: int | None

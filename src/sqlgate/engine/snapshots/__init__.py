@@ -3,13 +3,12 @@
 The package's front door: what other rooms may import (`engine.front_door`). Its
 modules are private to it.
 
-    files            Whole-file snapshots in `<db>.snapshots/`, taken with SQLite's online backup.
-    restore_carry    Carrying sqlgate's own records into a restored file: a snapshot restore rolls
-                     back the user's tables and schema, never the audit log, the memory or the
-                     claims.
-    restore_members  Members and their tokens through a snapshot restore: who may connect is never
-                     rolled back.
-    restore_plan     What a snapshot restore would take away, and whether the snapshot may be
+    files            Whole-file snapshots of the user's file, in `snapshots/` of its records folder
+                     (`sqlgate.home`), taken with SQLite's online backup; and restoring the file
+                     from one.
+    restore_records  What a snapshot restore writes in sqlgate's records: the user's file holds
+                     none of them, so a restore never rolls them back.
+    restore_plan     What a snapshot restore would change, and whether the snapshot may be
                      restored at all.
     holders          Which processes hold a database file open: what a refused restore names.
 """
@@ -23,15 +22,16 @@ from sqlgate.engine.front_door import front_door
 if TYPE_CHECKING:
     from sqlgate.engine.snapshots.files import (
         Progress,
-        RestoreFacts,
         RestoreResult,
         list_kept,
         list_snapshots,
+        plan_restore,
         restore_snapshot,
         rotate_snapshots,
         take_snapshot,
     )
-    from sqlgate.engine.snapshots.restore_plan import RestorePlan, plan_restore
+    from sqlgate.engine.snapshots.restore_plan import RestorePlan
+    from sqlgate.engine.snapshots.restore_records import RestoreFacts
 
 __all__ = [
     "Progress",
@@ -49,15 +49,16 @@ __all__ = [
 BEHIND_THE_DOOR = {
     "files": (
         "Progress",
-        "RestoreFacts",
         "RestoreResult",
         "list_kept",
         "list_snapshots",
+        "plan_restore",
         "restore_snapshot",
         "rotate_snapshots",
         "take_snapshot",
     ),
-    "restore_plan": ("RestorePlan", "plan_restore"),
+    "restore_plan": ("RestorePlan",),
+    "restore_records": ("RestoreFacts",),
 }
 
 if not TYPE_CHECKING:

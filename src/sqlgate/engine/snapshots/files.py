@@ -1,32 +1,41 @@
-"""Whole-file snapshots in `<db>.snapshots/`, taken with SQLite's online backup.
+"""Whole-file snapshots of the user's file, in `snapshots/` of its records folder
+(`sqlgate.home`), taken with SQLite's online backup; and restoring the file from one.
 
-Names sort by time and never collide: `<UTC time to the microsecond>-<random>.sqlite`,
-created with O_EXCL. A new name is always later than every name already in the folder, so
-the order holds even when the clock is coarse (Windows) or steps back. Only the newest
-`keep` are kept.
+The folders are made 0700 and every file 0600: a snapshot holds the user's data. Names sort
+by time and never collide: `<UTC time to the microsecond>-<random>.sqlite`, claimed with
+O_EXCL (an empty file, never listed). A new name is always later than every name already in
+the folder, so the order holds even when the clock is coarse (Windows) or steps back. Only
+the newest `keep` are kept.
+
+A snapshot is written to `<name>.partial` beside its claim, synced, and renamed over the
+claim only once complete (`os.replace`, then the folder synced): a snapshot killed halfway
+leaves an empty claim and a partial file, neither of which is ever listed, restored or
+counted by the rotation; they may be deleted by hand.
 
 A restore runs only when no other connection (in any process) has the database open: it
 holds SQLite's exclusive lock from that check to the end. Under it, it
 
-1. plans (restore_plan.py): a snapshot of another database is refused here;
-2. copies the current file to `<db>.snapshots/restored/` (kept outside the rotation);
-3. copies the snapshot to a staging file beside it, migrates that to the current schema and
-   carries into it, in one transaction, every row of sqlgate's own tables the snapshot lacks
-   (restore_carry.py) and the live file's members and tokens in their newest state
-   (restore_members.py: who may connect is never rolled back), plus the restore's audit row
-   and what the recorder adds (the memory event that records the rollback);
-4. copies the staging file into the database through the backup API.
+1. plans (restore_plan.py): a snapshot that is not in this database's snapshots folder is
+   refused;
+2. copies the current file to `snapshots/restored/` (kept outside the rotation);
+3. for a snapshot of sqlgate 0.1.0 (its tables lived in the user's file then), stages a
+   copy and drops sqlgate's objects from it (`strip_server_objects`);
+4. writes the restore into the records (restore_records.py) in a transaction left open;
+5. copies the snapshot (or the staged copy) into the database through the backup API,
+   keeping the database's journal mode;
+6. commits the records.
 
-Anything failing before step 4 leaves the database as it was (the copy of before is then
-removed: it would be a copy of the unchanged file).
+Anything failing before step 5 ends leaves the database as it was (the copy of before is
+then removed: it would be a copy of the unchanged file) and the records without the restore.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from glob import escape as glob_escape
 from pathlib import Path
@@ -35,17 +44,29 @@ import apsw
 
 from sqlgate.engine.commands import db_option, shell_word
 from sqlgate.engine.snapshots.holders import holders_of
-from sqlgate.engine.snapshots.restore_carry import RestoreFacts, RestoreRecorder, stage_restore
 from sqlgate.engine.snapshots.restore_plan import (
     KEPT_FOLDER,
     SNAPSHOT_SUFFIX,
     RestorePlan,
+    check_folder,
+    open_read_only,
     plan_on,
+    server_objects,
     snapshot_path,
 )
+from sqlgate.engine.snapshots.restore_records import (
+    STAMP,
+    RecordsWork,
+    RestoreFacts,
+    RestoreRecorder,
+    calls_after,
+)
+from sqlgate.engine.sqltext import quote_identifier
 from sqlgate.errors import NotFound, SnapshotError, SqlgateError
+from sqlgate.home import record_files
 
 __all__ = [
+    "PARTIAL_SUFFIX",
     "SNAPSHOT_SUFFIX",
     "RestoreFacts",
     "RestoreRecorder",
@@ -53,16 +74,18 @@ __all__ = [
     "SnapshotInfo",
     "list_kept",
     "list_snapshots",
+    "plan_restore",
     "restore_snapshot",
     "rotate_snapshots",
+    "strip_server_objects",
     "take_snapshot",
 ]
 
 BACKUP_PAGES_PER_STEP = 1024
+PARTIAL_SUFFIX = ".partial"  # a snapshot being written: `<name>.partial`, never listed
 
 Progress = Callable[[int, int], None]  # (pages done, pages in all)
 WallClock = Callable[[], datetime]
-_STAMP = "%Y%m%dT%H%M%S%fZ"
 
 
 @dataclass(frozen=True)
@@ -80,7 +103,7 @@ def _utc_now() -> datetime:
 def _stamp(name: str) -> datetime | None:
     """The moment a snapshot name records, or None for a name that is not a snapshot's."""
     try:
-        return datetime.strptime(name.split("-", 1)[0], _STAMP).replace(tzinfo=timezone.utc)
+        return datetime.strptime(name.split("-", 1)[0], STAMP).replace(tzinfo=timezone.utc)
     except ValueError:
         return None
 
@@ -95,20 +118,33 @@ def _next_moment(folder: Path, now: datetime) -> datetime:
 
 
 def _new_name(moment: datetime) -> str:
-    return f"{moment.strftime(_STAMP)}-{secrets.token_hex(3)}{SNAPSHOT_SUFFIX}"
+    return f"{moment.strftime(STAMP)}-{secrets.token_hex(3)}{SNAPSHOT_SUFFIX}"
+
+
+def private_folder(folder: Path) -> None:
+    """Create `folder` (and its missing parents) readable by its owner only (0700)."""
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for made in missing:
+        os.chmod(made, 0o700)  # mkdir's mode passes through the umask; parents get 0777-umask
+
+
+def _new_file(path: Path) -> None:
+    """Create `path` empty, 0600; FileExistsError when it is there already."""
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    os.close(fd)
 
 
 def _claim_path(folder: Path, clock: WallClock = _utc_now) -> Path:
     """Create an empty file with a fresh name; O_EXCL makes two claims never share one."""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        private_folder(folder)
         for _ in range(20):
             path = folder / _new_name(_next_moment(folder, clock().astimezone(timezone.utc)))
             try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+                _new_file(path)
             except FileExistsError:
                 continue
-            os.close(fd)
             return path
     except OSError as exc:
         raise SnapshotError(f"cannot create a snapshot in {folder}: {exc.strerror}") from None
@@ -129,6 +165,42 @@ def _copy(source: apsw.Connection, dest_path: Path, progress: Progress | None) -
         dest.close()
 
 
+def _sync(path: Path, folder: bool = False) -> None:
+    """fsync `path` (a folder: where the platform lets one be opened)."""
+    if folder and sys.platform == "win32":
+        return
+    fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if folder else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _partial(path: Path) -> Path:
+    return path.with_name(path.name + PARTIAL_SUFFIX)
+
+
+def _remove(path: Path) -> None:
+    """`path` and the journal files SQLite may have left beside it."""
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def _write_whole(source: apsw.Connection, path: Path, progress: Progress | None) -> None:
+    """Fill the claimed `path` with a copy of `source`, all or nothing: the copy is written
+    to `<path>.partial` and renamed over the claim once complete and synced."""
+    partial = _partial(path)
+    _new_file(partial)
+    try:
+        _copy(source, partial, progress)
+        _sync(partial)
+        os.replace(partial, path)
+    except BaseException:
+        _remove(partial)
+        raise
+    _sync(path.parent, folder=True)
+
+
 def take_snapshot(
     source: apsw.Connection,
     folder: Path,
@@ -140,7 +212,7 @@ def take_snapshot(
     """Copy the live database into a new snapshot file and rotate old ones out."""
     path = _claim_path(folder, clock)
     try:
-        _copy(source, path, progress)
+        _write_whole(source, path, progress)
     except (apsw.Error, OSError) as exc:
         path.unlink(missing_ok=True)
         raise SnapshotError(f"snapshot into {folder} failed, so nothing was run: {exc}") from None
@@ -156,7 +228,8 @@ def _created(name: str) -> str:
 
 
 def list_snapshots(folder: Path) -> list[SnapshotInfo]:
-    """Snapshots in `folder`, newest first (empty files are claims still being written)."""
+    """Snapshots in `folder`, newest first: complete files only (an empty file is a claim
+    still being written; `NAME.partial` never ends with the snapshot suffix)."""
     if not folder.is_dir():
         return []
     found = []
@@ -182,7 +255,8 @@ def list_kept(folder: Path) -> list[SnapshotInfo]:
 
 def rotate_snapshots(folder: Path, keep: int) -> list[Path]:
     """Delete all but the `keep` newest snapshots (and their companion files, named
-    `<snapshot>.<something>`, such as a saved memory witness); returns what was removed."""
+    `<snapshot>.<something>`, such as a partial copy left by a killed snapshot); returns
+    what was removed."""
     removed = [info.path for info in list_snapshots(folder)[keep:]]
     for path in removed:
         path.unlink(missing_ok=True)
@@ -230,7 +304,8 @@ def _in_use(db: Path, name: str) -> SnapshotError:
 
 
 def _copy_into(live: apsw.Connection, source_path: Path) -> None:
-    """Overwrite `live` (holding the exclusive lock) with the database at `source_path`.
+    """Overwrite `live` (holding the exclusive lock) with the database at `source_path`,
+    keeping `live`'s journal mode.
 
     A WAL database cannot take pages of another size through the backup API, so the copy
     runs in rollback-journal mode and WAL is switched back on afterwards.
@@ -251,6 +326,39 @@ def _copy_into(live: apsw.Connection, source_path: Path) -> None:
             live.pragma("journal_mode", "wal")
 
 
+_DROP_ORDER = ("trigger", "view", "table", "index")
+
+
+def strip_server_objects(path: Path) -> tuple[str, ...]:
+    """Drop sqlgate 0.1.0's objects (`restore_plan.server_objects`: its tables, FTS5 tables
+    and their shadows, indexes, triggers, views) from the file at `path` and set its
+    application_id and user_version to 0, in one transaction; returns what was dropped.
+
+    No VACUUM: the user's tables keep their root pages (as `sqlgate migrate` leaves them),
+    so the undo data of calls before the snapshot still finds them."""
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
+    try:
+        names = server_objects(conn)
+        with conn:
+            for kind in _DROP_ORDER:
+                for (name,) in conn.execute(
+                    "SELECT name FROM sqlite_schema WHERE type = ? ORDER BY name", (kind,)
+                ).fetchall():
+                    if name in names and _still_there(conn, str(name)):
+                        conn.execute(f"DROP {kind.upper()} {quote_identifier(str(name))}")
+            conn.pragma("application_id", 0)
+            conn.pragma("user_version", 0)
+        return names
+    finally:
+        conn.close()
+
+
+def _still_there(conn: apsw.Connection, name: str) -> bool:
+    """Whether `name` is still in the schema (an FTS5 table's drop takes its shadows)."""
+    row = conn.execute("SELECT 1 FROM sqlite_schema WHERE name = ?", (name,)).fetchone()
+    return row is not None
+
+
 @dataclass(frozen=True)
 class RestoreResult:
     db: Path
@@ -258,7 +366,7 @@ class RestoreResult:
     before: Path
     before_name: str  # as `snapshots restore` takes it: restored/NAME.sqlite
     plan: RestorePlan
-    carried: dict[str, int]
+    undone: int  # calls made after the snapshot whose undo data was marked undone
     event_id: int | None  # the memory event recording the restore
 
 
@@ -266,12 +374,42 @@ def _iso(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def _copy_file(source_path: Path, dest_path: Path) -> None:
-    source = apsw.Connection(str(source_path), flags=apsw.SQLITE_OPEN_READONLY)
+def _staged(folder: Path, source: Path) -> Path:
+    """A copy of the 0.1.0 snapshot `source` without sqlgate's objects, 0600, in `folder`
+    (not a snapshot name, so never listed)."""
+    staging = folder / f".restoring-{secrets.token_hex(6)}.db"
+    _new_file(staging)
     try:
-        _copy(source, dest_path, None)
-    finally:
-        source.close()
+        with_source = apsw.Connection(str(source), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            _copy(with_source, staging, None)
+        finally:
+            with_source.close()
+        strip_server_objects(staging)
+    except BaseException:
+        _remove(staging)
+        raise
+    return staging
+
+
+def plan_restore(db: Path, folder: Path, name: str) -> RestorePlan:
+    """What restoring `name` onto `db` changes, with the calls made after the snapshot whose
+    undo it marks done (read from the records); SnapshotError when the snapshot is not one
+    of `db`'s, NotFound when either is missing. Reads only."""
+    if not db.is_file():
+        raise NotFound(f"database {db} does not exist")
+    check_folder(db, folder)
+    source = snapshot_path(folder, name, db)
+    with open_read_only(db) as live:
+        plan = plan_on(live, db.absolute(), source, name)
+    records = record_files(db).records
+    if not records.is_file():
+        return plan
+    try:
+        with open_read_only(records) as conn:
+            return replace(plan, undone=calls_after(conn, name))
+    except apsw.Error:
+        return plan  # records of an older schema, or unreadable: the restore counts them
 
 
 def restore_snapshot(
@@ -282,58 +420,62 @@ def restore_snapshot(
     *,
     clock: WallClock = _utc_now,
     recorder: RestoreRecorder | None = None,
+    session: str = "cli",
+    wall_clock: Callable[[], float] | None = None,
 ) -> RestoreResult:
-    """Make `db` hold the user's tables and schema of snapshot `name` again, keeping every
-    row of sqlgate's own tables; see the module's docstring. `keep` is unused since the
-    copy of before is kept outside the rotation (kept for the callers' signature)."""
+    """Make `db` the snapshot `name` again and record the restore in the records; see the
+    module's docstring. `keep` is unused since the copy of before is kept outside the
+    rotation (kept for the callers' signature)."""
     del keep
-    source = snapshot_path(folder, name, db)
     if not db.is_file():
         raise NotFound(f"database {db} does not exist")
+    check_folder(db, folder)
+    source = snapshot_path(folder, name, db)
     db = db.absolute()
     live = _lock_exclusively(db, name)
-    before: Path | None = None
     staging: Path | None = None
-    published = False
     try:
         plan = plan_on(live, db, source, name)  # a refusal changes nothing: it passes as it is
-        moment = clock().astimezone(timezone.utc)
-        before_name = ""
-        carried: dict[str, int] = {}
-        event_id = None
+        work = RecordsWork(record_files(db).records, session,
+                           wall_clock or (lambda: clock().timestamp()), recorder)  # fmt: skip
+        before = _claim_path(folder / KEPT_FOLDER, clock)
+        before_name = f"{KEPT_FOLDER}/{before.name}"
         try:
-            before = _claim_path(folder / KEPT_FOLDER, clock)
-            before_name = f"{KEPT_FOLDER}/{before.name}"
-            _copy(live, before, None)
-            if plan.carried:  # a sqlgate database: stage, migrate and carry
-                staging = _staging_path(folder)
-                _copy_file(source, staging)
-                facts = RestoreFacts(plan, before_name, _iso(moment))
-                carried, event_id = stage_restore(staging, before, facts, recorder)
-                if recorder is not None:
-                    recorder.publish()
-                    published = True
+            _write_whole(live, before, None)
+            if plan.left_out:
+                staging = _staged(folder, source)
+            work.begin(RestoreFacts(plan, before_name, _iso(clock().astimezone(timezone.utc))))
             _copy_into(live, staging or source)
         except (apsw.Error, SqlgateError, OSError) as exc:
-            if published and recorder is not None:
-                recorder.revert()
-            if before is not None:
-                before.unlink(missing_ok=True)  # the database is unchanged: a redundant copy
+            work.close()
+            before.unlink(missing_ok=True)  # the database is unchanged: a redundant copy
             raise SnapshotError(
                 f"restore of {name} failed; the database is unchanged: {exc}"
             ) from None
     finally:
         live.close()
         if staging is not None:
-            for suffix in ("", "-journal", "-wal", "-shm"):
-                Path(f"{staging}{suffix}").unlink(missing_ok=True)
-    assert before is not None
-    return RestoreResult(db, source, before, before_name, plan, carried, event_id)
+            _remove(staging)
+    _commit(work, db, name, before_name)
+    return RestoreResult(db, source, before, before_name, plan, work.undone, work.event_id)
 
 
-def _staging_path(folder: Path) -> Path:
-    """A fresh file for the staged restore; not a `.sqlite` name, so never listed."""
-    path = folder / f".restoring-{secrets.token_hex(6)}.db"
-    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-    os.close(fd)
-    return path
+def _commit(work: RecordsWork, db: Path, name: str, before_name: str) -> None:
+    """Keep the restore's records, then move the witness on; the database is restored
+    whatever happens here."""
+    try:
+        work.commit()
+    except (apsw.Error, SqlgateError, OSError) as exc:
+        raise SnapshotError(
+            f"{db} was restored from {name}, but the restore is not in sqlgate's records "
+            f"({exc}): the calls it rolled back are still listed by `sqlgate undo --list` "
+            f"(their undo is refused: their rows changed); the previous content is {before_name}"
+        ) from None
+    try:
+        work.publish()
+    except (SqlgateError, OSError) as exc:
+        raise SnapshotError(
+            f"{db} was restored from {name} and the restore recorded, but the memory's witness "
+            f"was not moved on to its event ({exc}): `sqlgate verify {db_option(db)}` reports "
+            "it; the previous content is " + before_name
+        ) from None

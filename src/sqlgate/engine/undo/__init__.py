@@ -19,6 +19,7 @@ modules are private to it.
                      changeset its audit row points to, and the calls that can still be undone.
     writes           Row-level undo of write_query: every INSERT, UPDATE, upsert and REPLACE keeps
                      its changeset.
+    relocate         Undo data that follows a table whose b-tree moved (a 0.1.0 file's move).
     changesets       A reader of the session extension's changesets that survives text that is not
                      UTF-8.
 """
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
         capturing,
         chunk_size,
         prune_changesets,
+        prune_one,
         store_changeset,
         summarize,
         unrestorable_write,
@@ -46,14 +48,17 @@ if TYPE_CHECKING:
     )
     from sqlgate.engine.undo.changesets import read_changeset
     from sqlgate.engine.undo.ddl import capturing_schema, store_created
+    from sqlgate.engine.undo.ddl_checks import CreatedObject
     from sqlgate.engine.undo.keys import NullKeyWatch
     from sqlgate.engine.undo.lookup import UndoTarget
+    from sqlgate.engine.undo.relocate import relocate_shapes
     from sqlgate.engine.undo.restore import UndoRestore
     from sqlgate.engine.undo.states import changeset_states
     from sqlgate.engine.undo.writes import WriteFacts, prune_writes
 
 __all__ = [
     "SPLIT_ADVICE",
+    "CreatedObject",
     "NullKeyWatch",
     "ShapeCache",
     "StoredChangeset",
@@ -67,8 +72,10 @@ __all__ = [
     "changeset_states",
     "chunk_size",
     "prune_changesets",
+    "prune_one",
     "prune_writes",
     "read_changeset",
+    "relocate_shapes",
     "store_changeset",
     "store_created",
     "summarize",
@@ -86,6 +93,7 @@ BEHIND_THE_DOOR = {
         "capturing",
         "chunk_size",
         "prune_changesets",
+        "prune_one",
         "store_changeset",
         "summarize",
         "unrestorable_write",
@@ -93,8 +101,10 @@ BEHIND_THE_DOOR = {
     ),
     "changesets": ("read_changeset",),
     "ddl": ("capturing_schema", "store_created"),
+    "ddl_checks": ("CreatedObject",),
     "keys": ("NullKeyWatch",),
     "lookup": ("UndoTarget",),
+    "relocate": ("relocate_shapes",),
     "restore": ("UndoRestore",),
     "states": ("changeset_states",),
     "writes": ("WriteFacts", "prune_writes"),

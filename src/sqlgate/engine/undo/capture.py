@@ -50,6 +50,7 @@ __all__ = [
     "chunk_size",
     "load_changeset",
     "prune_changesets",
+    "prune_one",
     "store_changeset",
     "summarize",
     "unrestorable_write",
@@ -243,6 +244,7 @@ def _chunks(data: bytes, chunk: int) -> Iterator[tuple[int, bytes]]:
 
 def store_changeset(
     conn: apsw.Connection,
+    user: apsw.Connection,
     changeset: bytes,
     *,
     ts: str,
@@ -253,13 +255,14 @@ def store_changeset(
     summary: Summary,
     tool: str,
 ) -> StoredChangeset:
-    """Save `changeset`, with the table shapes and row states its undo checks, in the
-    current transaction (right after the statement). Pruning is `prune_changesets`.
+    """Save `changeset` on the records connection `conn`, in its current transaction, with
+    the table shapes and row states its undo checks, read on `user` inside the change's own
+    transaction (right after the statement). Pruning is `prune_changesets`.
 
     Format 2: data, shapes and row states go in the changeset's own row when each fits in
     one chunk, else in undo_chunks, undo_table_shapes and undo_row_states."""
     read = summary
-    shaped, digests = _checked(conn, changeset, read, shapes)
+    shaped, digests = _checked(user, changeset, read, shapes)
 
     def rows() -> list[tuple[str, int, int, str]]:
         return [
@@ -425,3 +428,10 @@ def prune_changesets(
         conn.executemany(f"DELETE FROM {table} WHERE changeset_id = ?", doomed)
     conn.executemany("DELETE FROM undo_changesets WHERE id = ?", doomed)
     return len(doomed)
+
+
+def prune_one(conn: apsw.Connection, changeset_id: int) -> None:
+    """Delete the undo data of one call (a change that did not commit)."""
+    for table in _UNDO_DATA_TABLES:
+        conn.execute(f"DELETE FROM {table} WHERE changeset_id = ?", (changeset_id,))
+    conn.execute("DELETE FROM undo_changesets WHERE id = ?", (changeset_id,))

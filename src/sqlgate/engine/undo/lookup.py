@@ -169,7 +169,7 @@ class UndoLookup:
         if target.audit_id is None:
             return target.label
         _whole_number(target.audit_id, "the audit id", target, list_calls(self.db.path))
-        with self.db.reading() as conn:
+        with self.db.reading_records() as conn:
             row = one_call(conn, target.audit_id, ("tool", "query", "rows"))
         if row is None:
             raise self._no_call(target.audit_id, target)
@@ -179,7 +179,7 @@ class UndoLookup:
 
     def undoable(self) -> list[dict[str, Any]]:
         """Changesets not undone yet, newest first, each with the audit id of its call."""
-        with self.db.reading() as conn:
+        with self.db.reading_records() as conn:
             found = [
                 {
                     "changeset": int(cid),

@@ -14,6 +14,7 @@ in the way.
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
@@ -23,6 +24,7 @@ import apsw
 
 from sqlgate.engine.connect import immediate_transaction
 from sqlgate.engine.database import Database
+from sqlgate.engine.faults import fault_point
 from sqlgate.engine.framing import counted
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.records import utc_timestamp
@@ -39,7 +41,7 @@ from sqlgate.engine.undo.ddl import undo_created
 from sqlgate.engine.undo.lookup import UndoLookup, UndoTarget
 from sqlgate.errors import NotFound, UndoConflict, UndoRefused
 
-__all__ = ["Conflict", "UndoRestore", "UndoTarget"]
+__all__ = ["Conflict", "UndoRestore", "UndoTarget", "mark_undone"]
 
 _CONFLICT_NAMES = {
     apsw.SQLITE_CHANGESET_DATA: "DATA",
@@ -49,6 +51,15 @@ _CONFLICT_NAMES = {
     apsw.SQLITE_CHANGESET_FOREIGN_KEY: "FOREIGN_KEY",
 }
 _SHOWN_CONFLICTS = 5
+log = logging.getLogger("sqlgate")
+
+
+def mark_undone(records: apsw.Connection, changeset_id: int, now: float, by: str) -> None:
+    """Mark changeset `changeset_id` undone (in the records' current transaction)."""
+    records.execute(
+        "UPDATE undo_changesets SET undone_at = ?, undone_by = ? WHERE id = ?",
+        (utc_timestamp(now), by, changeset_id),
+    )
 
 
 class _Hidden:
@@ -130,47 +141,29 @@ class UndoRestore:
     def undo(self, target: UndoTarget) -> tuple[str, int, dict[str, Any]]:
         """Restore the rows of one call. Returns (text, rows restored, audit detail)."""
         self.lookup.check(target)
-        with self.db.writing() as conn, immediate_transaction(conn):
-            changeset_id = (
-                self.lookup.changeset_of_call(conn, target.audit_id, target)
-                if target.audit_id is not None
-                else int(target.changeset or 0)
-            )
-            record = conn.execute(
-                "SELECT kind, tables, changes, undone_at, undone_by, created "
-                "FROM undo_changesets WHERE id = ?",
-                (changeset_id,),
-            ).fetchone()
-            if record is None:  # for a call: pruned; a changeset id may never have been
-                gone = UndoRefused if target.audit_id is not None else NotFound
-                raise gone(
-                    f"the undo data of {target.label} (changeset {changeset_id}) is gone: it was "
-                    "pruned, oldest first (--snapshots-keep for destructive_query, "
-                    "--write-undo-keep and --write-undo-mb for write_query); nothing was undone"
-                )
+        with self.db.writing() as conn:
+            records = self._records()
+            changeset_id, record = self._record(records, target)
             kind, tables_json, changes, undone_at, undone_by, created = record
-            if target.by_agent:
-                self._refuse_guarded(conn, target, json.loads(str(tables_json)))
             if undone_at is not None:
                 raise UndoRefused(
                     f"{target.label} was already undone at {undone_at} by {undone_by}; "
                     "nothing was done"
                 )
-            if created is not None:  # a CREATE: drop what it made (engine.undo.ddl)
-                conflicts = undo_created(conn, str(created), self.db.protected)
-                if conflicts:
-                    raise self._schema_refusal(target, conflicts)
-            else:
-                kept = load_changeset(conn, changeset_id)
-                conflicts = self._checks(conn, target, changeset_id, kept, int(changes))
-                if not conflicts:
-                    conflicts = self._apply_inverse(conn, kept.data)
-                if conflicts:
-                    raise self._refusal(target, conflicts, self._hidden_keys(conn, kept))
-            conn.execute(
-                "UPDATE undo_changesets SET undone_at = ?, undone_by = ? WHERE id = ?",
-                (utc_timestamp(self.wall_clock()), f"session {self.session}", changeset_id),
-            )
+            kept = None if created is not None else load_changeset(records, changeset_id)
+            try:
+                with immediate_transaction(conn):
+                    if target.by_agent:
+                        self._refuse_guarded(conn, target, json.loads(str(tables_json)))
+                    self._restore(conn, target, changeset_id, kept, created, int(changes))
+                    # the records' write lock before the user's COMMIT: busy, nothing changed
+                    records.execute("BEGIN IMMEDIATE")
+                    fault_point("undo.before_commit")
+            except BaseException:
+                if records.in_transaction:  # the user's COMMIT failed: nothing to mark
+                    records.execute("ROLLBACK")
+                raise
+            self._mark(records, changeset_id)
         tables = ", ".join(json.loads(str(tables_json)))
         what = f"{kind}, {counted(int(changes), 'row')} in {tables}"
         if created is not None:
@@ -181,6 +174,70 @@ class UndoRestore:
         text = f"undone: {target.label} ({what}) in {self.db.path.absolute()}"
         detail = {"undoes": target.audit_id, "changeset": changeset_id}
         return text, int(changes), detail
+
+    def _mark(self, records: apsw.Connection, changeset_id: int) -> None:
+        """The rows are back (committed): the record says so, under the lock taken before.
+        Should the mark fail or a crash come first, the record stays unmarked and a second
+        undo is refused by the checks, the rows no longer being the call's (docs/decisions.md,
+        "Two files, one order"); the undo itself is done and answered as such."""
+        try:
+            fault_point("undo.applied")
+            mark_undone(records, changeset_id, self.wall_clock(), f"session {self.session}")
+            records.execute("COMMIT")
+        except apsw.Error:
+            log.exception("undo of changeset %s: its rows are back, the mark failed", changeset_id)
+        finally:
+            if records.in_transaction:
+                records.execute("ROLLBACK")
+
+    def _records(self) -> apsw.Connection:
+        if self.db.keeper is None:
+            raise UndoRefused("this database was opened read-only; nothing was undone")
+        return self.db.keeper
+
+    def _record(self, records: apsw.Connection, target: UndoTarget) -> tuple[int, tuple[Any, ...]]:
+        """The changeset the target names and its record (kind, tables, changes, undone_at,
+        undone_by, created); refused when its undo data is gone."""
+        changeset_id = (
+            self.lookup.changeset_of_call(records, target.audit_id, target)
+            if target.audit_id is not None
+            else int(target.changeset or 0)
+        )
+        record = records.execute(
+            "SELECT kind, tables, changes, undone_at, undone_by, created "
+            "FROM undo_changesets WHERE id = ?",
+            (changeset_id,),
+        ).fetchone()
+        if record is None:  # for a call: pruned; a changeset id may never have been
+            gone = UndoRefused if target.audit_id is not None else NotFound
+            raise gone(
+                f"the undo data of {target.label} (changeset {changeset_id}) is gone: it was "
+                "pruned, oldest first (--snapshots-keep for destructive_query, "
+                "--write-undo-keep and --write-undo-mb for write_query); nothing was undone"
+            )
+        return changeset_id, tuple(record)
+
+    def _restore(
+        self,
+        conn: apsw.Connection,
+        target: UndoTarget,
+        changeset_id: int,
+        kept: Kept | None,
+        created: object,
+        changes: int,
+    ) -> None:
+        """Inside the user's transaction: drop what a CREATE made, or write the rows of a
+        changeset back; refused (nothing written) on any conflict."""
+        if kept is None:  # a CREATE: drop what it made (engine.undo.ddl)
+            conflicts = undo_created(conn, str(created), self.db.protected)
+            if conflicts:
+                raise self._schema_refusal(target, conflicts)
+            return
+        conflicts = self._checks(conn, target, changeset_id, kept, changes)
+        if not conflicts:
+            conflicts = self._apply_inverse(conn, kept.data)
+        if conflicts:
+            raise self._refusal(target, conflicts, self._hidden_keys(conn, kept))
 
     def _refuse_guarded(self, conn: apsw.Connection, target: UndoTarget, tables: list[str]) -> None:
         """An agent's undo changes the tables its call changed: never a guarded one."""

@@ -69,17 +69,21 @@ COMMANDS: dict[str, LazyCommand] = {
         f"{_CLI}.members:members",
         "Members of an HTTP team server, each with a token and a tier.",
     ),
+    "migrate": LazyCommand(
+        f"{_CLI}.migrate:migrate",
+        "Move sqlgate 0.1.0's tables out of a database into .sqlgate/, keeping a backup.",
+    ),
     "policy": LazyCommand(
         f"{_CLI}.policy:policy",
         "The table rules: hidden columns, protected and append-only tables.",
     ),
     "replicate": LazyCommand(
         f"{_CLI}.replicate:replicate",
-        "Replicate the database to URL until stopped (Ctrl-C or SIGTERM), without serving.",
+        "Replicate the database and its records to URL until stopped (Ctrl-C or SIGTERM).",
     ),
     "restore": LazyCommand(
         f"{_CLI}.replicate:restore",
-        "Restore the replica at URL into a new database, then verify its memory chain.",
+        "Restore the replica at URL into a new database and its records, then verify the chain.",
     ),
     "snapshots": LazyCommand(
         f"{_CLI}.snapshots:snapshots",

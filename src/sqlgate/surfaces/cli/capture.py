@@ -90,7 +90,8 @@ def _db_guess(db: str | None, project_db: bool | None) -> Path:
 @click.option("--deadline", default=None, metavar="SECONDS",
               help=f"most seconds the run may take [default: {DEFAULT_DEADLINE:g}]")  # fmt: skip
 @click.option("--adopt-db", "adopt_db", is_flag=True, default=None,
-              help="let sqlgate add its tables to a --db that holds another program's tables "
+              help="no longer needed, accepted for this release with no effect: sqlgate keeps "
+                   "its tables in .sqlgate/ and leaves the database as it is "
                    "[env SQLGATE_ADOPT_DB=1]")  # fmt: skip
 def capture(
     db: str | None,

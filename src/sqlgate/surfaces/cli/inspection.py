@@ -75,7 +75,7 @@ def verify(as_json: bool, **values: Any) -> None:
         status = service.memory.chain.verify(progress=advance)
         restores = None
         if status.ok:
-            with service.db.reading() as conn:
+            with service.db.reading_records() as conn:
                 restores = recorded_restores(conn)
     if as_json:
         answer = status.as_dict()
@@ -83,13 +83,18 @@ def verify(as_json: bool, **values: Any) -> None:
             answer["restores"] = restores
         click.echo(terminal.json_dumps(answer))
     elif status.ok and status.head_id is None:
-        click.echo("chain ok: no events yet")
+        click.echo(
+            "chain ok: no events yet"
+            if status.lost is None
+            else f"chain ok: no events since; {terminal.visible(status.lost)}"
+        )
     elif status.ok:
         click.echo(
             f"chain ok: {counted(status.events, 'event')}, head {status.head_id} "
             f"(hash {(status.head_hash or '')[:16]}…)"
             + (f"; {status.unconfirmed}" if status.unconfirmed else "")
             + ("" if restores is None else f"; {_restores_line(restores)}")
+            + ("" if status.lost is None else f"; {terminal.visible(status.lost)}")
         )
     else:
         where = "" if status.first_broken_id is None else f" at event {status.first_broken_id}"
@@ -150,7 +155,7 @@ def log(
         since=start,
     )  # fmt: skip
     filtered = errors or any(v is not None for v in (outcome, start, tool, actor))
-    with existing_service(values, read_only=True) as service, service.db.reading() as conn:
+    with existing_service(values, read_only=True) as service, service.db.reading_records() as conn:
         reader = AuditReader.for_schema(service.db.schema_version)
         rows = reader.rows(conn, filters, AUDIT_COLUMNS, limit or None)
     calls = [_log_record(row) for row in rows]
@@ -248,7 +253,7 @@ def stats(as_json: bool, **values: Any) -> None:
         memory = json.loads(service.memory.stats().text)
         listing, _ = service.introspection.list_tables(True, CallControl())
         reader = AuditReader.for_schema(service.db.schema_version)
-        with service.db.reading() as conn:
+        with service.db.reading_records() as conn:
             claims = claims_by_state(conn)
             audit = reader.tally(conn, service.settings.db)
     report = {

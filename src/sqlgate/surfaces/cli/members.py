@@ -60,7 +60,7 @@ def _change(
 
     def work(_: object) -> Outcome:
         with service.db.server_lock:
-            result = change(Members(service.db.server, wall_clock=service.wall_clock))
+            result = change(Members(service.db.server, service.wall_clock, db=service.settings.db))
         done.append(result)
         return Outcome(f"members {verb} {name}", 1, detail(result))
 

@@ -162,9 +162,28 @@ def settings_from(values: dict[str, Any], *, find_home: bool = True, say: bool =
     given = {k: _given(v) for k, v in values.items()}
     settings = load_settings({k: v for k, v in given.items() if v is not None},
                              find_home=find_home)  # fmt: skip
+    if settings.adopt_db:
+        say_adopt_is_gone()
     if say:
         say_database(settings, walked=find_home)
     return settings
+
+
+ADOPT_GONE = (
+    "--adopt-db is no longer needed: sqlgate keeps its tables in .sqlgate/ and leaves the "
+    "database as it is"
+)
+
+
+def say_adopt_is_gone() -> None:
+    """--adopt-db (SQLGATE_ADOPT_DB) is still accepted, with no effect: one stderr line per
+    command says so."""
+    ctx = click.get_current_context(silent=True)
+    meta = {} if ctx is None else ctx.find_root().meta
+    if meta.get(_ADOPT_SAID):
+        return
+    meta[_ADOPT_SAID] = True
+    click.echo(f"sqlgate: {ADOPT_GONE}", err=True)
 
 
 def _why(settings: Settings, walked: bool) -> str:
@@ -183,7 +202,8 @@ def _why(settings: Settings, walked: bool) -> str:
 
 
 def say_database(settings: Settings, *, walked: bool = True) -> None:
-    """One stderr line naming the database a command reads and why, on a terminal only,
+    """One stderr line naming the database a command reads and why, and the records folder
+    that keeps sqlgate's tables of it (`Settings.records`), on a terminal only,
     once per command, and only when the person did not name it (--db, SQLGATE_DB).
     `walked`: the settings looked for the project's home (`settings_from`'s `find_home`)."""
     if settings.db_source in ("option", "env") or not is_terminal(stderr=True):
@@ -196,10 +216,13 @@ def say_database(settings: Settings, *, walked: bool = True) -> None:
     shown = str(settings.db)
     if settings.db.is_symlink():
         shown += f" (a link to {settings.db.resolve()})"
-    click.echo(f"sqlgate: database {visible(shown)} ({visible(_why(settings, walked))})", err=True)
+    records = visible(str(settings.records.folder))
+    why = visible(_why(settings, walked))
+    click.echo(f"sqlgate: database {visible(shown)} ({why}); records in {records}", err=True)
 
 
 _SAID = "sqlgate.database_said"  # the click context's note that the line was written
+_ADOPT_SAID = "sqlgate.adopt_said"
 
 
 def reports_errors(fn: F) -> F:

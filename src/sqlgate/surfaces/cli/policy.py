@@ -52,11 +52,23 @@ def policy() -> None:
 
 
 def _reader(db: Path, busy_timeout: float) -> apsw.Connection | None:
+    """The user's file to read its schema: read-write with `query_only` when it may be, so
+    that closing it removes the -wal and -shm a WAL file's reading made (the file stays
+    byte-identical); read-only otherwise."""
+    import os
+
+    import apsw
+
     from sqlgate.service import connect_read_only
 
     if not db.is_file():
         return None
-    return connect_read_only(db, busy_timeout)
+    if not (os.access(db, os.W_OK) and os.access(db.parent, os.W_OK)):
+        return connect_read_only(db, busy_timeout)
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READWRITE)
+    conn.set_busy_timeout(int(busy_timeout * 1000))
+    conn.pragma("query_only", True)
+    return conn
 
 
 def _counts(rules: TableRules) -> str:

@@ -4,10 +4,17 @@
     sqlgate replicate s3://bucket/agent --db memory.db       # only replicate (servers run apart)
     sqlgate restore s3://bucket/agent --to /new/memory.db    # get it back elsewhere, verified
 
+Replication copies two files (docs/decisions.md, "Replication of two files"): the user's
+database and sqlgate's records of it (audit log, undo data, memory chain, members), plus the
+witness log. Litestream switches the user's file to WAL mode and adds its two tables
+(`_litestream_seq`, `_litestream_lock`) to it: giving a replica URL is the user's consent to
+that, and the help of every option that takes one says so.
+
 Exit codes: 2 a bad URL or a --to that exists; 3 nothing at the URL; 8 replication or the
 restore cannot start (Litestream missing, target unreachable or unwritable, another
-database's replica there); 9 the restored chain is broken or disagrees with its witness (or,
-with --require-witnessed, is not witnessed to its head).
+database's replica there, a replica in sqlgate 0.1.0's one-file layout); 9 the restored
+chain is broken or disagrees with its witness (or, with --require-witnessed, is not
+witnessed to its head).
 """
 
 from __future__ import annotations
@@ -67,15 +74,16 @@ def start_replication(
     "to",
     required=True,
     type=click.Path(path_type=Path),
-    help="the new database file to create (nothing existing is overwritten)",
+    help="the new database file to create; its records go to its records folder "
+    "(nothing existing is overwritten)",
 )
 @click.option(
     "--witness",
     "witness",
     type=click.Path(path_type=Path),
     default=None,
-    help="a witness kept elsewhere (a copy of <db>.witness.json) to hold the "
-    "restored chain against as well",
+    help="a witness kept elsewhere (a copy of the database's witness.json, in its records "
+    "folder) to hold the restored chain against as well",
 )
 @click.option(
     "--require-witnessed",
@@ -86,10 +94,12 @@ def start_replication(
 @reports_errors
 def restore(url: str, to: Path, witness: Path | None, require_witnessed: bool,
             as_json: bool) -> None:  # fmt: skip
-    """Restore the replica at URL into a new database, then verify its memory chain.
+    """Restore the replica at URL into a new database and its records, then verify the chain.
 
     URL is what `serve --replicate` was given (file:///folder or s3://bucket/prefix). The
-    database's witness is restored too and the chain held against it: the verdict says
+    database goes to --to, sqlgate's records of it (audit log, undo data, memory chain,
+    members) to the records folder of that path. The witness log is restored too and the
+    chain held against it: the verdict says
     which events are witnessed, which reached the replica before their witness did, and
     which were witnessed but lost with the host.
     """
@@ -108,6 +118,7 @@ def restore(url: str, to: Path, witness: Path | None, require_witnessed: bool,
 def _print_restored(restored: Restored) -> None:
     txid = f" (Litestream txid {restored.txid})" if restored.txid else ""
     click.echo(f"restored {terminal.visible(str(restored.db))} from {restored.url}{txid}")
+    click.echo(f"records: {terminal.visible(str(restored.records))}")
     chain = restored.chain
     if chain.ok and chain.head_id is None:
         click.echo("chain ok: no events")
@@ -125,7 +136,8 @@ def _print_restored(restored: Restored) -> None:
         click.echo(f"the memory chain records the restore as event {restored.recorded} "
                    f"(`sqlgate verify {db_option(restored.db)}` names it)")  # fmt: skip
     if restored.witness_written:
-        click.echo(f"wrote {terminal.visible(str(restored.db))}.witness.json for the restored "
+        witness = restored.records.with_name("witness.json")
+        click.echo(f"wrote {terminal.visible(str(witness))} for the restored "
                    f"head; serve it with `sqlgate serve {db_option(restored.db)}` (add --replicate "
                    "with a new URL to replicate it again)")  # fmt: skip
 
@@ -135,15 +147,16 @@ def _print_restored(restored: Restored) -> None:
 @settings_options(("db",), existing_db=True)
 @reports_errors
 def replicate(url: str | None, **values: Any) -> None:
-    """Replicate the database to URL until stopped (Ctrl-C or SIGTERM), without serving.
+    """Replicate the database and its records to URL until stopped (Ctrl-C or SIGTERM).
 
+    Litestream switches the database file to WAL mode and adds its tables `_litestream_seq`
+    and `_litestream_lock` to it: run this only if that is fine for your application.
     For databases served by several processes (stdio servers started by MCP clients): run
     this once beside them instead of `serve --replicate` in each. URL defaults to
     SQLGATE_REPLICATE. Ctrl-C ends it with exit 130, SIGTERM with 0, each after
     Litestream's last sync.
     """
     from sqlgate.errors import NotFound
-    from sqlgate.service import check_ownership
     from sqlgate.surfaces.replication.supervisor import Replication
     from sqlgate.surfaces.replication.target import parse_target
 
@@ -154,8 +167,8 @@ def replicate(url: str | None, **values: Any) -> None:
     target = parse_target(text)
     if not settings.db.is_file():
         raise NotFound(f"no database at {settings.db}; give its path with --db or SQLGATE_DB")
-    # Litestream switches the file to WAL and adds its tables: only sqlgate's own file
-    check_ownership(settings.db, settings.busy_timeout, adopt=False, read_only=True)
+    # Replication refuses a database sqlgate keeps no records of (never served) before it
+    # writes anything: its records and witness log are what the replica is checked by
     with stop_signals() as stops:  # a stop while Litestream starts ends the start-up
         # serving before it says so: a Ctrl-C once told is a stop, not a start-up cut short
         with Replication(settings.db, target), stops.serving():

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlgate.config import creates_parent
 from sqlgate.errors import InvalidArgument
+from sqlgate.surfaces.cli.migrate import report_move
 from sqlgate.surfaces.cli.options import settings_from
 from sqlgate.surfaces.cli.replicate import replica_target, start_replication
 from sqlgate.surfaces.stops import serve_until_stopped, stop_signals
@@ -60,6 +61,8 @@ def run_server(
         from sqlgate.service import Service
 
         service = Service.open(settings, create_parent=creates_parent(settings.db), serving=True)
+        report_move(service)  # a 0.1.0 file's tables moved out on this start: say so
+        say_binding(service.db.binding_note, settings.db)
         try:
             replication = start_replication(settings, replica)
         except BaseException:
@@ -75,3 +78,19 @@ def run_server(
             service.close()
             if replication is not None:  # after close: its last sync has the final audit rows
                 replication.stop()
+
+
+def say_binding(note: str | None, db: object) -> None:
+    """One stderr line when the records bound the file anew for a reason a person should
+    know: the project moved, or the database file was replaced."""
+    if note is None or note == "first open":
+        return
+    import click
+
+    from sqlgate.surfaces import terminal
+
+    click.echo(
+        f"sqlgate: note: {terminal.visible(str(db))}: {terminal.visible(note)}; its "
+        "history goes on in the same records",
+        err=True,
+    )

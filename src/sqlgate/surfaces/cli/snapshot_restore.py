@@ -1,10 +1,12 @@
 """`sqlgate snapshots restore NAME`: say what the restore takes away, ask, then restore.
 
 The listing comes first (stdout, or one JSON object with `--json`): the rows of every user
-table now and in the snapshot, and sqlgate's own records the snapshot lacks, which the
-restore carries forward. On a terminal it asks `restore? [y/N]`; anywhere else it needs
-`--yes`, and without it exits 2 having changed nothing. Refusals (another database's
-snapshot, a database another process holds) exit 7 with one line naming the next step.
+table now and in the snapshot, and the calls made since whose undo the restore marks done
+(sqlgate's records are in its home, not in the database file: the restore leaves them as
+they are and adds itself to them). On a terminal it asks `restore? [y/N]`; anywhere else
+it needs `--yes`, and without it exits 2 having changed nothing. A name that is not a
+snapshot of this database's folder exits 3; refusals (a database another process holds)
+exit 7 with one line naming the next step.
 """
 
 from __future__ import annotations
@@ -29,19 +31,6 @@ if TYPE_CHECKING:
     from sqlgate.service import RestorePlan, RestoreResult
 
 __all__ = ["snapshots_restore"]
-
-_SERVER_ROWS = (  # key, one row's words, many rows' words, what the preview adds
-    ("memory_events", "memory event", "memory events", ""),
-    ("memory_checkpoints", "checkpoint", "checkpoints", ""),
-    ("claims_history", "claim change", "claim changes", ""),
-    ("query_log", "audit row", "audit rows", ""),
-    ("undo_changesets", "call rolled back", "calls rolled back",
-     " (kept, marked undone by the restore)"),
-    ("members", "member added or changed", "members added or changed",
-     " (the live file's members are kept)"),
-    ("member_tokens", "member token issued or ended", "member tokens issued or ended",
-     " (a revoked token never works again)"),
-)  # fmt: skip
 
 
 def on_terminal() -> bool:
@@ -70,27 +59,16 @@ def print_plan(plan: RestorePlan) -> None:
             what = f"  ({counted(change.now - change.snapshot, 'row', spec='+d')})"
         click.echo(f"  {show(change.name):<{width}}  {_rows(change.now)} -> "
                    f"{_rows(change.snapshot)}{what}")  # fmt: skip
-    if plan.carried:
+    if plan.left_out:
         click.echo(
-            "sqlgate's records the snapshot lacks, carried forward (nothing of them is lost):"
+            f"the snapshot was taken by sqlgate 0.1.0 and holds sqlgate's tables: "
+            f"{counted(len(plan.left_out), 'object')} left out (they are in sqlgate's records now)"
         )
-        for key, _, words, note in _SERVER_ROWS:
-            extra = ""
-            if key == "memory_events" and plan.events is not None:
-                extra = f" (events {plan.events[0]} to {plan.events[1]})"
-            if key == "claims_history" and plan.carried.get("claims"):
-                extra = f" ({counted(plan.carried['claims'], 'new claim')})"
-            click.echo(f"  {words}{note}: {plan.carried.get(key, 0)}{extra}")
-    if any(plan.not_carried.values()):
-        click.echo(
-            f"members and tokens only the snapshot holds (a copy's), not restored: "
-            f"{counted(plan.not_carried.get('members', 0), 'member')}, "
-            f"{counted(plan.not_carried.get('member_tokens', 0), 'token')} (a token this "
-            "database does "
-            "not accept never starts working through a restore)"
-        )
-    if plan.note:
-        click.echo(f"note: {plan.note}")
+    click.echo(
+        f"calls made after the snapshot, marked undone by the restore: {plan.undone}; "
+        "sqlgate's records (audit log, memory, claims, members) are not in the database file "
+        "and stay as they are"
+    )
 
 
 def _print_result(result: RestoreResult) -> None:
@@ -98,11 +76,7 @@ def _print_result(result: RestoreResult) -> None:
     db = show(str(result.db))
     click.echo(f"restored {db} from snapshot {show(result.plan.name)}: its user tables and schema "
                "are the snapshot's")  # fmt: skip
-    if result.carried:
-        carried = ", ".join(
-            counted(result.carried.get(key, 0), one, many) for key, one, many, _ in _SERVER_ROWS
-        )
-        click.echo(f"carried forward: {carried}")
+    click.echo(f"calls made after the snapshot, marked undone: {result.undone}")
     where = db_option(result.db)
     if result.event_id is not None:
         click.echo(f"the memory chain records it as event {result.event_id} (`"
@@ -119,13 +93,13 @@ def _print_result(result: RestoreResult) -> None:
 @settings_options(("db", "snapshots_keep"), existing_db=True)
 @reports_errors
 def snapshots_restore(name: str, yes: bool, as_json: bool, **values: Any) -> None:
-    """Put snapshot NAME's tables back as the database, keeping sqlgate's own records.
+    """Put snapshot NAME back as the database file; sqlgate's records stay as they are.
 
-    Lists first what the current file holds that the snapshot lacks; asks on a terminal,
-    needs --yes otherwise. The current file is kept in <db>.snapshots/restored/ (never
-    rotated); the audit log, memory, checkpoints and claims written since the snapshot are
-    carried into the restored file, the members and their tokens stay as they are now (a
-    revoked token never works again), and the memory chain records the restore.
+    Lists first each user table's rows now and in the snapshot; asks on a terminal, needs
+    --yes otherwise. The current file is kept in the snapshots folder's restored/ (never
+    rotated). The audit log, memory, claims and members are in sqlgate's records, not in
+    the file: the restore leaves them as they are, marks the calls made after the snapshot
+    undone, and the memory chain records it.
     """
     from sqlgate.service import ChainRestoreRecorder, new_session_id, plan_restore, restore_snapshot
 
@@ -146,11 +120,11 @@ def snapshots_restore(name: str, yes: bool, as_json: bool, **values: Any) -> Non
     session = new_session_id().replace("s-", "cli-", 1)
     recorder = ChainRestoreRecorder(db, session, time.time)
     result = restore_snapshot(db, folder, name, settings.snapshots_keep,
-                              recorder=recorder)  # fmt: skip
+                              recorder=recorder, session=session)  # fmt: skip
     if as_json:
         click.echo(terminal.json_dumps({"restored": {
             "db": str(result.db), "snapshot": result.plan.name, "before": str(result.before),
-            "before_name": result.before_name, "carried": result.carried,
+            "before_name": result.before_name, "calls_rolled_back": result.undone,
             "event_id": result.event_id,
         }}))  # fmt: skip
     else:

@@ -1,5 +1,5 @@
-"""`sqlgate snapshots list|restore`: the whole-file snapshots beside a database (`restore`
-has a module of its own, snapshot_restore.py)."""
+"""`sqlgate snapshots list|restore`: the whole-file snapshots of a database, in its records
+folder (`restore` has a module of its own, snapshot_restore.py)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,9 @@ judgements that tests drive case by case.
 
 A missing database that `serve` creates on its first start is a note, not a problem; a
 file that `serve` would refuse (a link to nowhere, an unwritable file or folder, not
-SQLite, another program's tables) is a failure, each with its fix.
+SQLite, a file of sqlgate 0.1.0 still holding its tables) is a failure, each with its fix.
+Any other SQLite file (an app's, an ORM's) is fine as it is: the verdict names the records
+folder in .sqlgate/ that sqlgate keeps for it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import apsw
 
 from sqlgate.config import creates_parent
 from sqlgate.errors import StartupError
+from sqlgate.home import record_files
 from sqlgate.service import (
     MIGRATIONS,
     Owner,
@@ -29,7 +32,6 @@ from sqlgate.service import (
     last_event_time,
     owner_of,
     read_facts,
-    refusal,
     shown_path,
 )
 from sqlgate.surfaces.terminal import one_line
@@ -60,8 +62,8 @@ class DbFacts:
     missing_folder: Path | None = None  # the nearest missing folder above the file
     creatable: bool = True  # serve may create what is missing (folder writable, ...)
     problem: str | None = None  # what serve would refuse, in its words
-    owner: Owner | None = None
-    schema: int = 0
+    records: Path | None = None  # sqlgate's records file of the database (in .sqlgate/)
+    schema: int = 0  # the records' schema version (0: none yet)
 
 
 @dataclass(frozen=True)
@@ -76,8 +78,9 @@ def _q(path: Path) -> str:
     return shlex.quote(str(path))
 
 
-def db_facts(path: Path, *, adopt: bool) -> DbFacts:
-    """Facts about the database `serve` would open at `path` (nothing is written)."""
+def db_facts(path: Path) -> DbFacts:
+    """Facts about the database `serve` would open at `path` and about its records (nothing
+    is written)."""
     link = Path(os.readlink(path)) if path.is_symlink() else None
     if link is not None and not link.is_absolute():
         link = path.parent / link
@@ -100,9 +103,21 @@ def db_facts(path: Path, *, adopt: bool) -> DbFacts:
     if not os.access(path.parent, os.W_OK | os.X_OK):
         return DbFacts(path, True, link_to=link, problem=f"folder {path.parent} is not writable "
                        "(SQLite writes its -wal and -shm files beside the database)")  # fmt: skip
-    said = refusal(facts, shown_path(path), adopt=adopt, read_only=False)
-    return DbFacts(path, True, link_to=link, problem=said, owner=owner_of(facts),
-                   schema=facts.user_version)  # fmt: skip
+    records = record_files(path).records
+    if owner_of(facts) is Owner.SQLGATE:
+        return DbFacts(path, True, link_to=link, records=records, problem=(
+            f"{shown_path(path)} holds sqlgate 0.1.0's own tables inside it; this version "
+            f"keeps them in {records.parent} and leaves the file untouched until they are "
+            "moved out"))  # fmt: skip
+    return DbFacts(path, True, link_to=link, records=records, schema=_records_schema(records))
+
+
+def _records_schema(records: Path) -> int:
+    """The schema version of sqlgate's records file (0 when there is none yet)."""
+    try:
+        return read_facts(records, 0.5).user_version
+    except StartupError:
+        return 0
 
 
 def judge_db(facts: DbFacts, reinstall: str) -> DbVerdict:
@@ -123,13 +138,15 @@ def judge_db(facts: DbFacts, reinstall: str) -> DbVerdict:
     if facts.problem is not None:
         return DbVerdict("fail", facts.problem, _fix_of(facts, reinstall))
     newest = MIGRATIONS[-1].version
-    if facts.owner is Owner.NEW:
-        return DbVerdict("ok", f"{path} is empty: serve adds its tables on its first start")
+    folder = facts.records.parent if facts.records is not None else None
+    if facts.schema == 0:
+        return DbVerdict("ok", f"{path}: left as it is; serve keeps sqlgate's records in "
+                         f"{folder} (made on its first start)")  # fmt: skip
     if facts.schema < newest:
-        return DbVerdict("ok", f"{path}: sqlgate schema {facts.schema}; serve upgrades it to "
-                         f"{newest} on its next start")  # fmt: skip
-    return DbVerdict("ok", f"{path}: sqlgate database (schema {facts.schema}), writable",
-                     ready=True)  # fmt: skip
+        return DbVerdict("ok", f"{path}: sqlgate's records in {folder} (schema {facts.schema}); "
+                         f"serve upgrades them to {newest} on its next start")  # fmt: skip
+    return DbVerdict("ok", f"{path}: writable; sqlgate's records in {folder} (schema "
+                     f"{facts.schema})", ready=True)  # fmt: skip
 
 
 def _fix_of(facts: DbFacts, reinstall: str) -> str:
@@ -139,10 +156,6 @@ def _fix_of(facts: DbFacts, reinstall: str) -> str:
         return f"chmod u+w {_q(facts.path.parent)}"
     if "is not writable" in problem:
         return f"chmod u+w {path}"
-    if "--adopt-db" in problem and "even with" not in problem:
-        return (
-            f"add --adopt-db to the entry's arguments to let sqlgate add its tables, or {reinstall}"
-        )
     return reinstall
 
 
@@ -185,6 +198,7 @@ def log_facts(path: Path, db: Path) -> LogFacts | None:
 
 
 def _last_event(db: Path) -> float | None:
+    db = record_files(db).records  # the memory lives in the database's records file
     if not db.is_file():
         return None
     try:

@@ -153,8 +153,7 @@ def _command_fix(inst: Installed, db: DbChoice, folder: Path) -> str:
 
 
 def check_database(inst: Installed, db: DbChoice, doctor: Doctor) -> tuple[Check, bool]:
-    adopt = inst.flag("--adopt-db", "SQLGATE_ADOPT_DB", doctor.where.env)
-    verdict = judge_db(db_facts(db.path, adopt=adopt),
+    verdict = judge_db(db_facts(db.path),
                        "point the entry at a file of its own: "
                        f"{reinstall(inst, db, doctor.where.cwd, db_arg='NEW.db')}")  # fmt: skip
     how = {"--project-db": " (--project-db, this project)", "env": " (SQLGATE_DB)",

@@ -323,7 +323,7 @@ class _Opened:
         )
         if not gated:
             return self.service, None
-        self.lookup = connect_read_only(settings.db, settings.busy_timeout)
+        self.lookup = connect_read_only(settings.records.records, settings.busy_timeout)
         return self.service, Members(self.lookup)
 
     def close(self) -> None:

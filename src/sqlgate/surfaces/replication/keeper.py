@@ -8,7 +8,7 @@ It starts Litestream, whose output goes where the keeper's goes, says
 - its standard input closes: the server stopped replication, or the server died (the kernel
   closes the pipe however a process ends, SIGKILL included, on every platform). The keeper
   runs one last witness mirror pass for DB (witness_log.py: the server's own mirror may have
-  died with it), then Litestream gets SIGTERM, once, syncs both databases and exits; after
+  died with it), then Litestream gets SIGTERM, once, syncs every file and exits; after
   SECONDS it is killed;
 - Litestream exits on its own.
 
@@ -86,12 +86,12 @@ def _last_pass(db: str) -> None:
         from pathlib import Path
 
         from sqlgate.service import WitnessFile, connect_read_only, utc_timestamp
-        from sqlgate.surfaces.replication.status import replication_dir
+        from sqlgate.surfaces.replication.status import records_file, replication_dir
         from sqlgate.surfaces.replication.witness_log import WitnessLog, mirror_once
 
         path = Path(db)
         log = WitnessLog.open(replication_dir(path) / "witness-log")
-        reader = connect_read_only(path)
+        reader = connect_read_only(records_file(path))
         try:
             done = mirror_once(reader, WitnessFile.beside(path), log, utc_timestamp(time.time()))
         finally:

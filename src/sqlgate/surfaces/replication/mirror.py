@@ -1,9 +1,10 @@
 """The thread that keeps the witness log up with the witness file (witness_log.py).
 
-It looks at `<db>.witness.json` every `interval` seconds (a read of a small file) and runs a
-mirror pass when it changed, or when the last pass waited for an append in flight. Every
-server, CLI command and capture hook that appends rewrites that file, so one mirror follows
-the appends of every process on the database.
+It looks at the database's witness (`witness.json` in its records folder) every `interval`
+seconds (a read of a small file) and runs a mirror pass over the chain in the records file
+when it changed, or when the last pass waited for an append in flight. Every server, CLI
+command and capture hook that appends rewrites that file, so one mirror follows the appends
+of every process on the database.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class WitnessMirror:
     def __init__(
         self,
         db: Path,
+        records: Path,
         log: WitnessLog,
         *,
         interval: float,
@@ -35,6 +37,7 @@ class WitnessMirror:
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.db = db
+        self.records = records  # the records file, where the memory chain lives
         self.log = log
         self.interval = interval
         self.on_pass = on_pass
@@ -53,7 +56,7 @@ class WitnessMirror:
             try:
                 raw = self.witness.read_raw()
                 if self._reader is None:
-                    self._reader = connect_read_only(self.db)
+                    self._reader = connect_read_only(self.records)
                 done = mirror_once(
                     self._reader, self.witness, self.log, utc_timestamp(self.wall_clock())
                 )

@@ -6,8 +6,10 @@ The checks, in order, each failing with StartupError (exit 8) and what to do:
    s3:// with an endpoint — something accepts TCP connections there (fails in a moment
    instead of after the AWS SDK's retries, about two minutes);
 2. the target holds no replica of another database: the witness log already replicated
-   there (if any) must carry this database's id, and a Litestream replica without a witness
-   log (not written by sqlgate) is refused, since Litestream would mix the two histories;
+   there (if any) must carry this database's id, and a Litestream replica of the database
+   or of its records without a witness log (not written by sqlgate, or by sqlgate 0.1.0,
+   whose witness log belongs to the old layout) is refused, since Litestream would mix the
+   two histories;
 3. Litestream itself replicates the witness log there once (`replicate -once`): the real
    write check, with the store's own words (no such bucket, access denied, ...) on failure.
 
@@ -25,7 +27,7 @@ from urllib.parse import urlsplit
 
 from sqlgate.errors import StartupError
 from sqlgate.surfaces.replication.litestream import Litestream, failure
-from sqlgate.surfaces.replication.target import ReplicaTarget, litestream_config
+from sqlgate.surfaces.replication.target import DB, RECORDS, ReplicaTarget, litestream_config
 from sqlgate.surfaces.replication.witness_log import WitnessLog
 
 __all__ = ["check_target", "replica_database_id"]
@@ -39,6 +41,7 @@ def check_target(
     env: Mapping[str, str],
     *,
     db: Path,
+    records: Path,
     log: WitnessLog,
     folder: Path,
     timeout: float,
@@ -50,7 +53,10 @@ def check_target(
         _check_reachable(target, min(timeout, 5.0))
     with tempfile.TemporaryDirectory(prefix="sqlgate-probe-") as scratch:
         existing = replica_database_id(target, binary, env, Path(scratch), timeout)
-        if existing is None and _has_replica(target, binary, env, db, Path(scratch), timeout):
+        if existing is None and any(
+            _has_replica(target, binary, env, (path, name), Path(scratch), timeout)
+            for path, name in ((db, DB), (records, RECORDS))
+        ):
             raise StartupError(
                 f"{target.url} already holds a Litestream replica that sqlgate did not write (no "
                 "witness log beside it); Litestream would mix its history with this "
@@ -139,16 +145,18 @@ def _has_replica(
     target: ReplicaTarget,
     binary: Litestream,
     env: Mapping[str, str],
-    db: Path,
+    file: tuple[Path, str],
     scratch: Path,
     timeout: float,
 ) -> bool:
-    """Whether Litestream already keeps a replica of some database at `target`'s db/."""
-    config = scratch / "ltx.json"
+    """Whether Litestream already keeps a replica of some file at `target`'s NAME/ for
+    `file` (its path, NAME)."""
+    path, name = file
+    config = scratch / f"ltx-{name}.json"
     config.write_text(
-        litestream_config(target, [(db, "db", scratch / "db-meta")]), encoding="utf-8"
+        litestream_config(target, [(path, name, scratch / f"{name}-meta")]), encoding="utf-8"
     )
-    done = binary.run(["ltx", "-json", "-no-expand-env", "-config", str(config), str(db)],
+    done = binary.run(["ltx", "-json", "-no-expand-env", "-config", str(config), str(path)],
                       env=env, timeout=timeout)  # fmt: skip
     if not done.ok:
         return False  # nothing listed: the next check (a real write) says what is wrong

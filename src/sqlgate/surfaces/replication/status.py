@@ -1,12 +1,14 @@
-"""`<db>.replication/`: what the process replicating a database leaves beside it, so that
-other processes (`sqlgate stats`, a second server) can learn how replication stands.
+"""`replication/` in the database's records folder (`sqlgate.home`): what the process
+replicating a database leaves there, so that other processes (`sqlgate stats`, a second
+server) can learn how replication stands. Nothing is written beside the user's file.
 
-    <db>.replication/
+    HOME/dbs/<key>/replication/
       lock            held (flock) by the one process replicating the database, while it runs
       status.json     its state, replaced whole on every change (below)
       litestream.json the configuration Litestream runs with (no secrets)
+      litestream.log  Litestream's output
       witness-log     the witness log (witness_log.py) and its -wal/-shm files
-      db-meta/, witness-meta/   Litestream's own bookkeeping for each database
+      db-meta/, records-meta/, witness-meta/   Litestream's own bookkeeping for each file
 
 status.json's `state`: `starting`, `running`, `restarting` (Litestream exited; the process
 starts it again after a pause), `stopped` (the server stopped it, after a final sync).
@@ -25,12 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from sqlgate.errors import StartupError
+from sqlgate.home import record_files
 from sqlgate.service import counted
 
 __all__ = [
     "ReplicationLock",
     "describe",
     "read_status",
+    "records_file",
     "replication_dir",
     "replication_report",
     "write_status",
@@ -41,7 +45,13 @@ _LOCK_WAIT = 2.0  # seconds a starting process retries while a reader tests the 
 
 
 def replication_dir(db: Path) -> Path:
-    return db.with_name(db.name + ".replication")
+    """The replication folder of the database at `db`, in its records folder."""
+    return record_files(db).folder / "replication"
+
+
+def records_file(db: Path) -> Path:
+    """sqlgate's records file of the database at `db` (its tables and memory chain)."""
+    return record_files(db).records
 
 
 def write_status(folder: Path, status: dict[str, Any]) -> None:

@@ -5,10 +5,13 @@
     ...                     # serve
     replication.stop()      # a last mirror pass, then Litestream flushes and exits
 
-`start()` takes `<db>.replication/lock` (one replicating process per database), finds the
-binary, opens the witness log, checks the target (probe.py), runs a first mirror pass, then
-starts the mirror thread and Litestream, and returns once Litestream has started on both
-databases (the database and its witness log).
+Three files are replicated, each to its own path under the URL (docs/decisions.md,
+"Replication of two files"): the user's database (`db/`), sqlgate's records of it
+(`records/`: audit log, undo data, memory chain, members) and the witness log
+(`witness/`). `start()` takes the lock in the records folder's `replication/` (one
+replicating process per database), finds the binary, opens the witness log, checks the
+target (probe.py), runs a first mirror pass, then starts the mirror thread and Litestream,
+and returns once Litestream has started on all three files.
 
 Litestream runs under a keeper (keeper.py), a small process in its own session (a Ctrl-C in
 the terminal reaches the server, which then stops replication in order). The keeper holds
@@ -16,7 +19,7 @@ the read end of a pipe from the server: when the server stops replication, or is
 any way (SIGKILL, OOM), the pipe closes and the keeper sends Litestream one SIGTERM, so it
 syncs what it has and exits: never an orphan, on any platform.
 
-Its output goes to `<db>.replication/litestream.log` (a file, not a pipe: see `_spawn`); a
+Its output goes to `replication/litestream.log` (a file, not a pipe: see `_spawn`); a
 thread follows it: warnings and errors go to the server's stderr prefixed
 `sqlgate: litestream:`, and the last error is kept in status.json. When Litestream exits on
 its own, the server keeps serving (the database is whole; only its copy lags): the exit is
@@ -43,24 +46,37 @@ from sqlgate.service import utc_timestamp
 from sqlgate.surfaces.replication.litestream import Litestream, failure, find_litestream, parse_line
 from sqlgate.surfaces.replication.mirror import WitnessMirror
 from sqlgate.surfaces.replication.probe import check_target
-from sqlgate.surfaces.replication.status import ReplicationLock, replication_dir, write_status
+from sqlgate.surfaces.replication.status import (
+    ReplicationLock,
+    records_file,
+    replication_dir,
+    write_status,
+)
 from sqlgate.surfaces.replication.target import (
+    REPLICATED,
     SHUTDOWN_SYNC_SECONDS,
     ReplicaTarget,
     litestream_config,
     litestream_env,
+    replicated_files,
 )
 from sqlgate.surfaces.replication.witness_log import MirrorPass, WitnessLog
 from sqlgate.surfaces.terminal import one_line
 
-__all__ = ["BACKOFF", "Replication"]
+__all__ = ["BACKOFF", "CHANGES", "Replication"]
 
 BACKOFF = (1.0, 2.0, 5.0, 15.0, 30.0, 60.0)  # seconds before restart n; the last repeats
 STEADY = 60.0  # a Litestream that ran this long died of something new: the pause starts over
 _READY = "replicating to"  # what Litestream logs once per database it started on
-LOG = "litestream.log"  # Litestream's output, in <db>.replication/
+LOG = "litestream.log"  # Litestream's output, in the records folder's replication/
 KEEPER = "sqlgate.surfaces.replication.keeper"
 KEEPER_SAYS = "keeper: "
+# said the first time a database is replicated: --replicate is the consent, this the notice
+CHANGES = (
+    "Litestream keeps {db} in WAL mode and adds its tables _litestream_seq and "
+    "_litestream_lock to it (the price of replicating the database itself; see "
+    "docs/how-to/replication.md)"
+)
 LOG_BYTES = 10 * 1024 * 1024  # beyond this, the log is moved to litestream.log.1 at a start
 
 
@@ -130,6 +146,7 @@ class Replication:
         self.db = db.absolute()
         self.target = target
         self.folder = replication_dir(self.db)
+        self.records = records_file(self.db)
         self.binary = binary
         self.emit = emit
         self.backoff = tuple(backoff)
@@ -155,10 +172,18 @@ class Replication:
         self._started_dbs = 0  # databases the running Litestream said it started on
         self._litestream_pid: int | None = None  # as its keeper said
         self._exit_code: int | None = None  # Litestream's own, as its keeper said
+        self._first = False  # the database was never replicated before this start
 
     # -- start and stop ------------------------------------------------------------------------
     def start(self) -> None:
         """Check everything, then start the mirror and Litestream. Raises StartupError."""
+        if not self.records.is_file():
+            raise StartupError(
+                f"{self.db} is not a sqlgate database yet (no records of it at "
+                f"{self.records}): serve the database once (`sqlgate serve --db PATH`) before "
+                "replicating it"
+            )
+        self._first = not self.folder.exists()
         try:
             self.folder.mkdir(exist_ok=True)
         except OSError as exc:
@@ -183,15 +208,13 @@ class Replication:
             "witness_log": {"last_id": self._log.last()[0], "problem": None},
         }  # fmt: skip
         self._write_status()
-        check_target(self.target, binary, self.env, db=self.db, log=self._log,
-                     folder=self.folder, timeout=self.timeout)  # fmt: skip
+        check_target(self.target, binary, self.env, db=self.db, records=self.records,
+                     log=self._log, folder=self.folder, timeout=self.timeout)  # fmt: skip
         config = self.folder / "litestream.json"
-        config.write_text(litestream_config(self.target, [
-            (self.db, "db", self.folder / "db-meta"),
-            (self._log.path, "witness", self.folder / "witness-meta"),
-        ]), encoding="utf-8")  # fmt: skip
+        files = replicated_files(self.db, self.records, self._log.path, self.folder)
+        config.write_text(litestream_config(self.target, files), encoding="utf-8")
         self._mirror = WitnessMirror(
-            self.db, self._log, interval=self.mirror_interval, on_pass=self._mirrored,
+            self.db, self.records, self._log, interval=self.mirror_interval, on_pass=self._mirrored,
             wall_clock=self.wall_clock,
         )  # fmt: skip
         self._mirror.pass_now()  # the log is current before Litestream's first sync
@@ -203,6 +226,8 @@ class Replication:
         if self._start_error is not None:
             raise StartupError(f"Litestream did not start: {self._start_error}")
         self.emit(f"sqlgate: replicating {self.db} to {self.target.url} with {binary}")
+        if self._first:
+            self.emit(f"sqlgate: replication: {CHANGES.format(db=self.db)}")
 
     def stop(self) -> None:
         """A last mirror pass, then Litestream syncs and exits (killed after a deadline)."""
@@ -295,7 +320,7 @@ class Replication:
                 return
 
     def _await_ready(self, process: subprocess.Popen[bytes], reader: threading.Thread) -> None:
-        """Tell `start()` once Litestream started on both databases, or why it did not."""
+        """Tell `start()` once Litestream started on every file, or why it did not."""
         deadline = time.monotonic() + self.timeout
         while not self._ready.wait(0.05):
             if process.poll() is not None or time.monotonic() >= deadline:
@@ -337,7 +362,7 @@ class Replication:
         level, text = parse_line(line)
         if level == "INFO" and text.startswith(_READY):
             self._started_dbs += 1
-            if self._started_dbs >= 2:
+            if self._started_dbs >= len(REPLICATED):
                 self._ready.set()
         if level in ("WARN", "ERROR") or (level is None and line.strip()):
             self.emit(f"sqlgate: litestream: {one_line(text, 400)}")

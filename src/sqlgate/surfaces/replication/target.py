@@ -1,10 +1,15 @@
 """Where replicas go: the `--replicate` URL, checked, and the Litestream configuration for it.
 
-| URL                                             | replicas land in                           |
-|-------------------------------------------------|--------------------------------------------|
-| `file:///srv/backups/agent`                     | folders `db/` and `witness/` in that folder |
-| `s3://bucket/team/agent`                        | keys under `team/agent/db/`, `.../witness/` |
-| `s3://bucket/p?endpoint=http://127.0.0.1:9000`  | the same, on an S3-compatible store         |
+| URL                                            | replicas land in                           |
+|------------------------------------------------|--------------------------------------------|
+| `file:///srv/backups/agent`                    | folders `db/`, `records/`, `witness/` there |
+| `s3://bucket/team/agent`                       | keys under `team/agent/db/`, `.../records/` |
+| `s3://bucket/p?endpoint=http://127.0.0.1:9000` | the same, on an S3-compatible store        |
+
+Under the URL: `db/` is the user's database file, `records/` sqlgate's records of it (audit
+log, undo data, memory chain, members: `sqlgate.home`), `witness/` the witness log
+(witness_log.py). sqlgate 0.1.0 kept one file, with its tables inside the user's, at `db/`
+alone; a restore recognises that layout by the missing `records/` (restore.py).
 
 S3 options, as query parameters: `endpoint` (http or https, host and port of an
 S3-compatible store; path-style addressing is then on, and the region defaults to us-east-1),
@@ -29,10 +34,23 @@ from urllib.request import url2pathname
 
 from sqlgate.errors import InvalidArgument
 
-__all__ = ["ReplicaTarget", "litestream_config", "litestream_env", "parse_target"]
+__all__ = [
+    "DB",
+    "RECORDS",
+    "REPLICATED",
+    "WITNESS",
+    "ReplicaTarget",
+    "litestream_config",
+    "litestream_env",
+    "parse_target",
+    "replicated_files",
+]
 
 SHUTDOWN_SYNC_SECONDS = 10  # how long Litestream may keep flushing once asked to stop
-WITNESS = "witness"  # the witness log's name under the target (the database's is "db")
+DB = "db"  # the user's database file, under the target
+RECORDS = "records"  # sqlgate's records of it
+WITNESS = "witness"  # the witness log
+REPLICATED = (DB, RECORDS, WITNESS)
 # The witness log is looked at and shipped ten times as often as the database (Litestream's
 # default, 1 s): the two replicas are shipped independently, and the sooner the log's entry
 # for an event lands, the rarer a replica holding events its log does not (witness_log.py).
@@ -210,6 +228,15 @@ def _flag(text: str, value: str) -> bool:
     if lowered in ("false", "0", "no", "off"):
         return False
     raise _refuse(text, f"force-path-style={value!r}: write true or false")
+
+
+def replicated_files(
+    db: Path, records: Path, witness_log: Path, folder: Path
+) -> list[tuple[Path, str, Path]]:
+    """The three files replicated for one database, each with its name under the target and
+    Litestream's metadata folder for it (in `folder`)."""
+    return [(path, name, folder / f"{name}-meta")
+            for path, name in ((db, DB), (records, RECORDS), (witness_log, WITNESS))]  # fmt: skip
 
 
 def litestream_config(

@@ -111,10 +111,21 @@ class Console:
 
     @contextmanager
     def reading(self) -> Iterator[apsw.Connection]:
-        """The read-only connection, inside one read transaction (a consistent page)."""
-        with self.service.db.reading() as conn:
-            conn.execute("BEGIN")
-            try:
-                yield conn
-            finally:
-                conn.execute("COMMIT")
+        """sqlgate's records, read-only, inside one read transaction (a consistent page)."""
+        with self.service.db.reading_records() as conn, _one_read(conn):
+            yield conn
+
+    @contextmanager
+    def reading_tables(self) -> Iterator[apsw.Connection]:
+        """The user's database, read-only, inside one read transaction (a consistent page)."""
+        with self.service.db.reading() as conn, _one_read(conn):
+            yield conn
+
+
+@contextmanager
+def _one_read(conn: apsw.Connection) -> Iterator[None]:
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")

@@ -61,7 +61,7 @@ def _count(conn: apsw.Connection, name: str) -> int | None:
 
 
 def tables_page(console: Console, query: Mapping[str, str]) -> Page:
-    with console.reading() as conn:
+    with console.reading_tables() as conn:
         objects = _user_objects(console, conn)
         rows = [
             [el("a", {"href": href("/tables/rows", {"name": name})}, name), kind,
@@ -153,7 +153,7 @@ def rows_page(console: Console, query: Mapping[str, str]) -> Page | None:
     name = query.get("name") or ""
     settings = console.settings
     size = max(1, min(PAGE_ROWS, settings.max_rows))
-    with console.reading() as conn:
+    with console.reading_tables() as conn:
         if (name, "view") not in _user_objects(console, conn) and name not in {
             n for n, _ in _user_objects(console, conn)
         }:

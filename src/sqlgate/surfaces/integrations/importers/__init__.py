@@ -35,7 +35,6 @@ from sqlgate.service import (
     Outcome,
     Prepared,
     Redactor,
-    check_ownership,
     existing_claims,
     land_chain,
     land_claims,
@@ -101,8 +100,6 @@ def run_import(
     """Import `path` (a `source` file) into `settings.db`; see the module docstring."""
     path = path.expanduser().absolute()
     guard_source_is_not_target(path, settings.db)
-    # another program's file is refused before anything reads it the usual way (--dry-run too)
-    check_ownership(settings.db, settings.busy_timeout, adopt=settings.adopt_db, read_only=False)
     redactor = redactor_for(settings)
     if source in _CHAIN_READERS:
         chain = _CHAIN_READERS[source](path)  # verified before the target is even opened
@@ -154,7 +151,7 @@ def _import_chain(
 
     # planned on the target read-only first: a source item sqlgate cannot take stops the
     # import before the database is even opened for writing
-    with _target_reader(settings.db) as conn:
+    with _target_reader(settings.records.records) as conn:  # sqlgate's memory and claims
         after, after_checkpoint, plan = plan_from(conn)
     finish(after, plan)
     if report.dry_run or not plan:
@@ -204,7 +201,7 @@ def _import_claims(
         else:
             report.status = "would import" if report.dry_run else "imported"
 
-    with _target_reader(settings.db) as conn:
+    with _target_reader(settings.records.records) as conn:  # sqlgate's memory and claims
         present = {} if conn is None else existing_claims(conn)
         recorded = [] if conn is None else prior_imports(conn, "claims-mcp")
     if any(r.get("head_hash") == report.head_hash for r in recorded):
