@@ -33,8 +33,8 @@ from peers import text_of
 BENCHMARK = "records in their own file"
 GOAL = 1.05
 CALLS = (
-    ("read_query", {"sql": "SELECT 1"}, "read_query('SELECT 1')"),
-    ("write_query", {"sql": "INSERT INTO t (v) VALUES ('x')"}, "1-row write_query with undo"),
+    ("read_query", {"query": "SELECT 1"}, "read_query('SELECT 1')"),
+    ("write_query", {"query": "INSERT INTO t (v) VALUES ('x')"}, "1-row write_query with undo"),
 )
 
 
@@ -54,7 +54,7 @@ async def one_round(pythons: tuple[str, str], calls: int, work: Path) -> list[li
             clients = (a, b)
             for client in clients:
                 sql = "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)"
-                await client.call_tool("write_query", {"sql": sql})
+                await client.call_tool("write_query", {"query": sql})
             for index, (tool, args, _) in enumerate(CALLS):
                 for _ in range(calls):
                     for which, client in enumerate(clients):

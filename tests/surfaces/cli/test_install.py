@@ -7,9 +7,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
 from click.testing import CliRunner, Result
 
+from sqlgate.home import Home, guarded
 from sqlgate.surfaces.cli.app import main
 from sqlgate.surfaces.integrations import client_paths as install_paths
 from sqlgate.surfaces.integrations import install as setup
@@ -347,6 +349,23 @@ def test_project_scope_takes_a_db_inside_the_project_relative_to_it(home: Path) 
     assert result.exit_code == 0, result.output
     entry = entry_in("claude-code", home / "project" / ".mcp.json")
     assert entry["args"] == ["serve", "--db", "data/team.db"]
+
+
+def test_project_scope_with_the_apps_database_notes_it_in_the_projects_home(home: Path) -> None:
+    """`install claude-code --scope project --db db.sqlite3` (issue 33): the commands run in
+    the project find the app's database at once, before the client first starts the server."""
+    project = home / "project"
+    app_db = project / "db.sqlite3"
+    conn = apsw.Connection(str(app_db))
+    conn.execute("CREATE TABLE auth_user (id INTEGER PRIMARY KEY)")
+    conn.close()
+    before = app_db.read_bytes()
+    result = invoke("install", "claude-code", "--scope", "project", "--db", "db.sqlite3")
+    assert result.exit_code == 0, result.output
+    assert "sqlgate keeps its records of it in .sqlgate/" in result.output
+    assert (project / ".sqlgate" / ".gitignore").read_text() == "*\n"
+    assert guarded(Home(project / ".sqlgate", project)) == [app_db.resolve()]
+    assert app_db.read_bytes() == before
 
 
 @pytest.mark.parametrize("db", ["../elsewhere.db", "/var/lib/agent.db", "."])

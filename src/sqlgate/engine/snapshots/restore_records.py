@@ -4,10 +4,11 @@ home): the user's file holds none of them, so a restore never rolls them back.
 In one transaction on the records file, held open while the snapshot is copied in and
 committed once the copy is done (`RecordsWork`):
 
-- the undo data of every call made after the snapshot (its `ts` at or after the moment the
-  snapshot's name records) is marked undone by the restore, so `undo --list` no longer
-  offers it and `sqlgate undo` of such a call says what happened: the rows it changed are
-  the snapshot's again. `undone_by` names the restore and the copy of before it kept;
+- the undo data of every call made after the snapshot (its `ts`, kept to the millisecond,
+  later than the millisecond the snapshot's name records) is marked undone by the restore,
+  so `undo --list` no longer offers it and `sqlgate undo` of such a call says what
+  happened: the rows it changed are the snapshot's again. `undone_by` names the restore
+  and the copy of before it kept;
 - restoring such a copy of before (`restored/NAME`) puts back the rows of the calls the
   restore that kept it marked, so their marks are taken back first;
 - the restore's audit row (tool `snapshots restore`) and the recorder's memory event.
@@ -44,7 +45,10 @@ __all__ = [
     "snapshot_moment",
 ]
 
-_AFTER = "undone_at IS NULL AND ts >= ?"
+# strictly later: the records keep milliseconds, a snapshot's name microseconds, so a call of
+# the snapshot's own millisecond may have come before it; one that came after is left
+# unmarked, and its undo is still refused by the row checks (its rows are not there)
+_AFTER = "undone_at IS NULL AND ts > ?"
 _KEPT_MARK = "(previous content: {})"
 STAMP = "%Y%m%dT%H%M%S%fZ"  # the UTC moment a snapshot name starts with
 

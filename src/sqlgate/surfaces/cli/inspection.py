@@ -258,6 +258,8 @@ def stats(as_json: bool, **values: Any) -> None:
             audit = reader.tally(conn, service.settings.db)
     report = {
         "db": str(service.settings.db),
+        "db_bytes": service.settings.db.stat().st_size,
+        "records": str(service.settings.records.records),
         "memory": memory,
         "claims": claims,
         "audit": audit,
@@ -293,7 +295,9 @@ def _print_stats(report: dict[str, Any]) -> None:
     print_pairs(
         [
             ("database", report["db"]),
-            ("database size", counted(int(memory["db_bytes"]), "byte", spec=",")),
+            ("database size", counted(int(report["db_bytes"]), "byte", spec=",")),
+            ("records", report["records"]),
+            ("records size", counted(int(memory["db_bytes"]), "byte", spec=",")),
             ("events", memory["events"]),
             ("checkpoints", memory["checkpoints"]),
             ("sessions", memory["sessions_total"]),

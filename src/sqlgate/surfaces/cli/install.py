@@ -16,6 +16,7 @@ import click
 
 from sqlgate.config import PROJECT_DB, load_settings
 from sqlgate.errors import InvalidArgument
+from sqlgate.home import HOME_DIR
 from sqlgate.surfaces.cli.options import reports_errors, settings_from, settings_options
 from sqlgate.surfaces.integrations import codex_scopes, gemini_scopes, scopes
 from sqlgate.surfaces.integrations import install as setup
@@ -105,9 +106,25 @@ def install(
         click.echo(visible(warning), err=True)
     if spec.name == "gemini" and (untrusted := trust_warning(chosen, where)):
         click.echo(visible(untrusted), err=True)
+    if not dry_run and chosen == "project" and db is not None:
+        _guard(db, where)
     if as_json or dry_run or not any(change.needed for change in changes):
         return
     _say_what_follows(spec, name, chosen, changes[0], db, where, warning)
+
+
+def _guard(db: Path, where: setup.Where) -> None:
+    """A project's existing database is noted in the project's `.sqlgate/` at once, so the
+    commands run in the project (`log`, `stats`, ...) find it before the client first
+    starts the server; its records are made by that first start."""
+    from sqlgate.home import Home, home_of, note_guarded
+
+    full = db if db.is_absolute() else where.cwd / db
+    if full.is_file() and full.parent.name != HOME_DIR:
+        home = home_of(full)
+        if home.root is None:  # no repository around it: the project is the install's folder
+            home = Home(where.cwd / HOME_DIR, where.cwd)
+        note_guarded(full, home)
 
 
 def _install_plans(
@@ -152,7 +169,8 @@ def _say_what_follows(
         shown = setup.project_db(db, where).as_posix()
         ignore = ".sqlgate/" if shown.startswith(".sqlgate/") else f"{shown}*"
         click.echo(f"the project's database is {shown} (relative to the project folder); "
-                   f"keep it out of git: add {ignore} to .gitignore")  # fmt: skip
+                   f"keep it out of git: add {ignore} to .gitignore; sqlgate keeps its records "
+                   "of it in .sqlgate/ (which ignores itself)")  # fmt: skip
         if shutil.which("sqlgate") is None:
             click.echo("note: no `sqlgate` on this machine's PATH; the project's config runs "
                        "`sqlgate` from PATH: install it where every clone's users can run it "
