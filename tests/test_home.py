@@ -459,3 +459,37 @@ def test_a_linked_agent_db_is_listed_only_inside_the_project(
     real.write_bytes(b"")
     (home.folder / "agent.db").symlink_to(real)
     assert guarded(home) == ([home.folder / "agent.db"] if listed else [])
+
+
+def test_records_remembered_by_servers_starting_together_are_all_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """known-records.json is read, changed and replaced under a lock: no note is lost when
+    several servers first open their databases at once (it tells a deleted records folder
+    apart from a new database)."""
+    import threading
+
+    from sqlgate.home import remember_records, remembered_records
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    dbs = []
+    for n in range(24):
+        db = tmp_path / f"db{n}.sqlite"
+        db.write_bytes(b"")
+        dbs.append(db)
+    start = threading.Barrier(len(dbs))
+
+    def remember(db: Path) -> None:
+        start.wait()
+        remember_records(db, tmp_path / "records" / db.name, "2026-12-07T00:00:00.000Z")
+
+    threads = [threading.Thread(target=remember, args=(db,)) for db in dbs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for db in dbs:
+        assert remembered_records(db) == {
+            "records": str(tmp_path / "records" / db.name),
+            "since": "2026-12-07T00:00:00.000Z",
+        }

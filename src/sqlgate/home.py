@@ -50,6 +50,8 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -398,6 +400,23 @@ def remembered_records(db: Path) -> dict[str, str] | None:
     return {str(k): str(v) for k, v in entry.items()}
 
 
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on `path` (created 0600) while the block runs, where the platform
+    has one (POSIX `flock`); elsewhere the block runs unlocked."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: a lost update only costs a note of history
+        yield
+        return
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def remember_records(db: Path, folder: Path, since: str) -> None:
     """Note (per user, written whole or not at all) that the file `db` keeps its records in
     `folder` since `since`: a records folder deleted later is then told apart from a new
@@ -406,14 +425,15 @@ def remember_records(db: Path, folder: Path, since: str) -> None:
     import json
     import tempfile
 
-    known = {path: entry for path, entry in _known().items() if os.path.exists(path)}
-    known[str(_real(db))] = {"records": str(folder), "since": since}
     target = _known_path()
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".known-", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(known, out, sort_keys=True)
-        os.replace(temp, target)
+        with _locked(target.with_name(KNOWN_FILE + ".lock")):  # servers starting together
+            known = {path: entry for path, entry in _known().items() if os.path.exists(path)}
+            known[str(_real(db))] = {"records": str(folder), "since": since}
+            fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".known-", suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(known, out, sort_keys=True)
+            os.replace(temp, target)
     except OSError:
         return

@@ -118,8 +118,8 @@ class ClientHome:
             XDG_STATE_HOME=str(self.root / "xdg-state"),
             XDG_CACHE_HOME=str(self.root / "xdg-cache"),
             **QUIET,
-            **extra,
         )
+        env.update(extra)
         return env
 
     def run(
@@ -138,9 +138,9 @@ class ClientHome:
             timeout=timeout,
         )
 
-    def sqlgate(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def sqlgate(self, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
         """This installation's `sqlgate ARGS` in the project folder; it must succeed."""
-        done = self.run([sys.executable, "-m", "sqlgate", *args])
+        done = self.run([sys.executable, "-m", "sqlgate", *args], **extra)
         assert done.returncode == 0, done.stdout + done.stderr
         return done
 
@@ -148,7 +148,8 @@ class ClientHome:
         """`sqlgate install CLIENT` (user scope) for this HOME's database."""
         self.sqlgate("install", client, "--db", str(self.db))
 
-    def audit_log(self) -> list[dict[str, Any]]:
-        """The server's audit log (`sqlgate log --json`), oldest call first."""
-        done = self.sqlgate("log", "--json", "--limit", "0", "--db", str(self.db))
+    def audit_log(self, **extra: str) -> list[dict[str, Any]]:
+        """The server's audit log (`sqlgate log --json`), oldest call first (`extra`: the
+        environment the client gave the server, where it differs from this HOME's)."""
+        done = self.sqlgate("log", "--json", "--limit", "0", "--db", str(self.db), **extra)
         return [json.loads(line) for line in reversed(done.stdout.splitlines())]

@@ -204,7 +204,9 @@ def test_exec_calls_a_tool_through_a_fake_model(
     assert len(outputs) == 2, outputs  # the second: the tool's output, then the final text
     assert result in str(outputs[1])
     assert "done" in done.stdout
-    (logged,) = client_home.audit_log()
+    # Codex starts its MCP servers with HOME but without XDG_DATA_HOME: the server kept the
+    # records of this database (outside any project) in HOME's default per-user data folder
+    (logged,) = client_home.audit_log(XDG_DATA_HOME=str(client_home.home / ".local" / "share"))
     assert (logged["tool"], logged["query"], logged["outcome"]) == (
         call.tool,
         call.arguments["query"],
