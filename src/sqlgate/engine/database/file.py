@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import apsw
 
@@ -43,7 +44,6 @@ from sqlgate.engine.connect import (
     open_server_connection,
     wal,
 )
-from sqlgate.engine.database.legacy import MoveResult, Relocate, move, move_pending
 from sqlgate.engine.database.ownership import shown_path
 from sqlgate.engine.records import (
     check_binding,
@@ -68,6 +68,9 @@ from sqlgate.engine.schema import (
 )
 from sqlgate.errors import StartupError
 from sqlgate.home import RecordFiles, remember_records, remembered_records
+
+if TYPE_CHECKING:
+    from sqlgate.engine.database.legacy import MoveResult, Relocate
 
 __all__ = ["READABLE_FROM", "Database"]
 
@@ -100,6 +103,9 @@ def _refuse_tables_inside(settings: Settings, relocate: Relocate | None) -> Move
     path = settings.db
     if not path.is_file() or path.stat().st_size == 0:
         return None
+    # imported here: a command that only reads pays for it only when it meets such a file
+    from sqlgate.engine.database.legacy import move, move_pending
+
     if relocate is not None:
         return move(path, settings, relocate)
     if move_pending(path):
