@@ -60,6 +60,7 @@ from sqlgate.engine.rules import (
     shadow_tables,
 )
 from sqlgate.engine.schema import (
+    APPLICATION_ID,
     LITESTREAM_TABLES,
     MIGRATIONS,
     check_owner,
@@ -103,7 +104,8 @@ def _refuse_tables_inside(settings: Settings, relocate: Relocate | None) -> Move
     path = settings.db
     if not path.is_file() or path.stat().st_size == 0:
         return None
-    # imported here: a command that only reads pays for it only when it meets such a file
+    if not _maybe_legacy(path, settings.records):
+        return None  # the common case, decided from 4 bytes: the move's code is not loaded
     from sqlgate.engine.database.legacy import move, move_pending
 
     if relocate is not None:
@@ -116,6 +118,19 @@ def _refuse_tables_inside(settings: Settings, relocate: Relocate | None) -> Move
             "`sqlgate serve` once) to move them, then retry"
         )
     return None
+
+
+def _maybe_legacy(path: Path, files: RecordFiles) -> bool:
+    """Whether `path` may be a 0.1.0 file, or one whose move stopped: its header's
+    application_id is sqlgate's (bytes 68-71), or a move left its journal."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(68)
+            mark = handle.read(4)
+    except OSError:
+        return True  # let the move's own checks say what is wrong
+    stopped = (files.folder / "migrated" / "move.json").exists()
+    return stopped or int.from_bytes(mark, "big") == APPLICATION_ID
 
 
 def _make_records(files: RecordFiles, db: Path) -> None:
