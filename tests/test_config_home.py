@@ -8,9 +8,9 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-import platformdirs
 import pytest
 
+import sqlgate.home as home_module
 from sqlgate.config import (
     FLAGS,
     PROJECT_DB,
@@ -31,7 +31,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "home").mkdir()
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     data = tmp_path / "data"
-    monkeypatch.setattr(platformdirs, "user_data_dir", lambda *a, **k: str(data))
+    monkeypatch.setattr(home_module, "user_data_folder", lambda: data)
 
 
 def a_project(tmp_path: Path, *, agent_db: bool = True, git: bool = False) -> Path:

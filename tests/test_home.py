@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import sqlgate.home as home_module
 from sqlgate.errors import SqlgateError
 from sqlgate.home import (
     HOME_DIR,
@@ -39,7 +40,7 @@ def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     for folder in folders.values():
         folder.mkdir()
     monkeypatch.setenv("HOME", str(folders["home"]))
-    monkeypatch.setattr(platformdirs, "user_data_dir", lambda *a, **k: str(folders["data"]))
+    monkeypatch.setattr(home_module, "user_data_folder", lambda: folders["data"])
     return folders
 
 
@@ -493,3 +494,19 @@ def test_records_remembered_by_servers_starting_together_are_all_kept(
             "records": str(tmp_path / "records" / db.name),
             "since": "2026-12-07T00:00:00.000Z",
         }
+
+
+@pytest.mark.parametrize("xdg", [None, "", "   ", "/srv/data"])
+def test_the_per_user_folder_is_platformdirs_own(
+    xdg: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """user_data_folder spells out platformdirs' rule (to spare its import at start-up):
+    the same folder, whatever XDG_DATA_HOME holds."""
+
+    from sqlgate.home import user_data_folder
+
+    if xdg is None:
+        monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_DATA_HOME", xdg)
+    assert user_data_folder() == Path(platformdirs.user_data_dir("sqlgate", appauthor=False))

@@ -89,9 +89,9 @@ DEFAULT_DB_NAME = "memory.db"
 
 def default_db_path() -> Path:
     """The database used when no --db is given: the platform's per-user data folder."""
-    import platformdirs  # a few ms of start-up: only a command that needs the path pays
+    from sqlgate.home import user_data_folder
 
-    return Path(platformdirs.user_data_dir("sqlgate", appauthor=False)) / DEFAULT_DB_NAME
+    return user_data_folder() / DEFAULT_DB_NAME
 
 
 # A project's own database (`sqlgate install CLIENT --scope project`), relative to the project

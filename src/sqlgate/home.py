@@ -108,8 +108,18 @@ class Home:
 
 
 def user_data_folder() -> Path:
-    """This platform's per-user data folder for sqlgate."""
-    import platformdirs  # a few ms: only a command that needs the path pays
+    """This platform's per-user data folder for sqlgate (platformdirs' `user_data_dir`).
+
+    On Linux and the BSDs that is the XDG Base Directory rule, `$XDG_DATA_HOME/sqlgate`, else
+    `~/.local/share/sqlgate` (as platformdirs computes it: tests/test_home.py compares the
+    two), written out here because importing platformdirs costs several milliseconds of
+    every command's start-up; macOS and Windows ask platformdirs."""
+    import sys
+
+    if sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
+        base = os.environ.get("XDG_DATA_HOME", "").strip()
+        return Path(base or os.path.expanduser("~/.local/share")) / "sqlgate"
+    import platformdirs
 
     return Path(platformdirs.user_data_dir("sqlgate", appauthor=False))
 

@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
@@ -33,7 +33,6 @@ from sqlgate.engine.records import (
 )
 from sqlgate.engine.running import Outcome
 from sqlgate.engine.sqltext import fingerprint
-from sqlgate.engine.undo import relocate_shapes
 from sqlgate.errors import PolicyDenied, SqlgateError
 from sqlgate.memory.privacy import Redactor
 from sqlgate.memory.store import Memory, redactor_for
@@ -201,7 +200,7 @@ class Calls:
         `serving`: a server starts, which the table rules must fit (StartupError)."""
         redactor = redactor_for(settings)  # a bad pattern file stops us before the db is touched
         db = Database.open(settings, create_parent=create_parent, read_only=read_only,
-                           relocate=relocate_shapes)  # fmt: skip
+                           relocate=_relocate_shapes)  # fmt: skip
         try:
             if serving:  # a rule that does not fit the schema stops the server at start
                 db.check_rules()
@@ -300,3 +299,10 @@ class Calls:
         if not confirmed:
             return {}
         return {"confirmed_by": (current_caller() or self.caller).actor}
+
+
+def _relocate_shapes(conn: apsw.Connection, moved: Mapping[tuple[int, int], int]) -> int:
+    """`engine.undo.relocate_shapes`, imported only when a 0.1.0 file is moved (start-up)."""
+    from sqlgate.engine.undo import relocate_shapes
+
+    return relocate_shapes(conn, moved)

@@ -8,10 +8,10 @@ import json
 import shlex
 from pathlib import Path
 
-import platformdirs
 import pytest
 from click.testing import CliRunner, Result
 
+import sqlgate.home as home_module
 from sqlgate.config import FLAGS, PROJECT_DB
 from sqlgate.home import DBS_DIR, HOME_DIR, Home, note_guarded, record_files
 from sqlgate.surfaces.cli.app import main
@@ -33,7 +33,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "home").mkdir()
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     data = tmp_path / "data"
-    monkeypatch.setattr(platformdirs, "user_data_dir", lambda *a, **k: str(data))
+    monkeypatch.setattr(home_module, "user_data_folder", lambda: data)
     root = (tmp_path / "app").resolve()
     (root / "src" / "pkg").mkdir(parents=True)
     (root / ".git").mkdir()

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import apsw
 
@@ -43,7 +44,6 @@ from sqlgate.engine.connect import (
     open_server_connection,
     wal,
 )
-from sqlgate.engine.database.legacy import MoveResult, Relocate, move, move_pending
 from sqlgate.engine.database.ownership import shown_path
 from sqlgate.engine.records import (
     check_binding,
@@ -60,6 +60,7 @@ from sqlgate.engine.rules import (
     shadow_tables,
 )
 from sqlgate.engine.schema import (
+    APPLICATION_ID,
     LITESTREAM_TABLES,
     MIGRATIONS,
     check_owner,
@@ -68,6 +69,9 @@ from sqlgate.engine.schema import (
 )
 from sqlgate.errors import StartupError
 from sqlgate.home import RecordFiles, remember_records, remembered_records
+
+if TYPE_CHECKING:
+    from sqlgate.engine.database.legacy import MoveResult, Relocate
 
 __all__ = ["READABLE_FROM", "Database"]
 
@@ -100,6 +104,10 @@ def _refuse_tables_inside(settings: Settings, relocate: Relocate | None) -> Move
     path = settings.db
     if not path.is_file() or path.stat().st_size == 0:
         return None
+    if not _maybe_legacy(path, settings.records):
+        return None  # the common case, decided from 4 bytes: the move's code is not loaded
+    from sqlgate.engine.database.legacy import move, move_pending
+
     if relocate is not None:
         return move(path, settings, relocate)
     if move_pending(path):
@@ -110,6 +118,19 @@ def _refuse_tables_inside(settings: Settings, relocate: Relocate | None) -> Move
             "`sqlgate serve` once) to move them, then retry"
         )
     return None
+
+
+def _maybe_legacy(path: Path, files: RecordFiles) -> bool:
+    """Whether `path` may be a 0.1.0 file, or one whose move stopped: its header's
+    application_id is sqlgate's (bytes 68-71), or a move left its journal."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(68)
+            mark = handle.read(4)
+    except OSError:
+        return True  # let the move's own checks say what is wrong
+    stopped = (files.folder / "migrated" / "move.json").exists()
+    return stopped or int.from_bytes(mark, "big") == APPLICATION_ID
 
 
 def _make_records(files: RecordFiles, db: Path) -> None:
