@@ -6,6 +6,7 @@ The temporary files live in memory when they can (tests/temp_root.py).
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -18,6 +19,8 @@ from sqlgate.config import Settings
 from sqlgate.service import Service
 from tests.temp_root import move_temp_root
 
+_DATA_HOME = pytest.StashKey[str]()
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """Before the first tmp_path: keep temporary files on the tmpfs when there is one (the
@@ -25,10 +28,20 @@ def pytest_configure(config: pytest.Config) -> None:
     move_temp_root(os.environ)
     tempfile.tempdir = None  # read TMPDIR again
     # sqlgate's per-user home (records of databases outside any project) in a folder of the
-    # run's own, never the person's: a test's database lives in tmp_path, outside projects
+    # run's own, never the person's: a test's database lives in tmp_path, outside projects.
+    # The process that makes it (the only one, or xdist's controller) removes it at the end:
+    # a run leaves over a gigabyte of records there, in memory when TMPDIR is a tmpfs
     if "SQLGATE_TEST_DATA_HOME" not in os.environ:
         os.environ["SQLGATE_TEST_DATA_HOME"] = tempfile.mkdtemp(prefix="sqlgate-data-")
+        config.stash[_DATA_HOME] = os.environ["SQLGATE_TEST_DATA_HOME"]
     os.environ["XDG_DATA_HOME"] = os.environ["SQLGATE_TEST_DATA_HOME"]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    made = config.stash.get(_DATA_HOME, None)
+    if made is not None:
+        shutil.rmtree(made, ignore_errors=True)
+        os.environ.pop("SQLGATE_TEST_DATA_HOME", None)
 
 
 class FakeClock:
