@@ -146,3 +146,27 @@ def test_the_hardening_holds_with_the_records_attached(
 ) -> None:
     assert agent.config(op, -1) == expected
     assert agent.limit(apsw.SQLITE_LIMIT_ATTACHED, -1) == 0
+
+
+@pytest.mark.parametrize("readonly", KINDS)
+def test_the_busy_timeout_is_set_before_the_first_statement(
+    settings: Settings, records: Path, readonly: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ATTACH is the connection's first statement: on a WAL file another program's last
+    connection is closing, it meets a lock for a moment and must wait, not fail at once
+    (seen as `export` failing "database is locked" beside a concurrent `stats`)."""
+    import sqlgate.engine.connect as connect
+
+    seen: list[int] = []
+    attach = connect.attach_records
+
+    def noting(conn: apsw.Connection, path: Path) -> None:
+        seen.append(int(conn.pragma("busy_timeout")))
+        attach(conn, path)
+
+    monkeypatch.setattr(connect, "attach_records", noting)
+    conn = open_agent_connection(
+        Settings(db=settings.db, busy_timeout=2.5), readonly=readonly, records=records
+    )
+    conn.close()
+    assert seen == [2500]

@@ -247,6 +247,9 @@ def _open(
             conn = connect_read_only(path, settings.busy_timeout)
         else:
             conn = apsw.Connection(str(path), flags=flags)
+            # before its first statement: a WAL file another program's last connection is
+            # closing (checkpointing, removing the -wal) answers "locked" for a moment
+            conn.set_busy_timeout(int(settings.busy_timeout * 1000))
         if records is not None:
             attach_records(conn, records)
         for step in steps:
