@@ -32,6 +32,7 @@ __all__ = [
     "attach_records",
     "check_database_file",
     "connect_read_only",
+    "hold_exclusively",
     "immediate_transaction",
     "lock_if_free",
     "open_agent_connection",
@@ -298,6 +299,27 @@ def open_agent_connection(
     if readonly:
         return _open(settings.db, apsw.SQLITE_OPEN_READONLY, READ_STEPS, settings, records)
     return _open(settings.db, apsw.SQLITE_OPEN_READWRITE, WRITE_STEPS, settings, records)
+
+
+def hold_exclusively(db: Path) -> apsw.Connection:
+    """A connection holding SQLite's exclusive lock on `db` until it is closed, taken without
+    waiting: `apsw.BusyError` while another connection has the file open, another
+    `apsw.Error` when it cannot be opened (nothing is left open either way).
+
+    In WAL mode every connection that has read the database keeps a shared lock on the file
+    while it stays open, idle or not, so the lock is refused exactly while another
+    connection (this process or another) has the database open; held to the end, it keeps
+    anyone from opening the file meanwhile.
+    """
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READWRITE)
+    try:
+        conn.set_busy_timeout(0)
+        conn.pragma("locking_mode", "exclusive")
+        conn.execute("BEGIN EXCLUSIVE; COMMIT")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def lock_if_free(conn: apsw.Connection) -> bool:

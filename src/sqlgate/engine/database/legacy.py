@@ -43,6 +43,7 @@ from sqlgate.config import Settings
 from sqlgate.engine.commands import db_option
 from sqlgate.engine.connect import (
     connect_read_only,
+    hold_exclusively,
     immediate_transaction,
     open_server_connection,
 )
@@ -337,19 +338,13 @@ def plan_move(db: Path, busy_timeout: float = 5.0) -> MovePlan:
 
 def _lock(db: Path, busy_timeout: float) -> apsw.Connection:
     """A connection holding SQLite's exclusive lock on `db` until it is closed: refused
-    (StartupError, nothing changed) while another connection has the file open. A 0.1.0
-    file is in WAL mode (0.1.0 switched it), where every connection that has read it keeps a
-    shared lock while it stays open, so the lock is refused exactly then."""
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READWRITE)
+    (StartupError, nothing changed) while another connection has the file open (a 0.1.0 file
+    is in WAL mode, which 0.1.0 switched it to: `hold_exclusively`)."""
     try:
-        conn.set_busy_timeout(0)
-        conn.pragma("locking_mode", "exclusive")
-        conn.execute("BEGIN EXCLUSIVE; COMMIT")
+        conn = hold_exclusively(db)
     except apsw.BusyError:
-        conn.close()
         raise _held(db, "another connection has it open") from None
     except apsw.Error as exc:
-        conn.close()
         raise StartupError(
             f"cannot open {shown_path(db)} to move sqlgate's tables: {exc}"
         ) from None

@@ -43,6 +43,7 @@ from pathlib import Path
 import apsw
 
 from sqlgate.engine.commands import db_option, shell_word
+from sqlgate.engine.connect import hold_exclusively
 from sqlgate.engine.snapshots.holders import holders_of
 from sqlgate.engine.snapshots.restore_plan import (
     KEPT_FOLDER,
@@ -266,25 +267,15 @@ def rotate_snapshots(folder: Path, keep: int) -> list[Path]:
 
 
 def _lock_exclusively(db: Path, name: str) -> apsw.Connection:
-    """A connection holding SQLite's exclusive lock on `db`, kept until it is closed.
-
-    In WAL mode every other connection that has read the database keeps a shared lock on
-    the file while it stays open, idle or not, so taking the exclusive lock fails exactly
-    while another connection (this process or another) has the database open. Holding the
-    lock to the end also keeps anyone from opening it while the restore runs.
-    """
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READWRITE)
+    """A connection holding SQLite's exclusive lock on `db`, kept until it is closed
+    (`hold_exclusively`): refused, naming who holds it, while another connection has the
+    database open; held to the end, it keeps anyone from opening it while the restore runs."""
     try:
-        conn.set_busy_timeout(0)
-        conn.pragma("locking_mode", "exclusive")
-        conn.execute("BEGIN EXCLUSIVE; COMMIT")
+        return hold_exclusively(db)
     except apsw.BusyError:
-        conn.close()
         raise _in_use(db, name) from None
     except apsw.Error as exc:
-        conn.close()
         raise SnapshotError(f"cannot open {db} for the restore: {exc}") from None
-    return conn
 
 
 def _in_use(db: Path, name: str) -> SnapshotError:
