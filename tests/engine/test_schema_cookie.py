@@ -21,8 +21,10 @@ def test_the_cookie_moves_with_each_schema_change(conn: apsw.Connection) -> None
 
 
 def test_a_handed_on_value_is_taken_once_then_sqlite_is_read_again(
-    conn: apsw.Connection,
+    conn: apsw.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the clock stands still: a loaded machine must not let the value go stale (1 ms)
+    monkeypatch.setattr(schema_cookie.time, "monotonic_ns", lambda: 10_000_000)
     handed = read_schema_version(conn, hand_on=True)
     conn.execute("CREATE TABLE t(a)")  # moved after the hand-on: the next reader takes it
     assert schema_version(conn) == handed
