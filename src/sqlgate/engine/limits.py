@@ -21,6 +21,7 @@ import apsw
 from sqlgate.errors import QueryTimeout
 
 __all__ = [
+    "REWRITE_MAX_CHARS",
     "SQLITE_INT_MAX",
     "SQLITE_INT_MIN",
     "CallControl",
@@ -33,6 +34,9 @@ __all__ = [
 Clock = Callable[[], float]
 
 # the integers SQLite stores: binding anything outside raises OverflowError in apsw
+# the longest statement an answer carries back rewritten, ready to send (a longer one the
+# agent has: the answer names the fix instead)
+REWRITE_MAX_CHARS = 2000
 SQLITE_INT_MIN = -(2**63)
 SQLITE_INT_MAX = 2**63 - 1
 

@@ -116,6 +116,7 @@ class DestructiveQuery:
         text, statement = self.runner.preflight(sql, Tier.DESTRUCTIVE)
         # prepare only (EXPLAIN): the policy and the bindings are checked, nothing runs
         dry = self.runner.context(conn, Tier.DESTRUCTIVE, control)
+        dry.sent = ("", text)  # an answer's rewrite is of the statement, not of its EXPLAIN
         run_statement(dry, f"EXPLAIN {text}", bindings, lambda cursor: None)
         return text, statement, list(dry.recorder.operations)
 

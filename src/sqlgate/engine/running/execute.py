@@ -19,7 +19,14 @@ from typing import Any, TypeVar
 import apsw
 
 from sqlgate.engine.framing import abridged, counted, one_line
-from sqlgate.engine.limits import SQLITE_INT_MAX, SQLITE_INT_MIN, CallControl, Deadline, watched
+from sqlgate.engine.limits import (
+    REWRITE_MAX_CHARS,
+    SQLITE_INT_MAX,
+    SQLITE_INT_MIN,
+    CallControl,
+    Deadline,
+    watched,
+)
 from sqlgate.engine.names import SERVER_SCHEMA, fold_name
 from sqlgate.engine.raw_text import UnreadableText
 from sqlgate.engine.rules import (
@@ -30,6 +37,7 @@ from sqlgate.engine.rules import (
     recording,
     veiled_error,
 )
+from sqlgate.engine.running.other_dialects import dialect_error
 from sqlgate.engine.sqltext import has_more_statements
 from sqlgate.engine.statements import Tier, destructive_keeps, double_quoted_string, single_quoted
 from sqlgate.errors import (
@@ -65,8 +73,6 @@ _SCALARS = (str, int, float, type(None))
 # a WITHOUT ROWID table; a trigger's insert is undone when it ends). A row the statement
 # gives this very rowid is not named: an answer leaves out what it cannot tell apart
 NO_ROWID = SQLITE_INT_MIN
-# the longest statement a double-quoted string is answered with, rewritten, ready to send
-REWRITE_MAX_CHARS = 2000
 # a lone UTF-16 surrogate is a valid Python str but no UTF-8: SQLite could not store it
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ADVICE = (
@@ -300,6 +306,9 @@ def _translate(exc: apsw.Error, ctx: RunContext, sql: str) -> Exception:
     record = _records_object(ctx.conn, message)
     if record is not None:
         return record
+    other = dialect_error(ctx, sql, message)
+    if other is not None:
+        return other
     hint = next((hint for needle, hint in _SQLITE_HINTS if needle in message), _DEFAULT_HINT)
     return SqlError(f"SQLite error: {message}. Next: {hint}")
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from sqlgate.engine.raw_text import UnreadableText, raw_rows, raw_select, text_c
 from sqlgate.engine.running.destructive import DestructiveQuery, Progress
 from sqlgate.engine.running.execute import Bindings, RunContext, run_statement
 from sqlgate.engine.running.if_exists import NO_NEW, already_there, nothing_created
+from sqlgate.engine.running.other_dialects import trap_note
 from sqlgate.engine.running.outcome import Outcome, with_note
 from sqlgate.engine.running.runner import DML_KINDS, Runner, summary_line, with_hidden
 from sqlgate.engine.running.where_check import refuse_unfiltered_update
@@ -101,6 +103,9 @@ class SqlTiers:
                 if statement.kind not in REREAD_KINDS or not (ctx.statement and ctx.columns):
                     raise  # an EXPLAIN, a PRAGMA, or a name (not a value) that is not UTF-8
                 result = self._reread(ctx, bindings, wanted)
+            note = trap_note(ctx, text)
+        if note is not None:  # it ran, but reads as another dialect's meaning
+            result = replace(result, text=f"{result.text}\n{note}")
         detail = {"kind": statement.kind}
         if result.truncated:
             detail["truncated"] = result.truncated

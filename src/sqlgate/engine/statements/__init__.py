@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from sqlgate.engine.statements.tier_check import (
         check_tier,
         destructive_keeps,
+        home_tool,
         unfiltered_update_message,
         validate_new_name,
     )
@@ -82,6 +83,7 @@ __all__ = [
     "drop_if_exists",
     "emptied_table",
     "foreign_key_advice",
+    "home_tool",
     "in_main",
     "inspect_statement",
     "read_change",
@@ -122,6 +124,7 @@ BEHIND_THE_DOOR = {
     "tier_check": (
         "check_tier",
         "destructive_keeps",
+        "home_tool",
         "unfiltered_update_message",
         "validate_new_name",
     ),

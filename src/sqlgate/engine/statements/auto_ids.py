@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sqlgate.engine.deferred import deferred
+from sqlgate.engine.limits import REWRITE_MAX_CHARS
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.sqltext import sqlite_tokens, word
 
@@ -38,8 +39,6 @@ else:  # sqlglot is imported when the first statement is read (engine.deferred)
 
 __all__ = ["AutoIdKey", "auto_id_key", "auto_id_refusal"]
 
-# the longest statement an answer carries back rewritten (longer: the column's fix alone)
-REWRITE_MAX_CHARS = 2000
 _SERIALS = frozenset({"SERIAL", "BIGSERIAL", "SMALLSERIAL", "SERIAL2", "SERIAL4", "SERIAL8"})
 # words of the integer types agents write (SQLite gives them all integer affinity)
 _INTEGER_WORDS = frozenset(
@@ -305,7 +304,14 @@ def auto_id_refusal(key: AutoIdKey) -> str:
     )
     if len(key.rewrite) > REWRITE_MAX_CHARS:
         return f"{said}. Next: declare {key.column} INTEGER PRIMARY KEY and send it again"
-    return f"{said}. Send instead: {key.rewrite.strip()}"
+    from sqlgate.engine.dialects import mended_definition
+
+    # the same definition's other dialect's words (DEFAULT NOW(), ENGINE=...) mended too,
+    # so that the statement sent back runs at the next try
+    mended = mended_definition(key.rewrite.strip())
+    rewrite = key.rewrite.strip() if mended is None else mended[0]
+    notes = "" if mended is None or not mended[1] else f" ({'; '.join(mended[1])})"
+    return f"{said}{notes}. Send instead: {rewrite}"
 
 
 def _one_line(text: str) -> str:

@@ -32,6 +32,7 @@ __all__ = [
     "WRITE_KINDS",
     "check_tier",
     "destructive_keeps",
+    "home_tool",
     "unfiltered_update_message",
     "validate_new_name",
 ]
@@ -88,7 +89,8 @@ def unfiltered_update_message(target: str | None, undo: str = "rows") -> str:
     )
 
 
-def _home_tool(statement: Statement) -> str:
+def home_tool(statement: Statement) -> str:
+    """The tool that takes `statement`, by its kind (and its WHERE, for a row change)."""
     kind = statement.kind
     if kind in READ_KINDS:
         return "read_query"
@@ -215,7 +217,7 @@ def _refuse_in_this_tier(
         )
     if kind not in allowed:
         _refuse_in_every_tier(statement, server_names)
-        home = _home_tool(statement)
+        home = home_tool(statement)
         if home == "create_view":
             home = "create_view (the view's name in name, the SELECT alone in select_sql)"
         raise PolicyDenied(f"{kind} is not allowed in {tier.value}; use {home}")

@@ -1,0 +1,123 @@
+"""A statement SQLite refused, read as another dialect and written back in SQLite's.
+
+Each dialect that may have written it (PostgreSQL, MySQL, SQL Server, DuckDB; the likeliest
+first, by the signs in its text) parses it with sqlglot; the tree takes SQLite's shapes
+(`shapes`) and is written as SQLite. Each distinct result is a candidate, in that order:
+the caller keeps the first that SQLite prepares and the tool's policy accepts. Nothing here
+runs SQL.
+
+Only for statements SQLite refused: sqlglot's parser and dialects are imported the first
+time one is read, never on the path of a statement that runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+__all__ = ["DIALECT_NAMES", "Rewrite", "rewrites"]
+
+DIALECT_NAMES = {
+    "postgres": "PostgreSQL",
+    "mysql": "MySQL",
+    "tsql": "SQL Server",
+    "duckdb": "DuckDB",
+}
+_ORDER = ("postgres", "mysql", "tsql", "duckdb")
+# signs of a dialect in the text, strongest first: the dialect is tried before the others
+_SIGNS = (
+    (
+        "tsql",
+        r"\bTOP\s*\(?\d|\bGETDATE\s*\(|\bDATEADD\s*\(|\bDATEDIFF\s*\(\s*\w+\s*,|"
+        r"\bISNULL\s*\([^()]*,|\bNVARCHAR\b|\bLEN\s*\(|\bDATEPART\s*\(",
+    ),
+    (
+        "mysql",
+        r"`|\bAUTO_INCREMENT\b|\bDATE_FORMAT\s*\(|\bCURDATE\s*\(|\bDATE_(?:ADD|SUB)\s*\(|"
+        r"\bSEPARATOR\b|\bDIV\b|\bIFNULL\s*\(|\bINTERVAL\s+\d+\s+[A-Z]+\b",
+    ),
+    (
+        "postgres",
+        r"::|\bILIKE\b|\bSERIAL\b|\bDATE_TRUNC\s*\(|\bTO_CHAR\s*\(|"
+        r"\bINTERVAL\s+'|\bARRAY\s*\[|\bgenerate_series\s*\(",
+    ),
+)
+_SIGN_PATTERNS = tuple((dialect, re.compile(sign, re.IGNORECASE)) for dialect, sign in _SIGNS)
+
+_DEFINITION = re.compile(r"\s*(?:CREATE|ALTER)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A candidate: SQLite's statement, the dialect it was read as, and what differs."""
+
+    sql: str
+    dialect: str
+    notes: tuple[str, ...]
+
+    @property
+    def dialect_name(self) -> str:
+        return DIALECT_NAMES.get(self.dialect, self.dialect)
+
+
+def dialect_order(sql: str) -> list[str]:
+    """The dialects to read `sql` as, those whose signs it shows first."""
+    first = [dialect for dialect, sign in _SIGN_PATTERNS if sign.search(sql)]
+    return first + [dialect for dialect in _ORDER if dialect not in first]
+
+
+def _one_line(sql: str) -> str:
+    return " ".join(sql.split())
+
+
+def _candidate(sql: str, dialect: str) -> Rewrite | None:
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    from sqlgate.engine.dialects.shapes import sqlite_shapes
+    from sqlgate.engine.dialects.trees import NoRewrite
+
+    try:
+        trees = sqlglot.parse(sql, read=dialect)
+    except (SqlglotError, RecursionError, ValueError):
+        return None
+    if len(trees) != 1 or trees[0] is None or isinstance(trees[0], exp.Command):
+        return None
+    notes: list[str] = []
+    try:
+        tree = sqlite_shapes(trees[0], dialect, notes)
+        text = tree.sql(dialect="sqlite", unsupported_level=sqlglot.ErrorLevel.RAISE)
+    except (NoRewrite, SqlglotError, RecursionError, ValueError, KeyError, TypeError):
+        return None
+    if "\n" in text:
+        return None  # a string holding a line break: no statement to send on one line
+    return Rewrite(text, dialect, tuple(dict.fromkeys(notes)))
+
+
+def rewrites(sql: str) -> Iterator[Rewrite]:
+    """Each distinct SQLite statement `sql` becomes when read as a dialect, likeliest first;
+    none that is `sql` itself. sqlglot's own warnings (a statement it reads as a bare
+    command) stay out of the server's log."""
+    from sqlgate.engine.dialects.ddl import mended_definition
+
+    order = dialect_order(sql)
+    if _DEFINITION.match(sql):  # a definition is mended word for word, never regenerated
+        mended = mended_definition(sql)
+        if mended is not None:
+            yield Rewrite(mended[0].strip(), order[0], tuple(mended[1]))
+        return
+    logger = logging.getLogger("sqlglot")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        seen = {_one_line(sql)}
+        for dialect in order:
+            found = _candidate(sql, dialect)
+            if found is not None and _one_line(found.sql) not in seen:
+                seen.add(_one_line(found.sql))
+                yield found
+    finally:
+        logger.setLevel(level)

@@ -1,0 +1,191 @@
+"""A statement SQLite refused that reads as another dialect: the answer carries SQLite's.
+
+Tried only after SQLite has refused the statement (`engine.running.execute`), so a statement
+that runs never pays for it. A rewrite is offered only when SQLite prepares it (EXPLAIN: it
+is compiled, never run) under the policy of the tool that takes it, which is the tool
+called, or read_query, or, for a statement that itself changes data, its own tool (a
+TRUNCATE becomes a DELETE for destructive_query): a read never turns into a write. The
+server never runs a rewrite; the agent decides.
+
+    other tools' commands   SHOW TABLES, DESCRIBE t, \\dt: the tool, and the SQLite query
+    ADD COLUMN IF NOT EXISTS  the statement without it, or that the column is there
+    a dialect's statement   the first of `engine.dialects.rewrites` that passes
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Protocol
+
+import apsw
+
+from sqlgate.engine.framing import one_line
+from sqlgate.engine.limits import REWRITE_MAX_CHARS
+from sqlgate.engine.rules import PolicyRecorder, recording
+from sqlgate.engine.statements import Tier, check_tier, home_tool, inspect_statement
+from sqlgate.errors import SqlError, SqlgateError
+
+if TYPE_CHECKING:
+    from sqlgate.engine.dialects import ToolCommand
+    from sqlgate.engine.rules import LiveRules
+
+__all__ = ["RewriteContext", "dialect_error", "trap_note"]
+
+
+class RewriteContext(Protocol):
+    """What of `engine.running.execute.RunContext` a rewrite is checked with."""
+
+    conn: apsw.Connection
+    tier: Tier
+    protected: frozenset[str]
+    rules: LiveRules
+    sent: tuple[str, str] | None
+
+
+# SQLite's words for a statement it could not compile, which another dialect may explain
+_WORTH_TRYING = (
+    "syntax error",
+    "no such function",
+    "no such table",
+    "unrecognized token",
+    "no such column",
+    "incomplete input",
+    "wrong number of arguments",
+)
+# a statement that itself changes data may be sent on to the tool that takes its rewrite
+_CHANGES = re.compile(
+    r"\s*(?:TRUNCATE|INSERT|UPDATE|DELETE|REPLACE|MERGE|UPSERT|CREATE|ALTER|DROP)\b", re.I
+)
+
+
+def _accepted(ctx: RewriteContext, original: str, candidate: str) -> Tier | None:
+    """The tool that would take `candidate`, when that may be offered and SQLite prepares it
+    under that tool's policy; None otherwise."""
+    try:
+        statement = inspect_statement(candidate)
+        home = Tier(home_tool(statement))
+    except (SqlgateError, ValueError):
+        return None
+    if home is Tier.VIEW or (
+        home is not ctx.tier and home is not Tier.READ and not _CHANGES.match(original)
+    ):
+        return None
+    try:
+        check_tier(statement, home)
+    except SqlgateError:
+        return None
+    recorder = PolicyRecorder(home, ctx.protected, ctx.rules)
+    cursor = ctx.conn.cursor()
+    try:
+        with recording(ctx.conn, recorder):
+            cursor.execute(f"EXPLAIN {candidate}", can_cache=False)
+    except apsw.Error:
+        return None
+    finally:
+        cursor.close(True)
+    return home if recorder.refusal is None else None
+
+
+def _send(home: Tier, ctx: RewriteContext, candidate: str) -> str:
+    """`instead: STATEMENT`, naming the tool when it is not the one called."""
+    as_what = "" if home is ctx.tier else f", as {home.value}"
+    return f"instead{as_what}: {candidate}"
+
+
+def _command(ctx: RewriteContext, message: str, command: ToolCommand) -> SqlError:
+    said = f"SQLite error: {message}. {command.what} is a command of another database tool"
+    if command.table is not None and not _table_exists(ctx.conn, command.table):
+        return SqlError(f"{said}; there is no table {command.table}: call list_tables")
+    said = f"{said}, not SQL: {command.tool}"
+    if command.query is None:
+        return SqlError(said)
+    home = _accepted(ctx, "", command.query)
+    if home is None:
+        return SqlError(said)
+    return SqlError(f"{said}, or send {_send(home, ctx, command.query)}")
+
+
+def _table_exists(conn: apsw.Connection, name: str) -> bool:
+    found = conn.execute(
+        "SELECT 1 FROM main.sqlite_schema WHERE type IN ('table', 'view') AND name = ? "
+        "COLLATE NOCASE",
+        (name,),
+    ).fetchone()
+    return found is not None
+
+
+def _column_exists(conn: apsw.Connection, table: str, column: str) -> bool:
+    found = conn.execute(
+        "SELECT 1 FROM pragma_table_info(?, 'main') WHERE name = ? COLLATE NOCASE",
+        (table, column),
+    ).fetchone()
+    return found is not None
+
+
+def _added_column(ctx: RewriteContext, sql: str, message: str) -> SqlError | None:
+    from sqlgate.engine.dialects import added_column
+
+    added = added_column(sql)
+    if added is None:
+        return None
+    said = f"SQLite error: {message}. SQLite's ADD COLUMN has no IF NOT EXISTS"
+    if _column_exists(ctx.conn, added.table, added.column):
+        return SqlError(
+            f"{said}; {added.table} has a column {added.column} already, so there is nothing "
+            "to add: no statement is needed"
+        )
+    home = _accepted(ctx, sql, added.sql)
+    if home is None:
+        return None
+    return SqlError(f"{said}. Send {_send(home, ctx, added.sql)}")
+
+
+def dialect_error(ctx: RewriteContext, sql: str, message: str) -> SqlError | None:
+    """The answer to `sql`, which SQLite refused with `message`, when it reads as another
+    dialect's statement (or another tool's command) that SQLite can be given; else None."""
+    if ctx.sent is not None:
+        argument, sql = ctx.sent  # the agent's text, which the statement run wraps
+        if argument:
+            return None  # create_view's select_sql, search_text's where: answered as they were
+    if len(sql) > REWRITE_MAX_CHARS:
+        return None
+    if not any(words in message for words in _WORTH_TRYING):
+        return None
+    from sqlgate.engine.dialects import other_tool_command, rewrites
+
+    command = other_tool_command(sql)
+    if command is not None:
+        return _command(ctx, message, command)
+    added = _added_column(ctx, sql, message)
+    if added is not None:
+        return added
+    for rewrite in rewrites(sql):
+        if one_line(rewrite.sql) != rewrite.sql:
+            continue  # a control character the answer could not carry as it is
+        home = _accepted(ctx, sql, rewrite.sql)
+        if home is None:
+            continue
+        notes = "".join(f"; {note}" for note in rewrite.notes)
+        return SqlError(
+            f"SQLite error: {message}. That reads as {rewrite.dialect_name}{notes}. "
+            f"Send {_send(home, ctx, rewrite.sql)}"
+        )
+    return None
+
+
+def trap_note(ctx: RewriteContext, sql: str) -> str | None:
+    """The trailer line of a statement that ran but shows another dialect's meaning SQLite
+    does not share (`engine.dialects.trap`): what differs, and the statement that gives the
+    intended result (prepared under the same policy first); None for nearly every statement,
+    at the cost of one regular-expression search."""
+    from sqlgate.engine.dialects import trap
+
+    if len(sql) > REWRITE_MAX_CHARS:
+        return None
+    found = trap(sql)
+    if found is None or one_line(found.sql) != found.sql:
+        return None
+    home = _accepted(ctx, sql, found.sql)
+    if home is not ctx.tier:
+        return None
+    return f"# note: {found.why}; for the intended result send {_send(home, ctx, found.sql)}"
