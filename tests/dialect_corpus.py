@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import re
 import shutil
 import tempfile
@@ -219,8 +220,9 @@ class Workspace:
 
     def __init__(self, schema: Sequence[str], folder: Path | None = None) -> None:
         self._made = folder is None
-        made = Path(tempfile.mkdtemp(prefix="sqlgate-dialects-")) if folder is None else None
-        self.folder = made or folder or Path()
+        if folder is None:
+            folder = Path(tempfile.mkdtemp(prefix="sqlgate-dialects-"))
+        self.folder = folder
         (self.folder / ".git").mkdir(exist_ok=True)  # a project: records in folder/.sqlgate
         self.fixture = self.folder / "fixture.db"
         conn = apsw.Connection(str(self.fixture))
@@ -277,6 +279,7 @@ def transpiled(item: Item) -> str | None:
     """sqlglot's plain transpile of the item to SQLite (None when sqlglot refuses it)."""
     import sqlglot
 
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)  # its warnings of what it skips
     read = None if item.dialect == "sqlite" else item.dialect
     try:
         return sqlglot.transpile(item.sql, read=read, write="sqlite")[0]
