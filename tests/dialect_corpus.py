@@ -6,7 +6,10 @@ An item is sent as written with its tool. It succeeds on the first try when the 
 the expected rows (a read's result rows; a write's database state after it) and no note. When
 the answer offers a statement (`Send instead: ...` in an error's text, or a trailer line
 `# note: ... send instead: ...` on a read), the runner follows it once with the tool it names
-(`send instead, as destructive_query: ...`) and compares again. sqlglot's plain transpile of the
+(`send instead, as destructive_query: ...`) and compares again. Rows compare by value (2 and
+2.0 alike), in order when the expected statement ends in an ORDER BY, else as a multiset;
+an item with `"compare": "first_column"` (a command such as `SHOW TABLES` or `DESCRIBE t`)
+compares the names of its listing only. sqlglot's plain transpile of the
 same text, run with the same tool, is the anchor. Items marked `no_rewrite` must get no offer
 at all: any is noise.
 
@@ -36,6 +39,7 @@ from sqlgate.errors import SqlgateError
 from sqlgate.service import Service
 
 __all__ = [
+    "COMPARES",
     "CORPUS",
     "DIALECTS",
     "TOOLS",
@@ -46,6 +50,7 @@ __all__ = [
     "Rewrite",
     "Score",
     "Workspace",
+    "first_column",
     "is_ordered",
     "load",
     "normal",
@@ -63,6 +68,7 @@ TOOLS = ("read_query", "write_query", "destructive_query")
 SEND_INSTEAD = re.compile(r"[Ss]end instead(?:, as (\w+))?: ")
 NOTE = "# note: "
 TRAILER = "# "
+COMPARES = ("rows", "first_column")
 MUST_NOT = "must-not"  # the score row of the items that must get no rewrite
 Rows = tuple[tuple[str, ...], ...]
 
@@ -82,6 +88,7 @@ class Item:
     trap: bool = False
     valid_as_is: bool = False
     empty_ok: bool = False
+    compare: str = "rows"  # or "first_column": a command's listing, its names only
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Item:
@@ -97,6 +104,7 @@ class Item:
             trap=bool(raw.get("trap", False)),
             valid_as_is=bool(raw.get("valid_as_is", False)),
             empty_ok=bool(raw.get("empty_ok", False)),
+            compare=raw.get("compare", "rows"),
         )
 
 
@@ -181,6 +189,12 @@ def is_ordered(sql: str) -> bool:
     """Whether a read's row order is part of its result: an ORDER BY outside any
     parentheses at its end (before LIMIT/OFFSET)."""
     return _TOP_ORDER_BY.search(sql.strip().rstrip(";")) is not None
+
+
+def first_column(rows: Rows) -> Rows:
+    """What a command's listing is compared by (`SHOW TABLES`, `DESCRIBE t`, `\\d t`): the
+    names in its first column, whichever other columns the statement shows beside them."""
+    return tuple(row[:1] for row in rows)
 
 
 def same_rows(got: Rows | None, want: Rows | None, ordered: bool) -> bool:
@@ -302,7 +316,10 @@ class Outcome:
         if answer is None or self.expected is None:
             return False
         ordered = self.item.tool != "read_query" or is_ordered(self.item.expect or "")
-        return same_rows(answer.rows, self.expected.rows, ordered)
+        got, want = answer.rows, self.expected.rows
+        if self.item.compare == "first_column" and got is not None and want is not None:
+            got, want = first_column(got), first_column(want)
+        return same_rows(got, want, ordered)
 
     @property
     def offered(self) -> bool:

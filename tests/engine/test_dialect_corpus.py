@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.dialect_corpus import (
+    COMPARES,
     DIALECTS,
     MUST_NOT,
     TOOLS,
@@ -64,6 +65,7 @@ def test_item_fields_are_known_and_consistent(item: Item) -> None:
     assert item.dialect in DIALECTS
     assert item.tool in TOOLS
     assert item.expect_tool in TOOLS
+    assert item.compare in COMPARES
     assert item.source.strip()
     assert item.sql.strip()
     assert item.no_rewrite == (item.expect is None), "expect null exactly on no_rewrite items"
@@ -335,6 +337,22 @@ def test_outcome_verdicts(first: Answer, followed: Answer | None, verdict: str) 
     expected = ["no_offer", "silent"] if verdict == "silent" else [verdict]
     assert [name for name, true in verdicts.items() if true] == expected
     assert outcome.two_try is (verdict in ("first_try", "after_rewrite"))
+
+
+@pytest.mark.parametrize(
+    ("compare", "right"), [("rows", False), ("first_column", True)], ids=["rows", "first-column"]
+)
+def test_a_listing_compares_by_its_names(compare: str, right: bool) -> None:
+    listing = "SELECT name, type, pk FROM pragma_table_info('t') ORDER BY cid"
+    item = Item(
+        "x", "mysql", "s", "read_query", "DESCRIBE t", listing, "read_query", compare=compare
+    )
+    want = Answer((("id", "INTEGER", "1"), ("v", "TEXT", "0")), None, None)
+    offered = Answer(None, "err", Rewrite("read_query", "SELECT name, type FROM t"))
+    got = Answer((("id", "INTEGER"), ("v", "TEXT")), None, None)
+    assert Outcome(item, offered, want, got, None).after_rewrite is right
+    swapped = Answer((("v", "TEXT"), ("id", "INTEGER")), None, None)
+    assert not Outcome(item, offered, want, swapped, None).after_rewrite
 
 
 def test_scores_count_noise_on_must_not_items_only() -> None:
