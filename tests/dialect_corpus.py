@@ -75,7 +75,14 @@ Rows = tuple[tuple[str, ...], ...]
 
 @dataclass(frozen=True)
 class Item:
-    """One statement of the corpus (see tests/data/dialect_corpus.json)."""
+    """One statement of the corpus (tests/data/dialect_corpus.json): `sql` in `dialect`, sent
+    with `tool`; `expect` the SQLite statement giving the intended result (sent with
+    `expect_tool`, the same tool unless named: TRUNCATE's DELETE needs destructive_query), or
+    None on a `no_rewrite` item, which must get no rewrite nor note (`fails` when it fails for
+    a reason no rewrite fixes: a missing name, a policy refusal). `trap`: runs in SQLite as
+    sent and gives another result; `valid_as_is`: already gives the expected one; `empty_ok`:
+    an empty expected result is meant; `compare`: "rows", or "first_column" for a command's
+    listing."""
 
     id: str
     dialect: str
@@ -88,6 +95,7 @@ class Item:
     trap: bool = False
     valid_as_is: bool = False
     empty_ok: bool = False
+    fails: bool = False
     compare: str = "rows"  # or "first_column": a command's listing, its names only
 
     @classmethod
@@ -104,6 +112,7 @@ class Item:
             trap=bool(raw.get("trap", False)),
             valid_as_is=bool(raw.get("valid_as_is", False)),
             empty_ok=bool(raw.get("empty_ok", False)),
+            fails=bool(raw.get("fails", False)),
             compare=raw.get("compare", "rows"),
         )
 
@@ -214,7 +223,8 @@ def dump(path: Path) -> Rows:
             "SELECT type, name FROM sqlite_schema WHERE type IN ('table', 'view')"
             " AND name NOT LIKE 'sqlite_%' ORDER BY name"
         ).fetchall()
-        for kind, name in objects:
+        for row in objects:
+            kind, name = str(row[0]), str(row[1])
             columns = conn.execute("SELECT name, pk FROM pragma_table_info(?)", (name,))
             out.append((kind, name, *(f"{c}:{pk}" for c, pk in columns)))
             if kind == "table":

@@ -70,6 +70,7 @@ def test_item_fields_are_known_and_consistent(item: Item) -> None:
     assert item.sql.strip()
     assert item.no_rewrite == (item.expect is None), "expect null exactly on no_rewrite items"
     assert not (item.trap and item.valid_as_is)
+    assert not item.fails or item.no_rewrite
     if item.dialect == "sqlite":
         assert item.no_rewrite, "a SQLite item is there to get no rewrite"
 
@@ -101,6 +102,15 @@ def test_dialect_statement_needs_the_rewrite(item: Item, outcomes: dict[str, Out
         assert not outcome.raw_match, "a trap must give another result in SQLite"
     else:
         assert outcome.first.error is not None, "runs as sent: mark it trap or valid_as_is"
+
+
+MUST_NOT_ITEMS = [i for i in CORPUS.items if i.no_rewrite]
+
+
+@pytest.mark.parametrize("item", MUST_NOT_ITEMS, ids=ids(MUST_NOT_ITEMS))
+def test_must_not_item_runs_unless_marked_failing(item: Item, outcomes: dict[str, Outcome]) -> None:
+    error = outcomes[item.id].first.error
+    assert (error is not None) is item.fails, error
 
 
 def test_a_write_item_changes_the_database(outcomes: dict[str, Outcome]) -> None:
