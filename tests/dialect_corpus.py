@@ -188,7 +188,8 @@ def result_rows(text: str) -> Rows:
     """The rows of a read's CSV answer: no header, no `# ` trailer line, values normalised."""
     body = "\n".join(line for line in text.splitlines() if not line.startswith(TRAILER))
     records = list(csv.reader(io.StringIO(body)))
-    return tuple(tuple(normal(cell) for cell in record) for record in records[1:])
+    # a blank line is a row of one NULL or empty value (csv reads it as no cell at all)
+    return tuple(tuple(normal(cell) for cell in record or [""]) for record in records[1:])
 
 
 _TOP_ORDER_BY = re.compile(r"\bORDER\s+BY\b[^()]*$", re.IGNORECASE)

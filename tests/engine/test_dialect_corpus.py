@@ -203,6 +203,7 @@ def test_rewrite_in_note(text: str, found: Rewrite | None) -> None:
         pytest.param('a,b\n"x,y","p\nq"\n# 1 row', (("x,y", "p\nq"),), id="quoted"),
         pytest.param('a,b\n,""\n# 1 row\n# note: x', (("", ""),), id="null-and-empty"),
         pytest.param("n\n2.50\n# 1 row", (("2.5",),), id="number-by-value"),
+        pytest.param("n\n\n1\n# 2 rows", (("",), ("1.0",)), id="one-null-column"),
     ],
 )
 def test_result_rows(text: str, rows: tuple[tuple[str, ...], ...]) -> None:
