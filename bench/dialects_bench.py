@@ -1,7 +1,7 @@
 """What issue 34's dialect rewrites score on the corpus, and what they cost a call.
 
-    python bench/dialects_bench.py [--baseline PYTHON] [--rounds 5] [--calls 400]
-                                   [--write-calls 60] [--json] [--no-write]
+    python bench/dialects_bench.py [--baseline PYTHON [--label TEXT]] [--rounds 7]
+                                   [--calls 400] [--write-calls 100] [--json] [--no-write]
 
 1. The corpus (tests/data/dialect_corpus.json, run by tests/dialect_corpus.py): per dialect,
    the items right on the first try, right after following the answer's rewrite once, the
@@ -18,9 +18,11 @@
 With `--baseline PYTHON` (the interpreter of an environment where the build to compare with
 is installed, e.g. `git worktree add /tmp/before COMMIT && python3 -m venv /tmp/before/.venv &&
 /tmp/before/.venv/bin/pip install -e /tmp/before`) parts 2 and 3 also run under it, one
-process per round of each build in turn, side by side. The corpus is scored with this
-checkout only. The tables go to stdout (`--json`: one JSON document) and, unless
-`--no-write`, into the "Dialects (issue 34)" section of bench/results.md.
+process per round of each build in turn (the order flipping each round), side by side. The
+write row waits on the disk's syncs: it moves with the machine's other work far more than
+the others. The corpus is scored with this checkout only. The tables go to stdout (`--json`:
+one JSON document) and, unless `--no-write`, into the "Dialects (issue 34)" section of
+bench/results.md.
 """
 
 from __future__ import annotations
@@ -135,8 +137,9 @@ def timing(args: argparse.Namespace, failing: list[str]) -> dict[str, dict[str, 
     path = Path(handle.name)
     rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in builds}
     try:
-        for _ in range(args.rounds):
-            for name, python in builds.items():
+        for turn in range(args.rounds):  # the order flips each round: drift falls on both
+            order = list(builds.items())
+            for name, python in order if turn % 2 == 0 else order[::-1]:
                 rounds[name].append(run_child(python, args, path))
     finally:
         path.unlink()
@@ -263,9 +266,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline", help="python of the build to compare with")
     parser.add_argument("--label", default="the build of --baseline", help="says what it is")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--calls", type=int, default=400)
-    parser.add_argument("--write-calls", type=int, default=60)
+    parser.add_argument("--write-calls", type=int, default=100)
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("--no-write", action="store_true", help="do not update results.md")
     parser.add_argument("--child", help=argparse.SUPPRESS)
