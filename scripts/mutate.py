@@ -140,6 +140,8 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "tests/engine/records/test_members.py",
     ),
     "engine/records/members.py": ("tests/engine/records/test_members.py",),
+    # the records bound to their file (issue 33): moved, replaced, copied, history lost
+    "engine/records/binding.py": ("tests/engine/records/test_binding.py",),
     "surfaces/mcp/http_identity.py": ("tests/surfaces/mcp/test_http_identity.py",),
     "surfaces/mcp/oauth_claims.py": ("tests/surfaces/mcp/test_oauth.py",),
     # the user's protected and append-only tables (issue 23)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -88,8 +89,13 @@ def test_an_open_binds_once_and_a_replaced_file_is_noted(tmp_path: Path) -> None
     db = Database.open(Settings(db=path))
     assert db.binding_note is None
     db.close()
-    path.unlink()  # the app deletes and re-creates its database
+    # the app deletes and re-creates its database; the old file is held open meanwhile, so
+    # that the new one cannot get its inode number (ext4 reuses a freed one at once, and
+    # that replacement cannot be seen: docs/decisions.md)
+    held = os.open(path, os.O_RDONLY)
+    path.unlink()
     make(path)
+    os.close(held)
     db = Database.open(Settings(db=path))
     try:
         assert db.binding_note == "file replaced"
@@ -168,3 +174,112 @@ def test_a_new_database_has_no_history_gone(tmp_path: Path) -> None:
 
     with Service.open(Settings(db=make(tmp_path / "db.sqlite3"))) as service:
         assert service.memory.chain.verify().lost is None
+
+
+def _server_info() -> apsw.Connection:
+    conn = apsw.Connection(":memory:")
+    conn.execute("CREATE TABLE server_info(key TEXT PRIMARY KEY, value TEXT)")
+    return conn
+
+
+def test_history_lost_is_kept_under_its_documented_key_once_and_said() -> None:
+    from sqlgate.engine.records.binding import history_lost, note_history_lost
+
+    conn = _server_info()
+    assert history_lost(conn) is None
+    before = {"records": "/p/.sqlgate/dbs/x", "since": "2026-01-01T00:00:00Z"}
+    note_history_lost(conn, before, "2026-02-02T00:00:00Z")
+    note_history_lost(conn, {"records": "/else", "since": "later"}, "2026-03-03T00:00:00Z")
+    rows = conn.execute("SELECT key, value FROM server_info").fetchall()
+    assert rows == [
+        (
+            "history_lost",  # the key `sqlgate verify` and the docs name
+            '{"noticed": "2026-02-02T00:00:00Z", "records": "/p/.sqlgate/dbs/x", '
+            '"since": "2026-01-01T00:00:00Z"}',  # sorted keys, the first note kept
+        )
+    ]
+    assert history_lost(conn) == (
+        "the history before 2026-02-02T00:00:00Z is gone: the records kept since "
+        "2026-01-01T00:00:00Z were at /p/.sqlgate/dbs/x, which was deleted or moved"
+    )
+
+
+def test_rebind_binds_the_records_to_the_copy_with_why_and_when(tmp_path: Path) -> None:
+    from sqlgate.engine.records.binding import rebind
+
+    conn = _server_info()
+    first, copy = make(tmp_path / "first.db"), make(tmp_path / "copy.db")
+    rebind(conn, first, "restored from file:///a", "2026-01-01T00:00:00Z")
+    rebind(conn, copy, "restored from file:///b", "2026-02-02T00:00:00Z")
+    number, newest = newest_binding(conn)
+    assert number == 2
+    assert newest == Binding.of(copy)
+    value = conn.execute("SELECT value FROM server_info WHERE key = 'binding.2'").fetchone()[0]
+    stored = json.loads(value)
+    assert stored["seen"] == "2026-02-02T00:00:00Z"
+    assert stored["reason"] == "restored from file:///b"
+    assert value == json.dumps(stored, sort_keys=True)
+
+
+@pytest.mark.parametrize("stored", ["not json", '{"noticed": "x"}', "[1, 2]"])
+def test_a_history_lost_note_that_cannot_be_read_still_says_the_history_is_gone(
+    stored: str,
+) -> None:
+    from sqlgate.engine.records.binding import history_lost
+
+    conn = _server_info()
+    conn.execute("INSERT INTO server_info VALUES ('history_lost', ?)", (stored,))
+    assert history_lost(conn) == (
+        "an earlier history of this database is gone (its records were deleted)"
+    )
+
+
+def test_the_newest_binding_is_the_highest_number_not_the_last_row_or_text_order() -> None:
+    conn = _server_info()
+    for key, path in [("binding.3", "/three"), ("binding.12", "/twelve"), ("binding.x", "/x"),
+                      ("binding.2", "/two")]:  # fmt: skip
+        value = json.dumps({"path": path, "device": 1, "inode": 1})
+        conn.execute("INSERT INTO server_info VALUES (?, ?)", (key, value))
+    assert newest_binding(conn) == (12, Binding("/twelve", 1, 1))
+
+
+def test_check_binding_appends_when_and_why_in_sorted_json(tmp_path: Path) -> None:
+    from sqlgate.engine.records.binding import check_binding
+
+    conn = _server_info()
+    db = make(tmp_path / "a.db")
+    assert check_binding(conn, db, tmp_path / "r", "2026-01-01T00:00:00Z") == "first open"
+    value = conn.execute("SELECT value FROM server_info WHERE key = 'binding.1'").fetchone()[0]
+    stored = json.loads(value)
+    assert (stored["seen"], stored["reason"]) == ("2026-01-01T00:00:00Z", "first open")
+    assert value == json.dumps(stored, sort_keys=True)
+    assert check_binding(conn, db, tmp_path / "r", "later") is None  # nothing new to bind
+
+
+@pytest.mark.parametrize("meanwhile", ["other file", "this file"])
+def test_under_the_lock_the_binding_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, meanwhile: str
+) -> None:
+    """Another server bound the records between the lock-free read and the lock: to another
+    file (this open is refused), or to this one (nothing is appended twice)."""
+    import sqlgate.engine.records.binding as binding
+
+    conn = _server_info()
+    db = make(tmp_path / "db.db")
+    binding.rebind(conn, make(tmp_path / "other.db") if meanwhile == "other file" else db,
+                   "bound meanwhile", "t1")  # fmt: skip
+    real = binding.newest_binding
+    reads: list[int] = []
+
+    def stale_first(c: apsw.Connection) -> tuple[int, Binding | None]:
+        reads.append(1)
+        return (0, None) if len(reads) == 1 else real(c)
+
+    monkeypatch.setattr(binding, "newest_binding", stale_first)
+    if meanwhile == "other file":
+        with pytest.raises(StartupError, match="belong to"):
+            binding.check_binding(conn, db, tmp_path / "r", "t2")
+    else:
+        assert binding.check_binding(conn, db, tmp_path / "r", "t2") is None
+    assert len(reads) == 2
+    assert conn.execute("SELECT count(*) FROM server_info").fetchone()[0] == 1
