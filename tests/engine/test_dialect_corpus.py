@@ -37,7 +37,14 @@ from tests.dialect_corpus import (
 # MIN_TWO_TRY is the fraction of a dialect's items right within two tries.
 MAX_WRONG_REWRITES = 0
 MAX_NOISE = 0
-MIN_TWO_TRY = {"postgres": 0.0, "mysql": 0.0, "tsql": 0.0, "duckdb": 0.0}
+# measured with the rewrites in (bench/results.md): 89.0%, 84.9%, 87.0%, 72.2%
+MIN_TWO_TRY = {"postgres": 0.88, "mysql": 0.84, "tsql": 0.86, "duckdb": 0.72}
+# the same text in two dialects that mean two things: the rewrite is one dialect's, and the
+# answer names the other's in its note (which the test holds), so the agent can choose
+AMBIGUOUS = {
+    # GREATEST(score, total) with a NULL: PostgreSQL skips it, MySQL answers NULL
+    "my-greatest": "MySQL gives NULL if any argument is",
+}
 # the corpus's size per dialect: it may grow, not shrink unnoticed
 MIN_ITEMS = {"postgres": 60, "mysql": 60, "tsql": 40, "duckdb": 15, MUST_NOT: 30}
 
@@ -380,7 +387,17 @@ def test_scores_count_noise_on_must_not_items_only() -> None:
 # -- the scores ----------------------------------------------------------------------------
 def test_no_rewrite_gives_a_wrong_result(outcomes: dict[str, Outcome]) -> None:
     wrong = [o.item.id for o in outcomes.values() if o.wrong_rewrite and not o.item.no_rewrite]
-    assert len(wrong) <= MAX_WRONG_REWRITES, f"wrong rewrites: {wrong}"
+    unexplained = [item for item in wrong if item not in AMBIGUOUS]
+    assert len(unexplained) <= MAX_WRONG_REWRITES, f"wrong rewrites: {unexplained}"
+
+
+@pytest.mark.parametrize(("item", "words"), sorted(AMBIGUOUS.items()))
+def test_an_ambiguous_statement_names_the_other_meaning(
+    outcomes: dict[str, Outcome], item: str, words: str
+) -> None:
+    first = outcomes[item].first
+    assert first.error is not None
+    assert words in first.error
 
 
 def test_no_rewrite_on_must_not_items(outcomes: dict[str, Outcome]) -> None:

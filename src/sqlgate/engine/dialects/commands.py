@@ -14,7 +14,7 @@ from dataclasses import dataclass
 __all__ = ["ToolCommand", "other_tool_command"]
 
 _TABLES = (
-    "SELECT name, type FROM sqlite_schema WHERE type IN ('table', 'view') "
+    "SELECT name, type FROM sqlite_schema WHERE type IN ({types}) "
     "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"
 )
 _NAME = r"[`\"\[]?(?P<name>[A-Za-z_][\w$]*)[`\"\]]?"
@@ -37,7 +37,18 @@ def _literal(name: str) -> str:
 
 
 def _tables(match: re.Match[str]) -> ToolCommand:
-    return ToolCommand(match[0].strip(), "call list_tables", _TABLES)
+    return ToolCommand(
+        match[0].strip(), "call list_tables", _TABLES.format(types="'table', 'view'")
+    )
+
+
+def _only(kind: str) -> Callable[[re.Match[str]], ToolCommand]:
+    """psql's \\dt (tables) and \\dv (views)."""
+
+    def answer(match: re.Match[str]) -> ToolCommand:
+        return ToolCommand(match[0].strip(), "call list_tables", _TABLES.format(types=kind))
+
+    return answer
 
 
 def _columns(match: re.Match[str]) -> ToolCommand:
@@ -82,8 +93,18 @@ def _use(match: re.Match[str]) -> ToolCommand:
 _END = r"\s*;?\s*"
 # (pattern over the whole text, what it is): the first that matches wins
 COMMANDS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], ToolCommand]], ...] = (
+    (
+        re.compile(
+            rf"SHOW\s+(?:FULL\s+)?TABLES(?:\s+(?:FROM|IN)\s+\w+)?\s+WHERE\s+"
+            rf"Table_type\s*=\s*'BASE TABLE'{_END}",
+            re.I,
+        ),
+        _only("'table'"),
+    ),
     (re.compile(rf"SHOW\s+(?:FULL\s+)?TABLES(?:\s+(?:FROM|IN)\s+\w+)?{_END}", re.I), _tables),
-    (re.compile(rf"\\dt\+?{_END}|\\d\+?{_END}|\\dv\+?{_END}", re.I), _tables),
+    (re.compile(rf"\\dt\+?{_END}", re.I), _only("'table'")),
+    (re.compile(rf"\\dv\+?{_END}", re.I), _only("'view'")),
+    (re.compile(rf"\\d\+?{_END}", re.I), _tables),
     (
         re.compile(
             rf"SHOW\s+(?:FULL\s+)?(?:COLUMNS|FIELDS)\s+(?:FROM|IN)\s+{_QUALIFIED}{_END}", re.I

@@ -34,6 +34,8 @@ _TABLE_OPTION = re.compile(
     r"ROW_FORMAT)\s*=?\s*\w+",
     re.IGNORECASE,
 )
+_MAX_LENGTH = re.compile(r"\s*\(\s*MAX\s*\)", re.IGNORECASE)
+_POSITION = re.compile(r"\s+(?:AFTER\s+[`\"\[]?[\w$]+[`\"\]]?|FIRST)(?=\s*;?\s*$)", re.IGNORECASE)
 _ADD_IF_MISSING = re.compile(
     r"(?P<head>\s*ALTER\s+TABLE\s+(?P<table>[`\"\[]?[\w$]+[`\"\]]?)\s+ADD\s+(?:COLUMN\s+)?)"
     r"IF\s+NOT\s+EXISTS\s+(?P<rest>(?P<column>[`\"\[]?[\w$]+[`\"\]]?).*)",
@@ -72,6 +74,10 @@ def mended_definition(sql: str) -> tuple[str, list[str]] | None:
         text = _ON_UPDATE.sub("", text)
         notes.append(ON_UPDATE_NOTE)
     text = _COMMENT.sub("", text)
+    text = _MAX_LENGTH.sub("", text)  # NVARCHAR(MAX): SQLite's types take numbers only
+    if _POSITION.search(text):
+        text = _POSITION.sub("", text)
+        notes.append("SQLite adds a column last (AFTER and FIRST left out)")
     head, tail = _after_definition(text)
     tail = _TABLE_OPTION.sub("", tail)
     text = head + tail

@@ -26,6 +26,10 @@ def _recursive(name: str, column: str, call: exp.Expr) -> exp.CTE:
 
     start, stop = call.args.get("start"), call.args.get("end")
     step = call.args.get("step")
+    to = step.args.get("to") if isinstance(step, exp.Cast) else None
+    interval = isinstance(to, exp.DataType) and to.this == exp.DataType.Type.INTERVAL
+    if step is not None and interval:
+        step = exp.Interval(this=step.this)  # '1 day'::interval
     if start is None or stop is None:
         raise NoRewrite("generate_series without its bounds")
     quoted = exp.to_identifier(column).sql(dialect="sqlite")
@@ -37,6 +41,8 @@ def _recursive(name: str, column: str, call: exp.Expr) -> exp.CTE:
         if step is not None and not isinstance(step, (exp.Literal, exp.Neg)):
             raise NoRewrite("a series step that is not a number")
         comparison = ">=" if down else "<="
+        if call.args.get("is_end_exclusive"):  # DuckDB's range(): the stop is left out
+            comparison = comparison[0]
         body = (
             f"SELECT {first} UNION ALL SELECT {quoted} + {by} FROM {table} "
             f"WHERE {quoted} + {by} {comparison} {last}"

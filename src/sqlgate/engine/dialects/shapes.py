@@ -29,6 +29,9 @@ import re
 from sqlglot import exp
 
 from sqlgate.engine.dialects.catalogs import catalog_tables
+from sqlgate.engine.dialects.changes import delete_joined, update_joined, upsert
+from sqlgate.engine.dialects.functions import ANONYMOUS, FUNCTION_SHAPES
+from sqlgate.engine.dialects.globs import regex_match
 from sqlgate.engine.dialects.series import series_tables
 from sqlgate.engine.dialects.trees import (
     NoRewrite,
@@ -147,14 +150,42 @@ def _dated(of: exp.Expr, modifiers: list[exp.Expr]) -> exp.Expr:
     return call("date" if day else "datetime", of, *modifiers)
 
 
+def _a_day(node: exp.Expr) -> bool:
+    """Whether `node` is a date (not a timestamp) as the dialect types it."""
+    if isinstance(node, exp.CurrentDate):
+        return True
+    if isinstance(node, exp.Paren):
+        return _a_day(node.this)
+    to = node.args.get("to") if isinstance(node, exp.Cast) else None
+    return isinstance(to, exp.DataType) and to.this == exp.DataType.Type.DATE
+
+
+def _days(node: exp.Expr) -> exp.Expr | None:
+    """`node` as a number of days when it is a whole number literal (`- 90`)."""
+    if isinstance(node, exp.Literal) and not node.is_string and str(node.this).isdigit():
+        return node
+    return None
+
+
 def _interval_arithmetic(node: exp.Expr, dialect: str, notes: Notes) -> exp.Expr | None:
+    """Intervals added or taken away; a date minus a date (whole days), a date plus or minus
+    a number of days (PostgreSQL's date arithmetic, which SQLite reads as numbers)."""
     left, right = node.this, node.expression
     sign = -1 if isinstance(node, exp.Sub) else 1
     if isinstance(right, exp.Interval):
         return _dated(left, interval_modifiers(right, sign))
     if isinstance(left, exp.Interval) and sign > 0:
         return _dated(right, interval_modifiers(left, 1))
-    return None
+    if dialect not in ("postgres", "duckdb") or not _a_day(left):
+        return None
+    if sign < 0 and _a_day(right):
+        later, earlier = call("julianday", left), call("julianday", right)
+        return integer(exp.Sub(this=later, expression=earlier))
+    days = _days(right)
+    if days is None:
+        return None
+    shown = f"{'-' if sign < 0 else '+'}{days.this} days"
+    return call("date", left, string(shown))
 
 
 def _date_add(node: exp.Expr, dialect: str, notes: Notes) -> exp.Expr:
@@ -191,18 +222,85 @@ _DATE_TYPES = {
 }
 
 
-def _cast(node: exp.Expr, dialect: str, notes: Notes) -> exp.Expr | None:
-    """A CAST to a date type keeps only the number a date starts with in SQLite."""
-    to = node.args.get("to")
-    if isinstance(to, exp.DataType) and to.this in _DATE_TYPES:
-        return call(_DATE_TYPES[to.this], node.this)
+# types SQLite gives NUMERIC affinity that hold text elsewhere: a CAST to one makes 0 of it
+_TEXT_TYPES = frozenset(
+    {
+        exp.DataType.Type.JSON,
+        exp.DataType.Type.JSONB,
+        exp.DataType.Type.UUID,
+        exp.DataType.Type.INET,
+        exp.DataType.Type.XML,
+    }
+)
+_CHAR_TYPES = frozenset(
+    {
+        exp.DataType.Type.CHAR,
+        exp.DataType.Type.VARCHAR,
+        exp.DataType.Type.NCHAR,
+        exp.DataType.Type.NVARCHAR,
+    }
+)
+
+
+def _length(to: exp.DataType) -> int | None:
+    """The n of CHAR(n) or VARCHAR(n), which the dialects cut text to and SQLite does not."""
+    params = to.expressions
+    if len(params) != 1:
+        return None
+    value = params[0].this if isinstance(params[0], exp.DataTypeParam) else params[0]
+    if isinstance(value, exp.Literal) and str(value.this).isdigit():
+        return int(value.this)
     return None
+
+
+def _typed(of: exp.Expr, to: exp.Expr | None) -> exp.Expr | None:
+    """`of` as type `to` in SQLite's words, where a plain CAST would differ; None where it
+    would not."""
+    if not isinstance(to, exp.DataType):
+        return None
+    if to.this in _DATE_TYPES:  # a CAST to DATE keeps only the number a date starts with
+        return call(_DATE_TYPES[to.this], of)
+    if to.this in _TEXT_TYPES:
+        return exp.Cast(this=of, to=exp.DataType.build("TEXT"))
+    if to.this in _CHAR_TYPES:
+        length = _length(to)
+        text = exp.Cast(this=of, to=exp.DataType.build("TEXT"))
+        if length is None:
+            return text
+        return call("substr", text, exp.Literal.number(1), exp.Literal.number(length))
+    return None
+
+
+def _cast(node: exp.Expr, dialect: str, notes: Notes) -> exp.Expr | None:
+    return _typed(node.this, node.args.get("to"))
+
+
+# SQL Server's CONVERT styles of dates as text (ISO ones are the stored text itself)
+_STYLES = {
+    20: None, 21: None, 23: None, 120: None, 121: None, 126: None,
+    112: "%Y%m%d", 101: "%m/%d/%Y", 103: "%d/%m/%Y", 102: "%Y.%m.%d", 104: "%d.%m.%Y",
+    108: "%H:%M:%S", 111: "%Y/%m/%d",
+}  # fmt: skip
+
+
+def _convert(node: exp.Expr, dialect: str, notes: Notes) -> exp.Expr | None:
+    """SQL Server's CONVERT(type, value[, style])."""
+    to, of, style = node.this, node.expression, node.args.get("style")
+    if style is None:
+        return _typed(of, to) or exp.Cast(this=of, to=to)
+    if not (isinstance(style, exp.Literal) and str(style.this).isdigit()):
+        raise NoRewrite("a CONVERT style that is not a number")
+    if int(style.this) not in _STYLES or not isinstance(to, exp.DataType):
+        raise NoRewrite(f"CONVERT style {style.this}")
+    pattern = _STYLES[int(style.this)]
+    text = of if pattern is None else strftime(pattern, of)
+    return _typed(text, to) or exp.Cast(this=text, to=to)
 
 
 def _now(node: exp.Expr, dialect: str, notes: Notes) -> exp.Expr | None:
     name = str(node.name).upper()
     if node.expressions:
-        return None
+        return ANONYMOUS(node, dialect, notes)
     if name in _NOW:
         notes.append(UTC_NOTE)
         return exp.CurrentTimestamp()
@@ -282,9 +380,29 @@ def _truncate(node: exp.Expr, dialect: str, notes: Notes) -> exp.Expr:
     return exp.Delete(this=tables[0])
 
 
+GREATEST_NOTE = (
+    "NULLs are skipped as PostgreSQL does (MySQL gives NULL if any argument is: "
+    "max(...) or min(...) alone)"
+)
+
+
+def _greatest(node: exp.Expr, dialect: str, notes: Notes) -> None:
+    """The same text means two things: PostgreSQL and SQL Server skip NULL arguments,
+    MySQL answers NULL. The rewrite is PostgreSQL's; the note names MySQL's."""
+    if dialect != "mysql":
+        notes.append(GREATEST_NOTE)
+
+
 def _ilike(node: exp.Expr, dialect: str, notes: Notes) -> exp.Expr:
     notes.append("LIKE ignores case in SQLite, for ASCII letters only")
-    return exp.Like(this=node.this, expression=node.expression)
+    pattern = node.expression
+    if isinstance(pattern, exp.Any):  # x ILIKE ANY (ARRAY['a%', 'b%'])
+        inner = pattern.this.this if isinstance(pattern.this, exp.Paren) else pattern.this
+        if not isinstance(inner, exp.Array) or node.args.get("negate"):
+            raise NoRewrite("ILIKE ANY over something other than an ARRAY[...]")
+        likes = [exp.Like(this=node.this.copy(), expression=p) for p in inner.expressions]
+        return exp.Paren(this=exp.or_(*likes))
+    return exp.Like(**node.args)  # NOT ILIKE keeps its NOT (`negate`), ESCAPE its escape
 
 
 SHAPES: dict[type[exp.Expr], Shape] = {
@@ -312,13 +430,22 @@ SHAPES: dict[type[exp.Expr], Shape] = {
     exp.DatetimeAdd: _date_add,
     exp.DatetimeSub: _date_add,
     exp.DateDiff: _date_diff,
+    exp.Greatest: _greatest,
+    exp.Least: _greatest,
     exp.Cast: _cast,
+    exp.Convert: _convert,
     exp.SplitPart: _split_part,
     exp.Left: _left,
     exp.Right: _right,
     exp.EQ: _any_array,
     exp.NEQ: _any_array,
     exp.TruncateTable: _truncate,
+    exp.RegexpLike: regex_match,
+    exp.RegexpILike: regex_match,
+    exp.Update: update_joined,
+    exp.Delete: delete_joined,
+    exp.Insert: upsert,
+    **FUNCTION_SHAPES,
 }
 
 
@@ -326,8 +453,14 @@ def _shape(node: exp.Expr, dialect: str, notes: Notes) -> exp.Expr:
     shape = SHAPES.get(type(node))
     if shape is None:
         return node
-    found = shape(node, dialect, notes)
-    return node if found is None else found
+    # the shape builds from a twin's children: when it gives the same text back, the node
+    # keeps its own (a replaced node's children are reached only at the next pass)
+    twin = node.copy()
+    twin.parent, twin.arg_key, twin.index = node.parent, node.arg_key, node.index
+    found = shape(twin, dialect, notes)
+    if found is None or found.sql() == node.sql():
+        return node
+    return found
 
 
 def _check_formats(tree: exp.Expr, dialect: str) -> None:
@@ -338,7 +471,7 @@ def _check_formats(tree: exp.Expr, dialect: str) -> None:
         pattern = node.args.get("format")
         if not isinstance(pattern, exp.Literal) or not pattern.is_string:
             raise NoRewrite("a date format that is not a string")
-        codes = set(re.findall(r"%(.)", str(pattern.this)))
+        codes = set(re.findall(r"%(.)", str(pattern.this))) - set("AaBb")  # names: functions.py
         if not codes <= _STRFTIME_CODES:
             raise NoRewrite(f"date format codes {sorted(codes - _STRFTIME_CODES)}")
         if dialect == "postgres" and re.search(r"[A-Za-z]", re.sub(r"%.", "", pattern.this)):

@@ -35,9 +35,16 @@ __all__ = ["Trap", "trap"]
 # one search on the success path: a sign of any trap (a CAST to a decimal or date type,
 # or a string literal beside a +)
 _SIGN = re.compile(
-    r"\bAS\s+(?:NUMERIC|DECIMAL|DEC|NUMBER|MONEY|DATE|DATETIME|TIMESTAMP|TIME)\b|'\s*\+|\+\s*'",
+    r"\bAS\s+(?:NUMERIC|DECIMAL|DEC|NUMBER|MONEY|DATE|DATETIME|TIMESTAMP|TIME)\b|'\s*\+|\+\s*'|"
+    r"\bstrftime\s*\(\s*[A-Za-z_\"\[`]",
     re.IGNORECASE,
 )
+# DuckDB's strftime(value, format): SQLite's takes the format first, and answers NULL
+_SWAPPED = re.compile(
+    r"\bstrftime\s*\(\s*((?:[A-Za-z_][\w$]*\.)?[A-Za-z_][\w$]*)\s*,\s*('[^']*%[^']*')\s*\)",
+    re.IGNORECASE,
+)
+SWAPPED = "SQLite's strftime() takes the format first (strftime(value, format) answers NULL)"
 _DECIMAL = frozenset({"NUMERIC", "DECIMAL", "DEC", "NUMBER", "MONEY"})
 _DATES = {"DATE": "date", "DATETIME": "datetime", "TIMESTAMP": "datetime", "TIME": "time"}
 _NUMBER = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*")
@@ -111,12 +118,66 @@ def _enclosing_cast(tokens: list[Token], index: int) -> tuple[int, int] | None:
     return None
 
 
+_REAL = frozenset({"REAL", "FLOAT", "DOUBLE", "FLOAT4", "FLOAT8"})
+
+
+def _cast_type_at(tokens: list[Token], cast: int) -> str:
+    """The type word of the CAST whose keyword is tokens[cast] ('' when it is not one)."""
+    depth = 0
+    for i in range(cast + 1, len(tokens)):
+        kind = tokens[i].token_type
+        depth += kind == TokenType.L_PAREN
+        depth -= kind == TokenType.R_PAREN
+        if depth == 1 and word(tokens[i]) == "AS" and i + 1 < len(tokens):
+            return word(tokens[i + 1])
+        if depth == 0 and i > cast + 1:
+            return ""
+    return ""
+
+
+def _real_number(token: Token) -> bool:
+    return token.token_type == TokenType.NUMBER and any(c in token.text for c in ".eE")
+
+
+def _real_from(tokens: list[Token], index: int) -> bool:
+    """Whether the operand starting at tokens[index] is a REAL: 2.0, CAST(b AS REAL)."""
+    if index >= len(tokens):
+        return False
+    if _real_number(tokens[index]):
+        return True
+    return word(tokens[index]) == "CAST" and _cast_type_at(tokens, index) in _REAL
+
+
+def _real_until(tokens: list[Token], index: int) -> bool:
+    """Whether the operand ending at tokens[index] is a REAL."""
+    if index < 0:
+        return False
+    if _real_number(tokens[index]):
+        return True
+    if tokens[index].token_type != TokenType.R_PAREN:
+        return False
+    depth = 0
+    for i in range(index, -1, -1):
+        kind = tokens[i].token_type
+        depth += kind == TokenType.R_PAREN
+        depth -= kind == TokenType.L_PAREN
+        if depth == 0:
+            return (
+                i > 0 and word(tokens[i - 1]) == "CAST" and (_cast_type_at(tokens, i - 1) in _REAL)
+            )
+    return False
+
+
 def _divided(tokens: list[Token], first: int, last: int) -> bool:
+    """Whether the CAST spanning tokens[first..last] is divided by, or divides, an operand
+    that is not a REAL (a REAL on either side makes SQLite divide in floating point)."""
     before = tokens[first - 1] if first else None
     after = tokens[last + 1] if last + 1 < len(tokens) else None
-    return (before is not None and before.token_type == TokenType.SLASH) or (
-        after is not None and after.token_type == TokenType.SLASH
-    )
+    if after is not None and after.token_type == TokenType.SLASH:
+        return not _real_from(tokens, last + 2)
+    if before is not None and before.token_type == TokenType.SLASH:
+        return not _real_until(tokens, first - 2)
+    return False
 
 
 def _casts(sql: str, tokens: list[Token]) -> tuple[list[_Edit], list[str]]:
@@ -167,6 +228,11 @@ def trap(sql: str) -> Trap | None:
     if not tokens or "--" in sql or any("\n" in sql[t.start : t.end + 1] for t in tokens):
         return None  # a line comment, string or name would change once the lines are joined
     edits, whys = _casts(sql, tokens)
+    for found in _SWAPPED.finditer(sql):
+        if any(t.start == found.start(2) and t.token_type == TokenType.STRING for t in tokens):
+            swapped = f"strftime({found[2]}, {found[1]})"
+            edits.append(_Edit(found.start(), found.end(), swapped))
+            whys.append(SWAPPED)
     pluses = _pluses(sql, tokens)
     if pluses:
         edits += pluses

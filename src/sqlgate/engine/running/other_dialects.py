@@ -26,7 +26,7 @@ from sqlgate.engine.statements import Tier, check_tier, home_tool, inspect_state
 from sqlgate.errors import SqlError, SqlgateError
 
 if TYPE_CHECKING:
-    from sqlgate.engine.dialects import ToolCommand
+    from sqlgate.engine.dialects import Rewrite, ToolCommand
     from sqlgate.engine.rules import LiveRules
 
 __all__ = ["RewriteContext", "dialect_error", "trap_note"]
@@ -52,7 +52,7 @@ _WORTH_TRYING = (
     "incomplete input",
     "wrong number of arguments",
 )
-# a statement that itself changes data may be sent on to the tool that takes its rewrite
+# a statement that itself changes data: its SQLite form may be named for the tool that takes it
 _CHANGES = re.compile(
     r"\s*(?:TRUNCATE|INSERT|UPDATE|DELETE|REPLACE|MERGE|UPSERT|CREATE|ALTER|DROP)\b", re.I
 )
@@ -66,10 +66,8 @@ def _accepted(ctx: RewriteContext, original: str, candidate: str) -> Tier | None
         home = Tier(home_tool(statement))
     except (SqlgateError, ValueError):
         return None
-    if home is Tier.VIEW or (
-        home is not ctx.tier and home is not Tier.READ and not _CHANGES.match(original)
-    ):
-        return None
+    if home is Tier.VIEW or (home not in (ctx.tier, Tier.READ) and not _CHANGES.match(original)):
+        return None  # read_query's, or another tool's only for a statement that changes data
     try:
         check_tier(statement, home)
     except SqlgateError:
@@ -159,18 +157,26 @@ def dialect_error(ctx: RewriteContext, sql: str, message: str) -> SqlError | Non
     added = _added_column(ctx, sql, message)
     if added is not None:
         return added
+    elsewhere: tuple[Rewrite, Tier] | None = None
     for rewrite in rewrites(sql):
         if one_line(rewrite.sql) != rewrite.sql:
             continue  # a control character the answer could not carry as it is
         home = _accepted(ctx, sql, rewrite.sql)
         if home is None:
             continue
-        notes = "".join(f"; {note}" for note in rewrite.notes)
-        return SqlError(
-            f"SQLite error: {message}. That reads as {rewrite.dialect_name}{notes}. "
-            f"Send {_send(home, ctx, rewrite.sql)}"
-        )
-    return None
+        said = f"SQLite error: {message}. That reads as {rewrite.dialect_name}"
+        said += "".join(f"; {note}" for note in rewrite.notes)
+        if home is ctx.tier or home is Tier.READ:
+            return SqlError(f"{said}. Send {_send(home, ctx, rewrite.sql)}")
+        if elsewhere is None and _CHANGES.match(sql):
+            elsewhere = rewrite, home
+    if elsewhere is None:
+        return None
+    rewrite, home = elsewhere  # a change sent to a tool that does not make it
+    return SqlError(
+        f"SQLite error: {message}. That reads as {rewrite.dialect_name}; in SQLite it is "
+        f"{rewrite.sql}, which only {home.value} runs ({ctx.tier.value} does not)"
+    )
 
 
 def trap_note(ctx: RewriteContext, sql: str) -> str | None:

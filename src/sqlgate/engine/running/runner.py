@@ -35,9 +35,10 @@ from sqlgate.engine.running.execute import (
     run_statement,
 )
 from sqlgate.engine.running.guard_rows import guarding
+from sqlgate.engine.running.other_dialects import dialect_error
 from sqlgate.engine.sqltext import has_more_statements
 from sqlgate.engine.statements import Statement, Tier, check_tier, inspect_statement
-from sqlgate.errors import InvalidArgument, PolicyDenied
+from sqlgate.errors import InvalidArgument, PolicyDenied, SqlError
 
 __all__ = ["DML_KINDS", "Applied", "Runner", "summary_line", "with_hidden"]
 
@@ -125,6 +126,12 @@ class Runner:
         statement = inspect_statement(text)
         try:
             check_tier(statement, tier, undo=self.settings.undo)
+        except InvalidArgument:
+            if tier is Tier.WRITE and statement.kind == "UNKNOWN":  # TRUNCATE, SHOW, ...
+                other = self._other_dialect(text)
+                if other is not None:
+                    raise other from None
+            raise
         except PolicyDenied:
             # a tier's advice must not send the agent to a tool the table rules refuse too
             if self.db.rules.rules:
@@ -133,6 +140,14 @@ class Runner:
                     raise PolicyDenied(f"refused: {guarded}") from None
             raise
         return text, statement
+
+    def _other_dialect(self, text: str) -> SqlError | None:
+        """write_query's answer to a statement no SQL verb starts, when it reads as another
+        dialect's (`engine.running.other_dialects`): what SQLite would say, and its form."""
+        first = text.split(None, 1)[0] if text.split() else ""
+        with self.db.writing() as conn:
+            ctx = self.context(conn, Tier.WRITE, CallControl())
+            return dialect_error(ctx, text, f'near "{first}": syntax error')
 
     def _guarded_refusal(self, statement: Statement) -> str | None:
         with self.db.reading() as conn:
