@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 import pytest
 
-from sqlgate.engine.running.textsearch import SearchRequest
 from sqlgate.errors import InvalidArgument, PolicyDenied, SqlgateError
 from sqlgate.service import Service
+from tests.agent_calls import call
 
 SQL_TOOLS = ("read_query", "write_query", "destructive_query")
 TOOLS = (*SQL_TOOLS, "create_view")
@@ -49,22 +49,6 @@ def app(make_service: Callable[..., Service]) -> Service:
         reason="a trigger whose DELETE write_query refuses",
     )
     return service
-
-
-def call(service: Service, tool: str, sql: str) -> str:
-    """Send `sql` to `tool` as an agent would (create_view takes the SELECT alone)."""
-    if tool == "read_query":
-        return service.read_query(sql)
-    if tool == "write_query":
-        return service.write_query(sql)
-    if tool == "destructive_query":
-        return service.destructive_query(sql, reason="the refusal advice test")
-    if tool == "create_view":
-        match = re.fullmatch(r"CREATE VIEW \w+ AS (.*)", sql, re.S)
-        return service.create_view("advised_view", match[1] if match else sql)
-    if tool == "search_text":
-        return service.search_text(SearchRequest("hello", "docs", where=sql))
-    raise AssertionError(tool)
 
 
 def refusal(service: Service, tool: str, sql: str) -> str:

@@ -14,6 +14,7 @@ import pytest
 
 from sqlgate.errors import PolicyDenied, SqlError, SqlgateError
 from sqlgate.service import Service
+from tests.agent_calls import call as agent_call
 
 SEND = re.compile(r"[Ss]end instead(?:, as (\w+))?: (.*)\Z", re.S)
 ROWS = [
@@ -38,11 +39,8 @@ def app(service: Service) -> Service:
 
 
 def call(service: Service, tool: str, sql: str) -> str:
-    if tool == "read":
-        return service.read_query(sql)
-    if tool == "write":
-        return service.write_query(sql)
-    return service.destructive_query(sql, "a dialect test")
+    """`tool` is read, write or destructive."""
+    return agent_call(service, TOOLS[tool], sql)
 
 
 def refused(service: Service, tool: str, sql: str) -> str:
@@ -359,3 +357,20 @@ def test_a_rewrite_that_would_be_a_write_is_never_offered_to_read_query(app: Ser
     message = refused(app, "read", "SELECT NOW() FROM sqlgate.query_log WHERE id ILIKE '1'")
     found = SEND.search(message)
     assert found is None or found[1] is None  # a read stays a read for read_query
+
+
+@pytest.mark.parametrize(
+    ("tool", "sql"),
+    [
+        ("destructive", "CREATE TABLE t1(at TIMESTAMP DEFAULT NOW()); DROP TABLE users"),
+        ("destructive", "TRUNCATE users; DROP TABLE users"),
+        ("read", "SELECT NOW(); DELETE FROM users"),
+        ("destructive", "ALTER TABLE users ADD COLUMN IF NOT EXISTS a TEXT; DROP TABLE users"),
+    ],
+)
+def test_a_second_statement_is_never_prepared_nor_run(app: Service, tool: str, sql: str) -> None:
+    with pytest.raises(SqlgateError) as caught:
+        call(app, tool, sql)
+    assert "DROP TABLE" not in str(caught.value).split("instead")[-1]
+    assert rows(app.read_query("SELECT count(*) FROM users")) == ["3"]
+    assert "users" in app.read_query("SELECT name FROM sqlite_schema")

@@ -13,7 +13,7 @@ from typing import Any
 import apsw
 import pytest
 
-from sqlgate.errors import InvalidArgument, NotFound, UndoConflict, UndoRefused
+from sqlgate.errors import InvalidArgument, NotFound, SqlgateError, UndoConflict, UndoRefused
 from sqlgate.service import Service
 from tests.engine.undo.test_undo_writes import newest_call
 from tests.records import connect_both, records_path
@@ -409,3 +409,58 @@ def test_an_agents_undo_never_changes_a_table_guarded_since_the_call(
     assert f"it would change {mode} by the server's policy" in str(refused.value)
     assert rows(db_path, "SELECT id FROM t WHERE id = 1") == []  # nothing was undone
     assert guarded.undo(call).startswith("undone")  # a person may
+
+
+def test_an_undo_whose_user_commit_fails_leaves_the_records_untouched_and_can_be_redone(
+    world: Service, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The records' lock is taken before the user's COMMIT; when that COMMIT fails, the lock
+    is given back (ROLLBACK) and the call stays undoable ("Two files, one order")."""
+    import sqlgate.engine.undo.restore as restore
+
+    call = undo_id(world.write_query("UPDATE t SET v = 'z' WHERE id = 1"))
+
+    def failing(name: str) -> None:
+        if name == "undo.before_commit":
+            raise OSError("the disk is gone")
+
+    monkeypatch.setattr(restore, "fault_point", failing)
+    with pytest.raises(SqlgateError, match="internal error"):
+        world.undo(call)
+    assert world.db.keeper is not None
+    assert not world.db.keeper.in_transaction
+    assert rows(db_path, "SELECT v FROM t WHERE id = 1") == [("z",)]
+    monkeypatch.undo()
+    assert world.undo(call).startswith("undone:")
+    assert rows(db_path, "SELECT v FROM t WHERE id = 1") == [("a",)]
+
+
+def test_a_mark_that_fails_is_logged_and_the_undo_stands(
+    world: Service, db_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The rows are back when the record's mark fails: the answer says undone, the failure
+    goes to sqlgate's log, and the records' connection is left out of any transaction."""
+    import sqlgate.engine.undo.restore as restore
+
+    call = undo_id(world.write_query("UPDATE t SET v = 'z' WHERE id = 2"))
+
+    def broken(*args: object) -> None:
+        raise apsw.IOError("the records file went away")
+
+    monkeypatch.setattr(restore, "mark_undone", broken)
+    with caplog.at_level("ERROR", logger="sqlgate"):
+        assert world.undo(call).startswith("undone:")
+    assert rows(db_path, "SELECT v FROM t WHERE id = 2") == [("b",)]
+    assert [r.name for r in caplog.records if "the mark failed" in r.getMessage()] == ["sqlgate"]
+    assert world.db.keeper is not None
+    assert not world.db.keeper.in_transaction
+
+
+def test_a_database_opened_read_only_undoes_nothing(world: Service, settings: Any) -> None:
+    call = undo_id(world.write_query("UPDATE t SET v = 'z' WHERE id = 3"))
+    reader = Service.open(settings, read_only=True)
+    try:
+        with pytest.raises(UndoRefused, match="opened read-only; nothing was undone"):
+            reader.undo(call)
+    finally:
+        reader.close()

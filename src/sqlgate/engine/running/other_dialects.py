@@ -22,6 +22,7 @@ import apsw
 from sqlgate.engine.framing import one_line
 from sqlgate.engine.limits import REWRITE_MAX_CHARS
 from sqlgate.engine.rules import PolicyRecorder, recording
+from sqlgate.engine.sqltext import has_more_statements
 from sqlgate.engine.statements import Tier, check_tier, home_tool, inspect_statement
 from sqlgate.errors import SqlError, SqlgateError
 
@@ -73,10 +74,12 @@ def _accepted(ctx: RewriteContext, original: str, candidate: str) -> Tier | None
     except SqlgateError:
         return None
     recorder = PolicyRecorder(home, ctx.protected, ctx.rules)
+    explained = f"EXPLAIN {candidate}"
     cursor = ctx.conn.cursor()
-    try:
+    cursor.exec_trace = lambda _, text, __: not has_more_statements(explained[len(text) :])
+    try:  # compiled only; a text of two statements is aborted before the first runs
         with recording(ctx.conn, recorder):
-            cursor.execute(f"EXPLAIN {candidate}", can_cache=False)
+            cursor.execute(explained, can_cache=False)
     except apsw.Error:
         return None
     finally:
