@@ -100,6 +100,9 @@ def test_a_busy_records_file_refuses_the_call_and_changes_nothing(
         run(ready, tool, sql)
     assert user_rows(db_path) == before
     assert undo_records(db_path) == kept
+    # the refused call's audit row waited in the queue: written first, so that the retry
+    # (busy timeout 0 here) does not meet the drainer's write
+    assert ready.audit.drain(wait=5.0)
     assert "undo:" in run(ready, tool, sql)  # the lock gone, the same call goes through
 
 
@@ -112,6 +115,7 @@ def test_a_busy_records_file_refuses_the_undo_and_changes_nothing(
         ready.undo(call)
     assert user_rows(db_path) == after  # the rows were not written back
     assert undo_records(db_path) == kept  # nor the record marked
+    assert ready.audit.drain(wait=5.0)  # the refused call's queued audit row, written first
     assert ready.undo(call).startswith(f"undone: call {call} (")
     assert user_rows(db_path)[1][0] == (1, "a", 1)
 

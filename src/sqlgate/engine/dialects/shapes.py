@@ -184,7 +184,7 @@ def _interval_arithmetic(node: exp.Expr, dialect: str, notes: Notes) -> exp.Expr
     days = _days(right)
     if days is None:
         return None
-    shown = f"{'-' if sign < 0 else '+'}{days.this} days"
+    shown = ("-" if sign < 0 else "+") + str(days.this) + " days"  # a date modifier
     return call("date", left, string(shown))
 
 
