@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from sqlgate.engine.dialects.commands import ToolCommand, other_tool_command
     from sqlgate.engine.dialects.ddl import AddedColumn, added_column, mended_definition
     from sqlgate.engine.dialects.rewrite import Rewrite, rewrites
-    from sqlgate.engine.dialects.traps import Trap, trap
+    from sqlgate.engine.dialects.traps import Trap, has_sign, trap
 
 __all__ = [
     "AddedColumn",
@@ -34,6 +34,7 @@ __all__ = [
     "ToolCommand",
     "Trap",
     "added_column",
+    "has_sign",
     "mended_definition",
     "other_tool_command",
     "rewrites",
@@ -44,7 +45,7 @@ BEHIND_THE_DOOR = {
     "commands": ("ToolCommand", "other_tool_command"),
     "ddl": ("AddedColumn", "added_column", "mended_definition"),
     "rewrite": ("Rewrite", "rewrites"),
-    "traps": ("Trap", "trap"),
+    "traps": ("Trap", "has_sign", "trap"),
 }
 
 if not TYPE_CHECKING:

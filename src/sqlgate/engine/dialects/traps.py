@@ -30,15 +30,15 @@ if TYPE_CHECKING:
 else:
     TokenType = deferred("sqlglot.tokenizer_core", "TokenType")
 
-__all__ = ["Trap", "trap"]
+__all__ = ["Trap", "has_sign", "trap"]
 
 # one search on the success path: a sign of any trap (a CAST to a decimal or date type,
 # or a string literal beside a +)
-_SIGN = re.compile(
-    r"\bAS\s+(?:NUMERIC|DECIMAL|DEC|NUMBER|MONEY|DATE|DATETIME|TIMESTAMP|TIME)\b|'\s*\+|\+\s*'|"
-    r"\bstrftime\s*\(\s*[A-Za-z_\"\[`]",
-    re.IGNORECASE,
+_CAST_SIGN = re.compile(
+    r"\bAS\s+(?:NUMERIC|DECIMAL|DEC|NUMBER|MONEY|DATE|DATETIME|TIMESTAMP|TIME)\b", re.IGNORECASE
 )
+_PLUS_SIGN = re.compile(r"'\s*\+|\+\s*'")
+_STRFTIME_SIGN = re.compile(r"strftime\s*\(\s*[A-Za-z_\"\[`]", re.IGNORECASE)
 # DuckDB's strftime(value, format): SQLite's takes the format first, and answers NULL
 _SWAPPED = re.compile(
     r"\bstrftime\s*\(\s*((?:[A-Za-z_][\w$]*\.)?[A-Za-z_][\w$]*)\s*,\s*('[^']*%[^']*')\s*\)",
@@ -219,10 +219,21 @@ def _pluses(sql: str, tokens: list[Token]) -> list[_Edit]:
     return edits
 
 
+def has_sign(sql: str) -> bool:
+    """Whether `sql` shows a sign of any trap: what a statement that runs pays, a few
+    substring tests (every sign needs a CAST, a + beside a quote, or strftime) and, for the
+    few that pass one, a search starting from it."""
+    if ("CAST" in sql or "cast" in sql or "Cast" in sql) and _CAST_SIGN.search(sql):
+        return True
+    if "+" in sql and "'" in sql and _PLUS_SIGN.search(sql):
+        return True
+    return ("trftime" in sql or "TRFTIME" in sql) and _STRFTIME_SIGN.search(sql) is not None
+
+
 def trap(sql: str) -> Trap | None:
     """The trap `sql` falls into, and the statement that avoids it; None for a statement
     that shows no sign of one (nearly all)."""
-    if _SIGN.search(sql) is None:
+    if not has_sign(sql):
         return None
     tokens = sqlite_tokens(sql)
     if not tokens or "--" in sql or any("\n" in sql[t.start : t.end + 1] for t in tokens):

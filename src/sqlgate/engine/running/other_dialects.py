@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import apsw
 
+from sqlgate.engine.dialects import has_sign
 from sqlgate.engine.framing import one_line
 from sqlgate.engine.limits import REWRITE_MAX_CHARS
 from sqlgate.engine.rules import PolicyRecorder, recording
@@ -187,10 +188,10 @@ def trap_note(ctx: RewriteContext, sql: str) -> str | None:
     does not share (`engine.dialects.trap`): what differs, and the statement that gives the
     intended result (prepared under the same policy first); None for nearly every statement,
     at the cost of one regular-expression search."""
+    if len(sql) > REWRITE_MAX_CHARS or not has_sign(sql):
+        return None
     from sqlgate.engine.dialects import trap
 
-    if len(sql) > REWRITE_MAX_CHARS:
-        return None
     found = trap(sql)
     if found is None or one_line(found.sql) != found.sql:
         return None
