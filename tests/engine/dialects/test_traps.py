@@ -19,6 +19,9 @@ CASES = [
     ("SELECT CAST(at AS TIMESTAMP) FROM t", "SELECT datetime(at) FROM t"),
     ("SELECT first + ' ' + last FROM t", "SELECT first || ' ' || last FROM t"),
     ("SELECT 'Mr. ' + name FROM t", "SELECT 'Mr. ' || name FROM t"),
+    ("SELECT FORMAT(at, 'yyyy-MM') FROM t", "SELECT strftime('%Y-%m', at) FROM t"),
+    ("SELECT strftime(t.at, '%Y') FROM t", "SELECT strftime('%Y', t.at) FROM t"),
+    ("SELECT name[2:4] FROM t", "SELECT substr(name, 2, 3) FROM t"),
 ]  # fmt: skip
 
 
@@ -39,6 +42,10 @@ NONE = [
     "SELECT 'as date' FROM t",
     "SELECT x FROM t WHERE note = 'CAST(a AS DATE)'",
     "SELECT a -- CAST(a AS DATE)\n FROM t",
+    "SELECT format('%d rows', n) FROM t",
+    "SELECT strftime('%Y', at) FROM t",
+    "SELECT 'name[1:3]' FROM t",
+    "SELECT [name] FROM t",
 ]
 
 

@@ -11,6 +11,10 @@ intended result:
                                2024; date(x) (datetime(x), time(x)) is the date
     'text' + x                 SQL Server joins text with +; SQLite adds numbers ('a' + 'b' is
                                0): || joins text
+    FORMAT(d, 'yyyy-MM')       SQL Server's date pattern; SQLite's format() is printf and prints
+                               the pattern itself: strftime('%Y-%m', d)
+    strftime(d, '%Y')          DuckDB's argument order; SQLite's answers NULL
+    name[1:3]                  DuckDB's slice; SQLite reads [1:3] as an alias: substr()
 
 No sqlglot parser here: the tokens are SQLite's own (`engine.sqltext`), read already when
 the statement was checked.
@@ -45,6 +49,17 @@ _SWAPPED = re.compile(
     re.IGNORECASE,
 )
 SWAPPED = "SQLite's strftime() takes the format first (strftime(value, format) answers NULL)"
+# SQL Server's FORMAT(date, 'yyyy-MM'): SQLite's format() is printf, which prints the pattern
+_DOTNET = re.compile(
+    r"\bFORMAT\s*\(\s*((?:[A-Za-z_][\w$]*\.)?[A-Za-z_][\w$]*)\s*,\s*'([yMdHms:./ -]+)'\s*\)",
+    re.IGNORECASE,
+)
+_DOTNET_CODES = (("yyyy", "%Y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"), ("mm", "%M"),
+                 ("ss", "%S"))  # fmt: skip
+DOTNET = "SQLite's format() is printf, which prints a date pattern as it is: strftime() reads it"
+# DuckDB's name[1:3] (a slice): SQLite reads [1:3] as the column's alias
+_SLICE = re.compile(r"\b((?:[A-Za-z_][\w$]*\.)?[A-Za-z_][\w$]*)\[(\d+):(\d+)\]")
+SLICE = "SQLite reads name[1:3] as an alias of name, not a slice: substr() cuts it"
 _DECIMAL = frozenset({"NUMERIC", "DECIMAL", "DEC", "NUMBER", "MONEY"})
 _DATES = {"DATE": "date", "DATETIME": "datetime", "TIMESTAMP": "datetime", "TIME": "time"}
 _NUMBER = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*")
@@ -219,6 +234,33 @@ def _pluses(sql: str, tokens: list[Token]) -> list[_Edit]:
     return edits
 
 
+def _dotnet(pattern: str) -> str | None:
+    """A .NET date pattern of the codes above, in strftime's; None for any other letter."""
+    out = pattern
+    for code, instead in _DOTNET_CODES:
+        out = out.replace(code, instead)
+    return None if re.search(r"[A-Za-z]", re.sub(r"%.", "", out)) else out
+
+
+def _patterns(sql: str, tokens: list[Token]) -> tuple[list[_Edit], list[str]]:
+    """FORMAT(date, 'yyyy-MM') and name[1:3], outside strings."""
+    starts = {t.start for t in tokens}
+    edits: list[_Edit] = []
+    whys: list[str] = []
+    for found in _DOTNET.finditer(sql):
+        pattern = _dotnet(found[2])
+        if found.start() in starts and pattern is not None:
+            edits.append(_Edit(found.start(), found.end(), f"strftime('{pattern}', {found[1]})"))
+            whys.append(DOTNET)
+    for found in _SLICE.finditer(sql):
+        first, last = int(found[2]), int(found[3])
+        if found.start() in starts and 1 <= first <= last:
+            cut = f"substr({found[1]}, {first}, {last - first + 1})"
+            edits.append(_Edit(found.start(), found.end(), cut))
+            whys.append(SLICE)
+    return edits, whys
+
+
 def has_sign(sql: str) -> bool:
     """Whether `sql` shows a sign of any trap: what a statement that runs pays, a few
     substring tests (every sign needs a CAST, a + beside a quote, or strftime) and, for the
@@ -226,6 +268,10 @@ def has_sign(sql: str) -> bool:
     if ("CAST" in sql or "cast" in sql or "Cast" in sql) and _CAST_SIGN.search(sql):
         return True
     if "+" in sql and "'" in sql and _PLUS_SIGN.search(sql):
+        return True
+    if ("ORMAT" in sql or "ormat" in sql) and _DOTNET.search(sql):
+        return True
+    if "[" in sql and ":" in sql and _SLICE.search(sql):
         return True
     return ("trftime" in sql or "TRFTIME" in sql) and _STRFTIME_SIGN.search(sql) is not None
 
@@ -244,6 +290,9 @@ def trap(sql: str) -> Trap | None:
             swapped = f"strftime({found[2]}, {found[1]})"
             edits.append(_Edit(found.start(), found.end(), swapped))
             whys.append(SWAPPED)
+    edits_more, whys_more = _patterns(sql, tokens)
+    edits += edits_more
+    whys += whys_more
     pluses = _pluses(sql, tokens)
     if pluses:
         edits += pluses
