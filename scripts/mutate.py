@@ -126,6 +126,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "engine/statements/where.py": ("tests/engine/statements/test_where.py",),
     # through whole services: the facts come from a real schema, the fallback from SQLite
     "engine/running/where_check.py": ("tests/test_service_where.py",),
+    "engine/running/where_columns.py": ("tests/test_service_where.py",),
     "engine/undo/capture.py": _UNDO,
     "engine/undo/writes.py": _UNDO,
     "engine/undo/keys.py": _UNDO,

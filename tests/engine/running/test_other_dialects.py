@@ -188,6 +188,13 @@ CHANGES = [
     ("mysql-update-join", "write", "UPDATE users u JOIN users v ON v.id = u.id + 1 "
      "SET u.score = v.score WHERE u.id = 1", None,
      "UPDATE users AS u SET score = v.score FROM users AS v WHERE v.id = u.id + 1 AND u.id = 1"),
+    ("tsql-update-from-join", "write", "UPDATE u SET u.score = 0 FROM users u INNER JOIN "
+     "users v ON v.id = u.id + 1 WHERE v.score = 1", None,
+     "UPDATE users AS u SET score = 0 FROM users AS v WHERE v.id = u.id + 1 AND v.score = 1"),
+    ("mysql-update-order-limit", "write", "UPDATE users SET score = 0 WHERE score > 0 "
+     "ORDER BY created_at LIMIT 1", None,
+     "UPDATE users SET score = 0 WHERE rowid IN (SELECT rowid FROM users WHERE score > 0 "
+     "ORDER BY created_at LIMIT 1)"),
     ("pg-delete-using", "destructive", "DELETE FROM users USING users AS v WHERE "
      "users.id = v.id + 1 AND v.score = 3", None,
      "DELETE FROM users WHERE EXISTS(SELECT 1 FROM users AS v WHERE users.id = v.id + 1 "
@@ -301,6 +308,14 @@ FAILURES = [
     ("missing-function", "read", "SELECT frobnicate(name) FROM users", SqlError),
     ("delete-in-read", "read", "DELETE FROM users WHERE id = 1", PolicyDenied),
     ("update-without-where", "write", "UPDATE users SET score = 0", PolicyDenied),
+    # MySQL's form rewrites every row of u (the condition is v's): write_query would refuse
+    # SQLite's form, so none is offered to it
+    (
+        "update-join-of-every-row",
+        "write",
+        "UPDATE users u JOIN users v ON v.id = 3 SET u.email = v.email WHERE v.score > 4",
+        SqlError,
+    ),
     ("sqlite-typo", "read", "SELEC name FROM users", SqlError),
     (
         "pg-to-char-month-name",

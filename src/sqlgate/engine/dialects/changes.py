@@ -7,6 +7,8 @@
     DELETE t FROM t JOIN u ON c WHERE w       DELETE FROM t WHERE EXISTS (SELECT 1 FROM u
                                               WHERE c AND w)
     INSERT ... ON DUPLICATE KEY UPDATE        INSERT ... ON CONFLICT DO UPDATE SET x = excluded.x
+    UPDATE t ... ORDER BY o LIMIT n           UPDATE t ... WHERE rowid IN (SELECT rowid FROM t
+                                              WHERE ... ORDER BY o LIMIT n)
 
 Only inner joins: an outer join's rows without a match have no SQLite form here.
 """
@@ -49,7 +51,32 @@ def _bare_targets(assignments: list[exp.Expr]) -> list[exp.Expr]:
     return bare
 
 
+def _limited(node: exp.Expr) -> exp.Expr | None:
+    """MySQL's UPDATE/DELETE ... ORDER BY ... LIMIT n (SQLite takes them only when built
+    to): the rows chosen by rowid in a subquery of the same order and limit."""
+    order, limit = node.args.get("order"), node.args.get("limit")
+    table = node.this
+    if limit is None or not isinstance(table, exp.Table) or table.args.get("joins"):
+        return None
+    chosen = exp.select("rowid").from_(table.copy())
+    where = node.args.get("where")
+    if where is not None:
+        chosen = chosen.where(where.this.copy())
+    if order is not None:
+        chosen.set("order", order.copy())
+    chosen.set("limit", limit.copy())
+    rewritten = node.copy()
+    rewritten.set("order", None)
+    rewritten.set("limit", None)
+    inside = exp.In(this=exp.column("rowid"), query=exp.Subquery(this=chosen))
+    rewritten.set("where", exp.Where(this=inside))
+    return rewritten
+
+
 def update_joined(node: exp.Expr, dialect: str, notes: Notes) -> exp.Expr | None:
+    limited = _limited(node)
+    if limited is not None:
+        return limited
     table, source = node.this, node.args.get("from_") or node.args.get("from")
     joins = list(table.args.get("joins") or []) if isinstance(table, exp.Table) else []
     if not joins and source is None:
@@ -63,7 +90,7 @@ def update_joined(node: exp.Expr, dialect: str, notes: Notes) -> exp.Expr | None
         first = source.this
         if not isinstance(first, exp.Table):
             return None
-        joined = list(source.args.get("joins") or [])
+        joined = list(first.args.get("joins") or source.args.get("joins") or [])
         if not joined or table.name not in (first.alias_or_name, first.name):
             return None
         target = first.copy()
@@ -85,6 +112,9 @@ def update_joined(node: exp.Expr, dialect: str, notes: Notes) -> exp.Expr | None
 
 
 def delete_joined(node: exp.Expr, dialect: str, notes: Notes) -> exp.Expr | None:
+    limited = _limited(node)
+    if limited is not None:
+        return limited
     using = list(node.args.get("using") or [])
     table = node.this
     joins = list(table.args.get("joins") or []) if isinstance(table, exp.Table) else []

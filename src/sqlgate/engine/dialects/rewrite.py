@@ -32,14 +32,16 @@ _SIGNS = (
         "tsql",
         r"\bTOP\s*\(?\d|\bGETDATE\s*\(|\bDATEADD\s*\(|\bDATEDIFF\s*\(\s*\w+\s*,|"
         r"\bISNULL\s*\([^()]*,|\bNVARCHAR\b|\bLEN\s*\(|\bDATEPART\s*\(|\bN'|"
-        r"\[dbo\]|\bdbo\.|\bEOMONTH\s*\(|\bCHARINDEX\s*\(|\bCROSS\s+APPLY\b",
+        r"\[dbo\]|\bdbo\.|\bEOMONTH\s*\(|\bCHARINDEX\s*\(|\bCROSS\s+APPLY\b|"
+        r"^\s*UPDATE\s+\w+\s+SET\b.*\bFROM\b.*\bJOIN\b",
     ),
     (
         "mysql",
         r"`|\bAUTO_INCREMENT\b|\bDATE_FORMAT\s*\(|\bCURDATE\s*\(|\bDATE_(?:ADD|SUB)\s*\(|"
         r"\bSEPARATOR\b|\bDIV\b|\bIFNULL\s*\(|\bINTERVAL\s+\d+\s+[A-Z]+\b|\bREGEXP\b|"
         r"\bRLIKE\b|\bDUPLICATE\s+KEY\b|\bSTR_TO_DATE\s*\(|\bUNIX_TIMESTAMP\s*\(|"
-        r"\bTIMESTAMPDIFF\s*\(|\bDAYNAME\s*\(|\bMONTHNAME\s*\(|\bJSON_UNQUOTE\s*\(",
+        r"\bTIMESTAMPDIFF\s*\(|\bDAYNAME\s*\(|\bMONTHNAME\s*\(|\bJSON_UNQUOTE\s*\(|"
+        r"^\s*(?:UPDATE|DELETE)\b[^;]*\bLIMIT\s+\d+\s*;?\s*$|^\s*UPDATE\s+\S+\s+\w+\s+JOIN\b",
     ),
     (
         "postgres",

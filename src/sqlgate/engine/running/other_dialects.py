@@ -74,6 +74,11 @@ def _accepted(ctx: RewriteContext, original: str, candidate: str) -> Tier | None
         check_tier(statement, home)
     except SqlgateError:
         return None
+    if home is Tier.WRITE and statement.kind == "UPDATE":
+        from sqlgate.engine.running.where_columns import update_filters
+
+        if not update_filters(ctx.conn, candidate):
+            return None  # write_query would refuse it: an UPDATE of every row
     recorder = PolicyRecorder(home, ctx.protected, ctx.rules)
     explained = f"EXPLAIN {candidate}"
     cursor = ctx.conn.cursor()

@@ -1,8 +1,10 @@
 """write_query's check that an UPDATE's WHERE can filter: the facts, then `engine.statements.where`.
 
 Preflight refused an UPDATE whose WHERE names nothing; here the names are judged against
-the schema: the columns of every table the statement names come from `pragma_table_xinfo`
-(server-built SQL, the name bound), and `where.where_filters` decides. When sqlglot cannot
+the schema (`engine.running.where_columns`: the columns of every table the statement names
+come from `pragma_table_xinfo`, the name bound, and `where.where_filters` decides). A
+statement SQLite cannot compile at all (MySQL's `UPDATE ... JOIN`) is not refused here: it
+runs into SQLite's error, which answers with its SQLite form. When sqlglot cannot
 read the statement, the fallback is SQLite's own reading: the statement is prepared (as
 `EXPLAIN`, so nothing runs) under write_query's authorizer, and an UPDATE that reads no
 column of its table at all cannot be filtered. That fallback is weaker (a SET that reads a
@@ -11,33 +13,15 @@ column hides a WHERE that does not); the mass-rewrite guard still stands behind 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
-
 import apsw
 
 from sqlgate.engine.names import fold_name
 from sqlgate.engine.running.execute import Bindings, RunContext, run_statement
+from sqlgate.engine.running.where_columns import judged
 from sqlgate.engine.statements import Statement, unfiltered_update_message
 from sqlgate.errors import PolicyDenied
 
-if TYPE_CHECKING:  # `where` parses with sqlglot: imported when an UPDATE is judged
-    from sqlgate.engine.statements import Change
-
-__all__ = ["refuse_unfiltered_update", "table_columns"]
-
-_COLUMNS = "SELECT name FROM pragma_table_xinfo(?, 'main')"
-
-
-def table_columns(conn: apsw.Connection, names: Iterable[str]) -> dict[str, frozenset[str]]:
-    """Folded column names (hidden ones too) of each named table, view or table-valued
-    function that has any; a name SQLite does not know is left out (unknown columns)."""
-    found = {}
-    for name in sorted(set(names)):
-        columns = frozenset(fold_name(str(column)) for (column,) in conn.execute(_COLUMNS, (name,)))
-        if columns:
-            found[name] = columns
-    return found
+__all__ = ["refuse_unfiltered_update"]
 
 
 def _reads_its_table(ctx: RunContext, sql: str, bindings: Bindings, target: str) -> bool:
@@ -60,21 +44,29 @@ def refuse_unfiltered_update(
     from sqlgate.engine.statements import read_change
 
     change = read_change(sql)
-    verdict = None if change is None else _judged(ctx.conn, change)
+    verdict = None if change is None else judged(ctx.conn, change)
     if verdict is None:
         # a READ always names its table; an UPDATE preflight found no target for is a
         # syntax error, which the prepare raises before any READ is compared
         if not _reads_its_table(ctx, sql, bindings, fold_name(str(statement.target))):
             raise PolicyDenied(unfiltered_update_message(statement.target, undo))
         return
-    if not verdict:
+    if not verdict and _compiles(ctx.conn, sql):
         raise PolicyDenied(unfiltered_update_message(statement.target, undo))
+    # not SQLite at all (MySQL's UPDATE ... JOIN, SQL Server's UPDATE a ... FROM): running it
+    # answers with SQLite's error, and its SQLite form when it reads as another dialect's
 
 
-def _judged(conn: apsw.Connection, change: Change) -> bool:
-    """Whether the WHERE filters; True for a target SQLite does not know (it says so when
-    the statement runs)."""
-    from sqlgate.engine.statements import where_filters
-
-    columns = table_columns(conn, change.tables)
-    return change.target not in columns or where_filters(change, columns)
+def _compiles(conn: apsw.Connection, sql: str) -> bool:
+    """Whether SQLite compiles `sql` (prepared, never stepped: the trace stops it first)."""
+    cursor = conn.cursor()
+    cursor.exec_trace = lambda *_: False
+    try:
+        cursor.execute(sql, can_cache=False)
+    except apsw.ExecTraceAbort:
+        return True
+    except apsw.Error:
+        return False
+    finally:
+        cursor.close(True)
+    return True
