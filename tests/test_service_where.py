@@ -186,3 +186,47 @@ def test_any_where_of_constants_is_refused_and_any_column_test_is_run(
     )
     assert answer.startswith("ok: ")
     assert priorities(tasks) == "1,2,3,4"
+
+
+def test_an_update_sqlite_cannot_compile_is_left_to_sqlites_error_and_its_sqlite_form(
+    tasks: Service,
+) -> None:
+    """MySQL's UPDATE ... JOIN names no column of tasks in a WHERE SQLite could read: not
+    refused as unfiltered, but answered with SQLite's error and the statement to send."""
+    with pytest.raises(SqlError) as caught:
+        tasks.write_query(
+            "UPDATE tasks t JOIN other o ON o.tid = t.id SET t.priority = 9 WHERE o.k = 2"
+        )
+    assert "Send instead: UPDATE tasks AS t SET priority = 9 FROM other AS o" in str(caught.value)
+    assert priorities(tasks) == "1,2,3,4"
+
+
+def test_compiles_prepares_and_never_runs(tmp_path: Any) -> None:
+    import apsw
+
+    from sqlgate.engine.running.where_check import compiles
+
+    conn = apsw.Connection(str(tmp_path / "c.db"))
+    conn.execute("CREATE TABLE t(a INTEGER); INSERT INTO t VALUES (1)")
+    assert compiles(conn, "UPDATE t SET a = 2 WHERE 1 = 1") is True
+    assert compiles(conn, "UPDATE t SET a = ? WHERE a = ?", [3, 1]) is True
+    assert compiles(conn, "UPDATE t SET a = ? WHERE a = ?") is True  # bindings: the run's
+    assert compiles(conn, "UPDATE t x JOIN t y ON y.a = x.a SET x.a = 4") is False
+    assert compiles(conn, "UPDATE nowhere SET a = 5") is False
+    assert compiles(conn, "-- only a comment") is True
+    assert conn.execute("SELECT a FROM t").fetchall() == [(1,)]
+    assert not conn.in_transaction
+
+
+def test_update_filters_judges_a_rewrite_offered_to_write_query(tmp_path: Any) -> None:
+    import apsw
+
+    from sqlgate.engine.running.where_columns import update_filters
+
+    conn = apsw.Connection(str(tmp_path / "f.db"))
+    conn.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER); CREATE TABLE u(b INTEGER)")
+    assert update_filters(conn, "UPDATE t SET a = 1 WHERE id = 2") is True
+    assert update_filters(conn, "UPDATE t SET a = 1 FROM u WHERE u.b = 2") is False
+    assert update_filters(conn, "UPDATE t SET a = 1") is False
+    assert update_filters(conn, "UPDATE nowhere SET a = 1 WHERE b = 2") is True  # SQLite says
+    assert update_filters(conn, "UPDATE t SET a = 1 WHERE CAST(1 AS UNSIGNED BIG INT)") is False

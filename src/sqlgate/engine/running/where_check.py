@@ -21,7 +21,7 @@ from sqlgate.engine.running.where_columns import judged
 from sqlgate.engine.statements import Statement, unfiltered_update_message
 from sqlgate.errors import PolicyDenied
 
-__all__ = ["refuse_unfiltered_update"]
+__all__ = ["compiles", "refuse_unfiltered_update"]
 
 
 def _reads_its_table(ctx: RunContext, sql: str, bindings: Bindings, target: str) -> bool:
@@ -51,22 +51,24 @@ def refuse_unfiltered_update(
         if not _reads_its_table(ctx, sql, bindings, fold_name(str(statement.target))):
             raise PolicyDenied(unfiltered_update_message(statement.target, undo))
         return
-    if not verdict and _compiles(ctx.conn, sql):
+    if not verdict and compiles(ctx.conn, sql, bindings):
         raise PolicyDenied(unfiltered_update_message(statement.target, undo))
     # not SQLite at all (MySQL's UPDATE ... JOIN, SQL Server's UPDATE a ... FROM): running it
     # answers with SQLite's error, and its SQLite form when it reads as another dialect's
 
 
-def _compiles(conn: apsw.Connection, sql: str) -> bool:
-    """Whether SQLite compiles `sql` (prepared, never stepped: the trace stops it first)."""
+def compiles(conn: apsw.Connection, sql: str, bindings: Bindings = None) -> bool:
+    """Whether SQLite compiles `sql` (prepared and bound, never stepped: the trace stops it
+    first). Bindings that do not fit are the run's to answer: it compiles."""
     cursor = conn.cursor()
     cursor.exec_trace = lambda *_: False
     try:
-        cursor.execute(sql, can_cache=False)
-    except apsw.ExecTraceAbort:
+        cursor.execute(sql, bindings, can_cache=False)
+    except (apsw.ExecTraceAbort, apsw.BindingsError, KeyError):
         return True
     except apsw.Error:
         return False
     finally:
         cursor.close(True)
+    # not reached: apsw calls the trace even for a text of only a comment
     return True
