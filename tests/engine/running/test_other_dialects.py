@@ -127,6 +127,10 @@ READS = [
     ("tsql-national-dbo", "SELECT id FROM [dbo].[users] WHERE name = N'Ann Lee'", "SELECT 1", ""),
     ("duckdb-group-by-all", "SELECT score > 2, count(*) FROM users GROUP BY ALL ORDER BY 1",
      "SELECT * FROM (VALUES (0, 1), (1, 2))", ""),
+    ("pg-unnest", "SELECT x FROM unnest(ARRAY[3, 1, 2]) AS x ORDER BY x",
+     "SELECT * FROM (VALUES (1), (2), (3))", ""),
+    ("pg-at-time-zone-utc", "SELECT count(*) FROM users WHERE created_at::timestamptz "
+     "AT TIME ZONE 'UTC' < '2024-01-01'", "SELECT 1", ""),
     ("mysql-date-format", "SELECT DATE_FORMAT(created_at, '%Y-%m') FROM users ORDER BY id",
      "SELECT strftime('%Y-%m', created_at) FROM users ORDER BY id", ""),
     ("mysql-year-month", "SELECT YEAR(created_at), MONTH(created_at) FROM users ORDER BY id",
@@ -203,6 +207,8 @@ CHANGES = [
      "ON DUPLICATE KEY UPDATE name = VALUES(name)", None,
      "INSERT INTO users (id, name) VALUES (1, 'Ann') ON CONFLICT DO UPDATE SET name = "
      "excluded.name"),
+    ("tsql-output-inserted", "write", "INSERT INTO users (name) OUTPUT INSERTED.id "
+     "VALUES ('Di')", None, "INSERT INTO users (name) VALUES ('Di') RETURNING id"),
     ("update-interval", "write", "UPDATE users SET created_at = created_at + INTERVAL '1 day' "
      "WHERE id = 1", None,
      "UPDATE users SET created_at = DATETIME(created_at, '+1 days') WHERE id = 1"),
@@ -389,3 +395,25 @@ def test_a_second_statement_is_never_prepared_nor_run(app: Service, tool: str, s
     assert "DROP TABLE" not in str(caught.value).split("instead")[-1]
     assert rows(app.read_query("SELECT count(*) FROM users")) == ["3"]
     assert "users" in app.read_query("SELECT name FROM sqlite_schema")
+
+
+def test_a_fault_in_the_rewriting_leaves_sqlites_own_answer(
+    app: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shape that breaks on a tree it did not expect costs the rewrite, never the answer;
+    a fault on the note's path never fails the read that ran."""
+    import sqlgate.engine.dialects.rewrite as rewrite
+    import sqlgate.engine.running.other_dialects as other
+
+    def broken(*args: object) -> None:
+        raise AttributeError("a shape met a tree it did not expect")
+
+    monkeypatch.setattr(rewrite, "_candidate", broken)
+    message = refused(app, "read", "SELECT NOW()")
+    assert message == (
+        "SQLite error: no such function: NOW. Next: fix the statement and call again; "
+        "get_schema shows every definition"
+    )
+    monkeypatch.setattr(other, "_trap_note", broken)
+    answer = app.read_query("SELECT CAST(score AS NUMERIC) / 2 FROM users WHERE id = 1")
+    assert rows(answer) == ["1"]

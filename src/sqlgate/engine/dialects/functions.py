@@ -235,6 +235,49 @@ def _substring_index(node: exp.Expr, dialect: str, notes: Notes) -> exp.Expr:
     raise NoRewrite("SUBSTRING_INDEX beyond the first or last part")
 
 
+_UTC = frozenset({"UTC", "ETC/UTC", "GMT", "Z", "+00:00", "ETC/GMT"})
+
+
+def _at_time_zone(node: exp.Expr, dialect: str, notes: Notes) -> exp.Expr:
+    """`x AT TIME ZONE 'UTC'`: SQLite keeps times as UTC text already; other zones it has
+    no table of (no rewrite)."""
+    zone = node.args.get("zone")
+    if isinstance(zone, exp.Literal) and str(zone.this).upper() in _UTC:
+        inner: exp.Expr = node.this
+        return inner
+    raise NoRewrite("a time zone other than UTC")
+
+
+def _returning(node: exp.Expr, dialect: str, notes: Notes) -> exp.Expr | None:
+    """SQL Server's OUTPUT INSERTED.x (and a DELETE's DELETED.x) as RETURNING x."""
+    statement = node.parent
+    changed = False
+    columns: list[exp.Expr] = []
+    for column in node.expressions:
+        table = column.table.upper() if isinstance(column, exp.Column) else ""
+        if table == "DELETED" and not isinstance(statement, exp.Delete):
+            raise NoRewrite("OUTPUT DELETED of an UPDATE: RETURNING gives the new values")
+        if table in ("INSERTED", "DELETED"):
+            column = exp.column(column.name)
+            changed = True
+        columns.append(column)
+    return exp.Returning(expressions=columns) if changed else None
+
+
+def _unnest(node: exp.Expr, dialect: str, notes: Notes) -> exp.Expr | None:
+    """`unnest(ARRAY[3, 1, 2]) AS x` in a FROM: a VALUES subquery of one column x."""
+    arrays = node.expressions
+    if len(arrays) != 1 or not isinstance(arrays[0], exp.Array):
+        raise NoRewrite("unnest of something other than one ARRAY[...]")
+    alias = node.args.get("alias")
+    name = alias.name if alias is not None and alias.name else "unnest"
+    column = alias.columns[0].name if alias is not None and alias.columns else name
+    rows = [exp.Tuple(expressions=[value.copy()]) for value in arrays[0].expressions]
+    values = exp.Subquery(this=exp.Values(expressions=rows))
+    inner = exp.select(exp.alias_(exp.column("column1"), column)).from_(values)
+    return exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(name)))
+
+
 def _national(node: exp.Expr, dialect: str, notes: Notes) -> exp.Expr:
     return string(str(node.this))
 
@@ -263,6 +306,9 @@ FUNCTION_SHAPES = {
     exp.Count: _count_distinct,
     exp.Group: _group_all,
     exp.National: _national,
+    exp.AtTimeZone: _at_time_zone,
+    exp.Returning: _returning,
+    exp.Unnest: _unnest,
     exp.SubstringIndex: _substring_index,
     exp.Table: _schema_of_table,
 }

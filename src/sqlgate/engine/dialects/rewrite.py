@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 __all__ = ["DIALECT_NAMES", "Rewrite", "rewrites"]
 
+log = logging.getLogger("sqlgate")
+
 DIALECT_NAMES = {
     "postgres": "PostgreSQL",
     "mysql": "MySQL",
@@ -95,7 +97,10 @@ def _candidate(sql: str, dialect: str) -> Rewrite | None:
     try:
         tree = sqlite_shapes(trees[0], dialect, notes)
         text = tree.sql(dialect="sqlite", unsupported_level=sqlglot.ErrorLevel.RAISE)
-    except (NoRewrite, SqlglotError, RecursionError, ValueError, KeyError, TypeError):
+    except (NoRewrite, SqlglotError, RecursionError):
+        return None
+    except Exception:  # a shape meeting a tree it did not expect: no rewrite, never an error
+        log.debug("no rewrite of %r as %s", sql, dialect, exc_info=True)
         return None
     if "\n" in text:
         return None  # a string holding a line break: no statement to send on one line

@@ -14,6 +14,7 @@ server never runs a rewrite; the agent decides.
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import TYPE_CHECKING, Protocol
 
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from sqlgate.engine.rules import LiveRules
 
 __all__ = ["RewriteContext", "dialect_error", "trap_note"]
+
+log = logging.getLogger("sqlgate")
 
 
 class RewriteContext(Protocol):
@@ -149,7 +152,16 @@ def _added_column(ctx: RewriteContext, sql: str, message: str) -> SqlError | Non
 
 def dialect_error(ctx: RewriteContext, sql: str, message: str) -> SqlError | None:
     """The answer to `sql`, which SQLite refused with `message`, when it reads as another
-    dialect's statement (or another tool's command) that SQLite can be given; else None."""
+    dialect's statement (or another tool's command) that SQLite can be given; else None.
+    A fault in the rewriting is logged and the answer is SQLite's own: never an error."""
+    try:
+        return _dialect_error(ctx, sql, message)
+    except Exception:
+        log.exception("no dialect answer for a statement SQLite refused")
+        return None
+
+
+def _dialect_error(ctx: RewriteContext, sql: str, message: str) -> SqlError | None:
     if ctx.sent is not None:
         argument, sql = ctx.sent  # the agent's text, which the statement run wraps
         if argument:
@@ -189,6 +201,17 @@ def dialect_error(ctx: RewriteContext, sql: str, message: str) -> SqlError | Non
 
 
 def trap_note(ctx: RewriteContext, sql: str) -> str | None:
+    """`_trap_note`, whose fault is logged and never fails the read that ran."""
+    if len(sql) > REWRITE_MAX_CHARS or not has_sign(sql):
+        return None
+    try:
+        return _trap_note(ctx, sql)
+    except Exception:
+        log.exception("no note for a statement that ran")
+        return None
+
+
+def _trap_note(ctx: RewriteContext, sql: str) -> str | None:
     """The trailer line of a statement that ran but shows another dialect's meaning SQLite
     does not share (`engine.dialects.trap`): what differs, and the statement that gives the
     intended result (prepared under the same policy first); None for nearly every statement,
