@@ -233,6 +233,7 @@ def test_a_change_in_another_dialect_is_answered_and_not_run(
     [
         ("read", "TRUNCATE users", "it is DELETE FROM users, which only destructive_query runs"),
         ("read", "TRUNCATE TABLE users", "only destructive_query runs (read_query does not)"),
+        ("write", "TRUNCATE users", "only destructive_query runs (write_query does not)"),
     ],
 )
 def test_a_change_sent_to_a_tool_that_does_not_make_it_names_the_tool_offering_nothing(
