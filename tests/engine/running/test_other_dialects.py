@@ -9,9 +9,15 @@ the SQL" or "no such function").
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+import apsw
 import pytest
 
+from sqlgate.engine.rules import NO_RULES
+from sqlgate.engine.statements import Tier
 from sqlgate.errors import PolicyDenied, SqlError, SqlgateError
 from sqlgate.service import Service
 from tests.agent_calls import call as agent_call
@@ -231,7 +237,11 @@ def test_a_change_in_another_dialect_is_answered_and_not_run(
 @pytest.mark.parametrize(
     ("tool", "sql", "words"),
     [
-        ("read", "TRUNCATE users", "it is DELETE FROM users, which only destructive_query runs"),
+        (
+            "read",
+            "TRUNCATE users",
+            "In SQLite it is DELETE FROM users, which only destructive_query",
+        ),
         ("read", "TRUNCATE TABLE users", "only destructive_query runs (read_query does not)"),
         ("write", "TRUNCATE users", "only destructive_query runs (write_query does not)"),
     ],
@@ -399,7 +409,7 @@ def test_a_second_statement_is_never_prepared_nor_run(app: Service, tool: str, s
 
 
 def test_a_fault_in_the_rewriting_leaves_sqlites_own_answer(
-    app: Service, monkeypatch: pytest.MonkeyPatch
+    app: Service, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A shape that breaks on a tree it did not expect costs the rewrite, never the answer;
     a fault on the note's path never fails the read that ran."""
@@ -410,7 +420,9 @@ def test_a_fault_in_the_rewriting_leaves_sqlites_own_answer(
         raise AttributeError("a shape met a tree it did not expect")
 
     monkeypatch.setattr(rewrite, "_candidate", broken)
-    message = refused(app, "read", "SELECT NOW()")
+    with caplog.at_level("ERROR", logger="sqlgate"):
+        message = refused(app, "read", "SELECT NOW()")
+    assert [r.name for r in caplog.records] == ["sqlgate"]
     assert message == (
         "SQLite error: no such function: NOW. Next: fix the statement and call again; "
         "get_schema shows every definition"
@@ -418,3 +430,134 @@ def test_a_fault_in_the_rewriting_leaves_sqlites_own_answer(
     monkeypatch.setattr(other, "_trap_note", broken)
     answer = app.read_query("SELECT CAST(score AS NUMERIC) / 2 FROM users WHERE id = 1")
     assert rows(answer) == ["1"]
+
+
+# -- the gate: which rewrite may be offered, to which tool ------------------------------------
+@dataclass
+class Gate:
+    """What `_accepted` reads of a statement's run (`other_dialects.RewriteContext`)."""
+
+    conn: apsw.Connection
+    tier: Tier
+    protected: frozenset[str] = frozenset()
+    rules: Any = NO_RULES
+    sent: tuple[str, str] | None = None
+
+
+@pytest.fixture
+def gate_conn(tmp_path: Path) -> apsw.Connection:
+    conn = apsw.Connection(str(tmp_path / "gate.db"))
+    conn.execute(
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER); CREATE TABLE u(b INTEGER);"
+        "CREATE TABLE kept(x INTEGER); INSERT INTO t VALUES (1, 1)"
+    )
+    return conn
+
+
+GATE = [
+    pytest.param(Tier.READ, "SELECT NOW()", "SELECT CURRENT_TIMESTAMP", Tier.READ, id="read"),
+    pytest.param(Tier.READ, "SELECT 1", "DELETE FROM t", None, id="a-read-never-a-write"),
+    pytest.param(Tier.READ, "TRUNCATE t", "DELETE FROM t", Tier.DESTRUCTIVE, id="a-change"),
+    pytest.param(Tier.WRITE, "TABLE t", "SELECT * FROM t", Tier.READ, id="any-tool-a-read"),
+    pytest.param(Tier.WRITE, "SELECT 1", "INSERT INTO t(a) VALUES (2)", Tier.WRITE, id="same"),
+    pytest.param(Tier.DESTRUCTIVE, "CREATE VIEW v AS SELECT NOW()",
+                 "CREATE VIEW v AS SELECT CURRENT_TIMESTAMP", None, id="create-view-never"),
+    pytest.param(Tier.WRITE, "UPDATE t SET a = 1 WHERE 1",
+                 "UPDATE t SET a = 1 FROM u WHERE u.b = 1", None, id="write-every-row"),
+    pytest.param(Tier.DESTRUCTIVE, "UPDATE t SET a = NOW()", "UPDATE t SET a = 2",
+                 Tier.DESTRUCTIVE, id="destructive-every-row"),
+    pytest.param(Tier.WRITE, "INSERT INTO kept VALUES (NOW())", "INSERT INTO kept VALUES (1)",
+                 None, id="protected-by-policy"),
+    pytest.param(Tier.READ, "SELECT nope()", "SELECT nope FROM t", None, id="not-prepared"),
+    pytest.param(Tier.DESTRUCTIVE, "TRUNCATE t", "DELETE FROM t; DROP TABLE u", None,
+                 id="two-statements"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("tier", "original", "candidate", "home"), GATE)
+def test_the_gate_offers_only_what_the_tool_would_take(
+    gate_conn: apsw.Connection, tier: Tier, original: str, candidate: str, home: Tier | None
+) -> None:
+    from sqlgate.engine.running.other_dialects import _accepted
+
+    gate = Gate(gate_conn, tier, protected=frozenset({"kept"}))
+    assert _accepted(gate, original, candidate) is home
+    assert gate_conn.execute("SELECT count(*) FROM t").fetchone() == (1,)  # nothing ran
+    names = {row[0] for row in gate_conn.execute("SELECT name FROM sqlite_schema")}
+    assert {"t", "u", "kept"} <= names
+    assert "v" not in names
+
+
+def test_use_of_a_database_is_answered_with_nothing_to_send(app: Service) -> None:
+    message = refused(app, "read", "USE shop")
+    assert "sqlgate serves one database and needs no USE" in message
+    assert SEND.search(message) is None
+
+
+def test_a_command_whose_query_the_tool_would_refuse_names_only_the_tool(
+    app: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlgate.engine.running.other_dialects as other
+
+    monkeypatch.setattr(other, "_accepted", lambda *args: None)
+    message = refused(app, "read", "SHOW TABLES")
+    assert message.endswith("not SQL: call list_tables")
+
+
+def test_write_query_hands_a_read_form_on_to_read_query(app: Service) -> None:
+    """PostgreSQL's `TABLE users` (no SQL verb SQLite knows) sent to write_query."""
+    message = refused(app, "write", "TABLE users")
+    assert offered(message) == ("read_query", "SELECT * FROM users")
+
+
+@pytest.mark.parametrize(("pad", "answered"), [(0, True), (1, False)])
+def test_the_longest_statement_answered_is_rewrite_max_chars(
+    app: Service, pad: int, answered: bool
+) -> None:
+    from sqlgate.engine.limits import REWRITE_MAX_CHARS
+
+    head = "SELECT NOW() AS t"
+    sql = head + " " * (REWRITE_MAX_CHARS - len(head) - len(" FROM users") + pad) + " FROM users"
+    assert len(sql) == REWRITE_MAX_CHARS + pad
+    assert (SEND.search(refused(app, "read", sql)) is not None) is answered
+    trap = "SELECT CAST(score AS NUMERIC) / 2 AS r"
+    sql = trap + " " * (REWRITE_MAX_CHARS - len(trap) - len(" FROM users") + pad) + " FROM users"
+    assert ("# note:" in app.read_query(sql)) is answered
+
+
+def test_a_statement_showing_no_sign_is_never_read_for_a_trap(
+    app: Service, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import sqlgate.engine.dialects as dialects
+
+    def unwanted(sql: str) -> None:
+        raise AssertionError(f"read for a trap: {sql}")
+
+    monkeypatch.setattr(dialects, "trap", unwanted)
+    with caplog.at_level("ERROR", logger="sqlgate"):
+        app.read_query("SELECT name FROM users WHERE id = 1")
+    assert not caplog.records
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT CAST(score AS NUMERIC) FROM users",  # a sign, but no division: no trap
+        "SELECT CAST(score AS NUMERIC) / 2, 'a\x0bb' FROM users",  # a line break SQLite keeps
+    ],
+)
+def test_no_note_and_no_fault_where_the_trap_is_not_told(
+    app: Service, sql: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("ERROR", logger="sqlgate"):
+        answer = app.read_query(sql)
+    assert "# note" not in answer
+    assert not caplog.records
+
+
+def test_an_error_no_dialect_explains_is_answered_as_before(app: Service) -> None:
+    """A UNIQUE conflict: sqlglot would write `users (id, name)`, which SQLite prepares;
+    offering it would be noise."""
+    message = refused(app, "write", "INSERT INTO users(id, name) VALUES (1, 'x')")
+    assert message.startswith("SQLite error: UNIQUE constraint failed: users.id")
+    assert SEND.search(message) is None

@@ -282,7 +282,11 @@ def trap(sql: str) -> Trap | None:
     if not has_sign(sql):
         return None
     tokens = sqlite_tokens(sql)
-    if not tokens or "--" in sql or any("\n" in sql[t.start : t.end + 1] for t in tokens):
+    if (
+        not tokens
+        or "--" in sql
+        or any(len(sql[t.start : t.end + 1].splitlines()) > 1 for t in tokens)
+    ):
         return None  # a line comment, string or name would change once the lines are joined
     edits, whys = _casts(sql, tokens)
     for found in _SWAPPED.finditer(sql):

@@ -29,7 +29,7 @@ from sqlgate.engine.statements import Tier, check_tier, home_tool, inspect_state
 from sqlgate.errors import SqlError, SqlgateError
 
 if TYPE_CHECKING:
-    from sqlgate.engine.dialects import Rewrite, ToolCommand
+    from sqlgate.engine.dialects import ToolCommand
     from sqlgate.engine.rules import LiveRules
 
 __all__ = ["RewriteContext", "dialect_error", "trap_note"]
@@ -107,10 +107,8 @@ def _command(ctx: RewriteContext, message: str, command: ToolCommand) -> SqlErro
     if command.table is not None and not _table_exists(ctx.conn, command.table):
         return SqlError(f"{said}; there is no table {command.table}: call list_tables")
     said = f"{said}, not SQL: {command.tool}"
-    if command.query is None:
-        return SqlError(said)
-    home = _accepted(ctx, "", command.query)
-    if home is None:
+    home = None if command.query is None else _accepted(ctx, "", command.query)
+    if command.query is None or home is None:
         return SqlError(said)
     return SqlError(f"{said}, or send {_send(home, ctx, command.query)}")
 
@@ -178,7 +176,6 @@ def _dialect_error(ctx: RewriteContext, sql: str, message: str) -> SqlError | No
     added = _added_column(ctx, sql, message)
     if added is not None:
         return added
-    elsewhere: tuple[Rewrite, Tier] | None = None
     for rewrite in rewrites(sql):
         if one_line(rewrite.sql) != rewrite.sql:
             continue  # a control character the answer could not carry as it is
@@ -189,15 +186,12 @@ def _dialect_error(ctx: RewriteContext, sql: str, message: str) -> SqlError | No
         said += "".join(f"; {note}" for note in rewrite.notes)
         if home is ctx.tier or home is Tier.READ:
             return SqlError(f"{said}. Send {_send(home, ctx, rewrite.sql)}")
-        if elsewhere is None and _CHANGES.match(sql):
-            elsewhere = rewrite, home
-    if elsewhere is None:
-        return None
-    rewrite, home = elsewhere  # a change sent to a tool that does not make it
-    return SqlError(
-        f"SQLite error: {message}. That reads as {rewrite.dialect_name}; in SQLite it is "
-        f"{rewrite.sql}, which only {home.value} runs ({ctx.tier.value} does not)"
-    )
+        # a change sent to a tool that does not make it (`_accepted` allows no other)
+        return SqlError(
+            f"{said}. In SQLite it is {rewrite.sql}, which only {home.value} runs "
+            f"({ctx.tier.value} does not)"
+        )
+    return None
 
 
 def trap_note(ctx: RewriteContext, sql: str) -> str | None:
@@ -216,8 +210,6 @@ def _trap_note(ctx: RewriteContext, sql: str) -> str | None:
     does not share (`engine.dialects.trap`): what differs, and the statement that gives the
     intended result (prepared under the same policy first); None for nearly every statement,
     at the cost of one regular-expression search."""
-    if len(sql) > REWRITE_MAX_CHARS or not has_sign(sql):
-        return None
     from sqlgate.engine.dialects import trap
 
     found = trap(sql)
