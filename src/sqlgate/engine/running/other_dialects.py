@@ -107,8 +107,10 @@ def _command(ctx: RewriteContext, message: str, command: ToolCommand) -> SqlErro
     if command.table is not None and not _table_exists(ctx.conn, command.table):
         return SqlError(f"{said}; there is no table {command.table}: call list_tables")
     said = f"{said}, not SQL: {command.tool}"
-    home = None if command.query is None else _accepted(ctx, "", command.query)
-    if command.query is None or home is None:
+    if command.query is None:
+        return SqlError(said)
+    home = _accepted(ctx, "", command.query)
+    if home is None:
         return SqlError(said)
     return SqlError(f"{said}, or send {_send(home, ctx, command.query)}")
 
@@ -212,8 +214,8 @@ def _trap_note(ctx: RewriteContext, sql: str) -> str | None:
     at the cost of one regular-expression search."""
     from sqlgate.engine.dialects import trap
 
-    found = trap(sql)
-    if found is None or one_line(found.sql) != found.sql:
+    found = trap(sql)  # its statement keeps no line break inside a string or name
+    if found is None:
         return None
     home = _accepted(ctx, sql, found.sql)
     if home is not ctx.tier:
