@@ -128,6 +128,10 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "engine/running/where_check.py": ("tests/test_service_where.py",),
     "engine/running/where_columns.py": ("tests/test_service_where.py",),
     # a rewrite is offered only when the called tool would take it, and never run (issue 34)
+    "engine/dialects/traps.py": (
+        "tests/engine/dialects/test_traps.py",
+        "tests/engine/running/test_other_dialects.py",
+    ),
     "engine/running/other_dialects.py": (
         "tests/engine/running/test_other_dialects.py",
         "tests/engine/dialects/test_success_path.py",
