@@ -37,6 +37,7 @@ from sqlgate.engine.rules import (
     recording,
     veiled_error,
 )
+from sqlgate.engine.running.next_steps import next_step
 from sqlgate.engine.running.other_dialects import dialect_error
 from sqlgate.engine.sqltext import has_more_statements
 from sqlgate.engine.statements import Tier, destructive_keeps, double_quoted_string, single_quoted
@@ -78,37 +79,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ADVICE = (
     "holds an unpaired UTF-16 surrogate (U+D800-U+DFFF), which is not text; send valid Unicode"
 )
-# (words in SQLite's message, the next step to suggest): the first match wins
-_SQLITE_HINTS = (
-    ("no such table", "call list_tables to see which tables exist"),
-    (
-        "no such column",
-        "call describe_table to see the columns; write text values in 'single quotes' "
-        "(double quotes name a column)",
-    ),
-    ("has no column named", "call describe_table to see the columns"),
-    ("values were supplied", "give one value per column, or name the columns you fill"),
-    ("syntax error", "check the SQL; sqlgate speaks SQLite's dialect"),
-    ("readonly database", "read_query is read-only; use write_query to change data"),
-    ("query_only", "read_query is read-only; use write_query to change data"),
-    ("UNIQUE constraint failed", "the row already exists; use an upsert (ON CONFLICT) to update"),
-    ("constraint failed", "call describe_table to see the table's constraints and foreign keys"),
-    ("datatype mismatch", "call describe_table to see the column types"),
-    (
-        "object name reserved for internal use",
-        "SQLite keeps that name for a virtual table's shadow tables (a full-text index in "
-        "main or in sqlgate's records ends in _data, _idx, _content, _docsize, _config): "
-        "choose another name",
-    ),
-    (
-        "unable to identify the object to be reindexed",
-        "REINDEX names a collation, a table or an index of yours: call get_schema to see them "
-        "(sqlgate's records are read-only and never reindexed)",
-    ),
-)
 # SQLite looked a name up in main (DDL, a qualified name): it may be one of sqlgate's records
 _NO_SUCH = re.compile(r"no such (table|view|trigger|index): (?:main\.)?(.+)", re.IGNORECASE)
-_DEFAULT_HINT = "fix the statement and call again; get_schema shows every definition"
 
 
 def busy_error(busy_timeout: float) -> DatabaseBusy:
@@ -309,8 +281,7 @@ def _translate(exc: apsw.Error, ctx: RunContext, sql: str) -> Exception:
     other = dialect_error(ctx, sql, message)
     if other is not None:
         return other
-    hint = next((hint for needle, hint in _SQLITE_HINTS if needle in message), _DEFAULT_HINT)
-    return SqlError(f"SQLite error: {message}. Next: {hint}")
+    return SqlError(f"SQLite error: {message}. Next: {next_step(message)}")
 
 
 def _records_object(conn: apsw.Connection, message: str) -> PolicyDenied | None:
