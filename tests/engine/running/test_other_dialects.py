@@ -561,3 +561,28 @@ def test_an_error_no_dialect_explains_is_answered_as_before(app: Service) -> Non
     message = refused(app, "write", "INSERT INTO users(id, name) VALUES (1, 'x')")
     assert message.startswith("SQLite error: UNIQUE constraint failed: users.id")
     assert SEND.search(message) is None
+
+
+@pytest.mark.parametrize(
+    ("sql", "words"),
+    [
+        ("SELECT * FROM users WHERE nom ILIKE 'a%'", "fails too: no such column: nom. Next: call "
+         "describe_table"),
+        ("SELECT nickname::text FROM users", "fails too: no such column: nickname. Next: call "
+         "describe_table"),
+        ("SELECT NOW() FROM people", None),  # SQLite named the table first: nothing to add
+        ("select nickname from users", None),  # SQLite's own statement, only respelled
+        ("SELECT id::text, INITCAP(name) FROM users", None),  # no SQLite form: not a name
+    ],
+)  # fmt: skip
+def test_a_rewrite_naming_what_the_database_lacks_says_so(
+    app: Service, sql: str, words: str | None
+) -> None:
+    """The translation stands, but a name in it is not in this database (a column renamed
+    since, a table of another app): the answer says which, and what to call."""
+    message = refused(app, "read", sql)
+    assert SEND.search(message) is None
+    if words is None:
+        assert "fails too" not in message
+    else:
+        assert words in message

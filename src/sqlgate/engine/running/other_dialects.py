@@ -24,12 +24,13 @@ from sqlgate.engine.dialects import has_sign
 from sqlgate.engine.framing import one_line
 from sqlgate.engine.limits import REWRITE_MAX_CHARS
 from sqlgate.engine.rules import PolicyRecorder, recording
+from sqlgate.engine.running.next_steps import next_step
 from sqlgate.engine.sqltext import has_more_statements
 from sqlgate.engine.statements import Tier, check_tier, home_tool, inspect_statement
 from sqlgate.errors import SqlError, SqlgateError
 
 if TYPE_CHECKING:
-    from sqlgate.engine.dialects import ToolCommand
+    from sqlgate.engine.dialects import Rewrite, ToolCommand
     from sqlgate.engine.rules import LiveRules
 
 __all__ = ["RewriteContext", "dialect_error", "trap_note"]
@@ -57,15 +58,20 @@ _WORTH_TRYING = (
     "incomplete input",
     "wrong number of arguments",
 )
+# SQLite's words for a name the database does not have: a rewrite failing so is worth telling
+_NAMES_MISSING = re.compile(r"no such (?:column|table)")
 # a statement that itself changes data: its SQLite form may be named for the tool that takes it
 _CHANGES = re.compile(
     r"\s*(?:TRUNCATE|INSERT|UPDATE|DELETE|REPLACE|MERGE|UPSERT|CREATE|ALTER|DROP)\b", re.I
 )
 
 
-def _accepted(ctx: RewriteContext, original: str, candidate: str) -> Tier | None:
+def _accepted(
+    ctx: RewriteContext, original: str, candidate: str, failures: list[str] | None = None
+) -> Tier | None:
     """The tool that would take `candidate`, when that may be offered and SQLite prepares it
-    under that tool's policy; None otherwise."""
+    under that tool's policy; None otherwise (SQLite's words, when it could not prepare it,
+    appended to `failures`)."""
     try:
         statement = inspect_statement(candidate)
         home = Tier(home_tool(statement))
@@ -89,7 +95,9 @@ def _accepted(ctx: RewriteContext, original: str, candidate: str) -> Tier | None
     try:  # compiled only; a text of two statements is aborted before the first runs
         with recording(ctx.conn, recorder):
             cursor.execute(explained, can_cache=False)
-    except apsw.Error:
+    except apsw.Error as exc:
+        if failures is not None:
+            failures.append(re.sub(r"^\w+Error: ", "", str(exc)))
         return None
     finally:
         cursor.close(True)
@@ -178,11 +186,17 @@ def _dialect_error(ctx: RewriteContext, sql: str, message: str) -> SqlError | No
     added = _added_column(ctx, sql, message)
     if added is not None:
         return added
+    failed: tuple[Rewrite, str] | None = None
     for rewrite in rewrites(sql):
         if one_line(rewrite.sql) != rewrite.sql:
             continue  # a control character the answer could not carry as it is
-        home = _accepted(ctx, sql, rewrite.sql)
+        failures: list[str] = []
+        home = _accepted(ctx, sql, rewrite.sql, failures)
         if home is None:
+            why = failures[0] if failures else ""
+            # a missing name SQLite did not already give in its first answer
+            if failed is None and why != message and _NAMES_MISSING.match(why):
+                failed = rewrite, one_line(why)
             continue
         said = f"SQLite error: {message}. That reads as {rewrite.dialect_name}"
         said += "".join(f"; {note}" for note in rewrite.notes)
@@ -193,7 +207,13 @@ def _dialect_error(ctx: RewriteContext, sql: str, message: str) -> SqlError | No
             f"{said}. In SQLite it is {rewrite.sql}, which only {home.value} runs "
             f"({ctx.tier.value} does not)"
         )
-    return None
+    if failed is None:
+        return None
+    rewrite, why = failed  # the translation stands; a name in it is not in this database
+    return SqlError(
+        f"SQLite error: {message}. That reads as {rewrite.dialect_name}, but its SQLite form "
+        f"fails too: {why}. Next: {next_step(why)}"
+    )
 
 
 def trap_note(ctx: RewriteContext, sql: str) -> str | None:
