@@ -329,7 +329,7 @@ def test_project_scope_writes_nothing_of_this_machine(
     result = invoke("install", client, "--scope", "project", *extra)
 
     assert result.exit_code == 0, result.output
-    assert "add .sqlgate/ to .gitignore" in result.output
+    assert ".sqlgate/ keeps it and sqlgate's records of it out of git" in result.output
     written = [p for p in (home / "project").rglob("*") if p.is_file()]
     assert written
     for path in written:

@@ -71,8 +71,8 @@ def install(
       and the hooks alike).
     --scope project: a file to commit, so nothing of this machine: `sqlgate`
       from PATH and a database inside the project (--db, default
-      .sqlgate/agent.db; `serve` creates the folder: add `.sqlgate/` to
-      .gitignore). VS Code and Cursor get ${workspaceFolder}/.sqlgate/agent.db.
+      .sqlgate/agent.db; `serve` creates the folder, with a .gitignore that
+      keeps it out of git). VS Code and Cursor get ${workspaceFolder}/.sqlgate/agent.db.
 
     For gemini it says when Gemini CLI does not trust this folder (it then
     starts no MCP server here) and how to trust it; it never writes Gemini's
@@ -167,18 +167,20 @@ def _say_what_follows(
     if chosen == "project":
         assert db is not None
         shown = setup.project_db(db, where).as_posix()
-        ignore = ".sqlgate/" if shown.startswith(".sqlgate/") else f"{shown}*"
-        click.echo(f"the project's database is {shown} (relative to the project folder); "
-                   f"keep it out of git: add {ignore} to .gitignore; sqlgate keeps its records "
-                   "of it in .sqlgate/ (which ignores itself)")  # fmt: skip
+        if shown.startswith(".sqlgate/"):
+            kept = ".sqlgate/ keeps it and sqlgate's records of it out of git (its own .gitignore)"
+        else:
+            kept = (f"keep it out of git: add {shown}* to .gitignore; sqlgate keeps its records "
+                    "of it in .sqlgate/ (which ignores itself)")  # fmt: skip
+        click.echo(f"the project's database is {shown} (relative to the project folder); {kept}")
         if shutil.which("sqlgate") is None:
             click.echo("note: no `sqlgate` on this machine's PATH; the project's config runs "
                        "`sqlgate` from PATH: install it where every clone's users can run it "
                        "(pipx or `uv tool install`)")  # fmt: skip
     elif db is None:
         click.echo(f"each project gets its own database, PROJECT/{PROJECT_DB.as_posix()} "
-                   f"(PROJECT: the folder {spec.title} runs in); add .sqlgate/ to each "
-                   "project's .gitignore")  # fmt: skip
+                   f"(PROJECT: the folder {spec.title} runs in); .sqlgate/ keeps itself out "
+                   "of git (its own .gitignore)")  # fmt: skip
     old = _old_db(change)
     if old is not None and old != setup.PER_PROJECT and db is None:
         click.echo(f"the database it used ({visible(old)}) stays where it is; to keep "
