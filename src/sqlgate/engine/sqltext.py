@@ -31,6 +31,7 @@ __all__ = [
     "fingerprint",
     "has_more_statements",
     "quote_identifier",
+    "quote_literal",
     "sqlite_tokens",
     "tokens_of",
     "word",
@@ -235,3 +236,9 @@ def quote_identifier(name: str) -> str:
     if "\x00" in name:
         raise InvalidArgument("identifiers cannot contain NUL characters")
     return '"' + name.replace('"', '""') + '"'
+
+
+def quote_literal(text: str) -> str:
+    """`text` as a SQLite string literal, for SQL shown to the agent (values are bound in
+    SQL the server runs): wrapped in single quotes, the inner ones doubled."""
+    return "'" + text.replace("'", "''") + "'"

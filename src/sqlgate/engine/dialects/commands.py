@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sqlgate.engine.sqltext import quote_literal
+
 __all__ = ["ToolCommand", "other_tool_command"]
 
 _TABLES = (
@@ -32,10 +34,6 @@ class ToolCommand:
     table: str | None = None  # the table it names, which the caller checks exists
 
 
-def _literal(name: str) -> str:
-    return "'" + name.replace("'", "''") + "'"
-
-
 def _tables(match: re.Match[str]) -> ToolCommand:
     return ToolCommand(
         match[0].strip(), "call list_tables", _TABLES.format(types="'table', 'view'")
@@ -55,20 +53,20 @@ def _columns(match: re.Match[str]) -> ToolCommand:
     name = match["name"]
     query = (
         'SELECT name, type, "notnull", dflt_value, pk FROM pragma_table_info('
-        f"{_literal(name)}) ORDER BY cid"
+        f"{quote_literal(name)}) ORDER BY cid"
     )
     return ToolCommand(match[0].strip(), f"call describe_table with table {name!r}", query, name)
 
 
 def _create(match: re.Match[str]) -> ToolCommand:
     name = match["name"]
-    query = f"SELECT sql FROM sqlite_schema WHERE name = {_literal(name)}"
+    query = f"SELECT sql FROM sqlite_schema WHERE name = {quote_literal(name)}"
     return ToolCommand(match[0].strip(), "call get_schema", query, name)
 
 
 def _indexes(match: re.Match[str]) -> ToolCommand:
     name = match["name"]
-    query = f'SELECT name, "unique", origin FROM pragma_index_list({_literal(name)})'
+    query = f'SELECT name, "unique", origin FROM pragma_index_list({quote_literal(name)})'
     return ToolCommand(match[0].strip(), f"call describe_table with table {name!r}", query, name)
 
 

@@ -39,7 +39,7 @@ from sqlgate.engine.names import fold_name
 from sqlgate.engine.raw_text import RawText
 from sqlgate.engine.rules import LiveRules, SchemaGuard, changed_row_refusal, row_change_refused
 from sqlgate.engine.running.execute import row_shadow
-from sqlgate.engine.sqltext import quote_identifier
+from sqlgate.engine.sqltext import quote_identifier, quote_literal
 from sqlgate.engine.statements import ROW_ACTIONS, Operation
 from sqlgate.engine.undo import read_changeset
 from sqlgate.errors import PolicyDenied
@@ -76,7 +76,7 @@ def _literal(value: object) -> str:
     if isinstance(value, RawText):  # TEXT that is not UTF-8: the SQL that makes it
         return abridged(value.sql())
     if isinstance(value, str):
-        return abridged("'" + value.replace("'", "''") + "'")
+        return abridged(quote_literal(value))
     return repr(value)
 
 

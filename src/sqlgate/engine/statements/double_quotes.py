@@ -17,7 +17,7 @@ import apsw
 
 from sqlgate.engine.deferred import deferred
 from sqlgate.engine.names import fold_name
-from sqlgate.engine.sqltext import sqlite_tokens, word
+from sqlgate.engine.sqltext import quote_literal, sqlite_tokens, word
 from sqlgate.engine.statements.preflight import inspect_statement
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def single_quoted(
             continue
         if len(text.splitlines()) > 1:
             return None
-        parts += [sql[done : token.start], "'" + text.replace("'", "''") + "'"]
+        parts += [sql[done : token.start], quote_literal(text)]
         done = token.end + 1
         rewritten.add(text)
     if missing not in rewritten:
