@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -75,8 +76,24 @@ def dialect_order(sql: str) -> list[str]:
     return first + [dialect for dialect in _ORDER if dialect not in first]
 
 
-def _one_line(sql: str) -> str:
+def _spacing_folded(sql: str) -> str:
+    """`sql` with its runs of white space as one space: two spellings of one statement."""
     return " ".join(sql.split())
+
+
+class _Quiet(logging.Filter):
+    """Drops sqlglot's warnings (a statement it reads as a bare command) while this thread
+    reads a refused statement: they are not the server's to log. A filter, not a level, so
+    that threads reading at once cannot leave sqlglot's logger silenced."""
+
+    reading = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(self.reading, "on", False)
+
+
+_QUIET = _Quiet()
+logging.getLogger("sqlglot").addFilter(_QUIET)
 
 
 def _candidate(sql: str, dialect: str) -> Rewrite | None:
@@ -119,15 +136,13 @@ def rewrites(sql: str) -> Iterator[Rewrite]:
         if mended is not None:
             yield Rewrite(mended[0].strip(), order[0], tuple(mended[1]))
         return
-    logger = logging.getLogger("sqlglot")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        seen = {_one_line(sql)}
-        for dialect in order:
+    seen = {_spacing_folded(sql)}
+    for dialect in order:
+        _QUIET.reading.on = True
+        try:
             found = _candidate(sql, dialect)
-            if found is not None and _one_line(found.sql) not in seen:
-                seen.add(_one_line(found.sql))
-                yield found
-    finally:
-        logger.setLevel(level)
+        finally:
+            _QUIET.reading.on = False
+        if found is not None and _spacing_folded(found.sql) not in seen:
+            seen.add(_spacing_folded(found.sql))
+            yield found
